@@ -1,0 +1,121 @@
+"""Safe XML reading shared by the URDF and actuator readers.
+
+Robot descriptions are often downloaded, so they are parsed as untrusted input:
+
+* no external entities are resolved (an XXE entity naming a local file does not leak it),
+* no DTD is loaded and nothing is fetched from the network,
+* entity definitions are refused outright, which also refuses entity-expansion bombs
+  ("billion laughs"); URDF never needs them,
+* files larger than :data:`MAX_XML_BYTES` (16 MiB) are refused before parsing.
+
+Numbers are parsed with Python's ``float`` (locale independent) and must be finite.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from lxml import etree
+
+from jaxmor.errors import ModelError
+
+#: Largest robot description accepted, in bytes. Real URDFs are a few hundred KiB at most.
+MAX_XML_BYTES = 16 * 1024 * 1024
+
+STRING_SOURCE = "<string>"
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def looks_like_xml(text: str) -> bool:
+    """Whether a string argument is XML text rather than a file path."""
+    return text.lstrip().startswith("<")
+
+
+def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES):
+    """Parse a file or an XML string safely.
+
+    Args:
+        path_or_text: a file path, or XML text (a string whose first non-blank character is ``<``).
+        max_bytes: the largest accepted input in bytes.
+
+    Returns:
+        ``(root, source)``: the root element and the name used in error messages
+        (the path as given, or ``"<string>"``).
+
+    Raises:
+        ModelError: the file is missing, too large, not well-formed XML, or declares entities.
+    """
+    if isinstance(path_or_text, str) and looks_like_xml(path_or_text):
+        source = STRING_SOURCE
+        data = path_or_text.encode("utf-8")
+        if len(data) > max_bytes:
+            raise ModelError(source, None, f"XML text of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
+    else:
+        source = str(path_or_text)
+        path = Path(path_or_text)
+        if not path.is_file():
+            raise ModelError(source, None, "no such file")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ModelError(source, None, f"file of {size} bytes exceeds the limit of {max_bytes} bytes")
+        data = path.read_bytes()
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        line = exc.lineno if exc.lineno else None
+        raise ModelError(source, line, f"malformed XML: {exc.msg}") from None
+    tree = root.getroottree()
+    doctype = tree.docinfo.internalDTD
+    if doctype is not None and len(list(doctype.iterentities())) > 0:
+        raise ModelError(source, 1, "entity declarations are not allowed in robot descriptions")
+    for el in root.iter():
+        if isinstance(el, etree._Entity):
+            raise ModelError(source, el.sourceline, f"unresolved entity reference &{el.name};")
+    return root, source
+
+
+def parse_float(text: str | None, source: str, element, what: str) -> float:
+    """Parse one finite number of an attribute.
+
+    Raises:
+        ModelError: naming ``what`` and the element's line, if the text is missing, not a
+            number, or not finite.
+    """
+    if text is None:
+        raise ModelError(source, element.sourceline, f"{what} is missing")
+    try:
+        value = float(text)
+    except ValueError:
+        raise ModelError(source, element.sourceline, f"{what} is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise ModelError(source, element.sourceline, f"{what} is not finite: {text!r}")
+    return value
+
+
+def parse_vector(text: str | None, n: int, source: str, element, what: str, default=None) -> tuple[float, ...]:
+    """Parse ``n`` finite numbers separated by white space (e.g. ``xyz="0 0 1"``).
+
+    Raises:
+        ModelError: if the count is not ``n`` or an entry is not a finite number.
+    """
+    if text is None:
+        if default is not None:
+            return tuple(default)
+        raise ModelError(source, element.sourceline, f"{what} is missing")
+    parts = text.split()
+    if len(parts) != n:
+        raise ModelError(source, element.sourceline, f"{what} needs {n} numbers, got {len(parts)}: {text!r}")
+    return tuple(parse_float(p, source, element, what) for p in parts)
