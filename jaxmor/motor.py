@@ -1,12 +1,107 @@
-"""DC/BLDC motor model and its operating region (EM-MOR).
+r"""DC/BLDC motor model and its electro-mechanical operating region (EM-MOR).
 
-Placeholder: the full module (free functions, saturation enum) is being written.
+The model
+---------
+Under quasi-static conditions (the current changes slowly compared to the time step, the assumption of a
+dynamometer torque-speed curve) the voltage over a DC motor and its electromagnetic torque are
+
+.. math::
+
+    V = R\,i + \frac{\omega}{K_v}, \qquad \tau = K_t\,i,
+
+with the winding resistance ``R`` [Ohm], the current ``i`` [A], the motor speed ``omega`` [rad/s], the
+velocity constant ``Kv`` [rad/s/V] (the inverse of the back-EMF constant) and the torque constant ``Kt``
+[Nm/A]. The driver applies any voltage in ``[-Vbus, Vbus]`` and the core saturates at the peak torque, so
+the admissible torque at a speed is limited by
+
+.. math::
+
+    -V_{bus} \le \frac{R}{K_t}\,\tau + \frac{\omega}{K_v} \le V_{bus}, \qquad |\tau| \le \tau_{peak}.
+
+Solved for the torque, the voltage limits are two parallel lines of slope ``-b`` through ``+-tau_stall``:
+
+.. math::
+
+    \tau_{min}(\omega) = \mathrm{clamp}(-\tau_{stall} - b\,\omega, -\tau_{peak}, \tau_{peak}), \qquad
+    \tau_{max}(\omega) = \mathrm{clamp}(\phantom{-}\tau_{stall} - b\,\omega, -\tau_{peak}, \tau_{peak}),
+
+with the stall torque ``tau_stall = Kt Vbus / R`` [Nm] and the back-EMF damping ``b = Kt / (R Kv)``
+[Nm s/rad]. In the torque-speed plane the region is a parallelogram: the slanted edges are the voltage
+limits, the horizontal edges the peak torque. Characteristic speeds:
+
+* no-load speed ``Kv Vbus``: the motor cannot drive faster (``tau_max`` reaches zero there);
+* corner speed ``Kv (Vbus - R tau_peak / Kt)``: above it the voltage, not the peak torque, limits driving;
+* overspeed limit ``Kv (Vbus + R tau_peak / Kt)``: above it even full reverse voltage drives more than the
+  peak current against the back EMF.
+
+Overspeed
+---------
+The region limits the torque, never the speed: external forces can back-drive a motor past its overspeed
+limit. There the voltage band ``[-tau_stall - b w, tau_stall - b w]`` lies entirely below ``-tau_peak``
+(forward) or above ``+tau_peak`` (reverse) and no longer meets the peak band. The saturated core caps the
+torque at the peak, so the interval collapses to the single torque ``-tau_peak`` (``+tau_peak`` below the
+negative overspeed limit), the peak torque opposing the motion. The clamp formulas above give exactly this
+collapse (both lines clamp to the same peak), so no separate branch exists and the bounds stay continuous
+and monotone in the speed.
+
+Saturation labels
+-----------------
+Each side of the interval carries the bound that limits it (:class:`MotorSaturation`). A side is labelled
+``VOLTAGE`` when its voltage line lies strictly inside the side's peak bound (``tau_stall - b w < tau_peak``
+for the upper side, ``-tau_stall - b w > -tau_peak`` for the lower side) and ``PEAK_TORQUE`` otherwise
+(ties go to ``PEAK_TORQUE``). In forward overspeed this labels the upper side ``VOLTAGE`` (the voltage cannot
+reduce the braking current below the peak: a request above ``-tau_peak`` is refused by the back EMF) and
+the lower side ``PEAK_TORQUE`` (a request for even more braking is refused by the saturated core), and
+mirrored in reverse overspeed. With ``peak_torque = inf`` both sides are always ``VOLTAGE``.
+
+Conventions
+-----------
+All quantities are SI and on the motor (rotor) side of the gear: multiply a motor torque by the gear ratio
+to get the torque at the gear output. Every function is pure JAX and elementwise: its arguments (and the
+fields of :class:`DcMotorParameters`) broadcast against each other, the results have the broadcast shape,
+and everything works under ``jit``, ``vmap`` and ``grad``. Floating results keep the input dtype (float32
+stays float32; Python scalars follow JAX's weak typing); saturation labels are ``int32`` arrays holding
+:class:`MotorSaturation` values. Parameters are not validated here (that is impossible inside ``jit``);
+check :meth:`DcMotorParameters.is_valid` where the parameters enter the program.
 """
 
 from __future__ import annotations
 
+import enum
+
 import jax.numpy as jnp
 from flax import struct
+
+ArrayLike = jnp.ndarray | float
+
+__all__ = [
+    "DcMotorParameters",
+    "MotorSaturation",
+    "MotorTorqueBounds",
+    "clip_motor_torque",
+    "motor_operating_region_violation",
+    "motor_torque_bounds",
+    "motor_torque_bounds_from_constants",
+]
+
+
+class MotorSaturation(enum.IntEnum):
+    """The bound of the operating region that limits a motor torque.
+
+    Inside ``jit`` a saturation is an ``int32`` array holding these values; compare it with the members,
+    e.g. ``saturation == MotorSaturation.VOLTAGE``.
+    """
+
+    NONE = 0
+    """The torque is inside the operating region."""
+    PEAK_TORQUE = 1
+    """The torque is limited by the peak torque (core saturation)."""
+    VOLTAGE = 2
+    """The torque is limited by the bus voltage (back EMF)."""
+
+
+def _label(value: MotorSaturation) -> jnp.ndarray:
+    return jnp.asarray(int(value), dtype=jnp.int32)
 
 
 @struct.dataclass
@@ -29,3 +124,182 @@ class DcMotorParameters:
     velocity_constant: jnp.ndarray
     bus_voltage: jnp.ndarray
     peak_torque: jnp.ndarray = float("inf")
+
+    def torque_per_volt(self) -> jnp.ndarray:
+        """Motor torque per volt, ``Kt / R`` [Nm/V]; broadcast shape of the fields."""
+        return self.torque_constant / self.resistance
+
+    def back_emf_damping(self) -> jnp.ndarray:
+        """Slope of the voltage limits, ``Kt / (R Kv)`` [Nm s/rad]; broadcast shape of the fields.
+
+        A motor at its voltage limit acts as a damper with this coefficient.
+        """
+        return self.torque_per_volt() / self.velocity_constant
+
+    def stall_torque(self) -> jnp.ndarray:
+        """Torque at zero speed and full bus voltage, ``Kt Vbus / R`` [Nm]; broadcast shape of the fields."""
+        return self.torque_per_volt() * self.bus_voltage
+
+    def no_load_speed(self) -> jnp.ndarray:
+        """Speed at zero torque and full bus voltage, ``Kv Vbus`` [rad/s]; broadcast shape of the fields."""
+        return self.velocity_constant * self.bus_voltage
+
+    def corner_speed(self) -> jnp.ndarray:
+        """Speed above which the voltage, not the peak torque, limits driving, ``Kv (Vbus - R peak / Kt)``.
+
+        [rad/s]; broadcast shape of the fields. Negative when the stall torque is below the peak torque
+        (the voltage limits driving at every forward speed), ``-inf`` for an infinite peak torque.
+        """
+        return self.velocity_constant * (self.bus_voltage - self.peak_torque / self.torque_per_volt())
+
+    def overspeed_limit(self) -> jnp.ndarray:
+        """Speed above which even full reverse voltage drives more than the peak current.
+
+        ``Kv (Vbus + R peak / Kt)`` [rad/s]; broadcast shape of the fields; ``inf`` for an infinite peak
+        torque. Beyond ``+-overspeed_limit()`` the region collapses to the peak torque opposing the motion.
+        """
+        return self.velocity_constant * (self.bus_voltage + self.peak_torque / self.torque_per_volt())
+
+    def is_valid(self) -> jnp.ndarray:
+        """Whether the parameters define a region, as a ``bool`` array of the fields' broadcast shape.
+
+        True where R, Kt, Kv and Vbus are positive and finite, the peak torque is positive (it may be
+        ``inf``), and the derived constants (torque per volt, stall torque, back-EMF damping, no-load speed)
+        are positive and finite: finite parameters can overflow (or underflow) them. NaN is never valid.
+        """
+
+        def positive_finite(x: ArrayLike) -> jnp.ndarray:
+            return jnp.isfinite(x) & (x > 0)
+
+        valid = (
+            positive_finite(self.resistance)
+            & positive_finite(self.torque_constant)
+            & positive_finite(self.velocity_constant)
+            & positive_finite(self.bus_voltage)
+            & (jnp.asarray(self.peak_torque) > 0)
+            & positive_finite(self.torque_per_volt())
+            & positive_finite(self.stall_torque())
+            & positive_finite(self.back_emf_damping())
+            & positive_finite(self.no_load_speed())
+        )
+        return valid
+
+
+@struct.dataclass
+class MotorTorqueBounds:
+    """Admissible motor torque interval at a given motor speed (rotor side).
+
+    All fields have the broadcast shape of the inputs they were computed from.
+
+    Attributes:
+        lower: lowest admissible motor torque [Nm].
+        upper: highest admissible motor torque [Nm]; ``lower <= upper`` always.
+        lower_saturation: bound that limits torques below ``lower`` (``int32``, a :class:`MotorSaturation`).
+        upper_saturation: bound that limits torques above ``upper`` (``int32``, a :class:`MotorSaturation`).
+    """
+
+    lower: jnp.ndarray
+    upper: jnp.ndarray
+    lower_saturation: jnp.ndarray
+    upper_saturation: jnp.ndarray
+
+    def clip(self, torque: ArrayLike) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """The admissible torque nearest ``torque`` [Nm] and the label of the side that clipped it.
+
+        Returns:
+            ``(clipped, saturation)``: the clipped torque [Nm] and an ``int32`` :class:`MotorSaturation`
+            (``NONE`` where the request was admissible), both of the broadcast shape.
+        """
+        clipped = jnp.minimum(jnp.maximum(torque, self.lower), self.upper)
+        saturation = jnp.where(
+            torque > self.upper,
+            self.upper_saturation,
+            jnp.where(torque < self.lower, self.lower_saturation, _label(MotorSaturation.NONE)),
+        )
+        return clipped, saturation
+
+    def violation(self, torque: ArrayLike) -> jnp.ndarray:
+        """Distance [Nm] of ``torque`` outside ``[lower, upper]``; exactly zero inside."""
+        return jnp.maximum(self.lower - torque, 0) + jnp.maximum(torque - self.upper, 0)
+
+
+def motor_torque_bounds_from_constants(
+    stall_torque: ArrayLike,
+    back_emf_damping: ArrayLike,
+    peak_torque: ArrayLike,
+    speed: ArrayLike,
+) -> MotorTorqueBounds:
+    """Admissible motor torque at ``speed``, from the motor constants evaluated once.
+
+    The voltage limits are lines of slope ``-back_emf_damping`` through ``+-stall_torque``, clamped into
+    ``[-peak_torque, peak_torque]``. Beyond the overspeed limit both lines clamp to the same peak, so the
+    interval collapses to the peak torque opposing the motion (see the module docstring for the labels).
+
+    Args:
+        stall_torque: :meth:`DcMotorParameters.stall_torque` [Nm].
+        back_emf_damping: :meth:`DcMotorParameters.back_emf_damping` [Nm s/rad].
+        peak_torque: :attr:`DcMotorParameters.peak_torque` [Nm], may be ``inf``.
+        speed: motor (rotor-side) speed [rad/s].
+
+    Returns:
+        The interval and the bound that limits each side, of the arguments' broadcast shape.
+    """
+    back_emf_torque = back_emf_damping * speed
+    voltage_upper = stall_torque - back_emf_torque
+    voltage_lower = -stall_torque - back_emf_torque
+    # min/max (not a clip with a possibly inverted interval); with peak = inf the max/min simply select the
+    # voltage line, and their gradients are selections, so an infinite peak never multiplies into a NaN.
+    upper = jnp.minimum(jnp.maximum(voltage_upper, -peak_torque), peak_torque)
+    lower = jnp.minimum(jnp.maximum(voltage_lower, -peak_torque), peak_torque)
+    voltage = _label(MotorSaturation.VOLTAGE)
+    peak = _label(MotorSaturation.PEAK_TORQUE)
+    upper_saturation = jnp.where(voltage_upper < peak_torque, voltage, peak)
+    lower_saturation = jnp.where(voltage_lower > -peak_torque, voltage, peak)
+    return MotorTorqueBounds(lower, upper, lower_saturation, upper_saturation)
+
+
+def motor_torque_bounds(motor: DcMotorParameters, speed: ArrayLike) -> MotorTorqueBounds:
+    """Admissible motor torque interval at motor (rotor-side) speed ``speed`` [rad/s].
+
+    ``clamp(+-stall_torque - back_emf_damping * speed, -peak, peak)``; beyond the overspeed limit the
+    interval collapses to ``-peak`` (forward) or ``+peak`` (reverse), the peak torque opposing the motion.
+
+    Returns:
+        The interval and the bound that limits each side, of the broadcast shape of ``speed`` and the
+        motor's fields.
+    """
+    return motor_torque_bounds_from_constants(
+        motor.stall_torque(), motor.back_emf_damping(), motor.peak_torque, speed
+    )
+
+
+def clip_motor_torque(
+    motor: DcMotorParameters, speed: ArrayLike, torque: ArrayLike
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Clips a motor torque request to the operating region at motor speed ``speed``.
+
+    Args:
+        motor: motor parameters.
+        speed: motor (rotor-side) speed [rad/s].
+        torque: requested motor torque [Nm].
+
+    Returns:
+        ``(torque, saturation)``: the admissible motor torque closest to the request [Nm] and the bound that
+        limited it (an ``int32`` :class:`MotorSaturation`, ``NONE`` if the request was admissible), both of
+        the broadcast shape of the arguments.
+    """
+    return motor_torque_bounds(motor, speed).clip(torque)
+
+
+def motor_operating_region_violation(motor: DcMotorParameters, speed: ArrayLike, torque: ArrayLike) -> jnp.ndarray:
+    """How far [Nm] ``torque`` lies outside the operating region at motor speed ``speed`` (zero inside).
+
+    Args:
+        motor: motor parameters.
+        speed: motor (rotor-side) speed [rad/s].
+        torque: motor torque [Nm].
+
+    Returns:
+        ``max(lower - torque, 0) + max(torque - upper, 0)`` of the broadcast shape; exactly zero inside.
+    """
+    return motor_torque_bounds(motor, speed).violation(torque)

@@ -1,0 +1,473 @@
+"""MuJoCo-style affine actuators: motors, position servos, velocity servos (``spec/affine-actuator.md``).
+
+An affine actuator drives one 1-DOF joint (hinge/revolute/continuous or slide/prismatic) with one
+parameter set, so downstream code never branches on the actuator type::
+
+    c   = clamp(ctrl, ctrl_range)                                 control, clamped first
+    a   = clamp(gain * c + bias_q * q + bias_v * v, force_range)  actuator force
+    tau = gear * a                                                generalized force on the joint's DOF
+
+``q`` and ``v`` are the driven joint's position [rad or m] and velocity [rad/s or m/s].
+
+Semantics (the decisions this module makes where the spec is terse)
+-------------------------------------------------------------------
+* **Order of operations, as in MuJoCo.** The control is clamped to ``ctrl_range`` before the law;
+  the spec's "force limits applied after the affine law" are applied to the *actuator* force ``a``,
+  before the gear, exactly like MuJoCo's ``forcerange`` (``mjData.actuator_force`` is clamped, then
+  ``qfrc_actuator = gear * actuator_force``). So ``force_range`` is in actuator-force units, not
+  joint-torque units: with ``gear = 2`` and ``force_range = (-5, 5)`` the joint sees at most 10.
+  :func:`affine_actuator_force` returns ``a`` (MuJoCo's ``actuator_force``); :func:`affine_force_at`
+  returns ``tau`` per actuator (the spec's ``force_at``); :func:`affine_generalized_force` scatters
+  ``tau`` into a length-``nv`` vector (MuJoCo's ``qfrc_actuator``).
+* **The bias acts on the joint coordinate, not on MuJoCo's actuator length.** The spec defines
+  ``bias_q`` and ``bias_v`` as coefficients on the joint position and velocity, and its servos as
+  ``position: tau = gear * (kp * (ctrl - q) - kv * v)`` and ``velocity: tau = gear * kv * (ctrl - v)``.
+  MuJoCo instead feeds its bias the actuator length ``gear * q`` and velocity ``gear * v``, so a
+  MuJoCo ``<position gear="g" kp kv>`` is ``tau = g * (kp * ctrl - kp * g * q - kv * g * v)``. The
+  two agree for ``gear = 1`` (the usual case) and differ otherwise. jaxmor keeps the spec's
+  constructors, and :meth:`AffineActuatorDefinition.from_mujoco` converts any MuJoCo affine actuator
+  exactly (``bias_q = gear * biasprm[1]``, ``bias_v = gear * biasprm[2]``); the tests compare both
+  against ``mujoco.mj_forward`` to 1e-12.
+* **No constant bias.** The spec's struct has no constant term, so a MuJoCo ``biasprm[0] != 0`` is
+  rejected by :meth:`~AffineActuatorDefinition.from_mujoco` rather than silently dropped.
+* **Ranges.** ``None`` means unlimited (stored as ``-inf``/``+inf``), as MuJoCo's
+  ``ctrllimited``/``forcelimited="auto"`` treat an absent range. ``lo == hi`` is accepted (a fixed
+  value); ``lo > hi`` or a NaN bound is an error. Infinite bounds are allowed.
+* **One actuator per joint.** :func:`compile_affine` rejects two actuators on one joint (MuJoCo
+  would sum them); compose a position and a velocity servo as one ``position(kp, kv)`` instead.
+* A NaN control is not clamped away: it propagates to the force (the jitted functions cannot raise
+  on values). Shapes are checked when the function is traced.
+
+The functions are pure JAX: ``jit``, ``vmap`` (over controls, states or the actuator parameters, e.g.
+per-world gains) and ``grad`` (w.r.t. controls, states or any parameter leaf) all work. They keep the
+floating dtype of their array inputs (``ctrl``, ``q``, ``v``): parameters are cast to it, so float32
+inputs give float32 forces even when the parameters were compiled in float64.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmor.errors import ArgumentError
+
+__all__ = [
+    "AffineActuatorDefinition",
+    "AffineActuators",
+    "affine_actuator_force",
+    "affine_force",
+    "affine_force_at",
+    "affine_generalized_force",
+    "clamp_ctrl",
+    "compile_affine",
+    "empty_affine",
+    "joint_state",
+]
+
+Range = tuple[float, float]
+
+
+# --------------------------------------------------------------------------------------------------
+# Definitions (plain Python, validated)
+# --------------------------------------------------------------------------------------------------
+
+
+def _real(owner: str, field: str, value: Any) -> float:
+    """``value`` as a float (possibly infinite or NaN), or an ArgumentError naming ``owner.field``."""
+    if isinstance(value, (bool, str, bytes)):
+        raise ArgumentError(f"{owner}: {field} must be a real number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{owner}: {field} must be a real number, got {value!r}") from None
+
+
+def _finite(owner: str, field: str, value: Any) -> float:
+    """``value`` as a finite float, or an ArgumentError naming ``owner.field``."""
+    out = _real(owner, field, value)
+    if not math.isfinite(out):
+        raise ArgumentError(f"{owner}: {field} must be finite, got {out!r}")
+    return out
+
+
+def _range(owner: str, field: str, value: Any) -> Range | None:
+    """``value`` as a ``(lo, hi)`` float pair with ``lo <= hi`` and no NaN, or ``None``."""
+    if value is None:
+        return None
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{owner}: {field} must be a pair (lo, hi) or None, got {value!r}") from None
+    lo, hi = _real(owner, f"{field}[0]", lo), _real(owner, f"{field}[1]", hi)
+    if math.isnan(lo) or math.isnan(hi):
+        raise ArgumentError(f"{owner}: {field} contains NaN: ({lo!r}, {hi!r})")
+    if lo > hi:
+        raise ArgumentError(f"{owner}: {field} has lo > hi: ({lo!r}, {hi!r})")
+    return (lo, hi)
+
+
+@dataclasses.dataclass(frozen=True)
+class AffineActuatorDefinition:
+    """One affine actuator as declared in a robot description (the spec's ``Actuator``).
+
+    ``tau = gear * clamp(gain * clamp(ctrl, ctrl_range) + bias_q * q + bias_v * v, force_range)``,
+    see the module docstring. The joint index of the spec is resolved later, by
+    :func:`compile_affine`, from the joint name. Every number is validated on construction.
+
+    Attributes:
+        name: actuator name, as declared in the source model.
+        joint: name of the driven 1-DOF joint.
+        gear: gear ratio from actuator force to joint torque [Nm/N, m/m, or 1] (any sign, finite).
+        gain: coefficient on the clamped control: 1 for a motor, kp for a position servo,
+            kv for a velocity servo [actuator force per control unit].
+        bias_q: coefficient on the joint position: -kp for a position servo, else 0 [force/rad or force/m].
+        bias_v: coefficient on the joint velocity: -kv for a servo, else 0 [force s/rad or force s/m].
+        ctrl_range: ``(lo, hi)`` clamp on the control before the law, in control units; ``None``
+            for unlimited.
+        force_range: ``(lo, hi)`` clamp on the actuator force, before the gear (MuJoCo's
+            ``forcerange``), in actuator-force units; ``None`` for unlimited.
+    """
+
+    name: str
+    joint: str
+    gear: float = 1.0
+    gain: float = 1.0
+    bias_q: float = 0.0
+    bias_v: float = 0.0
+    ctrl_range: Range | None = None
+    force_range: Range | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("name", "joint"):
+            value = getattr(self, field)
+            if not isinstance(value, str) or not value:
+                raise ArgumentError(f"affine actuator: {field} must be a non-empty string, got {value!r}")
+        owner = f"affine actuator '{self.name}'"
+        for field in ("gear", "gain", "bias_q", "bias_v"):
+            object.__setattr__(self, field, _finite(owner, field, getattr(self, field)))
+        for field in ("ctrl_range", "force_range"):
+            object.__setattr__(self, field, _range(owner, field, getattr(self, field)))
+
+    @classmethod
+    def motor(
+        cls,
+        name: str,
+        joint: str,
+        gear: float = 1.0,
+        ctrl_range: Range | None = None,
+        force_range: Range | None = None,
+    ) -> AffineActuatorDefinition:
+        """A direct-force motor: ``tau = gear * clamp(clamp(ctrl), force_range)``."""
+        return cls(name, joint, gear=gear, gain=1.0, ctrl_range=ctrl_range, force_range=force_range)
+
+    @classmethod
+    def position(
+        cls,
+        name: str,
+        joint: str,
+        kp: float,
+        kv: float = 0.0,
+        gear: float = 1.0,
+        ctrl_range: Range | None = None,
+        force_range: Range | None = None,
+    ) -> AffineActuatorDefinition:
+        """A position servo: ``tau = gear * (kp * (ctrl - q) - kv * v)`` (before the force clamp).
+
+        ``kp`` [force/rad or force/m] and ``kv`` [force s/rad] must be finite and non-negative
+        (negative gains make the servo push away from its target; use the general form for that).
+        Equal to MuJoCo's ``<position>`` for ``gear = 1``; see the module docstring otherwise.
+        """
+        owner = f"affine actuator '{name}'"
+        kp = _nonnegative(owner, "kp", kp)
+        kv = _nonnegative(owner, "kv", kv)
+        return cls(
+            name, joint, gear=gear, gain=kp, bias_q=-kp, bias_v=-kv, ctrl_range=ctrl_range, force_range=force_range
+        )
+
+    @classmethod
+    def velocity(
+        cls,
+        name: str,
+        joint: str,
+        kv: float,
+        gear: float = 1.0,
+        ctrl_range: Range | None = None,
+        force_range: Range | None = None,
+    ) -> AffineActuatorDefinition:
+        """A velocity servo: ``tau = gear * kv * (ctrl - v)`` (before the force clamp).
+
+        ``kv`` [force s/rad or force s/m] must be finite and non-negative. Equal to MuJoCo's
+        ``<velocity>`` for ``gear = 1``; see the module docstring otherwise.
+        """
+        kv = _nonnegative(f"affine actuator '{name}'", "kv", kv)
+        return cls(name, joint, gear=gear, gain=kv, bias_v=-kv, ctrl_range=ctrl_range, force_range=force_range)
+
+    @classmethod
+    def from_mujoco(
+        cls,
+        name: str,
+        joint: str,
+        gear: float = 1.0,
+        gainprm: float = 1.0,
+        biasprm: Sequence[float] = (0.0, 0.0, 0.0),
+        ctrl_range: Range | None = None,
+        force_range: Range | None = None,
+    ) -> AffineActuatorDefinition:
+        """The exact equivalent of a MuJoCo affine actuator with a joint transmission.
+
+        Covers ``<motor>``, ``<position>``, ``<velocity>`` and ``<general gaintype="fixed"
+        biastype="affine"|"none" dyntype="none">``. MuJoCo's law is
+        ``gainprm[0] * ctrl + biasprm[0] + biasprm[1] * (gear * q) + biasprm[2] * (gear * v)``, so
+        ``bias_q = gear * biasprm[1]`` and ``bias_v = gear * biasprm[2]``.
+
+        Args:
+            gear: ``actuator_gear[0]``.
+            gainprm: ``actuator_gainprm[0]``.
+            biasprm: ``actuator_biasprm[:3]``; ``biasprm[0]`` (a constant force) must be 0, the
+                spec's model has no constant term.
+            ctrl_range: the control range if ``actuator_ctrllimited``, else ``None``.
+            force_range: the force range if ``actuator_forcelimited``, else ``None``.
+        """
+        owner = f"affine actuator '{name}'"
+        gear = _finite(owner, "gear", gear)
+        try:
+            b0, b1, b2 = (biasprm[i] for i in range(3))
+        except (TypeError, IndexError, KeyError):
+            raise ArgumentError(f"{owner}: biasprm must hold at least 3 numbers, got {biasprm!r}") from None
+        b0, b1, b2 = (_finite(owner, f"biasprm[{i}]", b) for i, b in enumerate((b0, b1, b2)))
+        if b0 != 0.0:
+            raise ArgumentError(f"{owner}: biasprm[0] = {b0!r} (a constant bias force) is not supported; it must be 0")
+        return cls(
+            name,
+            joint,
+            gear=gear,
+            gain=gainprm,
+            bias_q=gear * b1,
+            bias_v=gear * b2,
+            ctrl_range=ctrl_range,
+            force_range=force_range,
+        )
+
+
+def _nonnegative(owner: str, field: str, value: Any) -> float:
+    out = _finite(owner, field, value)
+    if out < 0.0:
+        raise ArgumentError(f"{owner}: {field} must be >= 0, got {out!r}")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Compiled actuators (a pytree)
+# --------------------------------------------------------------------------------------------------
+
+
+@struct.dataclass
+class AffineActuators:
+    """``nu`` compiled affine actuators: every physical number is an array leaf of shape ``(nu,)``.
+
+    Leaves can be batched (``vmap`` over per-world gains) and differentiated. Topology is static.
+
+    Attributes:
+        gear: gear ratio from actuator force to joint torque.
+        gain: coefficient on the clamped control [actuator force per control unit].
+        bias_q: coefficient on the joint position [actuator force per rad or m].
+        bias_v: coefficient on the joint velocity [actuator force per rad/s or m/s].
+        ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
+        force_lower, force_upper: actuator-force clamp, before the gear; ``-inf``/``+inf`` where unlimited.
+        names: actuator names, in order (static).
+        q_index: index into ``q`` of each driven joint's coordinate (static).
+        v_index: index into ``v`` (and into the generalized force) of each driven joint's DOF (static).
+    """
+
+    gear: jnp.ndarray
+    gain: jnp.ndarray
+    bias_q: jnp.ndarray
+    bias_v: jnp.ndarray
+    ctrl_lower: jnp.ndarray
+    ctrl_upper: jnp.ndarray
+    force_lower: jnp.ndarray
+    force_upper: jnp.ndarray
+    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def nu(self) -> int:
+        """Number of actuators."""
+        return len(self.names)
+
+
+def _index(kind: str, mapping: Mapping[str, int], joint: str, actuator: str) -> int:
+    if joint not in mapping:
+        raise ArgumentError(f"affine actuator '{actuator}': unknown joint '{joint}' (not in {kind})")
+    index = mapping[joint]
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+        raise ArgumentError(f"{kind}['{joint}'] must be a non-negative int, got {index!r}")
+    return int(index)
+
+
+def compile_affine(
+    definitions: Sequence[AffineActuatorDefinition],
+    joint_q_index: Mapping[str, int],
+    joint_v_index: Mapping[str, int],
+) -> AffineActuators:
+    """Compile definitions into an :class:`AffineActuators` pytree, in the given order.
+
+    Args:
+        definitions: the actuators; names must be unique and no two may drive the same joint.
+        joint_q_index: joint name -> index of its coordinate in ``q``.
+        joint_v_index: joint name -> index of its DOF in ``v``.
+
+    Raises:
+        ArgumentError: for a non-definition entry, a duplicate actuator name, an unknown joint,
+            a bad index, or two actuators on one joint.
+    """
+    definitions = tuple(definitions)
+    for i, d in enumerate(definitions):
+        if not isinstance(d, AffineActuatorDefinition):
+            raise ArgumentError(f"definitions[{i}] must be an AffineActuatorDefinition, got {type(d).__name__}")
+    seen_names: set[str] = set()
+    driven: dict[str, str] = {}
+    q_index, v_index = [], []
+    for d in definitions:
+        if d.name in seen_names:
+            raise ArgumentError(f"affine actuator '{d.name}': duplicate actuator name")
+        seen_names.add(d.name)
+        qi = _index("joint_q_index", joint_q_index, d.joint, d.name)
+        vi = _index("joint_v_index", joint_v_index, d.joint, d.name)
+        if d.joint in driven:
+            raise ArgumentError(
+                f"affine actuator '{d.name}': joint '{d.joint}' is already driven by actuator '{driven[d.joint]}'"
+            )
+        driven[d.joint] = d.name
+        q_index.append(qi)
+        v_index.append(vi)
+
+    def column(values: list[float]) -> jnp.ndarray:
+        return jnp.asarray(np.asarray(values, dtype=np.float64).reshape(len(definitions)), dtype=float)
+
+    inf = math.inf
+    ctrl = [d.ctrl_range or (-inf, inf) for d in definitions]
+    force = [d.force_range or (-inf, inf) for d in definitions]
+    return AffineActuators(
+        gear=column([d.gear for d in definitions]),
+        gain=column([d.gain for d in definitions]),
+        bias_q=column([d.bias_q for d in definitions]),
+        bias_v=column([d.bias_v for d in definitions]),
+        ctrl_lower=column([r[0] for r in ctrl]),
+        ctrl_upper=column([r[1] for r in ctrl]),
+        force_lower=column([r[0] for r in force]),
+        force_upper=column([r[1] for r in force]),
+        names=tuple(d.name for d in definitions),
+        q_index=tuple(q_index),
+        v_index=tuple(v_index),
+    )
+
+
+def empty_affine() -> AffineActuators:
+    """No affine actuators (``nu = 0``); every function then returns empty or zero forces."""
+    return compile_affine((), {}, {})
+
+
+# --------------------------------------------------------------------------------------------------
+# The law (pure JAX)
+# --------------------------------------------------------------------------------------------------
+
+
+def _dtype(*xs: Any) -> Any:
+    """The floating dtype of the inputs (the default float dtype for integer inputs)."""
+    dtype = jnp.result_type(*xs)
+    return dtype if jnp.issubdtype(dtype, jnp.inexact) else jnp.result_type(float)
+
+
+def _check_last(act: AffineActuators, name: str, x: jnp.ndarray) -> None:
+    if x.ndim == 0 or x.shape[-1] != act.nu:
+        raise ArgumentError(f"{name} must have shape (..., nu) with nu = {act.nu}, got {x.shape}")
+
+
+def clamp_ctrl(act: AffineActuators, ctrl: jnp.ndarray) -> jnp.ndarray:
+    """Clamp raw controls, shape ``(..., nu)``, to each actuator's ``ctrl_range``."""
+    ctrl = jnp.asarray(ctrl)
+    _check_last(act, "ctrl", ctrl)
+    dtype = _dtype(ctrl)
+    return jnp.clip(ctrl.astype(dtype), act.ctrl_lower.astype(dtype), act.ctrl_upper.astype(dtype))
+
+
+def affine_actuator_force(
+    act: AffineActuators, ctrl: jnp.ndarray, q_joint: jnp.ndarray, v_joint: jnp.ndarray
+) -> jnp.ndarray:
+    """Actuator force ``clamp(gain * clamp(ctrl) + bias_q * q + bias_v * v, force_range)``, before the gear.
+
+    This is MuJoCo's ``actuator_force``. ``ctrl``, ``q_joint`` and ``v_joint`` have shape ``(..., nu)``
+    (``q_joint``/``v_joint`` are the driven joints' coordinates, see :func:`joint_state`).
+    """
+    ctrl, q_joint, v_joint = jnp.asarray(ctrl), jnp.asarray(q_joint), jnp.asarray(v_joint)
+    for name, x in (("ctrl", ctrl), ("q_joint", q_joint), ("v_joint", v_joint)):
+        _check_last(act, name, x)
+    dtype = _dtype(ctrl, q_joint, v_joint)
+    c = clamp_ctrl(act, ctrl.astype(dtype))
+    raw = act.gain.astype(dtype) * c + act.bias_q.astype(dtype) * q_joint + act.bias_v.astype(dtype) * v_joint
+    return jnp.clip(raw.astype(dtype), act.force_lower.astype(dtype), act.force_upper.astype(dtype))
+
+
+def affine_force_at(act: AffineActuators, ctrl: jnp.ndarray, q_joint: jnp.ndarray, v_joint: jnp.ndarray) -> jnp.ndarray:
+    """The spec's ``force_at``: joint torque ``gear * affine_actuator_force(...)`` per actuator, ``(..., nu)``."""
+    force = affine_actuator_force(act, ctrl, q_joint, v_joint)
+    return act.gear.astype(force.dtype) * force
+
+
+def affine_force(act: AffineActuators, ctrl: jnp.ndarray) -> jnp.ndarray:
+    """The spec's ``force``: ``gear * clamp(gain * clamp(ctrl), force_range)``, ignoring state feedback.
+
+    Exact for motors; servos also depend on ``q`` and ``v`` (use :func:`affine_force_at`).
+    """
+    ctrl = jnp.asarray(ctrl)
+    zero = jnp.zeros(ctrl.shape, _dtype(ctrl))
+    return affine_force_at(act, ctrl, zero, zero)
+
+
+def joint_state(act: AffineActuators, q: jnp.ndarray, v: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The driven joints' positions ``q[q_index]`` and velocities ``v[v_index]``, each ``(nu,)``."""
+    q, v = jnp.asarray(q), jnp.asarray(v)
+    for name, x, index in (("q", q, act.q_index), ("v", v, act.v_index)):
+        if x.ndim != 1:
+            raise ArgumentError(f"{name} must be a vector (use vmap for batches), got shape {x.shape}")
+        if index and max(index) >= x.shape[0]:
+            raise ArgumentError(f"{name} has length {x.shape[0]}, but an actuator drives index {max(index)}")
+    q_idx = np.asarray(act.q_index, dtype=np.int64)
+    v_idx = np.asarray(act.v_index, dtype=np.int64)
+    return q[q_idx], v[v_idx]
+
+
+def affine_generalized_force(
+    act: AffineActuators, ctrl: jnp.ndarray, q: jnp.ndarray, v: jnp.ndarray, nv: int | None = None
+) -> jnp.ndarray:
+    """Generalized force ``(nv,)`` of all affine actuators (MuJoCo's ``qfrc_actuator``).
+
+    Gathers ``q[q_index]`` and ``v[v_index]``, evaluates the law and adds ``gear * force`` into the
+    driven DOFs; other DOFs get 0. For batches of worlds, ``vmap`` this function.
+
+    Args:
+        act: the compiled actuators.
+        ctrl: raw controls, shape ``(nu,)``.
+        q: generalized coordinates, shape ``(nq,)``.
+        v: generalized velocities, shape ``(nv,)``.
+        nv: length of the result; defaults to ``v.shape[0]`` and must equal it when given.
+    """
+    ctrl, q, v = jnp.asarray(ctrl), jnp.asarray(q), jnp.asarray(v)
+    if ctrl.shape != (act.nu,):
+        raise ArgumentError(f"ctrl must have shape ({act.nu},) (use vmap for batches), got {ctrl.shape}")
+    q_joint, v_joint = joint_state(act, q, v)
+    if nv is None:
+        nv = v.shape[0]
+    if isinstance(nv, bool) or not isinstance(nv, (int, np.integer)) or nv != v.shape[0]:
+        raise ArgumentError(f"nv must be the int length of v ({v.shape[0]}), got {nv!r}")
+    tau = affine_force_at(act, ctrl, q_joint, v_joint)
+    v_idx = np.asarray(act.v_index, dtype=np.int64)
+    return jnp.zeros((int(nv),), tau.dtype).at[v_idx].add(tau)

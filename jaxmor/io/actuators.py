@@ -1,0 +1,651 @@
+"""Actuators in a URDF: ``<actuator>`` elements, actuator files and their search path.
+
+An actuator is a DC/BLDC motor behind a gear that drives one revolute, continuous or prismatic joint
+(see ``spec/actuators-motor-operating-region.md``). This module reads the actuators of a robot
+description into plain Python :class:`ActuatorDefinition` objects and checks them against the joints of
+the robot. Compiling them into arrays (transmission matrix, motor constants) is the model builder's job.
+
+Format
+------
+An ``<actuator>`` element placed directly under ``<robot>`` puts one actuator on one joint. Its model
+either lives in an actuator file with an ``<actuator_model>`` root::
+
+    <robot name="quadruped">
+      <actuator joint="LF_HFE" file="hound_leg_actuator.xml"/>
+      <actuator joint="LF_KFE" file="hound_leg_actuator.xml">
+        <coupling joint="LF_HFE" ratio="1"/>
+      </actuator>
+    </robot>
+
+    <!-- actuators/hound_leg_actuator.xml -->
+    <actuator_model name="hound_leg" gear_ratio="10">
+      <motor resistance="0.4" torque_constant="0.1" velocity_constant="10" bus_voltage="24"
+             peak_torque="3"/>
+    </actuator_model>
+
+or is written on the ``<actuator>`` itself (an inline model: the ``<actuator_model>`` attributes, an
+optional ``model`` name and one ``<motor>`` child)::
+
+    <actuator joint="wheel" gear_ratio="8">
+      <motor resistance="0.2" torque_constant="0.1" back_emf_constant="0.1" bus_voltage="48"/>
+    </actuator>
+
+``<actuator>``
+    ``joint`` (required) the driven joint; ``name`` (default: the joint name), unique within the robot;
+    ``file`` an actuator file; ``model`` the model name of an inline model (informational);
+    ``<coupling>`` children (any number).
+``<actuator_model>`` (the root of an actuator file, or the attributes of an inline ``<actuator>``)
+    ``name`` model name (informational); ``gear_ratio`` (required, positive): motor speed per unit speed
+    of the driven joint; ``output_damping`` [Nm s/rad] and ``output_friction`` [Nm] (optional, default 0,
+    non-negative): the actuator's viscous damping and Coulomb friction measured at its output, i.e. at
+    the joint side (they add to the joint's own ``<dynamics damping friction>``; for a prismatic joint
+    the units are N s/m and N); exactly one ``<motor>`` child.
+``<motor>`` (rotor side, SI units)
+    ``resistance`` R [Ohm], ``torque_constant`` Kt [Nm/A], ``bus_voltage`` V_bus [V] (all required,
+    positive); exactly one of ``velocity_constant`` Kv [rad/s/V] and ``back_emf_constant`` 1/Kv
+    [V s/rad] (positive); ``peak_torque`` [Nm] (optional, positive; without it only the voltage limits
+    apply, i.e. ``inf``).
+``<coupling>``
+    ``joint`` (required) another revolute or prismatic joint the motor also turns with; ``ratio``
+    (required, finite, any sign): motor speed per unit speed of that joint.
+
+Only the ``<actuator>`` elements that are direct children of ``<robot>`` are read: ROS
+``<transmission>`` and ``<gazebo>`` elements, and any ``<actuator>`` nested inside them, are ignored.
+Unknown attributes (except namespaced ones such as ``xacro:...``) and unknown child elements of the
+four elements above are errors, so that a misspelled ``peak_torqe`` is not silently dropped.
+
+Search path
+-----------
+A relative ``file`` is searched, first hit wins, in ``base_dir``, ``base_dir/actuator``,
+``base_dir/actuators``, ``base_dir/..`` and ``base_dir/../actuators``, where ``base_dir`` is the
+directory of the URDF file, or, for a URDF given as a string, the ``resource_dir`` passed by the caller.
+Without a ``base_dir`` only absolute paths resolve. An absolute ``file`` is used as is. Actuator files
+are parsed with :func:`jaxmor.io.xml.parse_xml` (no entities, no DTD, no network, size limit), and a file
+linked by several actuators is read once per call.
+
+Errors
+------
+Every invalid actuator raises :class:`jaxmor.errors.ModelError` whose message starts with
+``file:line:``. Errors inside an actuator file name that file and the line of the offending element in
+it; errors of an ``<actuator>`` element (or of an inline model) name the URDF source and the element's
+line. (Lines are lxml's ``sourceline``: for a start tag written over several lines, libxml2 reports the
+line on which the start tag ends.) :func:`parse_actuators` rejects:
+
+* an ``<actuator>`` without a ``joint``; an empty ``file``; an actuator file that is not found (the
+  message lists the directories searched, or says that a ``resource_dir`` is needed);
+* an ``<actuator>`` with both a ``file`` and an inline model (a ``<motor>`` child or one of the
+  attributes ``gear_ratio``, ``output_damping``, ``output_friction``, ``model``);
+* an actuator file whose root is not ``<actuator_model>``, or that is not well-formed XML;
+* a missing ``gear_ratio`` or one that is not positive;
+* negative ``output_damping`` or ``output_friction``;
+* a model without exactly one ``<motor>`` (none, or a second one: the second is named);
+* a missing ``resistance``, ``torque_constant`` or ``bus_voltage``; neither or both of
+  ``velocity_constant`` and ``back_emf_constant``;
+* a motor parameter that is not positive (R, Kt, Kv or 1/Kv, V_bus, peak torque), or whose derived
+  constants (Kt/R, Kt V_bus/R, Kt/(R Kv), Kv V_bus, and Kv = 1/back_emf_constant) overflow or underflow;
+* a ``<coupling>`` without a ``joint`` or without a finite ``ratio``; a ``<coupling>`` in a model file;
+* any attribute value that is not a finite number where a number is expected; unknown attributes and
+  unknown child elements.
+
+:func:`validate_actuators` does the checks that need the robot's joints, when the model is built:
+
+* an invalid definition (see :func:`definition_is_valid`), which matters for definitions made in Python;
+* an unknown joint, a fixed joint, or a joint with several degrees of freedom (floating, spherical,
+  planar), whether driven or coupled;
+* a joint driven by two actuators; a coupling to the driven joint itself, or two couplings to one joint;
+* duplicate actuator names (after naming unnamed actuators after their joints).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+
+from jaxmor.errors import ModelError
+from jaxmor.io.xml import parse_float, parse_xml
+from jaxmor.motor import DcMotorParameters
+
+__all__ = [
+    "ActuatorCoupling",
+    "ActuatorDefinition",
+    "DRIVABLE_JOINT_TYPES",
+    "actuator_search_dirs",
+    "definition_is_valid",
+    "definition_problem",
+    "motor_problem",
+    "parse_actuators",
+    "resolve_actuator_file",
+    "validate_actuators",
+]
+
+#: Joint types an actuator can drive or be coupled to (one degree of freedom each).
+DRIVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
+
+#: Sub-directories of the base directory searched for actuator files, in order.
+_SEARCH_SUBDIRS = (".", "actuator", "actuators", "..", os.path.join("..", "actuators"))
+
+_MODEL_ATTRIBUTES = ("gear_ratio", "output_damping", "output_friction")
+_ACTUATOR_ATTRIBUTES = frozenset({"joint", "name", "file", "model", *_MODEL_ATTRIBUTES})
+_ACTUATOR_MODEL_ATTRIBUTES = frozenset({"name", *_MODEL_ATTRIBUTES})
+_MOTOR_ATTRIBUTES = frozenset(
+    {"resistance", "torque_constant", "velocity_constant", "back_emf_constant", "bus_voltage", "peak_torque"}
+)
+_COUPLING_ATTRIBUTES = frozenset({"joint", "ratio"})
+
+#: Source used in messages for definitions made in Python (they have no file or line).
+API_SOURCE = "<api>"
+
+
+@dataclass(frozen=True)
+class ActuatorCoupling:
+    """A joint, other than the driven one, that an actuator's motor also turns with.
+
+    The motor speed is ``gear_ratio * u_joint + sum(ratio_c * u_c)`` over the couplings, and the motor
+    torque ``tau_m`` acts on the coupled joint with ``ratio * tau_m``.
+
+    Attributes:
+        joint: name of the coupled revolute, continuous or prismatic joint.
+        ratio: motor speed per unit speed of the coupled joint [rad/s per rad/s, or rad/s per m/s];
+            finite, any sign.
+        line: line of the ``<coupling>`` element in the definition's source, ``None`` when unknown
+            (not compared).
+    """
+
+    joint: str
+    ratio: float
+    line: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ActuatorDefinition:
+    """One actuator: a DC/BLDC motor with its gear, driving one joint (the spec's ``ActuatorDefinition``).
+
+    Its torque is commanded at the gear output (the motor torque times ``gear_ratio``).
+
+    Attributes:
+        joint: name of the driven revolute, continuous or prismatic joint.
+        gear_ratio: motor speed per unit speed of the driven joint (positive, finite).
+        motor: the motor inside the actuator, rotor side, with python ``float`` fields.
+        name: actuator name, unique within the robot; ``""`` means the joint name (see :attr:`label`).
+        model: model name, e.g. the ``name`` of its ``<actuator_model>`` (informational).
+        couplings: joints other than the driven one that the motor also turns with.
+        output_damping: viscous damping measured at the actuator output, i.e. at the joint
+            [Nm s/rad, or N s/m for a prismatic joint]; adds to the joint's damping.
+        output_friction: Coulomb friction torque measured at the actuator output [Nm, or N]; adds to
+            the joint's friction.
+        source: where the definition came from (a file path or ``"<string>"``); ``None`` for
+            definitions made in Python (not compared).
+        line: line of its ``<actuator>`` element in ``source``, or ``None`` (not compared).
+    """
+
+    joint: str
+    gear_ratio: float
+    motor: DcMotorParameters
+    _: KW_ONLY
+    name: str = ""
+    model: str = ""
+    couplings: tuple[ActuatorCoupling, ...] = ()
+    output_damping: float = 0.0
+    output_friction: float = 0.0
+    source: str | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # Accept any iterable of couplings (e.g. a list), stored as a tuple so the definition is hashable.
+        if not isinstance(self.couplings, tuple):
+            object.__setattr__(self, "couplings", tuple(self.couplings))
+
+    @property
+    def label(self) -> str:
+        """The actuator's name: :attr:`name`, or the joint name when it is empty."""
+        return self.name or self.joint
+
+    def replace(self, **changes) -> ActuatorDefinition:
+        """A copy with some fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Validity of a motor and of a definition (plain Python floats, mirrors the spec's isValid()).
+
+
+def _as_float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def motor_problem(motor: DcMotorParameters) -> str | None:
+    """Why a motor is invalid, or ``None`` if it is valid (the spec's ``DcMotorParameters::isValid``).
+
+    Valid means: R, Kt, Kv and V_bus positive and finite, the peak torque positive (it may be
+    infinite), and the derived constants Kt/R (torque per volt), Kt V_bus/R (stall torque),
+    Kt/(R Kv) (back-EMF damping) and Kv V_bus (no-load speed) positive and finite.
+    """
+    values = {}
+    for attr in ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque"):
+        value = _as_float(getattr(motor, attr, None))
+        if value is None:
+            return f"{attr} is not a number"
+        values[attr] = value
+    for attr in ("resistance", "torque_constant", "velocity_constant", "bus_voltage"):
+        value = values[attr]
+        if not math.isfinite(value) or value <= 0.0:
+            return f"{attr} must be positive and finite, got {value!r}"
+    peak = values["peak_torque"]
+    if math.isnan(peak) or peak <= 0.0:
+        return f"peak_torque must be positive, got {peak!r}"
+    r, kt, kv, vbus = (values[a] for a in ("resistance", "torque_constant", "velocity_constant", "bus_voltage"))
+    derived = {
+        "torque per volt Kt/R": kt / r,
+        "stall torque Kt*Vbus/R": kt * vbus / r,
+        "back-EMF damping Kt/(R*Kv)": kt / (r * kv),
+        "no-load speed Kv*Vbus": kv * vbus,
+    }
+    for what, value in derived.items():
+        if not math.isfinite(value) or value <= 0.0:
+            return f"the {what} = {value!r} is not positive and finite (the parameters overflow or underflow it)"
+    return None
+
+
+def definition_problem(defn: ActuatorDefinition) -> str | None:
+    """Why a definition is invalid on its own, or ``None`` (the spec's ``ActuatorDefinition::isValid``).
+
+    Valid means: a valid motor (:func:`motor_problem`), a positive finite gear ratio, finite coupling
+    ratios and non-negative finite output losses. Joint names are checked by :func:`validate_actuators`.
+    """
+    problem = motor_problem(defn.motor)
+    if problem is not None:
+        return f"invalid motor: {problem}"
+    gear = _as_float(defn.gear_ratio)
+    if gear is None or not math.isfinite(gear) or gear <= 0.0:
+        return f"gear_ratio must be positive and finite, got {defn.gear_ratio!r}"
+    for coupling in defn.couplings:
+        ratio = _as_float(coupling.ratio)
+        if ratio is None or not math.isfinite(ratio):
+            return f"the ratio of the coupling to joint '{coupling.joint}' must be finite, got {coupling.ratio!r}"
+    for attr in ("output_damping", "output_friction"):
+        value = _as_float(getattr(defn, attr))
+        if value is None or not math.isfinite(value) or value < 0.0:
+            return f"{attr} must be non-negative and finite, got {getattr(defn, attr)!r}"
+    return None
+
+
+def definition_is_valid(defn: ActuatorDefinition) -> bool:
+    """Whether a definition is valid on its own (the spec's ``ActuatorDefinition::isValid``).
+
+    True if the motor is valid (R, Kt, Kv, V_bus positive and finite, peak torque positive or
+    infinite, derived constants positive and finite), the gear ratio is positive and finite, the
+    coupling ratios are finite and the output losses are non-negative and finite.
+    """
+    return definition_problem(defn) is None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Search path.
+
+
+def actuator_search_dirs(base_dir: str | os.PathLike) -> list[Path]:
+    """The directories searched for a relative actuator file, in order.
+
+    ``base_dir``, ``base_dir/actuator``, ``base_dir/actuators``, ``base_dir/..``, ``base_dir/../actuators``.
+    """
+    base = Path(base_dir)
+    return [Path(os.path.normpath(base / sub)) for sub in _SEARCH_SUBDIRS]
+
+
+def resolve_actuator_file(file: str, base_dir: str | os.PathLike | None) -> Path | None:
+    """The path of an actuator file, or ``None`` if it is not found.
+
+    An absolute ``file`` is used as is; a relative one is searched in :func:`actuator_search_dirs`
+    (first hit wins), and not at all without a ``base_dir``.
+    """
+    path = Path(file)
+    if path.is_absolute():
+        return path if path.is_file() else None
+    if base_dir is None:
+        return None
+    for directory in actuator_search_dirs(base_dir):
+        candidate = directory / path
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Parsing.
+
+
+def _tag(element) -> str | None:
+    """The tag of an element, ``None`` for comments and processing instructions."""
+    tag = element.tag
+    return tag if isinstance(tag, str) else None
+
+
+def _check_attributes(element, allowed: Iterable[str], source: str) -> None:
+    allowed = frozenset(allowed)
+    for attr in element.attrib:
+        if attr.startswith("{"):  # namespaced (xacro:..., xmlns-qualified): not ours
+            continue
+        if attr not in allowed:
+            known = ", ".join(sorted(allowed))
+            reason = f"unknown attribute '{attr}' on <{element.tag}> (known: {known})"
+            raise ModelError(source, element.sourceline, reason)
+
+
+def _check_children(element, allowed: Iterable[str], source: str) -> None:
+    allowed = frozenset(allowed)
+    for child in element:
+        tag = _tag(child)
+        if tag is None or tag in allowed:
+            continue
+        if tag == "coupling":
+            reason = "<coupling> belongs on the <actuator> element, not in the actuator model"
+        else:
+            known = ", ".join(f"<{t}>" for t in sorted(allowed)) or "none"
+            reason = f"unexpected element <{tag}> in <{element.tag}> (allowed: {known})"
+        raise ModelError(source, child.sourceline, reason)
+
+
+def _number(element, attr: str, source: str) -> float | None:
+    """A finite number attribute, ``None`` when absent."""
+    text = element.get(attr)
+    if text is None:
+        return None
+    return parse_float(text, source, element, f"{attr} of <{element.tag}>")
+
+
+def _required_number(element, attr: str, source: str) -> float:
+    value = _number(element, attr, source)
+    if value is None:
+        raise ModelError(source, element.sourceline, f"<{element.tag}> needs a {attr} attribute")
+    return value
+
+
+def _positive(element, attr: str, value: float, source: str) -> float:
+    if value <= 0.0:
+        raise ModelError(source, element.sourceline, f"{attr} of <{element.tag}> must be positive, got {value!r}")
+    return value
+
+
+def _parse_motor(element, source: str) -> DcMotorParameters:
+    """One ``<motor>`` element; every error names ``source`` and the element's line."""
+    _check_attributes(element, _MOTOR_ATTRIBUTES, source)
+    _check_children(element, (), source)
+    resistance = _positive(element, "resistance", _required_number(element, "resistance", source), source)
+    torque_constant = _positive(
+        element, "torque_constant", _required_number(element, "torque_constant", source), source
+    )
+    has_kv = element.get("velocity_constant") is not None
+    has_ke = element.get("back_emf_constant") is not None
+    if has_kv and has_ke:
+        raise ModelError(
+            source,
+            element.sourceline,
+            "<motor> gives both velocity_constant and back_emf_constant; give exactly one of them",
+        )
+    if not has_kv and not has_ke:
+        raise ModelError(
+            source,
+            element.sourceline,
+            "<motor> needs a motor constant: give exactly one of velocity_constant and back_emf_constant",
+        )
+    if has_kv:
+        velocity_constant = _positive(
+            element, "velocity_constant", _required_number(element, "velocity_constant", source), source
+        )
+    else:
+        back_emf = _positive(
+            element, "back_emf_constant", _required_number(element, "back_emf_constant", source), source
+        )
+        velocity_constant = 1.0 / back_emf
+    bus_voltage = _positive(element, "bus_voltage", _required_number(element, "bus_voltage", source), source)
+    peak = _number(element, "peak_torque", source)
+    peak_torque = math.inf if peak is None else _positive(element, "peak_torque", peak, source)
+    motor = DcMotorParameters(
+        resistance=float(resistance),
+        torque_constant=float(torque_constant),
+        velocity_constant=float(velocity_constant),
+        bus_voltage=float(bus_voltage),
+        peak_torque=float(peak_torque),
+    )
+    problem = motor_problem(motor)
+    if problem is not None:
+        raise ModelError(source, element.sourceline, f"invalid motor: {problem}")
+    return motor
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The contents of an ``<actuator_model>`` (or of an inline model)."""
+
+    name: str
+    gear_ratio: float
+    output_damping: float
+    output_friction: float
+    motor: DcMotorParameters
+
+
+def _parse_model(element, name: str, source: str) -> _Model:
+    """The model attributes and the single ``<motor>`` child of ``element`` (an ``<actuator_model>`` or an
+    inline ``<actuator>``); attribute and child names are checked by the caller."""
+    gear_ratio = _positive(element, "gear_ratio", _required_number(element, "gear_ratio", source), source)
+    losses = []
+    for attr in ("output_damping", "output_friction"):
+        value = _number(element, attr, source)
+        value = 0.0 if value is None else value
+        if value < 0.0:
+            raise ModelError(
+                source, element.sourceline, f"{attr} of <{element.tag}> must not be negative, got {value!r}"
+            )
+        losses.append(value)
+    motors = [child for child in element if _tag(child) == "motor"]
+    if not motors:
+        raise ModelError(source, element.sourceline, f"<{element.tag}> needs exactly one <motor>, found none")
+    if len(motors) > 1:
+        raise ModelError(
+            source,
+            motors[1].sourceline,
+            f"<{element.tag}> needs exactly one <motor>, found {len(motors)} (a second one here)",
+        )
+    motor = _parse_motor(motors[0], source)
+    return _Model(name, float(gear_ratio), float(losses[0]), float(losses[1]), motor)
+
+
+def _parse_coupling(element, source: str) -> ActuatorCoupling:
+    _check_attributes(element, _COUPLING_ATTRIBUTES, source)
+    _check_children(element, (), source)
+    joint = element.get("joint")
+    if not joint:
+        raise ModelError(source, element.sourceline, "<coupling> needs a joint attribute")
+    ratio = element.get("ratio")
+    if ratio is None:
+        raise ModelError(source, element.sourceline, f"<coupling> to joint '{joint}' needs a finite ratio attribute")
+    value = parse_float(ratio, source, element, f"ratio of <coupling> to joint '{joint}'")
+    return ActuatorCoupling(joint, float(value), line=element.sourceline)
+
+
+def _read_model_file(path: Path) -> _Model:
+    root, file_source = parse_xml(path)
+    if _tag(root) != "actuator_model":
+        raise ModelError(
+            file_source, root.sourceline, f"an actuator file needs an <actuator_model> root, not <{root.tag}>"
+        )
+    _check_attributes(root, _ACTUATOR_MODEL_ATTRIBUTES, file_source)
+    _check_children(root, ("motor",), file_source)
+    return _parse_model(root, root.get("name", ""), file_source)
+
+
+def _locate(file: str, base_dir: str | os.PathLike | None, source: str, element) -> Path:
+    path = resolve_actuator_file(file, base_dir)
+    if path is not None:
+        return path
+    line = element.sourceline
+    if Path(file).is_absolute():
+        raise ModelError(source, line, f"actuator file '{file}' not found")
+    if base_dir is None:
+        raise ModelError(
+            source,
+            line,
+            f"actuator file '{file}' is a relative path, but there is no directory to search it in: "
+            "pass a resource_dir with a URDF given as a string, or use an absolute path",
+        )
+    searched = ", ".join(str(d) for d in actuator_search_dirs(base_dir))
+    raise ModelError(source, line, f"actuator file '{file}' not found; searched {searched}")
+
+
+def parse_actuators(
+    robot_root,
+    source: str,
+    *,
+    base_dir: str | os.PathLike | None,
+) -> list[ActuatorDefinition]:
+    """Read the ``<actuator>`` elements that are direct children of ``robot_root``.
+
+    Args:
+        robot_root: the ``<robot>`` element (lxml), e.g. from :func:`jaxmor.io.xml.parse_xml`. Nested
+            ``<actuator>`` elements (inside ``<transmission>``, ``<gazebo>``, ...) are ignored.
+        source: the name of the robot description in messages (its path or ``"<string>"``).
+        base_dir: the directory searched for relative actuator files: the URDF file's directory, or the
+            caller's resource directory for a URDF string. ``None``: only absolute paths resolve.
+
+    Returns:
+        One definition per ``<actuator>``, in document order. Names default to the joint name; a linked
+        file's ``<actuator_model name>`` becomes :attr:`ActuatorDefinition.model`. ``source``/``line``
+        are those of the ``<actuator>`` element.
+
+    Raises:
+        ModelError: for every invalid element (see the module documentation), naming the file and line.
+    """
+    definitions: list[ActuatorDefinition] = []
+    cache: dict[Path, _Model] = {}
+    for element in robot_root:
+        if _tag(element) != "actuator":
+            continue
+        line = element.sourceline
+        _check_attributes(element, _ACTUATOR_ATTRIBUTES, source)
+        _check_children(element, ("motor", "coupling"), source)
+        joint = element.get("joint")
+        if not joint:
+            raise ModelError(source, line, "<actuator> needs a joint attribute")
+        file = element.get("file")
+        if file is not None:
+            inline = [f"<{_tag(c)}>" for c in element if _tag(c) == "motor"]
+            inline += [a for a in ("model", *_MODEL_ATTRIBUTES) if element.get(a) is not None]
+            if inline:
+                raise ModelError(
+                    source,
+                    line,
+                    f"<actuator> for joint '{joint}' has both a file and an inline model ({', '.join(inline)}); "
+                    "give one of them",
+                )
+            if not file.strip():
+                raise ModelError(source, line, f"<actuator> for joint '{joint}' has an empty file attribute")
+            path = _locate(file, base_dir, source, element)
+            key = path.resolve()
+            if key not in cache:
+                cache[key] = _read_model_file(path)
+            model = cache[key]
+        else:
+            model = _parse_model(element, element.get("model", ""), source)
+        couplings = tuple(_parse_coupling(c, source) for c in element if _tag(c) == "coupling")
+        definitions.append(
+            ActuatorDefinition(
+                joint,
+                model.gear_ratio,
+                model.motor,
+                name=element.get("name") or joint,
+                model=model.name,
+                couplings=couplings,
+                output_damping=model.output_damping,
+                output_friction=model.output_friction,
+                source=source,
+                line=line,
+            )
+        )
+    return definitions
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Build-time checks.
+
+
+def _joint_problem(joint: str, joints: Mapping[str, str]) -> str | None:
+    if not joint:
+        return "names no joint"
+    if joint not in joints:
+        return f"names an unknown joint '{joint}'"
+    kind = joints[joint]
+    if kind == "fixed":
+        return f"joint '{joint}' is fixed; actuators drive only revolute, continuous or prismatic joints"
+    if kind not in DRIVABLE_JOINT_TYPES:
+        return f"joint '{joint}' is {kind}; actuators drive only revolute, continuous or prismatic joints"
+    return None
+
+
+def validate_actuators(definitions: Sequence[ActuatorDefinition], joints: Mapping[str, str], source: str) -> None:
+    """Check actuator definitions against the joints of a robot, as when the robot is built.
+
+    Args:
+        definitions: the actuators, in order (from :func:`parse_actuators` or made in Python).
+        joints: joint name -> URDF joint type (``"revolute"``, ``"continuous"``, ``"prismatic"``,
+            ``"fixed"``, ``"floating"``, ``"planar"``, ``"spherical"``, ...).
+        source: the location used in messages for definitions without their own ``source``
+            (e.g. ``"<api>"`` for definitions made in Python).
+
+    Raises:
+        ModelError: at the first problem, in definition order, naming the definition's source and line
+            (the ``<coupling>`` line for a coupling problem, when known) and the actuator: an invalid
+            definition (:func:`definition_problem`), an unknown, fixed or multi-DOF joint (driven or
+            coupled), a joint driven by two actuators, a coupling to the driven joint or two couplings to
+            one joint, or a duplicate actuator name (unnamed actuators are named after their joints).
+    """
+    driven: dict[str, ActuatorDefinition] = {}
+    names: dict[str, ActuatorDefinition] = {}
+
+    def where(defn: ActuatorDefinition) -> str:
+        src = defn.source if defn.source is not None else source
+        return f"{src}:{defn.line}" if defn.line is not None else src
+
+    for defn in definitions:
+        src = defn.source if defn.source is not None else source
+        label = defn.label
+        reason, line = _definition_error(defn, joints, driven, names, where)
+        if reason is not None:
+            raise ModelError(src, line if line is not None else defn.line, f"actuator '{label}': {reason}")
+        driven[defn.joint] = defn
+        names[label] = defn
+
+
+def _definition_error(
+    defn: ActuatorDefinition,
+    joints: Mapping[str, str],
+    driven: Mapping[str, ActuatorDefinition],
+    names: Mapping[str, ActuatorDefinition],
+    where: Callable[[ActuatorDefinition], str],
+) -> tuple[str | None, int | None]:
+    """The first build-time problem of one definition, with the line of a <coupling> it concerns."""
+    problem = definition_problem(defn) or _joint_problem(defn.joint, joints)
+    if problem is not None:
+        return problem, None
+    if defn.joint in driven:
+        other = driven[defn.joint]
+        return f"joint '{defn.joint}' is already driven by actuator '{other.label}' ({where(other)})", None
+    coupled: set[str] = set()
+    for coupling in defn.couplings:
+        if coupling.joint == defn.joint:
+            return f"couples to its own driven joint '{defn.joint}'", coupling.line
+        if coupling.joint in coupled:
+            return f"couples twice to joint '{coupling.joint}'", coupling.line
+        problem = _joint_problem(coupling.joint, joints)
+        if problem is not None:
+            return f"coupling {problem}", coupling.line
+        coupled.add(coupling.joint)
+    if defn.label in names:
+        return f"duplicate actuator name '{defn.label}' (also used by the actuator at {where(names[defn.label])})", None
+    return None, None

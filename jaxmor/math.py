@@ -1,0 +1,106 @@
+"""Rotations, quaternions and small spatial-algebra helpers (pure JAX, any float dtype).
+
+Quaternions are ``w x y z`` with ``w`` the scalar part. Rotation matrices map body coordinates
+to world (parent) coordinates: ``x_world = R @ x_body``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def skew(v: jnp.ndarray) -> jnp.ndarray:
+    """(..., 3) -> (..., 3, 3) matrix ``[v]x`` with ``[v]x w = v x w``."""
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    zero = jnp.zeros_like(x)
+    return jnp.stack(
+        [jnp.stack([zero, -z, y], -1), jnp.stack([z, zero, -x], -1), jnp.stack([-y, x, zero], -1)], -2
+    )
+
+
+def quat_to_rotation(quat: jnp.ndarray) -> jnp.ndarray:
+    """Rotation matrix (..., 3, 3) of a quaternion (..., 4) ``w x y z``; the quaternion is normalized."""
+    quat = quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
+    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
+    r00 = 1 - 2 * (y * y + z * z)
+    r01 = 2 * (x * y - w * z)
+    r02 = 2 * (x * z + w * y)
+    r10 = 2 * (x * y + w * z)
+    r11 = 1 - 2 * (x * x + z * z)
+    r12 = 2 * (y * z - w * x)
+    r20 = 2 * (x * z - w * y)
+    r21 = 2 * (y * z + w * x)
+    r22 = 1 - 2 * (x * x + y * y)
+    return jnp.stack(
+        [jnp.stack([r00, r01, r02], -1), jnp.stack([r10, r11, r12], -1), jnp.stack([r20, r21, r22], -1)], -2
+    )
+
+
+def quat_multiply(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """Hamilton product ``a * b`` of quaternions ``w x y z``."""
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+def axis_angle_to_rotation(axis: jnp.ndarray, angle: jnp.ndarray) -> jnp.ndarray:
+    """Rodrigues' formula: rotation by ``angle`` [rad] about the unit ``axis``."""
+    k = skew(axis)
+    s = jnp.sin(angle)[..., None, None]
+    c = jnp.cos(angle)[..., None, None]
+    eye = jnp.eye(3, dtype=k.dtype)
+    return eye + s * k + (1 - c) * (k @ k)
+
+
+def rpy_to_rotation_np(rpy) -> np.ndarray:
+    """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix, ``Rz(yaw) Ry(pitch) Rx(roll)`` (NumPy)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    return rz @ ry @ rx
+
+
+def rotation_to_quat_np(rot: np.ndarray) -> np.ndarray:
+    """Quaternion ``w x y z`` (w >= 0) of a rotation matrix (NumPy, Shepperd's method)."""
+    m = np.asarray(rot, dtype=float)
+    tr = np.trace(m)
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k])
+        q = [0.0, 0.0, 0.0, 0.0]
+        q[0] = (m[k, j] - m[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (m[j, i] + m[i, j]) / s
+        q[1 + k] = (m[k, i] + m[i, k]) / s
+    q = np.array(q)
+    return q if q[0] >= 0 else -q
+
+
+def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarray:
+    """Rotate ``quat`` by the world-frame angular velocity ``omega_world`` over ``dt`` (exponential map).
+
+    Returns the normalized quaternion ``exp(omega dt / 2) * quat``.
+    """
+    theta = jnp.linalg.norm(omega_world, axis=-1) * dt
+    half = 0.5 * theta
+    # sin(half)/theta, written so that its value and gradient are finite at theta = 0.
+    safe = jnp.where(theta > 1e-8, theta, 1.0)
+    sinc = jnp.where(theta > 1e-8, jnp.sin(half) / safe, 0.5 - theta**2 / 48.0)
+    dq = jnp.concatenate([jnp.cos(half)[..., None], (sinc * dt)[..., None] * omega_world], -1)
+    out = quat_multiply(dq, quat)
+    return out / jnp.linalg.norm(out, axis=-1, keepdims=True)
