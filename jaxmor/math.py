@@ -14,9 +14,7 @@ def skew(v: jnp.ndarray) -> jnp.ndarray:
     """(..., 3) -> (..., 3, 3) matrix ``[v]x`` with ``[v]x w = v x w``."""
     x, y, z = v[..., 0], v[..., 1], v[..., 2]
     zero = jnp.zeros_like(x)
-    return jnp.stack(
-        [jnp.stack([zero, -z, y], -1), jnp.stack([z, zero, -x], -1), jnp.stack([-y, x, zero], -1)], -2
-    )
+    return jnp.stack([jnp.stack([zero, -z, y], -1), jnp.stack([z, zero, -x], -1), jnp.stack([-y, x, zero], -1)], -2)
 
 
 def quat_to_rotation(quat: jnp.ndarray) -> jnp.ndarray:

@@ -268,14 +268,10 @@ def motor_torque_bounds(motor: DcMotorParameters, speed: ArrayLike) -> MotorTorq
         The interval and the bound that limits each side, of the broadcast shape of ``speed`` and the
         motor's fields.
     """
-    return motor_torque_bounds_from_constants(
-        motor.stall_torque(), motor.back_emf_damping(), motor.peak_torque, speed
-    )
+    return motor_torque_bounds_from_constants(motor.stall_torque(), motor.back_emf_damping(), motor.peak_torque, speed)
 
 
-def clip_motor_torque(
-    motor: DcMotorParameters, speed: ArrayLike, torque: ArrayLike
-) -> tuple[jnp.ndarray, jnp.ndarray]:
+def clip_motor_torque(motor: DcMotorParameters, speed: ArrayLike, torque: ArrayLike) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Clips a motor torque request to the operating region at motor speed ``speed``.
 
     Args:

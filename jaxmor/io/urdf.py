@@ -42,12 +42,12 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation import empty_actuators
 from jaxmor.affine import empty_affine
 from jaxmor.errors import ModelError
 from jaxmor.io.xml import parse_float, parse_vector, parse_xml
 from jaxmor.math import rpy_to_rotation_np
 from jaxmor.types import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, Model
-from jaxmor.actuation import empty_actuators
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
@@ -269,8 +269,23 @@ def _parse_joint(el, source: str, links: dict) -> _Joint:
             "the joint stays independent",
             stacklevel=3,
         )
-    return _Joint(name, el.sourceline, kind, ends["parent"], ends["child"], rot, xyz, axis, lower, upper, effort,
-                  velocity, damping, friction, rotor)
+    return _Joint(
+        name,
+        el.sourceline,
+        kind,
+        ends["parent"],
+        ends["child"],
+        rot,
+        xyz,
+        axis,
+        lower,
+        upper,
+        effort,
+        velocity,
+        damping,
+        friction,
+        rotor,
+    )
 
 
 def _combine(masses) -> tuple[float, np.ndarray, np.ndarray]:
@@ -405,7 +420,9 @@ def load_urdf(
                 kind = "floating"
             if kind == "floating":
                 if link != "world":
-                    raise ModelError(source, joint.line, f"joint '{joint.name}': a floating joint must start at 'world'")
+                    raise ModelError(
+                        source, joint.line, f"joint '{joint.name}': a floating joint must start at 'world'"
+                    )
                 if any(b.kind == JOINT_FREE for b in bodies):
                     raise ModelError(source, joint.line, f"joint '{joint.name}': only one floating base is supported")
                 if not (np.allclose(joint.rotation, np.eye(3)) and np.allclose(joint.translation, 0.0)):
@@ -441,15 +458,29 @@ def load_urdf(
         v_start.append(nv)
         if body.kind == JOINT_FREE:
             nq, nv = nq + 7, nv + 6
-            for k, val in (("armature", 0.0), ("damping", 0.0), ("friction", 0.0), ("effort", math.inf),
-                           ("velocity", math.inf), ("lower", -math.inf), ("upper", math.inf)):
+            for k, val in (
+                ("armature", 0.0),
+                ("damping", 0.0),
+                ("friction", 0.0),
+                ("effort", math.inf),
+                ("velocity", math.inf),
+                ("lower", -math.inf),
+                ("upper", math.inf),
+            ):
                 dof[k].extend([val] * 6)
         else:
             j = body.joint
             nq, nv = nq + 1, nv + 1
             joint_names.append(j.name)
-            for k, val in (("armature", j.rotor_inertia), ("damping", j.damping), ("friction", j.friction),
-                           ("effort", j.effort), ("velocity", j.velocity), ("lower", j.lower), ("upper", j.upper)):
+            for k, val in (
+                ("armature", j.rotor_inertia),
+                ("damping", j.damping),
+                ("friction", j.friction),
+                ("effort", j.effort),
+                ("velocity", j.velocity),
+                ("lower", j.lower),
+                ("upper", j.upper),
+            ):
                 dof[k].append(val)
 
     mass, com, inertia = [], [], []
