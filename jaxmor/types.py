@@ -91,6 +91,7 @@ class Model:
         geom_type: ``"box"``, ``"sphere"``, ``"cylinder"`` or ``"capsule"`` per collision geom (static).
         geom_link: index of each geom's link in ``link_names`` (static).
         mesh_geoms: ``(link name, mesh file)`` of collision meshes, kept by name and not simulated (static).
+        urdf_joints: ``(name, URDF type)`` of every joint of the description, fixed ones included (static).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
         body_tree_translation: (nb, 3) origin of each joint frame in its parent body's frame [m].
         body_axis: (nb, 3) unit joint axis in the joint frame (zero for a free joint).
@@ -133,6 +134,7 @@ class Model:
     geom_type: tuple[str, ...] = struct.field(pytree_node=False)
     geom_link: tuple[int, ...] = struct.field(pytree_node=False)
     mesh_geoms: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
+    urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     body_tree_rotation: jnp.ndarray
     body_tree_translation: jnp.ndarray
     body_axis: jnp.ndarray

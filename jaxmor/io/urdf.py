@@ -42,9 +42,10 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.actuation import empty_actuators
+from jaxmor.actuation import compile_actuators, empty_actuators
 from jaxmor.affine import empty_affine
 from jaxmor.errors import ModelError
+from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.xml import parse_float, parse_vector, parse_xml
 from jaxmor.math import rpy_to_rotation_np
 from jaxmor.types import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, Model
@@ -541,6 +542,7 @@ def load_urdf(
         geom_type=tuple(geom_type),
         geom_link=tuple(geom_link),
         mesh_geoms=tuple(mesh_geoms),
+        urdf_joints=tuple((j.name, j.kind) for j in joints.values()),
         body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3)),
         body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3)),
         body_axis=arr([b.joint.axis if b.kind != JOINT_FREE else np.zeros(3) for b in bodies], (nb, 3)),
@@ -564,4 +566,7 @@ def load_urdf(
         actuators=empty_actuators(nv),
         affine=empty_affine(),
     )
+    definitions = parse_actuators(root, source, base_dir=resource_dir)
+    if definitions:
+        model = model.replace(actuators=compile_actuators(model, definitions))
     return model
