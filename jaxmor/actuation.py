@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.affine import AffineActuatorDefinition, affine_generalized_force, compile_affine
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE, ActuatorCoupling, ActuatorDefinition, validate_actuators
 from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_torque_bounds
@@ -86,6 +87,13 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
     if not definitions:
         return empty_actuators(model.nv)
     validate_actuators(definitions, _joint_types(model), API_SOURCE)
+    for d in definitions:
+        taken = _affine_joints(model)
+        if d.joint in taken:
+            raise ArgumentError(
+                f"actuator '{d.label}': joint '{d.joint}' is already driven by the affine actuator '{taken[d.joint]}'"
+                " (one actuator per joint)"
+            )
     na, nv = len(definitions), model.nv
     t = np.zeros((na, nv))
     for i, d in enumerate(definitions):
@@ -115,6 +123,12 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         output_damping=col([d.output_damping for d in definitions]),
         output_friction=col([d.output_friction for d in definitions]),
     )
+
+
+def _affine_joints(model: Model) -> dict[str, str]:
+    """Joint name -> name of the affine actuator driving it."""
+    by_v = {v: name for v, name in zip(model.affine.v_index, model.affine.names, strict=True)}
+    return {j: by_v[_v_index(model, j)] for j in model.joint_names if _v_index(model, j) in by_v}
 
 
 def _reset_actuator_fields(model: Model, state: State) -> State:
@@ -389,9 +403,61 @@ def actuate(model: Model, state: State) -> tuple[jnp.ndarray, ActuatorState]:
     return joint_torque, states
 
 
+def set_affine_actuators(model: Model, definitions: Sequence[AffineActuatorDefinition], state: State | None = None):
+    """Replace the affine (MuJoCo-style) actuators of a model; an empty list removes them.
+
+    A robot may mix both kinds, one actuator per joint: a joint driven by a DC-motor actuator
+    cannot also take an affine one.
+
+    Args:
+        model: the model.
+        definitions: the affine actuators, in the order of ``State.ctrl``.
+        state: optional state of a world of this model; its controls are reset to zero.
+
+    Returns:
+        The new model, or ``(model, state)`` when a state is given.
+
+    Raises:
+        ArgumentError: an unknown joint, two actuators on one joint, or a duplicate name.
+    """
+    q_index = {j: model.body_q_start[b] for b, j in enumerate(model.body_joint_name) if j in model.joint_names}
+    v_index = {j: model.body_v_start[b] for b, j in enumerate(model.body_joint_name) if j in model.joint_names}
+    affine = compile_affine(definitions, q_index, v_index)
+    motor_joints = set(model.actuators.joints)
+    for name, v in zip(affine.names, affine.v_index, strict=True):
+        joint = next(j for j, vi in v_index.items() if vi == v)
+        if joint in motor_joints:
+            raise ArgumentError(
+                f"affine actuator '{name}': joint '{joint}' is already driven by a DC-motor actuator (one per joint)"
+            )
+    new_model = model.replace(affine=affine)
+    if state is None:
+        return new_model
+    return new_model, state.replace(ctrl=jnp.zeros((new_model.nu,), state.q.dtype))
+
+
+def set_ctrl(state: State, ctrl) -> State:
+    """Set the controls of the affine actuators.
+
+    Args:
+        state: the state.
+        ctrl: (nu,) finite controls, in the order of the affine actuators.
+
+    Raises:
+        ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
+    """
+    return state.replace(ctrl=_vector(ctrl, state.ctrl.shape[-1], "ctrl", state.ctrl.dtype))
+
+
+def affine_joint_force(model: Model, state: State) -> jnp.ndarray:
+    """(nv,) generalized force of the affine actuators at the state's ``ctrl``, ``q`` and ``u``."""
+    return affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)
+
+
 __all__ = [
     "MotorSaturation",
     "actuate",
+    "affine_joint_force",
     "actuator_index",
     "actuator_names",
     "actuator_states",
@@ -407,6 +473,8 @@ __all__ = [
     "set_actuator_torque",
     "set_actuator_torques",
     "set_actuators",
+    "set_affine_actuators",
+    "set_ctrl",
     "set_bus_voltage",
     "set_motor_operating_region_enforced",
     "transmission_matrix",

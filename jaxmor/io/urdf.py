@@ -19,7 +19,8 @@ What is read:
 Structure: bodies joined by fixed joints are merged for dynamics (their inertias are combined)
 but every link keeps its frame. A tree rooted at a link named ``world`` has a fixed base;
 otherwise the root link floats on a free joint. ``floating_base`` overrides this: ``False``
-welds a free root to the world, ``True`` turns the fixed joint from ``world`` into a free joint.
+welds a free root to the world (a ``floating`` joint from ``world`` included), ``True`` turns the
+fixed joint from ``world`` into a free joint.
 
 Validation: every error names the file (or ``"<string>"``) and the line of the offending element:
 malformed XML, missing or duplicate names, unknown links or joint types, a link with two parents,
@@ -107,12 +108,13 @@ class _Body:
     masses: list = field(default_factory=list)  # (mass, com in body frame, inertia about com in body axes)
 
 
-def _origin(element, source: str) -> tuple[np.ndarray, np.ndarray]:
+def _origin(element, source: str, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """The ``<origin>`` child of ``element``; ``owner`` (e.g. ``"joint 'knee'"``) names it in errors."""
     origin = element.find("origin")
     if origin is None:
         return np.eye(3), np.zeros(3)
-    xyz = parse_vector(origin.get("xyz"), 3, source, origin, "origin xyz", default=(0.0, 0.0, 0.0))
-    rpy = parse_vector(origin.get("rpy"), 3, source, origin, "origin rpy", default=(0.0, 0.0, 0.0))
+    xyz = parse_vector(origin.get("xyz"), 3, source, origin, f"{owner} origin xyz", default=(0.0, 0.0, 0.0))
+    rpy = parse_vector(origin.get("rpy"), 3, source, origin, f"{owner} origin rpy", default=(0.0, 0.0, 0.0))
     return rpy_to_rotation_np(rpy), np.array(xyz)
 
 
@@ -130,7 +132,7 @@ def _parse_inertial(link_el, name: str, source: str) -> _Inertial | None:
     el = link_el.find("inertial")
     if el is None:
         return None
-    rot, xyz = _origin(el, source)
+    rot, xyz = _origin(el, source, f"link '{name}' inertial")
     mass_el = el.find("mass")
     if mass_el is None:
         raise ModelError(source, el.sourceline, f"link '{name}': <inertial> has no <mass>")
@@ -181,7 +183,7 @@ def _parse_inertial(link_el, name: str, source: str) -> _Inertial | None:
 def _parse_geoms(link_el, name: str, source: str) -> list[_Geom]:
     geoms = []
     for col in link_el.findall("collision"):
-        rot, xyz = _origin(col, source)
+        rot, xyz = _origin(col, source, f"link '{name}' collision")
         geo = col.find("geometry")
         if geo is None or len(geo) == 0:
             raise ModelError(source, col.sourceline, f"link '{name}': <collision> has no geometry")
@@ -234,7 +236,7 @@ def _parse_joint(el, source: str, links: dict) -> _Joint:
         if link not in links:
             raise ModelError(source, sub.sourceline, f"joint '{name}' names a missing {tag} link '{link}'")
         ends[tag] = link
-    rot, xyz = _origin(el, source)
+    rot, xyz = _origin(el, source, f"joint '{name}'")
     axis = np.array([1.0, 0.0, 0.0])
     axis_el = el.find("axis")
     if axis_el is not None and kind in ("revolute", "continuous", "prismatic"):
@@ -315,7 +317,8 @@ def load_urdf(
         resource_dir: directory that takes the place of the URDF's directory for a URDF string
             (actuator files are searched relative to it). For a file, defaults to its directory.
         floating_base: ``None`` (default): the base floats unless the tree is rooted at a link named
-            ``world``. ``False``: weld the root link to the world. ``True``: make the fixed joint
+            ``world``. ``False``: weld the root link to the world (a ``floating`` joint from ``world``
+            becomes fixed). ``True``: make the fixed joint
             from ``world`` a free joint.
 
     Returns:
@@ -388,6 +391,7 @@ def load_urdf(
         raise ModelError(source, parent_joint["world"].line, "the link 'world' must be the root of the tree")
 
     world_rooted = root_link == "world"
+    weld_floating = floating_base is False  # also welds a URDF floating joint from 'world'
     if floating_base is None:
         floating_base = not world_rooted
 
@@ -419,6 +423,8 @@ def load_urdf(
             kind = joint.kind
             if kind == "fixed" and link == "world" and floating_base:
                 kind = "floating"
+            elif kind == "floating" and link == "world" and weld_floating:
+                kind = "fixed"
             if kind == "floating":
                 if link != "world":
                     raise ModelError(

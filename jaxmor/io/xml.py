@@ -97,6 +97,8 @@ def parse_float(text: str | None, source: str, element, what: str) -> float:
     if text is None:
         raise ModelError(source, element.sourceline, f"{what} is missing")
     try:
+        if "_" in text:  # Python's float() accepts "1_0" (= 10); XML numbers do not
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise ModelError(source, element.sourceline, f"{what} is not a number: {text!r}") from None

@@ -1,0 +1,74 @@
+"""The ``jaxmor`` command line: ``jaxmor demo`` and ``jaxmor info ROBOT.urdf``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+#: The robots shipped in the repository's ``robots/`` folder (found next to the package).
+ROBOTS_DIR = Path(__file__).resolve().parent.parent / "robots"
+
+
+def _demo() -> int:
+    import jax
+
+    import jaxmor
+    from jaxmor import actuation
+
+    path = ROBOTS_DIR / "turntable" / "turntable.urdf"
+    if not path.is_file():
+        print(f"jaxmor demo: the shipped robots are not found at {ROBOTS_DIR} (install from the repository)")
+        return 1
+    model = jaxmor.load_urdf(path)
+    print(jaxmor.summary(model))
+    state = jaxmor.init_state(model)
+    state = actuation.set_actuator_torque(model, state, "spin", 100.0)
+    print("\nOperating region of actuator 'spin' (commanded 100 Nm at the gear output):")
+    print(f"  {'joint speed [rad/s]':>20} {'lower [Nm]':>11} {'upper [Nm]':>11} {'applied [Nm]':>13}  saturation")
+    step = jax.jit(actuation.actuate)
+    bounds = jax.jit(actuation.actuator_torque_bounds)
+    for speed in (0.0, 6.0, 12.0, 18.0, 23.8, 30.0, -12.0):
+        s = state.replace(u=state.u.at[0].set(speed))
+        lower, upper = bounds(model, s)
+        torque, states = step(model, s)
+        sat = jaxmor.MotorSaturation(int(states.saturation[0])).name
+        print(f"  {speed:20.1f} {float(lower[0]):11.3f} {float(upper[0]):11.3f} {float(torque[0]):13.3f}  {sat}")
+    return 0
+
+
+def _info(path: str) -> int:
+    import jaxmor
+
+    model = jaxmor.load_urdf(path)
+    print(jaxmor.summary(model))
+    np.set_printoptions(precision=4, suppress=True)
+    if model.na:
+        print("transmission matrix T (actuators x velocities):")
+        print(np.asarray(model.actuators.transmission))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``jaxmor`` command."""
+    parser = argparse.ArgumentParser(prog="jaxmor", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="load the shipped turntable and print its motor operating region")
+    info = sub.add_parser("info", help="load a URDF and print its summary")
+    info.add_argument("urdf")
+    args = parser.parse_args(argv)
+    from jaxmor.errors import JaxmorError
+
+    try:
+        if args.command == "demo":
+            return _demo()
+        return _info(args.urdf)
+    except JaxmorError as exc:
+        print(f"jaxmor: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
