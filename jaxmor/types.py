@@ -90,8 +90,14 @@ class Model:
         link_body: the body carrying each link, ``-1`` for links welded to the world (static).
         geom_type: ``"box"``, ``"sphere"``, ``"cylinder"`` or ``"capsule"`` per collision geom (static).
         geom_link: index of each geom's link in ``link_names`` (static).
+        geom_names: name of each geom: the ``<collision name=...>``, or ``"<link>/<k>"`` for the k-th
+            unnamed collision of a link (static).
+        geom_body: body carrying each geom, ``-1`` for geoms welded to the world (static).
         mesh_geoms: ``(link name, mesh file)`` of collision meshes, kept by name and not simulated (static).
         urdf_joints: ``(name, URDF type)`` of every joint of the description, fixed ones included (static).
+        ground: whether the world has a ground plane (``jaxmor.add_ground``) (static).
+        contact_pairs: pairs of geom indices tested for self-collision (static; empty unless enabled).
+        solver_iterations: number of projected Gauss-Seidel sweeps per step (static).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
         body_tree_translation: (nb, 3) origin of each joint frame in its parent body's frame [m].
         body_axis: (nb, 3) unit joint axis in the joint frame (zero for a free joint).
@@ -104,6 +110,8 @@ class Model:
             ``(r, half length, 0)`` [m].
         geom_rotation: (ng, 3, 3) geom orientation in its body's frame.
         geom_translation: (ng, 3) geom centre in its body's frame [m].
+        geom_friction: (ng,) Coulomb friction coefficient of each geom [-] (URDF has none: default 0.8).
+        geom_restitution: (ng,) coefficient of restitution of each geom [-] (default 0).
         dof_armature: (nv,) reflected rotor inertia added to the mass matrix diagonal
             [kg m^2 or kg], URDF ``<dynamics rotor_inertia>``.
         dof_damping: (nv,) viscous joint damping [Nm s/rad or N s/m].
@@ -113,6 +121,9 @@ class Model:
         dof_lower, dof_upper: (nv,) position limits [rad or m] (``-inf``/``inf`` where none).
         gravity: (3,) gravitational acceleration in the world frame [m/s^2].
         timestep: () time step [s].
+        ground_height: () height of the ground plane (normal +z) [m].
+        ground_friction: () friction coefficient of the ground [-].
+        ground_restitution: () coefficient of restitution of the ground [-].
         actuators: the DC-motor actuators.
         affine: the affine (MuJoCo-style) actuators.
     """
@@ -133,8 +144,13 @@ class Model:
     link_body: tuple[int, ...] = struct.field(pytree_node=False)
     geom_type: tuple[str, ...] = struct.field(pytree_node=False)
     geom_link: tuple[int, ...] = struct.field(pytree_node=False)
+    geom_names: tuple[str, ...] = struct.field(pytree_node=False)
+    geom_body: tuple[int, ...] = struct.field(pytree_node=False)
     mesh_geoms: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
+    ground: bool = struct.field(pytree_node=False)
+    contact_pairs: tuple[tuple[int, int], ...] = struct.field(pytree_node=False)
+    solver_iterations: int = struct.field(pytree_node=False)
     body_tree_rotation: jnp.ndarray
     body_tree_translation: jnp.ndarray
     body_axis: jnp.ndarray
@@ -146,6 +162,8 @@ class Model:
     geom_size: jnp.ndarray
     geom_rotation: jnp.ndarray
     geom_translation: jnp.ndarray
+    geom_friction: jnp.ndarray
+    geom_restitution: jnp.ndarray
     dof_armature: jnp.ndarray
     dof_damping: jnp.ndarray
     dof_friction: jnp.ndarray
@@ -155,6 +173,9 @@ class Model:
     dof_upper: jnp.ndarray
     gravity: jnp.ndarray
     timestep: jnp.ndarray
+    ground_height: jnp.ndarray
+    ground_friction: jnp.ndarray
+    ground_restitution: jnp.ndarray
     actuators: MotorActuators
     affine: AffineActuators
 

@@ -51,6 +51,12 @@ from jaxmor.io.xml import parse_float, parse_vector, parse_xml
 from jaxmor.math import rpy_to_rotation_np
 from jaxmor.types import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, Model
 
+#: Friction coefficient of a collision geom (URDF has none); change it with ``jaxmor.set_geom_properties``.
+DEFAULT_FRICTION = 0.8
+
+#: Projected Gauss-Seidel sweeps per step; change with ``model.replace(solver_iterations=...)``.
+DEFAULT_SOLVER_ITERATIONS = 30
+
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 
 
@@ -63,6 +69,7 @@ class _Inertial:
 
 @dataclass
 class _Geom:
+    name: str
     kind: str
     size: np.ndarray
     rotation: np.ndarray  # in the link frame
@@ -206,13 +213,13 @@ def _parse_geoms(link_el, name: str, source: str) -> list[_Geom]:
             filename = shape.get("filename")
             if filename is None:
                 raise ModelError(source, shape.sourceline, f"link '{name}': <mesh> has no filename")
-            geoms.append(_Geom("mesh", np.zeros(3), rot, xyz, mesh=filename))
+            geoms.append(_Geom(geom_name, "mesh", np.zeros(3), rot, xyz, mesh=filename))
             continue
         else:
             raise ModelError(source, shape.sourceline, f"link '{name}': unknown geometry <{tag}>")
         if np.any(size < 0):
             raise ModelError(source, shape.sourceline, f"link '{name}': negative {tag} size")
-        geoms.append(_Geom(kind, size, rot, xyz))
+        geoms.append(_Geom(geom_name, kind, size, rot, xyz))
     return geoms
 
 
@@ -508,7 +515,7 @@ def load_urdf(
 
     link_names = [n for n in links if n != "world"]
     link_names_sorted = sorted(link_names, key=lambda n: (link_body[n], list(links).index(n)))
-    geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms = [], [], [], [], [], []
+    geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
     for li, name in enumerate(link_names_sorted):
         r_lb, p_lb = link_frame[name]
         for g in links[name].geoms:
@@ -516,6 +523,7 @@ def load_urdf(
                 mesh_geoms.append((name, g.mesh))
                 continue
             geom_type.append(g.kind)
+            geom_names.append(g.name)
             geom_link.append(li)
             geom_size.append(g.size)
             geom_rot.append(r_lb @ g.rotation)
@@ -547,8 +555,13 @@ def load_urdf(
         link_body=tuple(link_body[n] for n in link_names_sorted),
         geom_type=tuple(geom_type),
         geom_link=tuple(geom_link),
+        geom_names=tuple(geom_names),
+        geom_body=tuple(link_body[link_names_sorted[li]] for li in geom_link),
         mesh_geoms=tuple(mesh_geoms),
         urdf_joints=tuple((j.name, j.kind) for j in joints.values()),
+        ground=False,
+        contact_pairs=(),
+        solver_iterations=DEFAULT_SOLVER_ITERATIONS,
         body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3)),
         body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3)),
         body_axis=arr([b.joint.axis if b.kind != JOINT_FREE else np.zeros(3) for b in bodies], (nb, 3)),
@@ -560,6 +573,8 @@ def load_urdf(
         geom_size=arr(geom_size, (len(geom_type), 3)),
         geom_rotation=arr(geom_rot, (len(geom_type), 3, 3)),
         geom_translation=arr(geom_pos, (len(geom_type), 3)),
+        geom_friction=arr([DEFAULT_FRICTION] * len(geom_type), (len(geom_type),)),
+        geom_restitution=arr([0.0] * len(geom_type), (len(geom_type),)),
         dof_armature=arr(dof["armature"], (nv,)),
         dof_damping=arr(dof["damping"], (nv,)),
         dof_friction=arr(dof["friction"], (nv,)),
@@ -569,6 +584,9 @@ def load_urdf(
         dof_upper=arr(dof["upper"], (nv,)),
         gravity=arr([0.0, 0.0, -9.81], (3,)),
         timestep=arr(1e-3, ()),
+        ground_height=arr(0.0, ()),
+        ground_friction=arr(DEFAULT_FRICTION, ()),
+        ground_restitution=arr(0.0, ()),
         actuators=empty_actuators(nv),
         affine=empty_affine(),
     )
