@@ -62,7 +62,13 @@ def _joint_types(model: Model) -> dict[str, str]:
     kinds = dict(model.urdf_joints)
     for b, kind in enumerate(model.body_joint_type):
         if kind == JOINT_FREE:
-            kinds[model.body_joint_name[b] or model.body_names[b]] = "floating"
+            joint = model.body_joint_name[b]
+            if joint:  # a URDF joint from 'world' made free
+                kinds[joint] = "floating"
+            else:
+                # An implicit floating base has no URDF joint; it is known by its link's name, unless a
+                # joint has that name (links and joints have separate namespaces in a URDF).
+                kinds.setdefault(model.body_names[b], "floating")
     return kinds
 
 
@@ -268,7 +274,7 @@ def set_actuator_torque(model: Model, state: State, name_or_index: str | int, to
         raise ArgumentError(f"torque must be a scalar, got shape {value.shape}")
     if _is_concrete(value) and not bool(jnp.isfinite(value)):
         raise ArgumentError(f"torque must be finite, got {float(value)}")
-    return state.replace(actuator_torque=state.actuator_torque.at[i].set(value))
+    return state.replace(actuator_torque=state.actuator_torque.at[..., i].set(value))
 
 
 def actuator_torques(state: State) -> jnp.ndarray:
@@ -302,21 +308,31 @@ def actuator_torque_bounds(model: Model, state: State) -> tuple[jnp.ndarray, jnp
 
 
 def _check_voltage(model: Model, voltage: jnp.ndarray, which: np.ndarray) -> None:
-    """Reject voltages that make any selected motor invalid (the spec's isValid)."""
-    if not _is_concrete(voltage):
-        return
+    """Reject voltages that make any selected motor invalid (the spec's isValid).
+
+    Checked only when the voltage and the motor constants are concrete: under ``jit``/``vmap`` (e.g. a
+    model batched per world with a Python-float voltage) it is skipped rather than concretizing a tracer.
+    A model batched without ``vmap`` (fields of shape (..., na)) is checked in every world.
+    """
     m = model.actuators.motor
-    volts = np.broadcast_to(np.asarray(voltage, dtype=float), (model.na,))
-    for i in np.flatnonzero(which):
-        v = float(volts[i])
-        r, kt, kv = float(m.resistance[i]), float(m.torque_constant[i]), float(m.velocity_constant[i])
-        with np.errstate(all="ignore"):
-            derived = (kt * v / r, kv * v)
-        if not (math.isfinite(v) and v > 0 and all(math.isfinite(x) and x > 0 for x in derived)):
-            raise ArgumentError(
-                f"bus voltage {v} is invalid for actuator '{model.actuators.names[i]}': it must be positive and "
-                "finite, with a finite positive stall torque and no-load speed"
-            )
+    constants = (m.resistance, m.torque_constant, m.velocity_constant)
+    if not all(_is_concrete(x) for x in (voltage, *constants)):
+        return
+    cols = np.flatnonzero(which)
+    if cols.size == 0:
+        return
+    v = float(voltage)
+    with np.errstate(all="ignore"):
+        r, kt, kv = (np.asarray(x, dtype=float)[..., cols] for x in constants)
+        stall, no_load = kt * v / r, kv * v
+    ok = np.isfinite(stall) & (stall > 0) & np.isfinite(no_load) & (no_load > 0)
+    bad = (~ok).reshape(-1, cols.size).any(axis=0)
+    if not (math.isfinite(v) and v > 0) or bad.any():
+        i = int(cols[int(np.argmax(bad))]) if bad.any() else int(cols[0])
+        raise ArgumentError(
+            f"bus voltage {v} is invalid for actuator '{model.actuators.names[i]}': it must be positive and "
+            "finite, with a finite positive stall torque and no-load speed"
+        )
 
 
 def set_bus_voltage(model: Model, state: State, voltage, name: str | None = None) -> State:
@@ -337,7 +353,7 @@ def set_bus_voltage(model: Model, state: State, voltage, name: str | None = None
         return state.replace(bus_voltage=jnp.full_like(state.bus_voltage, value))
     i = _actuator(model, name)
     _check_voltage(model, value, np.arange(model.na) == i)
-    return state.replace(bus_voltage=state.bus_voltage.at[i].set(value))
+    return state.replace(bus_voltage=state.bus_voltage.at[..., i].set(value))
 
 
 def actuator_states(state: State) -> ActuatorState:

@@ -242,6 +242,24 @@ class State:
             only monitor them.
         actuator_state: the actuator states of the last step.
         ctrl: (nu,) controls of the affine actuators.
+        generalized_force: (nv,) feed-forward generalized force [N, Nm], clamped together with the
+            explicit PD torque to the actuation limits; holds until set again.
+        pd_p_gain: (nv,) proportional gains of the built-in joint PD controller [Nm/rad or N/m]
+            (zero on a floating base's velocities).
+        pd_d_gain: (nv,) derivative gains [Nm s/rad or N s/m] (zero on a floating base's velocities).
+        pd_position_target: (nv,) joint position targets [rad or m] per velocity index (entries of a
+            floating base are unused).
+        pd_velocity_target: (nv,) joint velocity targets [rad/s or m/s].
+        actuation_limit: (nv,) limit of ``|generalized_force + PD|`` per velocity [Nm or N]; the URDF
+            effort limits unless changed.
+        external_force: (nv,) generalized force of the external forces set for the next step [N, Nm];
+            cleared by the step.
+        contact_impulse: (nc, 3) last step's contact impulses (normal, tangent 1, tangent 2) [N s],
+            the solver's warm start.
+        friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
+        limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
+        nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``; the world then keeps
+            its last finite ``q`` and ``u`` (it stops advancing) until the state is reset.
     """
 
     q: jnp.ndarray
@@ -252,3 +270,14 @@ class State:
     mor_enforced: jnp.ndarray
     actuator_state: ActuatorState
     ctrl: jnp.ndarray
+    generalized_force: jnp.ndarray
+    pd_p_gain: jnp.ndarray
+    pd_d_gain: jnp.ndarray
+    pd_position_target: jnp.ndarray
+    pd_velocity_target: jnp.ndarray
+    actuation_limit: jnp.ndarray
+    external_force: jnp.ndarray
+    contact_impulse: jnp.ndarray
+    friction_impulse: jnp.ndarray
+    limit_impulse: jnp.ndarray
+    nonfinite: jnp.ndarray

@@ -107,155 +107,387 @@ def one_joint(joint_inner: str = LIMIT, kind: str = "revolute", child_inner: str
     return robot(link("base"), link("arm", child_inner), joint("j1", "base", "arm", kind, joint_inner, mark=mark))
 
 
-def limit_case(case_id: str, limit: str, *names: str, kind: str = "revolute"):
-    return case(case_id, one_joint(limit + MARK.join(["", ""]), kind, mark=False).replace(limit, limit + MARK), *names)
+def joint_child_case(case_id: str, child: str, *names: str, kind: str = "revolute"):
+    """Joint ``j1`` written over several lines; ``child`` (a sub-element) is on its own, marked line."""
+    lines = [f"  {child}{MARK}"]
+    if kind in ("revolute", "prismatic") and not child.startswith("<limit"):
+        lines.insert(0, f"  {LIMIT}")
+    text = robot(
+        link("base"),
+        link("arm"),
+        f'<joint name="j1" type="{kind}">',
+        '  <parent link="base"/><child link="arm"/>',
+        *lines,
+        "</joint>",
+    )
+    return case(case_id, text, *names)
 
 
 def collision_case(case_id: str, shape: str, *names: str):
-    col = f"<collision><geometry>{shape}</geometry></collision>"
-    text = robot(f'<link name="base">{I}', "  " + col.replace(shape, "\n    " + shape + MARK + "\n  "), "</link>")
+    """Link ``base`` with one collision whose shape is on its own, marked line."""
+    text = robot(
+        f'<link name="base">{I}',
+        "  <collision><geometry>",
+        f"    {shape}{MARK}",
+        "  </geometry></collision>",
+        "</link>",
+    )
     return case(case_id, text, *names)
 
 
 BAD = [
     # XML level
-    case("unclosed_tag", '<?xml version="1.0"?>\n<robot name="r">\n  <link name="a">\n</robot>' + MARK + "\n",
-         "malformed XML", "link"),
-    case("unclosed_at_end_of_data", '<?xml version="1.0"?>\n<robot name="r">\n  <link name="a"/>\n',
-         "malformed XML", "robot"),
-    case("broken_attribute", '<?xml version="1.0"?>\n<robot name="r">\n  <link name="a"\n</robot>' + MARK + "\n",
-         "malformed XML"),
-    case("root_not_robot", '<?xml version="1.0"?>\n<model name="r">' + MARK + '\n  <link name="a"/>\n</model>\n',
-         "<model>", "<robot>"),
-    case("robot_no_name", '<?xml version="1.0"?>\n<robot>' + MARK + '\n  <link name="a"/>\n</robot>\n',
-         "<robot>", "name"),
-    case("robot_empty_name", '<?xml version="1.0"?>\n<robot name="">' + MARK + '\n  <link name="a"/>\n</robot>\n',
-         "<robot>", "name"),
+    case(
+        "unclosed_tag",
+        '<?xml version="1.0"?>\n<robot name="r">\n  <link name="a">\n</robot>' + MARK + "\n",
+        "malformed XML",
+        "link",
+    ),
+    case(
+        "unclosed_at_end_of_data",
+        '<?xml version="1.0"?>\n<robot name="r">\n  <link name="a"/>\n',
+        "malformed XML",
+        "robot",
+    ),
+    case(
+        "broken_attribute",
+        '<?xml version="1.0"?>\n<robot name="r">\n  <link name="a"\n</robot>' + MARK + "\n",
+        "malformed XML",
+    ),
+    case(
+        "root_not_robot",
+        '<?xml version="1.0"?>\n<model name="r">' + MARK + '\n  <link name="a"/>\n</model>\n',
+        "<model>",
+        "<robot>",
+    ),
+    case(
+        "robot_no_name", '<?xml version="1.0"?>\n<robot>' + MARK + '\n  <link name="a"/>\n</robot>\n', "<robot>", "name"
+    ),
+    case(
+        "robot_empty_name",
+        '<?xml version="1.0"?>\n<robot name="">' + MARK + '\n  <link name="a"/>\n</robot>\n',
+        "<robot>",
+        "name",
+    ),
     case("no_links", '<?xml version="1.0"?>\n<robot name="r">' + MARK + "\n</robot>\n", "no links"),
-    case("no_links_only_joints",
-         '<?xml version="1.0"?>\n<robot name="r">' + MARK + '\n  <material name="m"/>\n</robot>\n', "no links"),
+    case(
+        "no_links_only_joints",
+        '<?xml version="1.0"?>\n<robot name="r">' + MARK + '\n  <material name="m"/>\n</robot>\n',
+        "no links",
+    ),
     # names and structure
     case("link_no_name", robot(link("a"), "<link>" + I + "</link>" + MARK), "<link>", "name"),
-    case("duplicate_link", robot(link("a"), link("b"), joint("j", "a", "b"), link("a", mark=True)),
-         "duplicate link", "'a'"),
-    case("duplicate_joint", robot(link("a"), link("b"), link("c"), joint("j", "a", "b"),
-                                  joint("j", "b", "c", mark=True)), "duplicate joint", "'j'"),
-    case("joint_no_name", robot(link("a"), link("b"),
-                                '<joint type="fixed"><parent link="a"/><child link="b"/></joint>' + MARK),
-         "<joint>", "name"),
-    case("joint_no_type", robot(link("a"), link("b"),
-                                '<joint name="j"><parent link="a"/><child link="b"/></joint>' + MARK),
-         "joint 'j'", "type"),
+    case(
+        "duplicate_link",
+        robot(link("a"), link("b"), joint("j", "a", "b"), link("a", mark=True)),
+        "duplicate link",
+        "'a'",
+    ),
+    case(
+        "duplicate_joint",
+        robot(link("a"), link("b"), link("c"), joint("j", "a", "b"), joint("j", "b", "c", mark=True)),
+        "duplicate joint",
+        "'j'",
+    ),
+    case(
+        "joint_no_name",
+        robot(link("a"), link("b"), '<joint type="fixed"><parent link="a"/><child link="b"/></joint>' + MARK),
+        "<joint>",
+        "name",
+    ),
+    case(
+        "joint_no_type",
+        robot(link("a"), link("b"), '<joint name="j"><parent link="a"/><child link="b"/></joint>' + MARK),
+        "joint 'j'",
+        "type",
+    ),
     case("unknown_joint_type", one_joint(kind="hinge"), "joint 'j1'", "hinge"),
     case("spherical_joint_type", one_joint(kind="spherical"), "joint 'j1'", "spherical"),
     case("planar_joint", one_joint(kind="planar"), "joint 'j1'", "planar"),
-    case("joint_unknown_parent", robot(link("a"), link("b"), '<joint name="j" type="fixed">',
-                                       '  <parent link="ghost"/>' + MARK, '  <child link="b"/>', "</joint>"),
-         "joint 'j'", "parent", "'ghost'"),
-    case("joint_unknown_child", robot(link("a"), link("b"), '<joint name="j" type="fixed">',
-                                      '  <parent link="a"/>', '  <child link="ghost"/>' + MARK, "</joint>"),
-         "joint 'j'", "child", "'ghost'"),
-    case("joint_no_parent", robot(link("a"), link("b"), '<joint name="j" type="fixed"><child link="b"/></joint>' + MARK),
-         "joint 'j'", "<parent"),
-    case("joint_child_without_link", robot(link("a"), link("b"),
-                                           '<joint name="j" type="fixed"><parent link="a"/><child/></joint>' + MARK),
-         "joint 'j'", "<child"),
-    case("joint_to_itself", robot(link("a"), link("b"), joint("j0", "a", "b"), joint("j", "b", "b", mark=True)),
-         "joint 'j'", "'b'"),
-    case("two_parents", robot(link("a"), link("b"), link("c"), joint("ja", "a", "c"), joint("jb", "b", "c", mark=True)),
-         "'c'", "two parents", "'ja'", "'jb'"),
-    case("cycle_without_root", robot(link("a"), link("b"), joint("ab", "a", "b", mark=True), joint("ba", "b", "a")),
-         "cycle", "'ab'"),
-    case("cycle_beside_the_tree", robot(link("root"), link("a"), link("b"), joint("ba", "b", "a", mark=True),
-                                        joint("ab", "a", "b")), "cycle", "'ba'"),
+    case(
+        "joint_unknown_parent",
+        robot(
+            link("a"),
+            link("b"),
+            '<joint name="j" type="fixed">',
+            '  <parent link="ghost"/>' + MARK,
+            '  <child link="b"/>',
+            "</joint>",
+        ),
+        "joint 'j'",
+        "parent",
+        "'ghost'",
+    ),
+    case(
+        "joint_unknown_child",
+        robot(
+            link("a"),
+            link("b"),
+            '<joint name="j" type="fixed">',
+            '  <parent link="a"/>',
+            '  <child link="ghost"/>' + MARK,
+            "</joint>",
+        ),
+        "joint 'j'",
+        "child",
+        "'ghost'",
+    ),
+    case(
+        "joint_no_parent",
+        robot(link("a"), link("b"), '<joint name="j" type="fixed"><child link="b"/></joint>' + MARK),
+        "joint 'j'",
+        "<parent",
+    ),
+    case(
+        "joint_child_without_link",
+        robot(link("a"), link("b"), '<joint name="j" type="fixed"><parent link="a"/><child/></joint>' + MARK),
+        "joint 'j'",
+        "<child",
+    ),
+    case(
+        "joint_to_itself",
+        robot(link("a"), link("b"), joint("j0", "a", "b"), joint("j", "b", "b", mark=True)),
+        "joint 'j'",
+        "'b'",
+    ),
+    case(
+        "two_parents",
+        robot(link("a"), link("b"), link("c"), joint("ja", "a", "c"), joint("jb", "b", "c", mark=True)),
+        "'c'",
+        "two parents",
+        "'ja'",
+        "'jb'",
+    ),
+    case(
+        "cycle_without_root",
+        robot(link("a"), link("b"), joint("ab", "a", "b", mark=True), joint("ba", "b", "a")),
+        "cycle",
+        "'ab'",
+    ),
+    case(
+        "cycle_beside_the_tree",
+        robot(link("root"), link("a"), link("b"), joint("ba", "b", "a", mark=True), joint("ab", "a", "b")),
+        "cycle",
+        "'ba'",
+    ),
     case("two_root_links", robot(link("a"), link("b", mark=True)), "root links", "'a'", "'b'"),
-    case("two_root_links_with_joints", robot(link("a"), link("b"), link("c", mark=True), link("d"),
-                                             joint("j1", "a", "b"), joint("j2", "c", "d")),
-         "root links", "'a'", "'c'"),
-    case("world_not_root", robot(link("base"), link("world", ""), joint("j", "base", "world", "fixed", "", mark=True)),
-         "'world'", "root"),
+    case(
+        "two_root_links_with_joints",
+        robot(link("a"), link("b"), link("c", mark=True), link("d"), joint("j1", "a", "b"), joint("j2", "c", "d")),
+        "root links",
+        "'a'",
+        "'c'",
+    ),
+    case(
+        "world_not_root",
+        robot(link("base"), link("world", ""), joint("j", "base", "world", "fixed", "", mark=True)),
+        "'world'",
+        "root",
+    ),
     # inertials
-    case("negative_mass", robot('<link name="a"><inertial>', '  <mass value="-1"/>' + MARK,
-                                '  <inertia ixx="0.1" iyy="0.1" izz="0.1"/>', "</inertial></link>"),
-         "link 'a'", "negative mass"),
-    case("inertial_without_mass", robot('<link name="a"><inertial>' + MARK,
-                                        '  <inertia ixx="0.1" iyy="0.1" izz="0.1"/>', "</inertial></link>"),
-         "link 'a'", "<mass>"),
-    case("inertia_negative_principal_moment", robot('<link name="a"><inertial>', '  <mass value="1"/>',
-                                                    '  <inertia ixx="-0.1" iyy="1" izz="1"/>' + MARK,
-                                                    "</inertial></link>"),
-         "link 'a'", "not positive definite"),
-    case("inertia_indefinite_off_diagonal", robot('<link name="a"><inertial>', '  <mass value="1"/>',
-                                                  '  <inertia ixx="1" ixy="2" iyy="1" izz="1"/>' + MARK,
-                                                  "</inertial></link>"),
-         "link 'a'", "not positive definite"),
+    case(
+        "negative_mass",
+        robot(
+            '<link name="a"><inertial>',
+            '  <mass value="-1"/>' + MARK,
+            '  <inertia ixx="0.1" iyy="0.1" izz="0.1"/>',
+            "</inertial></link>",
+        ),
+        "link 'a'",
+        "negative mass",
+    ),
+    case(
+        "inertial_without_mass",
+        robot('<link name="a"><inertial>' + MARK, '  <inertia ixx="0.1" iyy="0.1" izz="0.1"/>', "</inertial></link>"),
+        "link 'a'",
+        "<mass>",
+    ),
+    case(
+        "inertia_negative_principal_moment",
+        robot(
+            '<link name="a"><inertial>',
+            '  <mass value="1"/>',
+            '  <inertia ixx="-0.1" iyy="1" izz="1"/>' + MARK,
+            "</inertial></link>",
+        ),
+        "link 'a'",
+        "not positive definite",
+    ),
+    case(
+        "inertia_indefinite_off_diagonal",
+        robot(
+            '<link name="a"><inertial>',
+            '  <mass value="1"/>',
+            '  <inertia ixx="1" ixy="2" iyy="1" izz="1"/>' + MARK,
+            "</inertial></link>",
+        ),
+        "link 'a'",
+        "not positive definite",
+    ),
     # numbers and vectors
-    case("nan_in_joint_origin_xyz", robot(link("a"), link("b"), '<joint name="j" type="fixed">',
-                                          '  <origin xyz="0 nan 0"/>' + MARK, '  <parent link="a"/><child link="b"/>',
-                                          "</joint>"),
-         "joint 'j'", "origin xyz", "not finite", "nan"),
-    case("inf_in_joint_origin_rpy", robot(link("a"), link("b"), '<joint name="j" type="fixed">',
-                                          '  <origin rpy="0 0 -inf"/>' + MARK, '  <parent link="a"/><child link="b"/>',
-                                          "</joint>"),
-         "joint 'j'", "origin rpy", "not finite"),
-    case("inf_in_inertial_origin", robot('<link name="a"><inertial>', '  <origin xyz="inf 0 0"/>' + MARK,
-                                         '  <mass value="1"/>', "</inertial></link>"),
-         "link 'a'", "origin xyz", "not finite"),
-    case("nan_mass", robot('<link name="a"><inertial>', '  <mass value="nan"/>' + MARK, "</inertial></link>"),
-         "link 'a'", "mass", "not finite"),
-    case("inf_mass", robot('<link name="a"><inertial>', '  <mass value="inf"/>' + MARK, "</inertial></link>"),
-         "link 'a'", "mass", "not finite"),
-    case("overflowing_mass", robot('<link name="a"><inertial>', '  <mass value="1e999"/>' + MARK, "</inertial></link>"),
-         "link 'a'", "mass", "not finite"),
-    case("mass_not_a_number", robot('<link name="a"><inertial>', '  <mass value="heavy"/>' + MARK, "</inertial></link>"),
-         "link 'a'", "mass", "heavy"),
-    case("mass_with_underscore", robot('<link name="a"><inertial>', '  <mass value="1_0"/>' + MARK, "</inertial></link>"),
-         "link 'a'", "mass", "1_0"),
-    case("mass_without_value", robot('<link name="a"><inertial>', "  <mass/>" + MARK, "</inertial></link>"),
-         "link 'a'", "mass", "missing"),
-    case("nan_inertia", robot('<link name="a"><inertial>', '  <mass value="1"/>',
-                              '  <inertia ixx="NaN" iyy="1" izz="1"/>' + MARK, "</inertial></link>"),
-         "link 'a'", "ixx", "not finite"),
-    case("axis_with_word", one_joint(LIMIT + '<axis xyz="1.0 foo 3.0"/>'), "joint 'j1'", "axis", "foo"),
-    case("axis_with_two_points", one_joint(LIMIT + '<axis xyz="1.0 2.10.110 3.0"/>'),
-         "joint 'j1'", "axis", "2.10.110"),
-    case("axis_too_few_numbers", one_joint(LIMIT + '<axis xyz="1.0 2.0"/>'), "joint 'j1'", "axis", "3 numbers", "got 2"),
-    case("axis_too_many_numbers", one_joint(LIMIT + '<axis xyz="1.0 2.0 3.0 4.0"/>'),
-         "joint 'j1'", "axis", "3 numbers", "got 4"),
-    case("axis_without_xyz", one_joint(LIMIT + "<axis/>"), "joint 'j1'", "axis", "missing"),
-    case("origin_too_few_numbers", one_joint(LIMIT + '<origin xyz="0 0"/>'), "joint 'j1'", "origin xyz", "got 2"),
-    case("origin_rpy_too_many_numbers", one_joint(LIMIT + '<origin rpy="0 0 0 0"/>'),
-         "joint 'j1'", "origin rpy", "got 4"),
+    case(
+        "nan_in_joint_origin_xyz",
+        robot(
+            link("a"),
+            link("b"),
+            '<joint name="j" type="fixed">',
+            '  <origin xyz="0 nan 0"/>' + MARK,
+            '  <parent link="a"/><child link="b"/>',
+            "</joint>",
+        ),
+        "joint 'j'",
+        "origin xyz",
+        "not finite",
+        "nan",
+    ),
+    case(
+        "inf_in_joint_origin_rpy",
+        robot(
+            link("a"),
+            link("b"),
+            '<joint name="j" type="fixed">',
+            '  <origin rpy="0 0 -inf"/>' + MARK,
+            '  <parent link="a"/><child link="b"/>',
+            "</joint>",
+        ),
+        "joint 'j'",
+        "origin rpy",
+        "not finite",
+    ),
+    case(
+        "inf_in_inertial_origin",
+        robot(
+            '<link name="a"><inertial>', '  <origin xyz="inf 0 0"/>' + MARK, '  <mass value="1"/>', "</inertial></link>"
+        ),
+        "link 'a'",
+        "origin xyz",
+        "not finite",
+    ),
+    case(
+        "nan_mass",
+        robot('<link name="a"><inertial>', '  <mass value="nan"/>' + MARK, "</inertial></link>"),
+        "link 'a'",
+        "mass",
+        "not finite",
+    ),
+    case(
+        "inf_mass",
+        robot('<link name="a"><inertial>', '  <mass value="inf"/>' + MARK, "</inertial></link>"),
+        "link 'a'",
+        "mass",
+        "not finite",
+    ),
+    case(
+        "overflowing_mass",
+        robot('<link name="a"><inertial>', '  <mass value="1e999"/>' + MARK, "</inertial></link>"),
+        "link 'a'",
+        "mass",
+        "not finite",
+    ),
+    case(
+        "mass_not_a_number",
+        robot('<link name="a"><inertial>', '  <mass value="heavy"/>' + MARK, "</inertial></link>"),
+        "link 'a'",
+        "mass",
+        "heavy",
+    ),
+    case(
+        "mass_with_underscore",
+        robot('<link name="a"><inertial>', '  <mass value="1_0"/>' + MARK, "</inertial></link>"),
+        "link 'a'",
+        "mass",
+        "1_0",
+    ),
+    case(
+        "mass_without_value",
+        robot('<link name="a"><inertial>', "  <mass/>" + MARK, "</inertial></link>"),
+        "link 'a'",
+        "mass",
+        "missing",
+    ),
+    case(
+        "nan_inertia",
+        robot(
+            '<link name="a"><inertial>',
+            '  <mass value="1"/>',
+            '  <inertia ixx="NaN" iyy="1" izz="1"/>' + MARK,
+            "</inertial></link>",
+        ),
+        "link 'a'",
+        "ixx",
+        "not finite",
+    ),
+    joint_child_case("axis_with_word", '<axis xyz="1.0 foo 3.0"/>', "joint 'j1'", "axis", "foo"),
+    joint_child_case("axis_with_two_points", '<axis xyz="1.0 2.10.110 3.0"/>', "joint 'j1'", "axis", "2.10.110"),
+    joint_child_case("axis_too_few_numbers", '<axis xyz="1.0 2.0"/>', "joint 'j1'", "axis", "3 numbers", "got 2"),
+    joint_child_case(
+        "axis_too_many_numbers", '<axis xyz="1.0 2.0 3.0 4.0"/>', "joint 'j1'", "axis", "3 numbers", "got 4"
+    ),
+    joint_child_case("axis_without_xyz", "<axis/>", "joint 'j1'", "axis", "missing"),
+    joint_child_case("origin_too_few_numbers", '<origin xyz="0 0"/>', "joint 'j1'", "origin xyz", "got 2"),
+    joint_child_case("origin_rpy_too_many_numbers", '<origin rpy="0 0 0 0"/>', "joint 'j1'", "origin rpy", "got 4"),
     # limits and losses
     case("revolute_without_limit", one_joint(""), "revolute", "joint 'j1'", "<limit>"),
     case("prismatic_without_limit", one_joint("", kind="prismatic"), "prismatic", "joint 'j1'", "<limit>"),
-    limit_case("limit_without_effort", '<limit lower="-1" upper="1" velocity="5"/>', "joint 'j1'", "effort"),
-    limit_case("limit_without_velocity", '<limit lower="-1" upper="1" effort="5"/>', "joint 'j1'", "velocity"),
-    limit_case("prismatic_limit_without_effort", '<limit lower="-1" upper="1" velocity="5"/>', "joint 'j1'", "effort",
-               kind="prismatic"),
-    limit_case("limit_effort_not_a_number", '<limit lower="-1" upper="1" effort="lots" velocity="5"/>',
-               "joint 'j1'", "effort", "lots"),
-    limit_case("limit_velocity_not_a_number", '<limit lower="-1" upper="1" effort="1" velocity="fast"/>',
-               "joint 'j1'", "velocity", "fast"),
-    limit_case("limit_lower_nan", '<limit lower="nan" upper="1" effort="1" velocity="1"/>',
-               "joint 'j1'", "lower", "not finite"),
-    limit_case("lower_above_upper", '<limit lower="1" upper="-1" effort="1" velocity="1"/>',
-               "joint 'j1'", "lower", "upper"),
-    limit_case("prismatic_lower_above_upper", '<limit lower="0.5" upper="0.4" effort="1" velocity="1"/>',
-               "joint 'j1'", "lower", "upper", kind="prismatic"),
-    limit_case("negative_effort", '<limit lower="-1" upper="1" effort="-2" velocity="1"/>',
-               "joint 'j1'", "effort", "negative"),
-    limit_case("negative_velocity", '<limit lower="-1" upper="1" effort="2" velocity="-1"/>',
-               "joint 'j1'", "velocity", "negative"),
-    limit_case("continuous_negative_effort", '<limit effort="-2"/>', "joint 'j1'", "effort", "negative",
-               kind="continuous"),
-    limit_case("negative_damping", '<dynamics damping="-0.1"/>', "joint 'j1'", "damping", "negative"),
-    limit_case("negative_friction", '<dynamics friction="-0.1"/>', "joint 'j1'", "friction", "negative"),
-    limit_case("negative_rotor_inertia", '<dynamics rotor_inertia="-0.01"/>', "joint 'j1'", "rotor_inertia", "negative"),
-    limit_case("damping_not_finite", '<dynamics damping="inf"/>', "joint 'j1'", "damping", "not finite"),
-    limit_case("zero_length_axis", '<axis xyz="0 0 0"/>', "joint 'j1'", "zero-length axis"),
-    limit_case("tiny_axis", '<axis xyz="1e-12 0 0"/>', "joint 'j1'", "zero-length axis"),
-    limit_case("prismatic_zero_axis", '<axis xyz="0 0 0"/>', "joint 'j1'", "zero-length axis", kind="prismatic"),
+    joint_child_case("limit_without_effort", '<limit lower="-1" upper="1" velocity="5"/>', "joint 'j1'", "effort"),
+    joint_child_case("limit_without_velocity", '<limit lower="-1" upper="1" effort="5"/>', "joint 'j1'", "velocity"),
+    joint_child_case(
+        "prismatic_limit_without_effort",
+        '<limit lower="-1" upper="1" velocity="5"/>',
+        "joint 'j1'",
+        "effort",
+        kind="prismatic",
+    ),
+    joint_child_case(
+        "limit_effort_not_a_number",
+        '<limit lower="-1" upper="1" effort="lots" velocity="5"/>',
+        "joint 'j1'",
+        "effort",
+        "lots",
+    ),
+    joint_child_case(
+        "limit_velocity_not_a_number",
+        '<limit lower="-1" upper="1" effort="1" velocity="fast"/>',
+        "joint 'j1'",
+        "velocity",
+        "fast",
+    ),
+    joint_child_case(
+        "limit_lower_nan", '<limit lower="nan" upper="1" effort="1" velocity="1"/>', "joint 'j1'", "lower", "not finite"
+    ),
+    joint_child_case(
+        "lower_above_upper", '<limit lower="1" upper="-1" effort="1" velocity="1"/>', "joint 'j1'", "lower", "upper"
+    ),
+    joint_child_case(
+        "prismatic_lower_above_upper",
+        '<limit lower="0.5" upper="0.4" effort="1" velocity="1"/>',
+        "joint 'j1'",
+        "lower",
+        "upper",
+        kind="prismatic",
+    ),
+    joint_child_case(
+        "negative_effort", '<limit lower="-1" upper="1" effort="-2" velocity="1"/>', "joint 'j1'", "effort", "negative"
+    ),
+    joint_child_case(
+        "negative_velocity",
+        '<limit lower="-1" upper="1" effort="2" velocity="-1"/>',
+        "joint 'j1'",
+        "velocity",
+        "negative",
+    ),
+    joint_child_case(
+        "continuous_negative_effort", '<limit effort="-2"/>', "joint 'j1'", "effort", "negative", kind="continuous"
+    ),
+    joint_child_case("negative_damping", '<dynamics damping="-0.1"/>', "joint 'j1'", "damping", "negative"),
+    joint_child_case("negative_friction", '<dynamics friction="-0.1"/>', "joint 'j1'", "friction", "negative"),
+    joint_child_case(
+        "negative_rotor_inertia", '<dynamics rotor_inertia="-0.01"/>', "joint 'j1'", "rotor_inertia", "negative"
+    ),
+    joint_child_case("damping_not_finite", '<dynamics damping="inf"/>', "joint 'j1'", "damping", "not finite"),
+    joint_child_case("zero_length_axis", '<axis xyz="0 0 0"/>', "joint 'j1'", "zero-length axis"),
+    joint_child_case("tiny_axis", '<axis xyz="1e-12 0 0"/>', "joint 'j1'", "zero-length axis"),
+    joint_child_case("prismatic_zero_axis", '<axis xyz="0 0 0"/>', "joint 'j1'", "zero-length axis", kind="prismatic"),
     # geometry
     collision_case("box_without_size", "<box/>", "link 'base'", "box size", "missing"),
     collision_case("box_size_two_numbers", '<box size="1 2"/>', "link 'base'", "box size", "got 2"),
@@ -267,28 +499,80 @@ BAD = [
     collision_case("capsule_without_length", '<capsule radius="1"/>', "link 'base'", "capsule length"),
     collision_case("mesh_without_filename", "<mesh/>", "link 'base'", "<mesh>", "filename"),
     collision_case("unknown_geometry", '<cone radius="1" length="1"/>', "link 'base'", "unknown geometry", "<cone>"),
-    case("collision_without_geometry", robot(f'<link name="base">{I}', "  <collision/>" + MARK, "</link>"),
-         "link 'base'", "no geometry"),
-    case("empty_geometry", robot(f'<link name="base">{I}', "  <collision>" + MARK + "<geometry/></collision>",
-                                 "</link>"), "link 'base'", "no geometry"),
-    case("two_shapes_in_geometry", robot(f'<link name="base">{I}', "  <collision>",
-                                         '    <geometry><box size="1 1 1"/><sphere radius="1"/></geometry>' + MARK,
-                                         "  </collision>", "</link>"), "link 'base'", "more than one"),
-    case("nan_in_collision_origin", robot(f'<link name="base">{I}', "  <collision>", '    <origin xyz="0 0 nan"/>' + MARK,
-                                          '    <geometry><sphere radius="1"/></geometry>', "  </collision>", "</link>"),
-         "link 'base'", "collision origin xyz", "not finite"),
+    case(
+        "collision_without_geometry",
+        robot(f'<link name="base">{I}', "  <collision/>" + MARK, "</link>"),
+        "link 'base'",
+        "no geometry",
+    ),
+    case(
+        "empty_geometry",
+        robot(f'<link name="base">{I}', "  <collision>" + MARK + "<geometry/></collision>", "</link>"),
+        "link 'base'",
+        "no geometry",
+    ),
+    case(
+        "two_shapes_in_geometry",
+        robot(
+            f'<link name="base">{I}',
+            "  <collision>",
+            '    <geometry><box size="1 1 1"/><sphere radius="1"/></geometry>' + MARK,
+            "  </collision>",
+            "</link>",
+        ),
+        "link 'base'",
+        "more than one",
+    ),
+    case(
+        "nan_in_collision_origin",
+        robot(
+            f'<link name="base">{I}',
+            "  <collision>",
+            '    <origin xyz="0 0 nan"/>' + MARK,
+            '    <geometry><sphere radius="1"/></geometry>',
+            "  </collision>",
+            "</link>",
+        ),
+        "link 'base'",
+        "collision origin xyz",
+        "not finite",
+    ),
     # floating joints
-    case("floating_not_from_world", robot(link("base"), link("a"), link("b"), joint("j1", "base", "a"),
-                                          joint("free", "a", "b", "floating", "", mark=True)),
-         "joint 'free'", "floating", "'world'"),
-    case("floating_from_world_with_offset", robot(link("world", ""), link("base"),
-                                                  joint("free", "world", "base", "floating",
-                                                        '<origin xyz="0 0 1"/>', mark=True)),
-         "joint 'free'", "origin"),
-    case("two_floating_bases", robot(link("world", ""), link("a"), link("b"),
-                                     joint("fa", "world", "a", "floating", ""),
-                                     joint("fb", "world", "b", "floating", "", mark=True)),
-         "joint 'fb'", "one floating base"),
+    case(
+        "floating_not_from_world",
+        robot(
+            link("base"),
+            link("a"),
+            link("b"),
+            joint("j1", "base", "a"),
+            joint("free", "a", "b", "floating", "", mark=True),
+        ),
+        "joint 'free'",
+        "floating",
+        "'world'",
+    ),
+    case(
+        "floating_from_world_with_offset",
+        robot(
+            link("world", ""),
+            link("base"),
+            joint("free", "world", "base", "floating", '<origin xyz="0 0 1"/>', mark=True),
+        ),
+        "joint 'free'",
+        "origin",
+    ),
+    case(
+        "two_floating_bases",
+        robot(
+            link("world", ""),
+            link("a"),
+            link("b"),
+            joint("fa", "world", "a", "floating", ""),
+            joint("fb", "world", "b", "floating", "", mark=True),
+        ),
+        "joint 'fb'",
+        "one floating base",
+    ),
 ]
 
 
@@ -449,7 +733,7 @@ def test_billion_laughs_is_refused(where):
     ids=["system_http", "public_http", "system_missing_file"],
 )
 def test_external_dtd_is_not_fetched(doctype):
-    text = f'<?xml version="1.0"?>\n{doctype}\n<robot name="r">\n  <link name="a"/>\n</robot>\n'
+    text = f'<?xml version="1.0"?>\n{doctype}\n<robot name="r">\n  {link("a")}\n</robot>\n'
     try:
         model = load_urdf(text)
     except ModelError:
@@ -460,7 +744,7 @@ def test_external_dtd_is_not_fetched(doctype):
 
 def _padded_file(path: Path, size: int) -> None:
     """A valid URDF of exactly ``size`` bytes, padded with many short comments."""
-    head = b'<?xml version="1.0"?>\n<robot name="r"><link name="a"/></robot>\n'
+    head = f'<?xml version="1.0"?>\n<robot name="r">{link("a")}</robot>\n'.encode()
     chunk = b"<!--" + b"x" * 1017 + b"-->\n"  # 1 KiB
     n_chunks, rest = divmod(size - len(head), len(chunk))
     assert rest >= 8
@@ -542,8 +826,13 @@ def test_fixed_joint_merges_inertia_and_keeps_the_child_frame():
         link("upper", inertial(upper)),
         link("tool", inertial(tool)),
         joint("j1", "world", "upper", inner=LIMIT + '<axis xyz="0 0 1"/>'),
-        joint("weld", "upper", "tool", "fixed",
-              f'<origin xyz="{" ".join(map(str, weld_xyz))}" rpy="{" ".join(map(str, weld_rpy))}"/>'),
+        joint(
+            "weld",
+            "upper",
+            "tool",
+            "fixed",
+            f'<origin xyz="{" ".join(map(str, weld_xyz))}" rpy="{" ".join(map(str, weld_rpy))}"/>',
+        ),
     )
     model = load_urdf(text)
     assert model.nb == 1 and model.body_names == ("upper",)
@@ -580,9 +869,13 @@ def test_fixed_joint_merges_inertia_and_keeps_the_child_frame():
 
 
 def test_fixed_child_of_world_is_welded_and_its_mass_dropped():
-    text = robot('<link name="world"/>', link("stand"), link("arm"),
-                 joint("bolt", "world", "stand", "fixed", '<origin xyz="0 0 1"/>'),
-                 joint("j1", "stand", "arm", inner=LIMIT + '<origin xyz="0 0 0.5"/>'))
+    text = robot(
+        '<link name="world"/>',
+        link("stand"),
+        link("arm"),
+        joint("bolt", "world", "stand", "fixed", '<origin xyz="0 0 1"/>'),
+        joint("j1", "stand", "arm", inner=LIMIT + '<origin xyz="0 0 0.5"/>'),
+    )
     model = load_urdf(text)
     assert model.body_names == ("arm",)
     assert model.link_body[model.link_names.index("stand")] == -1
@@ -592,8 +885,9 @@ def test_fixed_child_of_world_is_welded_and_its_mass_dropped():
 
 def two_joint_robot(prefix: tuple[str, ...] = ()) -> str:
     """base -(j1 revolute)-> a -(j2 prismatic)-> b, after the given lines."""
-    return robot(*prefix, link("base"), link("a"), link("b"), joint("j1", "base", "a"),
-                 joint("j2", "a", "b", "prismatic"))
+    return robot(
+        *prefix, link("base"), link("a"), link("b"), joint("j1", "base", "a"), joint("j2", "a", "b", "prismatic")
+    )
 
 
 WORLD_FIXED = ('<link name="world"/>', joint("mount", "world", "base", "fixed", ""))
@@ -613,8 +907,17 @@ WORLD_FLOATING = ('<link name="world"/>', joint("free", "world", "base", "floati
         (WORLD_FLOATING, True, True),
         (WORLD_FLOATING, False, False),
     ],
-    ids=["free_root", "free_root_true", "free_root_welded", "world", "world_false", "world_made_free",
-         "world_floating", "world_floating_true", "world_floating_welded"],
+    ids=[
+        "free_root",
+        "free_root_true",
+        "free_root_welded",
+        "world",
+        "world_false",
+        "world_made_free",
+        "world_floating",
+        "world_floating_true",
+        "world_floating_welded",
+    ],
 )
 def test_base_type(prefix, floating_base, floats):
     model = load_urdf(two_joint_robot(prefix), floating_base=floating_base)
@@ -634,10 +937,15 @@ def test_base_type(prefix, floating_base, floats):
 
 
 def test_continuous_joint_has_infinite_limits():
-    text = robot(link("base"), link("wheel"), link("hub"), link("spoke"),
-                 joint("bare", "base", "wheel", "continuous", ""),
-                 joint("rated", "wheel", "hub", "continuous", '<limit lower="-1" upper="1" effort="3" velocity="4"/>'),
-                 joint("effort_only", "hub", "spoke", "continuous", '<limit effort="2"/>'))
+    text = robot(
+        link("base"),
+        link("wheel"),
+        link("hub"),
+        link("spoke"),
+        joint("bare", "base", "wheel", "continuous", ""),
+        joint("rated", "wheel", "hub", "continuous", '<limit lower="-1" upper="1" effort="3" velocity="4"/>'),
+        joint("effort_only", "hub", "spoke", "continuous", '<limit effort="2"/>'),
+    )
     model = load_urdf(text, floating_base=False)
     assert model.body_joint_type == ("revolute",) * 3
     np.testing.assert_array_equal(np.asarray(model.dof_lower), [-np.inf] * 3)
@@ -647,10 +955,19 @@ def test_continuous_joint_has_infinite_limits():
 
 
 def test_limits_and_dynamics_are_read():
-    text = robot(link("base"), link("a"), link("b"),
-                 joint("j1", "base", "a", inner='<limit lower="-0.5" upper="2" effort="7" velocity="3"/>'
-                       '<dynamics damping="0.1" friction="0.2" rotor_inertia="0.03"/>'),
-                 joint("j2", "a", "b", "prismatic", '<limit effort="1" velocity="2"/>'))
+    text = robot(
+        link("base"),
+        link("a"),
+        link("b"),
+        joint(
+            "j1",
+            "base",
+            "a",
+            inner='<limit lower="-0.5" upper="2" effort="7" velocity="3"/>'
+            '<dynamics damping="0.1" friction="0.2" rotor_inertia="0.03"/>',
+        ),
+        joint("j2", "a", "b", "prismatic", '<limit effort="1" velocity="2"/>'),
+    )
     model = load_urdf(text, floating_base=False)
     np.testing.assert_array_equal(np.asarray(model.dof_lower), [-0.5, 0.0])
     np.testing.assert_array_equal(np.asarray(model.dof_upper), [2.0, 0.0])  # missing lower/upper: 0 (urdfdom)
@@ -703,8 +1020,13 @@ def test_collision_geoms_in_body_frames():
         '  <collision><origin xyz="0.01 0 0"/><geometry><sphere radius="0.01"/></geometry></collision>',
         "</link>",
         joint("j1", "base", "arm", inner=LIMIT + '<origin xyz="0 0 0.5"/>'),
-        joint("weld", "arm", "tip", "fixed", f'<origin xyz="{" ".join(map(str, tip_xyz))}" '
-                                             f'rpy="{" ".join(map(str, tip_rpy))}"/>'),
+        joint(
+            "weld",
+            "arm",
+            "tip",
+            "fixed",
+            f'<origin xyz="{" ".join(map(str, tip_xyz))}" rpy="{" ".join(map(str, tip_rpy))}"/>',
+        ),
     )
     model = load_urdf(text)
     assert model.ng == 5 and model.mesh_geoms == ()
@@ -712,8 +1034,13 @@ def test_collision_geoms_in_body_frames():
     rot = np.asarray(model.geom_rotation)
     pos = np.asarray(model.geom_translation)
     found = {(model.link_names[model.geom_link[g]], model.geom_type[g]): g for g in range(model.ng)}
-    assert set(found) == {("base", "box"), ("base", "sphere"), ("arm", "cylinder"), ("arm", "capsule"),
-                          ("tip", "sphere")}
+    assert set(found) == {
+        ("base", "box"),
+        ("base", "sphere"),
+        ("arm", "cylinder"),
+        ("arm", "capsule"),
+        ("tip", "sphere"),
+    }
 
     g = found["base", "box"]
     np.testing.assert_allclose(size[g], [0.1, 0.2, 0.3])
@@ -773,8 +1100,13 @@ def test_transmission_and_gazebo_are_ignored():
 
 
 def test_mimic_warns_and_the_joint_stays_independent():
-    text = robot(link("base"), link("a"), link("b"), joint("j1", "base", "a"),
-                 joint("j2", "base", "b", inner=LIMIT + '<mimic joint="j1" multiplier="2" offset="0"/>'))
+    text = robot(
+        link("base"),
+        link("a"),
+        link("b"),
+        joint("j1", "base", "a"),
+        joint("j2", "base", "b", inner=LIMIT + '<mimic joint="j1" multiplier="2" offset="0"/>'),
+    )
     with pytest.warns(UserWarning, match=r"j2.*mimic"):
         model = load_urdf(text, floating_base=False)
     assert model.joint_names == ("j1", "j2") and model.nq == 2
@@ -800,7 +1132,8 @@ def test_degenerate_inertias_are_accepted_with_a_warning():
 
 
 def test_string_source_and_robot_name():
-    model = load_urdf("\n  " + robot(link("a"), name="my robot"))
+    text = robot(link("a"), name="my robot").split("\n", 1)[1]  # no XML declaration: blanks may lead
+    model = load_urdf("\n  " + text)
     assert model.source == "<string>" and model.name == "my robot"
 
 
@@ -856,7 +1189,12 @@ def test_example_robot_data_loads(robot_name):
 
 def query_robot():
     text = robot(
-        link("base"), link("a"), link("b"), link("c"), link("d"), link("e"),
+        link("base"),
+        link("a"),
+        link("b"),
+        link("c"),
+        link("d"),
+        link("e"),
         joint("raised", "base", "a", inner='<limit lower="0.2" upper="1" effort="1" velocity="1"/>'),
         joint("slide", "a", "b", "prismatic", '<limit lower="-1" upper="-0.5" effort="1" velocity="1"/>'),
         joint("weld", "b", "c", "fixed", ""),
@@ -887,6 +1225,17 @@ def test_neutral_q_is_clipped_into_limits_with_identity_quaternion():
     assert q.dtype == np.asarray(model.body_mass).dtype
 
 
+def query_robot_with_free_joint():
+    return robot(
+        *WORLD_FLOATING,
+        link("base"),
+        link("a"),
+        link("b"),
+        joint("j1", "base", "a"),
+        joint("weld", "a", "b", "fixed", ""),
+    )
+
+
 @pytest.mark.parametrize("name", ["nope", "weld", "free", ""])
 @pytest.mark.parametrize("query", ["joint_index", "joint_q_index"])
 def test_joint_index_of_an_unknown_or_immovable_joint(name, query):
@@ -895,8 +1244,3 @@ def test_joint_index_of_an_unknown_or_immovable_joint(name, query):
         getattr(jaxmor, query)(model, name)
     assert repr(name) in str(info.value)
     assert isinstance(info.value, ValueError)
-
-
-def query_robot_with_free_joint():
-    return robot(*WORLD_FLOATING, link("base"), link("a"), link("b"), joint("j1", "base", "a"),
-                 joint("weld", "a", "b", "fixed", ""))

@@ -1,0 +1,633 @@
+"""Contact candidates: collision geoms against the ground plane and against each other.
+
+:func:`collide` turns body poses into a fixed number of contact *candidates* (:class:`Contacts`),
+one per slot; the step's solver decides which are active from their signed distances. The number
+of slots (:func:`contact_count`) and what each slot means depend only on the model's static fields
+(geom types, ``ground``, ``contact_pairs``), so shapes never depend on the data and ``collide``
+runs under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` in any float dtype (that of the poses).
+
+Slot layout, in this order:
+
+1. Ground contacts, only when the model has a ground (:func:`add_ground`): for every geom on a
+   moving body (``geom_body >= 0``), in geom order, a fixed number of points of the geom:
+
+   * sphere, 1: its lowest point, ``centre - r z``;
+   * capsule, 2: the lowest points of its two end spheres, ``end - r z``;
+   * box, 8: its corners;
+   * cylinder, 16: 8 points evenly spaced on each rim circle (at angles ``k pi / 4`` from the
+     geom's local ``x`` axis). A cylinder on the ground is approximated by these points: resting
+     on its flat face it is supported by 8 of them; lying on its side it touches the ground
+     between them and may sink by at most ``r (1 - cos(pi / 8))`` (7.6 % of its radius).
+
+   Each has ``body_a = -1`` (the ground), ``body_b`` the geom's body, the normal ``+z``, the
+   distance ``point_z - ground_height`` and the position the point itself. Geoms welded to the
+   world (``geom_body == -1``) get no ground slots.
+
+2. Self-collision contacts, one slot per pair of ``model.contact_pairs`` (:func:`enable_self_collision`),
+   in that order. For the pair ``(a, b)`` of geom indices, ``body_a = geom_body[a]`` and
+   ``body_b = geom_body[b]``; the normal points from geom ``a``'s surface to geom ``b``'s, and the
+   position is the point of geom ``b``'s surface closest to (or deepest in) geom ``a``. Supported,
+   in either order: sphere-sphere, sphere-capsule (the closest point of the capsule's segment),
+   capsule-capsule (the closest points of the two segments; for parallel segments the middle of
+   their overlap) and sphere-box (the closest point of the box; a sphere centre inside the box is
+   pushed out through the face of least penetration).
+
+Conventions of every slot: ``distance`` is the signed gap [m], negative when the geoms overlap;
+``frame``'s rows are the unit normal ``n``, pointing from A to B (a positive normal impulse pushes B
+along ``n`` and A along ``-n``), and two unit tangents ``t1, t2`` with ``t1 x t2 = n``; the
+position lies on B's surface and ``position - distance n`` on A's. The tangents are a fixed smooth
+function of ``n`` (Frisvad's basis, built about ``+z`` for ``n_z >= -0.5`` and about ``-z`` below);
+for the ground's ``n = +z`` they are the world ``x`` and ``y`` axes.
+
+Combination rule: the friction coefficient of a contact is the geometric mean ``sqrt(mu_a mu_b)``
+of the two geoms' coefficients (so a frictionless geom is frictionless against everything) and its
+coefficient of restitution is the larger of the two, ``max(e_a, e_b)``. Ground contacts combine the
+ground's ``ground_friction`` / ``ground_restitution`` with the geom's in the same way. A URDF has no
+such properties: geoms default to friction 0.8 and restitution 0 (:func:`set_geom_properties`).
+
+Degenerate geometry (coincident sphere centres, a sphere centre on a capsule's axis, intersecting
+capsule axes, zero-length segments, zero-size boxes) yields finite values and finite gradients:
+where a normal is undefined a deterministic fallback is used (``+z``, or for crossing capsules the
+common perpendicular of their axes).
+
+Limitations: only the four pair kinds above; box-box, box-capsule and any pair with a cylinder are
+not supported yet, and asking for one (:func:`enable_self_collision`, or a hand-made
+``contact_pairs`` given to :func:`collide`) raises an :class:`~jaxmor.errors.ArgumentError` rather
+than being ignored. One slot per pair: two long capsules lying side by side touch at a single point
+(the middle of their overlap), which holds them apart but resists their relative rotation only through
+friction. Ground contacts are sampled points: exact for spheres, capsules and boxes (their lowest
+points are among the samples), approximate for cylinders (see above). Gaps are computed for every
+slot whatever its size; the solver decides which candidates are active. Meshes are not simulated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmor.errors import ArgumentError
+from jaxmor.kinematics import Poses
+from jaxmor.types import JOINT_FREE, Model
+
+#: Geom types and the number of ground-contact points of each.
+GROUND_POINTS = {"sphere": 1, "capsule": 2, "box": 8, "cylinder": 16}
+
+#: Supported self-collision type pairs (either order).
+SUPPORTED_PAIRS = (("sphere", "sphere"), ("sphere", "capsule"), ("capsule", "capsule"), ("sphere", "box"))
+
+_CYLINDER_RIM = 8  # points per rim circle
+
+
+@struct.dataclass
+class Contacts:
+    """Contact candidates, one per slot (``nc`` slots; see the module docstring for the layout).
+
+    Attributes:
+        distance: (nc,) signed gap [m]; negative = penetration.
+        position: (nc, 3) world contact point, on body B's surface (B's point deepest in A) [m].
+        frame: (nc, 3, 3) rows: unit normal ``n`` (from A to B), unit tangents ``t1``, ``t2``;
+            orthonormal and right-handed (``t1 x t2 = n``).
+        friction: (nc,) combined Coulomb friction coefficient ``sqrt(mu_a mu_b)`` [-].
+        restitution: (nc,) combined coefficient of restitution ``max(e_a, e_b)`` [-].
+        body_a: body A of each slot, ``-1`` for the world / ground (static).
+        body_b: body B of each slot, ``-1`` for the world (static).
+    """
+
+    distance: jnp.ndarray
+    position: jnp.ndarray
+    frame: jnp.ndarray
+    friction: jnp.ndarray
+    restitution: jnp.ndarray
+    body_a: tuple[int, ...] = struct.field(pytree_node=False)
+    body_b: tuple[int, ...] = struct.field(pytree_node=False)
+
+    @property
+    def count(self) -> int:
+        """Number of slots ``nc``."""
+        return len(self.body_a)
+
+    @property
+    def normal(self) -> jnp.ndarray:
+        """(nc, 3) unit normals, ``frame[:, 0]``."""
+        return self.frame[..., 0, :]
+
+
+# --------------------------------------------------------------------------------------------------
+# model setters
+
+
+def _scalar(name: str, value, *, lower: float | None = None, upper: float | None = None):
+    """Validate a concrete scalar (finite, within bounds); traced values pass unchecked."""
+    if isinstance(value, jax.core.Tracer):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentError(f"{name} must be a number, got {value!r}")
+    try:
+        arr = np.asarray(value)
+    except Exception:  # noqa: BLE001 - anything that is not array-like
+        raise ArgumentError(f"{name} must be a number, got {value!r}") from None
+    if arr.shape != ():
+        raise ArgumentError(f"{name} must be a scalar, got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise ArgumentError(f"{name} must be a number, got {value!r}")
+    x = float(arr)
+    if not math.isfinite(x):
+        raise ArgumentError(f"{name} must be finite, got {x}")
+    if lower is not None and x < lower:
+        raise ArgumentError(f"{name} must be >= {lower}, got {x}")
+    if upper is not None and x > upper:
+        raise ArgumentError(f"{name} must be <= {upper}, got {x}")
+    return value
+
+
+def add_ground(model: Model, height=0.0, friction=0.8, restitution=0.0) -> Model:
+    """A copy of ``model`` with a ground plane ``z = height`` (normal ``+z``).
+
+    Args:
+        model: the model.
+        height: height of the plane [m] (finite).
+        friction: the ground's Coulomb friction coefficient (``>= 0``), combined with each geom's
+            as ``sqrt(mu_ground mu_geom)``.
+        restitution: the ground's coefficient of restitution in ``[0, 1]``, combined with each
+            geom's as the maximum.
+
+    Raises:
+        ArgumentError: an argument is not a finite number in its range; the message names it.
+    """
+    height = _scalar("height", height)
+    friction = _scalar("friction", friction, lower=0.0)
+    restitution = _scalar("restitution", restitution, lower=0.0, upper=1.0)
+    return model.replace(
+        ground=True,
+        ground_height=jnp.asarray(height, model.ground_height.dtype),
+        ground_friction=jnp.asarray(friction, model.ground_friction.dtype),
+        ground_restitution=jnp.asarray(restitution, model.ground_restitution.dtype),
+    )
+
+
+def geom_index(model: Model, name: str) -> int:
+    """Index of a collision geom by name.
+
+    Raises:
+        ArgumentError: no geom has that name; the message lists the geoms.
+    """
+    if isinstance(name, str):
+        try:
+            return model.geom_names.index(name)
+        except ValueError:
+            pass
+    raise ArgumentError(f"unknown geom {name!r}; the model's collision geoms are {list(model.geom_names)}")
+
+
+def set_geom_properties(model: Model, name: str, *, friction=None, restitution=None) -> Model:
+    """A copy of ``model`` with the contact properties of geom ``name`` changed.
+
+    Args:
+        model: the model.
+        name: the geom's name (``model.geom_names``).
+        friction: its Coulomb friction coefficient (``>= 0``); ``None`` keeps it.
+        restitution: its coefficient of restitution in ``[0, 1]``; ``None`` keeps it.
+
+    Raises:
+        ArgumentError: unknown geom (the message lists the names), or a value out of range.
+    """
+    i = geom_index(model, name)
+    if friction is not None:
+        friction = _scalar("friction", friction, lower=0.0)
+        model = model.replace(geom_friction=model.geom_friction.at[i].set(friction))
+    if restitution is not None:
+        restitution = _scalar("restitution", restitution, lower=0.0, upper=1.0)
+        model = model.replace(geom_restitution=model.geom_restitution.at[i].set(restitution))
+    return model
+
+
+def _adjacent(model: Model, a: int, b: int) -> bool:
+    """Bodies joined by a (non-free) joint: parent and child; ``-1`` is the world."""
+
+    def child_of(c: int, p: int) -> bool:
+        return c >= 0 and model.body_parent[c] == p and model.body_joint_type[c] != JOINT_FREE
+
+    return child_of(a, b) or child_of(b, a)
+
+
+def _pair_supported(ta: str, tb: str) -> bool:
+    return (ta, tb) in SUPPORTED_PAIRS or (tb, ta) in SUPPORTED_PAIRS
+
+
+def _supported_text() -> str:
+    return ", ".join(f"{a}-{b}" for a, b in SUPPORTED_PAIRS)
+
+
+def _check_pairs(model: Model, pairs) -> None:
+    """Raise for out-of-range, same-body or unsupported pairs."""
+    bad = []
+    for pair in pairs:
+        if len(pair) != 2:
+            raise ArgumentError(f"contact pair {pair!r} must hold two geom indices")
+        a, b = (int(x) for x in pair)
+        for g in (a, b):
+            if not 0 <= g < model.ng:
+                raise ArgumentError(f"contact pair {pair!r}: geom index {g} is out of range [0, {model.ng})")
+        if model.geom_body[a] == model.geom_body[b]:
+            raise ArgumentError(
+                f"contact pair ({model.geom_names[a]!r}, {model.geom_names[b]!r}): both geoms are on the same body"
+            )
+        if not _pair_supported(model.geom_type[a], model.geom_type[b]):
+            bad.append((a, b))
+    if bad:
+        a, b = bad[0]
+        na, nb = model.geom_names[a], model.geom_names[b]
+        more = ""
+        if len(bad) > 1:
+            others = ", ".join(f"({model.geom_names[x]!r}, {model.geom_names[y]!r})" for x, y in bad[1:])
+            more = f"; {len(bad) - 1} more unsupported pair(s): {others}"
+        raise ArgumentError(
+            f"self-collision between geom {na!r} ({model.geom_type[a]}) and geom {nb!r} ({model.geom_type[b]}) "
+            f"is not supported (supported: {_supported_text()}); exclude the pair, e.g. "
+            f"enable_self_collision(model, exclude=[({na!r}, {nb!r})]){more}"
+        )
+
+
+def enable_self_collision(model: Model, enabled: bool = True, exclude: Iterable = ()) -> Model:
+    """A copy of ``model`` whose ``contact_pairs`` test its geoms against each other.
+
+    The pairs are every pair of geoms ``(i, j)``, ``i < j``, on different bodies (a geom welded to
+    the world, body ``-1``, counts as on the world body) that are not parent and child across a
+    joint (a free joint does not make a floating base adjacent to the world), minus ``exclude``.
+
+    Args:
+        model: the model.
+        enabled: ``False`` clears the pairs (no self-collision).
+        exclude: pairs ``(name_a, name_b)`` of geom names not to test, in either order.
+
+    Raises:
+        ArgumentError: an unknown geom name or a malformed exclusion; or a remaining pair of types
+            that is not supported (supported: sphere-sphere, sphere-capsule, capsule-capsule,
+            sphere-box): the message names the two geoms and their types; exclude the pair.
+    """
+    if not enabled:
+        return model.replace(contact_pairs=())
+    if isinstance(exclude, (str, bytes)):
+        raise ArgumentError(f"exclude must be a list of (geom name, geom name) pairs, got {exclude!r}")
+    excluded = set()
+    for item in exclude:
+        if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
+            raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
+        item = tuple(item)
+        if len(item) != 2:
+            raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
+        a, b = (geom_index(model, n) for n in item)
+        excluded.add(frozenset((a, b)))
+    pairs = []
+    for i in range(model.ng):
+        for j in range(i + 1, model.ng):
+            bi, bj = model.geom_body[i], model.geom_body[j]
+            if bi == bj or _adjacent(model, bi, bj) or frozenset((i, j)) in excluded:
+                continue
+            pairs.append((i, j))
+    _check_pairs(model, pairs)
+    return model.replace(contact_pairs=tuple(pairs))
+
+
+# --------------------------------------------------------------------------------------------------
+# slot layout
+
+
+def _ground_geoms(model: Model) -> list[int]:
+    if not model.ground:
+        return []
+    return [g for g in range(model.ng) if model.geom_body[g] >= 0]
+
+
+def _check_types(model: Model) -> None:
+    for g, t in enumerate(model.geom_type):
+        if t not in GROUND_POINTS:
+            raise ArgumentError(f"geom {model.geom_names[g]!r} has the unsupported type {t!r}")
+
+
+def contact_count(model: Model) -> int:
+    """Number of contact slots ``nc`` of :func:`collide` (static)."""
+    _check_types(model)
+    ground = sum(GROUND_POINTS[model.geom_type[g]] for g in _ground_geoms(model))
+    return ground + len(model.contact_pairs)
+
+
+def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(body_a, body_b)`` of every slot (static), as in :class:`Contacts`."""
+    body_a, body_b = [], []
+    for g in _ground_geoms(model):
+        n = GROUND_POINTS[model.geom_type[g]]
+        body_a += [-1] * n
+        body_b += [model.geom_body[g]] * n
+    for a, b in model.contact_pairs:
+        body_a.append(model.geom_body[a])
+        body_b.append(model.geom_body[b])
+    return tuple(body_a), tuple(body_b)
+
+
+# --------------------------------------------------------------------------------------------------
+# geometry helpers (pure JAX, gradient-safe)
+
+
+def _tiny(dtype) -> float:
+    """Squared length below which a direction is treated as undefined."""
+    return float(jnp.finfo(dtype).eps) ** 2
+
+
+def _normalize(v: jnp.ndarray, fallback: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """``(v / |v|, ok)``, or ``(fallback, False)`` where ``|v|`` is (almost) zero; finite gradients."""
+    sq = jnp.sum(v * v, axis=-1, keepdims=True)
+    ok = sq > _tiny(v.dtype)
+    safe = jnp.where(ok, sq, 1.0)
+    return jnp.where(ok, v / jnp.sqrt(safe), fallback), ok[..., 0]
+
+
+def _safe_div(num: jnp.ndarray, den: jnp.ndarray, ok: jnp.ndarray) -> jnp.ndarray:
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
+
+
+def _safe_sqrt(x: jnp.ndarray) -> jnp.ndarray:
+    """``sqrt(x)`` for ``x >= 0`` with a zero (not infinite) gradient at 0."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def tangent_frame(normal: jnp.ndarray) -> jnp.ndarray:
+    """(..., 3, 3) rows ``n, t1, t2``: an orthonormal right-handed frame from unit normals (..., 3).
+
+    Frisvad's construction about ``+z`` for ``n_z >= -0.5`` (``n = +z`` gives ``t1 = x, t2 = y``)
+    and its mirror about ``-z`` below; smooth in ``n`` within each region.
+    """
+    x, y, z = normal[..., 0], normal[..., 1], normal[..., 2]
+    north = z >= -0.5
+    a = 1.0 / jnp.where(north, 1.0 + z, 1.0)
+    b = -x * y * a
+    t1_n = jnp.stack([1.0 - x * x * a, b, -x], -1)
+    t2_n = jnp.stack([b, 1.0 - y * y * a, -y], -1)
+    c = 1.0 / jnp.where(north, 1.0, 1.0 - z)
+    d = x * y * c
+    t1_s = jnp.stack([1.0 - x * x * c, -d, x], -1)
+    t2_s = jnp.stack([d, y * y * c - 1.0, -y], -1)
+    t1 = jnp.where(north[..., None], t1_n, t1_s)
+    t2 = jnp.where(north[..., None], t2_n, t2_s)
+    return jnp.stack([normal, t1, t2], -2)
+
+
+def _z(dtype, shape=()) -> jnp.ndarray:
+    return jnp.broadcast_to(jnp.array([0.0, 0.0, 1.0], dtype), (*shape, 3))
+
+
+def _spheres(ca, ra, cb, rb, fallback=None):
+    """Two spheres: ``(distance, n, point on a's surface, point on b's surface)``."""
+    if fallback is None:
+        fallback = _z(ca.dtype, ca.shape[:-1])
+    d = cb - ca
+    n, _ = _normalize(d, fallback)
+    dist = jnp.sum(n * d, -1) - ra - rb
+    return dist, n, ca + ra[..., None] * n, cb - rb[..., None] * n
+
+
+def _segment_point(p0, p1, c):
+    """Closest point to ``c`` on the segment ``p0 p1`` (a point when ``p0 == p1``)."""
+    d = p1 - p0
+    dd = jnp.sum(d * d, -1)
+    t = jnp.clip(_safe_div(jnp.sum((c - p0) * d, -1), dd, dd > _tiny(d.dtype)), 0.0, 1.0)
+    return p0 + t[..., None] * d
+
+
+def _segments(p0, p1, q0, q1):
+    """Closest points of the segments ``p0 p1`` and ``q0 q1``; the middle of the overlap when parallel."""
+    tiny = _tiny(p0.dtype)
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+    a = jnp.sum(d1 * d1, -1)
+    e = jnp.sum(d2 * d2, -1)
+    b = jnp.sum(d1 * d2, -1)
+    c = jnp.sum(d1 * r, -1)
+    f = jnp.sum(d2 * r, -1)
+    a_ok, e_ok = a > tiny, e > tiny
+    denom = a * e - b * b
+    parallel_tol = max(1e-6, 100.0 * float(jnp.finfo(p0.dtype).eps))
+    general = denom > parallel_tol * a * e
+    s_general = jnp.clip(_safe_div(b * f - c * e, denom, general & a_ok & e_ok), 0.0, 1.0)
+    # Parallel: the middle of the part of segment p that faces segment q.
+    u0 = _safe_div(-c, a, a_ok)  # q0 on p's parameter
+    u1 = _safe_div(b - c, a, a_ok)  # q1
+    lo = jnp.maximum(jnp.minimum(u0, u1), 0.0)
+    hi = jnp.minimum(jnp.maximum(u0, u1), 1.0)
+    s_parallel = jnp.clip(0.5 * (lo + hi), 0.0, 1.0)
+    s = jnp.where(general, s_general, s_parallel)
+    t = jnp.clip(_safe_div(b * s + f, e, e_ok), 0.0, 1.0)
+    s = jnp.clip(_safe_div(b * t - c, a, a_ok), 0.0, 1.0)
+    return p0 + s[..., None] * d1, q0 + t[..., None] * d2, d1, d2
+
+
+def _ends(centre, rotation, half_length):
+    axis = rotation[..., :, 2]
+    return centre - half_length[..., None] * axis, centre + half_length[..., None] * axis
+
+
+def _sphere_sphere(ca, ra_rot, sa, cb, rb_rot, sb):
+    return _spheres(ca, sa[..., 0], cb, sb[..., 0])
+
+
+def _sphere_capsule(ca, ra_rot, sa, cb, rb_rot, sb):
+    q0, q1 = _ends(cb, rb_rot, sb[..., 1])
+    return _spheres(ca, sa[..., 0], _segment_point(q0, q1, ca), sb[..., 0])
+
+
+def _capsule_capsule(ca, ra_rot, sa, cb, rb_rot, sb):
+    p0, p1 = _ends(ca, ra_rot, sa[..., 1])
+    q0, q1 = _ends(cb, rb_rot, sb[..., 1])
+    pa, pb, d1, d2 = _segments(p0, p1, q0, q1)
+    # Intersecting axes: the common perpendicular (then +z) stands in for the undefined direction.
+    perp, _ = _normalize(jnp.cross(d1, d2), _z(ca.dtype, ca.shape[:-1]))
+    return _spheres(pa, sa[..., 0], pb, sb[..., 0], fallback=perp)
+
+
+def _sphere_box(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Sphere A against box B: ``(distance, n, point on A, point on B)``."""
+    r = sa[..., 0]
+    h = sb
+    local = jnp.einsum("...ji,...j->...i", rb_rot, ca - cb)  # sphere centre in box axes
+    closest = jnp.clip(local, -h, h)
+    # Outside (or on the surface): from the sphere centre to the closest point of the box.
+    n_out, outside = _normalize(closest - local, _z(ca.dtype, ca.shape[:-1]))
+    dist_out = jnp.sum(n_out * (closest - local), -1) - r
+    # Inside: out through the face of least penetration; the box is pushed the other way.
+    depth = h - jnp.abs(local)
+    k = jnp.argmin(depth, axis=-1)
+    onehot = jax.nn.one_hot(k, 3, dtype=ca.dtype)
+    sign = jnp.where(local >= 0.0, 1.0, -1.0).astype(ca.dtype)
+    n_in = -sign * onehot
+    face = jnp.where(onehot > 0, sign * h, local)
+    dist_in = -jnp.sum(onehot * depth, -1) - r
+    n_local = jnp.where(outside[..., None], n_out, n_in)
+    dist = jnp.where(outside, dist_out, dist_in)
+    point_b_local = jnp.where(outside[..., None], closest, face)
+    n = jnp.einsum("...ij,...j->...i", rb_rot, n_local)
+    point_b = cb + jnp.einsum("...ij,...j->...i", rb_rot, point_b_local)
+    return dist, n, ca + r[..., None] * n, point_b
+
+
+_PAIR_FUNCTIONS = {
+    ("sphere", "sphere"): _sphere_sphere,
+    ("sphere", "capsule"): _sphere_capsule,
+    ("capsule", "capsule"): _capsule_capsule,
+    ("sphere", "box"): _sphere_box,
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# collide
+
+
+def _ground_points(kind: str, centre, rotation, size):
+    """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring)."""
+    dtype = centre.dtype
+    z = jnp.array([0.0, 0.0, 1.0], dtype)
+    if kind == "sphere":
+        return (centre - size[:, :1] * z)[:, None, :]
+    if kind == "capsule":
+        e0, e1 = _ends(centre, rotation, size[:, 1])
+        return jnp.stack([e0, e1], 1) - size[:, None, :1] * z
+    if kind == "box":
+        signs = jnp.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype)
+        local = signs[None] * size[:, None, :]
+    else:  # cylinder
+        ang = np.arange(_CYLINDER_RIM) * (2.0 * np.pi / _CYLINDER_RIM)
+        rim = np.array([[np.cos(t), np.sin(t), sz] for sz in (-1.0, 1.0) for t in ang])
+        rim = jnp.asarray(rim, dtype)
+        r, hl = size[:, None, 0:1], size[:, None, 1:2]
+        local = jnp.concatenate([rim[None, :, :2] * r, rim[None, :, 2:] * hl], -1)
+    return centre[:, None, :] + jnp.einsum("nij,nkj->nki", rotation, local)
+
+
+def _combine(mu_a, mu_b, e_a, e_b):
+    return _safe_sqrt(mu_a * mu_b), jnp.maximum(e_a, e_b)
+
+
+def collide(model: Model, poses: Poses) -> Contacts:
+    """Contact candidates of every slot (see the module docstring for the layout and conventions).
+
+    Args:
+        model: the model.
+        poses: world poses of the bodies (:func:`jaxmor.kinematics.body_poses`), (nb, 3, 3) and (nb, 3);
+            their dtype is the result's.
+
+    Returns:
+        :class:`Contacts` with :func:`contact_count` slots.
+
+    Raises:
+        ArgumentError: the poses have the wrong shape, or ``model.contact_pairs`` holds an
+            unsupported pair (trace-time checks).
+    """
+    _check_types(model)
+    _check_pairs(model, model.contact_pairs)
+    position = jnp.asarray(poses.position)
+    rotation = jnp.asarray(poses.rotation)
+    if position.shape != (model.nb, 3) or rotation.shape != (model.nb, 3, 3):
+        raise ArgumentError(
+            f"poses must be body poses of shapes ({model.nb}, 3, 3) and ({model.nb}, 3), "
+            f"got {rotation.shape} and {position.shape}"
+        )
+    dtype = jnp.result_type(position.dtype, rotation.dtype)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.result_type(float)
+    position, rotation = position.astype(dtype), rotation.astype(dtype)
+    body_a, body_b = contact_bodies(model)
+    nc = len(body_a)
+    if nc == 0:
+        return Contacts(
+            jnp.zeros((0,), dtype),
+            jnp.zeros((0, 3), dtype),
+            jnp.zeros((0, 3, 3), dtype),
+            jnp.zeros((0,), dtype),
+            jnp.zeros((0,), dtype),
+            body_a,
+            body_b,
+        )
+
+    # World pose of every geom; index 0 of the padded body arrays is the world.
+    gb = np.array(model.geom_body, dtype=np.int32) + 1
+    body_r = jnp.concatenate([jnp.eye(3, dtype=dtype)[None], rotation])[gb]
+    body_p = jnp.concatenate([jnp.zeros((1, 3), dtype), position])[gb]
+    geom_r = body_r @ model.geom_rotation.astype(dtype)
+    geom_p = body_p + jnp.einsum("gij,gj->gi", body_r, model.geom_translation.astype(dtype))
+    size = model.geom_size.astype(dtype)
+    mu = model.geom_friction.astype(dtype)
+    rest = model.geom_restitution.astype(dtype)
+
+    distance, point, normal, friction, restitution = [], [], [], [], []
+
+    # 1. Ground: points grouped by type, then put back in geom order.
+    ground = _ground_geoms(model)
+    if ground:
+        blocks, order = [], []
+        for kind in GROUND_POINTS:
+            idx = [g for g in ground if model.geom_type[g] == kind]
+            if not idx:
+                continue
+            sel = np.array(idx, dtype=np.int32)
+            blocks.append(_ground_points(kind, geom_p[sel], geom_r[sel], size[sel]).reshape(-1, 3))
+            order += [(g, k) for g in idx for k in range(GROUND_POINTS[kind])]
+        slot_of = {key: i for i, key in enumerate(order)}
+        perm = np.array(
+            [slot_of[(g, k)] for g in ground for k in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32
+        )
+        pts = jnp.concatenate(blocks)[perm]
+        geom_of_slot = np.array([g for g in ground for _ in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32)
+        n_ground = pts.shape[0]
+        distance.append(pts[:, 2] - model.ground_height.astype(dtype))
+        point.append(pts)
+        normal.append(_z(dtype, (n_ground,)))
+        f, e = _combine(
+            model.ground_friction.astype(dtype),
+            mu[geom_of_slot],
+            model.ground_restitution.astype(dtype),
+            rest[geom_of_slot],
+        )
+        friction.append(jnp.broadcast_to(f, (n_ground,)))
+        restitution.append(jnp.broadcast_to(e, (n_ground,)))
+
+    # 2. Pairs, grouped by canonical type pair (and whether the pair is given the other way round).
+    pairs = model.contact_pairs
+    if pairs:
+        groups: dict[tuple, list[int]] = {}
+        for slot, (a, b) in enumerate(pairs):
+            ta, tb = model.geom_type[a], model.geom_type[b]
+            key = ((ta, tb), False) if (ta, tb) in _PAIR_FUNCTIONS else ((tb, ta), True)
+            groups.setdefault(key, []).append(slot)
+        outs, order = [], []
+        for (kinds, flipped), slots in groups.items():
+            first = np.array([pairs[s][1] if flipped else pairs[s][0] for s in slots], dtype=np.int32)
+            second = np.array([pairs[s][0] if flipped else pairs[s][1] for s in slots], dtype=np.int32)
+            d, n, p_first, p_second = _PAIR_FUNCTIONS[kinds](
+                geom_p[first], geom_r[first], size[first], geom_p[second], geom_r[second], size[second]
+            )
+            outs.append((d, -n, p_first) if flipped else (d, n, p_second))
+            order += slots
+        inverse = np.argsort(np.array(order))
+        ga = np.array([a for a, _ in pairs], dtype=np.int32)
+        gb_ = np.array([b for _, b in pairs], dtype=np.int32)
+        distance.append(jnp.concatenate([o[0] for o in outs])[inverse])
+        normal.append(jnp.concatenate([o[1] for o in outs])[inverse])
+        point.append(jnp.concatenate([o[2] for o in outs])[inverse])
+        f, e = _combine(mu[ga], mu[gb_], rest[ga], rest[gb_])
+        friction.append(f)
+        restitution.append(e)
+
+    normal = jnp.concatenate(normal)
+    return Contacts(
+        distance=jnp.concatenate(distance),
+        position=jnp.concatenate(point),
+        frame=tangent_frame(normal),
+        friction=jnp.concatenate(friction),
+        restitution=jnp.concatenate(restitution),
+        body_a=body_a,
+        body_b=body_b,
+    )

@@ -1,0 +1,772 @@
+"""Contact candidates (jaxmor.collision) against geometry computed independently here with NumPy.
+
+Models are small URDF strings. Pair tests use a world-rooted robot: a ``post`` link welded to the
+world (its geom has body -1, geom 0) and a ``base`` link on a floating joint (body 0, geom 1), so the
+second geom can be put anywhere with ``q = [p, quat]``. A free joint does not make the base adjacent
+to the world, so ``enable_self_collision`` pairs the two geoms.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmor import ArgumentError, load_urdf
+from jaxmor.collision import (
+    Contacts,
+    add_ground,
+    collide,
+    contact_count,
+    enable_self_collision,
+    set_geom_properties,
+    tangent_frame,
+)
+from jaxmor.kinematics import body_poses
+
+I = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>'  # noqa: E741
+LIMIT = '<limit lower="-3" upper="3" effort="10" velocity="5"/>'
+TOL = 1e-12
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def robot(*lines: str) -> str:
+    return "\n".join(['<robot name="r">', *lines, "</robot>"])
+
+
+def col(shape: str, xyz=(0, 0, 0), rpy=(0, 0, 0), name: str | None = None) -> str:
+    attr = f' name="{name}"' if name else ""
+    origin = f'<origin xyz="{" ".join(map(str, xyz))}" rpy="{" ".join(map(str, rpy))}"/>'
+    return f"<collision{attr}>{origin}<geometry>{shape}</geometry></collision>"
+
+
+def sphere(r):
+    return f'<sphere radius="{r}"/>'
+
+
+def capsule(r, length):
+    return f'<capsule radius="{r}" length="{length}"/>'
+
+
+def cylinder(r, length):
+    return f'<cylinder radius="{r}" length="{length}"/>'
+
+
+def box(sx, sy, sz):
+    return f'<box size="{sx} {sy} {sz}"/>'
+
+
+def floating(*collisions: str):
+    """One floating link ``base`` carrying ``collisions``; q = [p (3), quat w x y z (4)]."""
+    return load_urdf(robot(f'<link name="base">{I}{"".join(collisions)}</link>'))
+
+
+def pair_model(world_collision: str, base_collision: str, post_xyz=(0, 0, 0), post_rpy=(0, 0, 0)):
+    """Geom 0 welded to the world (on link ``post`` placed at ``post_xyz``/``post_rpy``), geom 1 on a
+    floating ``base``; self-collision enabled (the pair (0, 1))."""
+    text = robot(
+        '<link name="world"/>',
+        f'<link name="post">{world_collision}</link>',
+        f'<link name="base">{I}{base_collision}</link>',
+        '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/>'
+        f'<origin xyz="{" ".join(map(str, post_xyz))}" rpy="{" ".join(map(str, post_rpy))}"/></joint>',
+        '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
+    )
+    model = enable_self_collision(load_urdf(text))
+    assert model.geom_body == (-1, 0)
+    assert model.contact_pairs == ((0, 1),)
+    return model
+
+
+def rot_x(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def rot_y(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+
+
+def rot_z(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def rpy(r, p, y):
+    return rot_z(y) @ rot_y(p) @ rot_x(r)
+
+
+def quat_of_axis_angle(axis, angle):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
+
+
+def rot_of_quat(q):
+    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def free_q(p, quat=(1, 0, 0, 0)):
+    return jnp.asarray(np.concatenate([np.asarray(p, float), np.asarray(quat, float)]))
+
+
+def run(model, q) -> Contacts:
+    contacts = collide(model, body_poses(model, q))
+    assert contacts.distance.shape == (contact_count(model),)
+    check_frames(contacts)
+    return contacts
+
+
+def check_frames(contacts_or_frame) -> None:
+    frame = np.asarray(getattr(contacts_or_frame, "frame", contacts_or_frame))
+    assert np.all(np.isfinite(frame))
+    np.testing.assert_allclose(frame @ np.swapaxes(frame, -1, -2), np.broadcast_to(np.eye(3), frame.shape), atol=1e-12)
+    np.testing.assert_allclose(np.cross(frame[:, 1], frame[:, 2]), frame[:, 0], atol=1e-12)
+
+
+def match_points(actual, expected, tol=1e-12):
+    """Every expected point has its own actual point within ``tol`` (order-free comparison)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape
+    used = set()
+    for e in expected:
+        d = np.linalg.norm(actual - e, axis=1)
+        k = int(np.argmin(d))
+        assert d[k] < tol and k not in used, (e, actual)
+        used.add(k)
+
+
+# --------------------------------------------------------------------------------------------------
+# ground contacts
+
+
+def test_ground_sphere_resting_and_raised_ground():
+    model = add_ground(floating(col(sphere(0.1), xyz=(0.0, 0.0, 0.05))), height=0.02)
+    q = free_q([0.3, -0.2, 0.07])
+    c = run(model, q)
+    assert contact_count(model) == 1 and c.body_a == (-1,) and c.body_b == (0,)
+    # centre at z = 0.12: lowest point 0.02, exactly on the ground
+    np.testing.assert_allclose(c.distance, [0.0], atol=TOL)
+    np.testing.assert_allclose(c.position, [[0.3, -0.2, 0.02]], atol=TOL)
+    np.testing.assert_allclose(c.frame[0], np.eye(3)[[2, 0, 1]], atol=TOL)
+    # rotating the body moves the offset centre; the lowest point is still straight below it
+    quat = quat_of_axis_angle([1, 1, 0], 0.7)
+    centre = np.array([0.3, -0.2, 0.5]) + rot_of_quat(quat) @ [0, 0, 0.05]
+    c = run(model, free_q([0.3, -0.2, 0.5], quat))
+    np.testing.assert_allclose(c.distance, [centre[2] - 0.1 - 0.02], atol=TOL)
+    np.testing.assert_allclose(c.position[0], centre - [0, 0, 0.1], atol=TOL)
+
+
+def test_ground_capsule_tilted():
+    model = add_ground(floating(col(capsule(0.05, 0.4), xyz=(0.1, 0, 0), rpy=(0.3, 0.2, 0))))
+    quat = quat_of_axis_angle([0.2, -1, 0.5], 0.9)
+    p = np.array([0.0, 0.1, 0.6])
+    c = run(model, free_q(p, quat))
+    r_geom = rot_of_quat(quat) @ rpy(0.3, 0.2, 0)
+    centre = p + rot_of_quat(quat) @ [0.1, 0, 0]
+    ends = [centre + s * 0.2 * r_geom[:, 2] for s in (-1, 1)]
+    expected = np.array([e - [0, 0, 0.05] for e in ends])
+    assert c.body_b == (0, 0)
+    np.testing.assert_allclose(c.position, expected, atol=TOL)
+    np.testing.assert_allclose(c.distance, expected[:, 2], atol=TOL)
+    np.testing.assert_allclose(c.frame[:, 0], np.tile([0, 0, 1.0], (2, 1)), atol=TOL)
+
+
+def test_ground_capsule_lying_touches_at_both_ends():
+    model = add_ground(floating(col(capsule(0.05, 0.4), rpy=(0, math.pi / 2, 0))))
+    c = run(model, free_q([0, 0, 0.05]))
+    np.testing.assert_allclose(c.distance, [0.0, 0.0], atol=TOL)
+    match_points(c.position, [[-0.2, 0, 0], [0.2, 0, 0]])
+
+
+def test_ground_box_corners_at_rotated_pose():
+    half = np.array([0.1, 0.2, 0.3])
+    model = add_ground(floating(col(box(*(2 * half)), xyz=(0.05, -0.02, 0.1), rpy=(0.4, -0.3, 1.1))), height=-0.1)
+    quat = quat_of_axis_angle([1, 2, 3], 1.3)
+    p = np.array([0.5, 0.4, 0.3])
+    c = run(model, free_q(p, quat))
+    r_body = rot_of_quat(quat)
+    r_geom = r_body @ rpy(0.4, -0.3, 1.1)
+    centre = p + r_body @ [0.05, -0.02, 0.1]
+    corners = np.array([centre + r_geom @ (np.array(s) * half) for s in itertools.product((-1, 1), repeat=3)])
+    assert contact_count(model) == 8
+    match_points(c.position, corners)
+    np.testing.assert_allclose(c.distance, np.asarray(c.position)[:, 2] + 0.1, atol=TOL)
+    assert np.min(np.asarray(c.distance)) < 0.3  # some corners are lower than the centre
+
+
+def test_ground_box_resting_flat():
+    model = add_ground(floating(col(box(0.4, 0.2, 0.1))))
+    c = run(model, free_q([0, 0, 0.05], quat_of_axis_angle([0, 0, 1], 0.5)))
+    d = np.sort(np.asarray(c.distance))
+    np.testing.assert_allclose(d, [0] * 4 + [0.1] * 4, atol=TOL)
+
+
+def test_ground_cylinder_upright_and_tilted():
+    r, hl = 0.1, 0.15
+    model = add_ground(floating(col(cylinder(r, 2 * hl))))
+    c = run(model, free_q([0.2, 0.0, hl]))
+    assert contact_count(model) == 16
+    angles = np.arange(8) * np.pi / 4
+    rim = lambda z: [[0.2 + r * math.cos(t), r * math.sin(t), z] for t in angles]  # noqa: E731
+    match_points(c.position, rim(0.0) + rim(2 * hl))
+    np.testing.assert_allclose(np.sort(np.asarray(c.distance)), [0.0] * 8 + [2 * hl] * 8, atol=TOL)
+
+    quat = quat_of_axis_angle([1, -0.5, 0.2], 0.8)
+    p = np.array([0.0, 0.3, 0.5])
+    c = run(model, free_q(p, quat))
+    rot = rot_of_quat(quat)
+    pts = [p + rot @ [r * math.cos(t), r * math.sin(t), s * hl] for s in (-1, 1) for t in angles]
+    match_points(c.position, pts)
+    np.testing.assert_allclose(c.distance, np.asarray(c.position)[:, 2], atol=TOL)
+
+
+def test_ground_cylinder_on_its_side_sinks_at_most_documented():
+    r, hl = 0.1, 0.2
+    model = add_ground(floating(col(cylinder(r, 2 * hl), rpy=(math.pi / 2, 0, 0))))
+    for spin in np.linspace(0.0, 1.0, 7):  # roll about the cylinder's axis (world y)
+        c = run(model, free_q([0, 0, r], quat_of_axis_angle([0, 1, 0], spin)))
+        lowest = float(np.min(np.asarray(c.distance)))
+        assert -1e-12 <= lowest <= r * (1 - math.cos(math.pi / 8)) + 1e-12
+
+
+def test_ground_slots_only_for_moving_geoms_in_geom_order():
+    text = robot(
+        '<link name="world"/>',
+        f'<link name="post">{col(box(1, 1, 1))}</link>',
+        f'<link name="a">{I}{col(sphere(0.1))}{col(box(0.1, 0.1, 0.1))}</link>',
+        f'<link name="b">{I}{col(capsule(0.1, 0.2))}{col(cylinder(0.1, 0.2))}</link>',
+        '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>',
+        f'<joint name="ja" type="revolute"><parent link="world"/><child link="a"/>{LIMIT}</joint>',
+        f'<joint name="jb" type="revolute"><parent link="a"/><child link="b"/>{LIMIT}</joint>',
+    )
+    model = load_urdf(text)
+    assert contact_count(model) == 0
+    assert collide(model, body_poses(model, jnp.zeros(2))).distance.shape == (0,)
+    model = add_ground(model)
+    assert model.geom_type == ("box", "sphere", "box", "capsule", "cylinder")
+    assert model.geom_body == (-1, 0, 0, 1, 1)
+    c = run(model, jnp.zeros(2))
+    assert contact_count(model) == 1 + 8 + 2 + 16
+    assert c.body_a == (-1,) * 27
+    assert c.body_b == (0,) * 9 + (1,) * 18
+    assert c.friction.shape == c.restitution.shape == (27,)
+
+
+# --------------------------------------------------------------------------------------------------
+# pairs
+
+
+def test_sphere_sphere_separated_and_overlapping():
+    model = pair_model(col(sphere(0.1)), col(sphere(0.2)), post_xyz=(0.1, 0.2, 0.3))
+    a = np.array([0.1, 0.2, 0.3])
+    for p in ([0.5, 0.4, 0.1], [0.2, 0.25, 0.35]):
+        p = np.asarray(p)
+        c = run(model, free_q(p))
+        n = (p - a) / np.linalg.norm(p - a)
+        assert c.body_a == (-1,) and c.body_b == (0,)
+        np.testing.assert_allclose(c.distance, [np.linalg.norm(p - a) - 0.3], atol=TOL)
+        np.testing.assert_allclose(c.frame[0, 0], n, atol=TOL)
+        np.testing.assert_allclose(c.position[0], p - 0.2 * n, atol=TOL)
+
+
+def closest_on_segment(p0, p1, x):
+    d = p1 - p0
+    t = np.clip(np.dot(x - p0, d) / np.dot(d, d), 0, 1)
+    return p0 + t * d
+
+
+@pytest.mark.parametrize("where", ["middle", "beyond_end"])
+def test_sphere_capsule(where):
+    # sphere (world, A) against a capsule on the base (B)
+    model = pair_model(col(sphere(0.05)), col(capsule(0.1, 0.6), rpy=(0, 0.4, 0)))
+    quat = quat_of_axis_angle([0.3, 1, -0.2], 0.6)
+    p = np.array([0.2, -0.1, 0.15]) if where == "middle" else np.array([0.0, 0.1, -0.5])
+    c = run(model, free_q(p, quat))
+    axis = rot_of_quat(quat) @ rpy(0, 0.4, 0)[:, 2]
+    q_point = closest_on_segment(p - 0.3 * axis, p + 0.3 * axis, np.zeros(3))
+    dist = np.linalg.norm(q_point)
+    n = q_point / dist
+    np.testing.assert_allclose(c.distance, [dist - 0.15], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], n, atol=TOL)
+    np.testing.assert_allclose(c.position[0], q_point - 0.1 * n, atol=TOL)
+    # the same pair the other way round: capsule is A, sphere is B
+    flipped = run(model.replace(contact_pairs=((1, 0),)), free_q(p, quat))
+    assert flipped.body_a == (0,) and flipped.body_b == (-1,)
+    np.testing.assert_allclose(flipped.distance, c.distance, atol=TOL)
+    np.testing.assert_allclose(flipped.frame[0, 0], -n, atol=TOL)
+    np.testing.assert_allclose(flipped.position[0], 0.05 * n, atol=TOL)
+
+
+def segment_distance_reference(p0, p1, q0, q1):
+    """Minimum of |p(s) - q(t)| over the unit square: the interior stationary point and the minima on
+    the four edges (each a point-segment problem)."""
+    candidates = [
+        (p0, closest_on_segment(q0, q1, p0)),
+        (p1, closest_on_segment(q0, q1, p1)),
+        (closest_on_segment(p0, p1, q0), q0),
+        (closest_on_segment(p0, p1, q1), q1),
+    ]
+    d1, d2, r = p1 - p0, q1 - q0, p0 - q0
+    m = np.array([[d1 @ d1, -d1 @ d2], [-d1 @ d2, d2 @ d2]])
+    if abs(np.linalg.det(m)) > 1e-12:
+        s, t = np.linalg.solve(m, [-d1 @ r, d2 @ r])
+        if 0 <= s <= 1 and 0 <= t <= 1:
+            candidates.append((p0 + s * d1, q0 + t * d2))
+    return min(candidates, key=lambda ab: np.linalg.norm(ab[1] - ab[0]))
+
+
+def capsule_pair(rpy_a, p, quat):
+    """Capsule A (r 0.05, 0.8 long) welded at the origin with ``rpy_a``; capsule B (r 0.1, 0.4 long) on
+    the base at ``p``, ``quat``. Returns the model, q and both segments' end points."""
+    model = pair_model(col(capsule(0.05, 0.8)), col(capsule(0.1, 0.4)), post_rpy=rpy_a)
+    ra, rb = rpy(*rpy_a), rot_of_quat(quat)
+    a_ends = (-0.4 * ra[:, 2], 0.4 * ra[:, 2])
+    b_ends = (np.asarray(p) - 0.2 * rb[:, 2], np.asarray(p) + 0.2 * rb[:, 2])
+    return model, free_q(p, quat), a_ends, b_ends
+
+
+@pytest.mark.parametrize(
+    ("p", "axis", "angle"),
+    [
+        ([0.1, 0.2, 0.3], [1, 0, 0], 0.7),  # skew, interior closest points
+        ([0.5, -0.3, 0.2], [0.3, 1, 0.2], 1.9),  # closest point at an end
+        ([0.0, 0.0, 0.9], [0, 1, 0], 0.3),  # beyond A's end
+    ],
+)
+def test_capsule_capsule_general(p, axis, angle):
+    quat = quat_of_axis_angle(axis, angle)
+    model, q, (p0, p1), (q0, q1) = capsule_pair((0.2, 0.1, 0.0), p, quat)
+    c = run(model, q)
+    a, b = segment_distance_reference(p0, p1, q0, q1)
+    dist = np.linalg.norm(b - a)
+    n = (b - a) / dist
+    np.testing.assert_allclose(c.distance, [dist - 0.15], atol=1e-10)
+    np.testing.assert_allclose(c.frame[0, 0], n, atol=1e-9)
+    np.testing.assert_allclose(c.position[0], b - 0.1 * n, atol=1e-9)
+
+
+def test_capsule_capsule_crossing():
+    # A along world z (0.8 long); B along x, crossing 0.12 away along y: touches at the axes' crossing
+    quat = quat_of_axis_angle([0, 1, 0], math.pi / 2)
+    model, q, _, _ = capsule_pair((0, 0, 0), [0.0, 0.12, 0.1], quat)
+    c = run(model, q)
+    np.testing.assert_allclose(c.distance, [0.12 - 0.15], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], [0, 1, 0], atol=TOL)
+    np.testing.assert_allclose(c.position[0], [0, 0.02, 0.1], atol=TOL)
+
+
+def test_capsule_capsule_parallel():
+    # both along z, 0.3 apart in x; B (0.4 long, z in [0.1, 0.5]) overlaps A (z in [-0.4, 0.4]) on [0.1, 0.4]
+    model, q, _, _ = capsule_pair((0, 0, 0), [0.3, 0.0, 0.3], (1, 0, 0, 0))
+    c = run(model, q)
+    np.testing.assert_allclose(c.distance, [0.3 - 0.15], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], [1, 0, 0], atol=TOL)
+    np.testing.assert_allclose(c.position[0], [0.2, 0, 0.25], atol=TOL)  # middle of the overlap
+    # antiparallel, overlapping (B flipped): same distance and normal
+    c = run(model, free_q([0.3, 0.0, 0.3], quat_of_axis_angle([1, 0, 0], math.pi)))
+    np.testing.assert_allclose(c.distance, [0.15], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], [1, 0, 0], atol=TOL)
+    # parallel, collinear and apart along the axis: end to end
+    c = run(model, free_q([0.0, 0.0, 1.0]))
+    np.testing.assert_allclose(c.distance, [1.0 - 0.2 - 0.4 - 0.15], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], [0, 0, 1], atol=TOL)
+    assert np.all(np.isfinite(np.asarray(c.position)))
+
+
+def sphere_box_reference(centre_local, half):
+    """(distance from the sphere centre to the box surface, signed (negative inside); box point; normal
+    from the sphere to the box), all in box coordinates."""
+    closest = np.clip(centre_local, -half, half)
+    gap = closest - centre_local
+    if np.linalg.norm(gap) > 0:
+        return np.linalg.norm(gap), closest, gap / np.linalg.norm(gap)
+    depth = half - np.abs(centre_local)
+    k = int(np.argmin(depth))
+    s = 1.0 if centre_local[k] >= 0 else -1.0
+    face = centre_local.copy()
+    face[k] = s * half[k]
+    n = np.zeros(3)
+    n[k] = -s
+    return -depth[k], face, n
+
+
+@pytest.mark.parametrize(
+    ("case", "local"),
+    [
+        ("face", [0.0, 0.05, 0.45]),
+        ("edge", [0.3, 0.0, 0.45]),
+        ("corner", [0.3, -0.4, 0.5]),
+        ("inside", [0.05, 0.12, -0.1]),
+    ],
+)
+def test_sphere_box(case, local):
+    half = np.array([0.2, 0.3, 0.4])
+    r_box, p_box = rpy(0.3, -0.5, 0.8), np.array([0.1, 0.2, 0.3])
+    r = 0.07
+    # box welded to the world (geom 0, A), sphere on the base (geom 1, B): the pair is box-sphere
+    model = pair_model(col(box(*(2 * half))), col(sphere(r)), post_xyz=p_box, post_rpy=(0.3, -0.5, 0.8))
+    centre = p_box + r_box @ np.asarray(local)
+    gap, point_local, n_local = sphere_box_reference(np.asarray(local, float), half)
+    n_sphere_to_box = r_box @ n_local
+    point_box = p_box + r_box @ point_local
+    if case == "inside":
+        assert gap < 0
+    else:
+        assert gap > 0
+    # given as (box, sphere): A = box, B = sphere; n from the box to the sphere
+    c = run(model, free_q(centre))
+    np.testing.assert_allclose(c.distance, [gap - r], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], -n_sphere_to_box, atol=TOL)
+    np.testing.assert_allclose(c.position[0], centre + r * n_sphere_to_box, atol=TOL)
+    # as (sphere, box): n from the sphere to the box, position on the box
+    c = run(model.replace(contact_pairs=((1, 0),)), free_q(centre))
+    assert c.body_a == (0,) and c.body_b == (-1,)
+    np.testing.assert_allclose(c.distance, [gap - r], atol=TOL)
+    np.testing.assert_allclose(c.frame[0, 0], n_sphere_to_box, atol=TOL)
+    np.testing.assert_allclose(c.position[0], point_box, atol=TOL)
+
+
+def test_position_minus_distance_normal_lies_on_a():
+    model = pair_model(col(sphere(0.1)), col(capsule(0.05, 0.3)), post_xyz=(0, 0, 0.2))
+    c = run(model, free_q([0.1, 0.2, 0.3], quat_of_axis_angle([1, 0, 1], 0.4)))
+    on_a = np.asarray(c.position[0] - c.distance[0] * c.frame[0, 0])
+    np.testing.assert_allclose(np.linalg.norm(on_a - [0, 0, 0.2]), 0.1, atol=TOL)
+
+
+# --------------------------------------------------------------------------------------------------
+# frames, combination rule
+
+
+def test_tangent_frame_orthonormal_right_handed():
+    rng = np.random.default_rng(0)
+    n = rng.normal(size=(500, 3))
+    n = np.concatenate([n, [[0, 0, 1], [0, 0, -1], [1, 0, 0], [0, 0.6, -0.8], [1e-9, 0, -1]]])
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    frame = np.asarray(tangent_frame(jnp.asarray(n)))
+    np.testing.assert_allclose(frame[:, 0], n, atol=0)
+    check_frames(frame)
+    np.testing.assert_allclose(frame[-5], np.eye(3)[[2, 0, 1]], atol=0)
+
+
+def test_friction_and_restitution_combination():
+    model = pair_model(col(sphere(0.1), name="ball"), col(sphere(0.2), name="bob"))
+    model = add_ground(model, friction=0.5, restitution=0.3)
+    model = set_geom_properties(model, "bob", friction=0.2, restitution=0.6)
+    model = set_geom_properties(model, "ball", friction=1.8)
+    c = run(model, free_q([0, 0, 1.0]))
+    # ground slot for bob (the only moving geom), then the pair
+    assert c.body_a == (-1, -1) and c.body_b == (0, 0)
+    np.testing.assert_allclose(c.friction, [math.sqrt(0.5 * 0.2), math.sqrt(1.8 * 0.2)], atol=TOL)
+    np.testing.assert_allclose(c.restitution, [0.6, 0.6], atol=TOL)
+    model = set_geom_properties(model, "bob", friction=0.0, restitution=0.0)
+    c = run(model, free_q([0, 0, 1.0]))
+    np.testing.assert_allclose(c.friction, [0.0, 0.0], atol=0)
+    np.testing.assert_allclose(c.restitution, [0.3, 0.0], atol=TOL)
+    # defaults: 0.8 everywhere, restitution 0
+    default = add_ground(floating(col(sphere(0.1))))
+    c = run(default, free_q([0, 0, 1.0]))
+    np.testing.assert_allclose(c.friction, [0.8], atol=TOL)
+    np.testing.assert_allclose(c.restitution, [0.0], atol=0)
+    # gradient of the friction with respect to a zero geom friction is finite
+    poses = body_poses(model, free_q([0, 0, 1.0]))
+    g = jax.grad(lambda mu: collide(model.replace(geom_friction=mu), poses).friction.sum())(model.geom_friction)
+    assert np.all(np.isfinite(np.asarray(g)))
+
+
+def test_add_ground_sets_leaves():
+    model = floating(col(sphere(0.1)))
+    assert not model.ground
+    grounded = add_ground(model, height=0.25, friction=1.2, restitution=0.5)
+    assert grounded.ground
+    assert float(grounded.ground_height) == 0.25
+    assert float(grounded.ground_friction) == 1.2
+    assert float(grounded.ground_restitution) == 0.5
+
+
+# --------------------------------------------------------------------------------------------------
+# validation
+
+
+def test_add_ground_rejects_infinite_height():
+    with pytest.raises(ArgumentError, match="height"):
+        add_ground(floating(col(sphere(0.1))), height=math.inf)
+
+
+def test_add_ground_rejects_nan_height():
+    with pytest.raises(ArgumentError, match="height"):
+        add_ground(floating(col(sphere(0.1))), height=math.nan)
+
+
+def test_add_ground_rejects_negative_friction():
+    with pytest.raises(ArgumentError, match="friction"):
+        add_ground(floating(col(sphere(0.1))), friction=-0.1)
+
+
+def test_add_ground_rejects_restitution_above_one():
+    with pytest.raises(ArgumentError, match="restitution"):
+        add_ground(floating(col(sphere(0.1))), restitution=1.5)
+
+
+def test_add_ground_rejects_negative_restitution():
+    with pytest.raises(ArgumentError, match="restitution"):
+        add_ground(floating(col(sphere(0.1))), restitution=-0.5)
+
+
+def test_add_ground_rejects_non_number():
+    with pytest.raises(ArgumentError, match="friction"):
+        add_ground(floating(col(sphere(0.1))), friction="high")
+
+
+def test_set_geom_properties_unknown_name_lists_names():
+    model = floating(col(sphere(0.1), name="foot"), col(box(1, 1, 1)))
+    with pytest.raises(ArgumentError, match="hand") as err:
+        set_geom_properties(model, "hand", friction=1.0)
+    assert "foot" in str(err.value) and model.geom_names[1] in str(err.value)
+
+
+def test_set_geom_properties_rejects_negative_friction():
+    model = floating(col(sphere(0.1), name="foot"))
+    with pytest.raises(ArgumentError, match="friction"):
+        set_geom_properties(model, "foot", friction=-1.0)
+
+
+def test_set_geom_properties_rejects_infinite_friction():
+    model = floating(col(sphere(0.1), name="foot"))
+    with pytest.raises(ArgumentError, match="friction"):
+        set_geom_properties(model, "foot", friction=math.inf)
+
+
+def test_set_geom_properties_rejects_restitution_out_of_range():
+    model = floating(col(sphere(0.1), name="foot"))
+    with pytest.raises(ArgumentError, match="restitution"):
+        set_geom_properties(model, "foot", restitution=2.0)
+
+
+def test_set_geom_properties_changes_one_geom():
+    model = floating(col(sphere(0.1), name="foot"), col(box(1, 1, 1), name="torso"))
+    model = set_geom_properties(model, "torso", friction=0.3, restitution=0.2)
+    np.testing.assert_allclose(model.geom_friction, [0.8, 0.3])
+    np.testing.assert_allclose(model.geom_restitution, [0.0, 0.2])
+
+
+def chain(*shapes: str):
+    """Fixed-base chain world - l0 - l1 - l2 ... (revolute joints), link i carries ``shapes[i]``
+    (geom named ``g<i>``); plus a geom ``w`` welded to the world."""
+    lines = ['<link name="world"/>', f'<link name="post">{col(sphere(0.1), name="w")}</link>']
+    lines.append('<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>')
+    parent = "world"
+    for i, shape in enumerate(shapes):
+        lines.append(f'<link name="l{i}">{I}{col(shape, name=f"g{i}")}</link>')
+        lines.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>{LIMIT}</joint>')
+        parent = f"l{i}"
+    return load_urdf(robot(*lines))
+
+
+def test_enable_self_collision_excludes_adjacent_bodies():
+    model = chain(sphere(0.1), capsule(0.1, 0.2), sphere(0.1), capsule(0.1, 0.2))
+    assert model.geom_names == ("w", "g0", "g1", "g2", "g3")
+    model = enable_self_collision(model)
+    names = [(model.geom_names[a], model.geom_names[b]) for a, b in model.contact_pairs]
+    # w (world) is adjacent to l0; each link to the next
+    assert names == [("w", "g1"), ("w", "g2"), ("w", "g3"), ("g0", "g2"), ("g0", "g3"), ("g1", "g3")]
+
+
+def test_enable_self_collision_exclude_and_disable():
+    model = chain(sphere(0.1), capsule(0.1, 0.2), sphere(0.1), capsule(0.1, 0.2))
+    model = enable_self_collision(model, exclude=[("g3", "w"), ("g0", "g2")])
+    names = [(model.geom_names[a], model.geom_names[b]) for a, b in model.contact_pairs]
+    assert names == [("w", "g1"), ("w", "g2"), ("g0", "g3"), ("g1", "g3")]
+    n_ground = contact_count(add_ground(model)) - len(model.contact_pairs)
+    assert contact_count(add_ground(model)) == n_ground + 4
+    assert enable_self_collision(model, enabled=False).contact_pairs == ()
+
+
+def test_enable_self_collision_same_body_geoms_are_not_paired():
+    model = enable_self_collision(floating(col(sphere(0.1)), col(sphere(0.2))))
+    assert model.contact_pairs == ()
+
+
+def test_enable_self_collision_unknown_exclude_name():
+    model = chain(sphere(0.1), sphere(0.1), sphere(0.1))
+    with pytest.raises(ArgumentError, match="nope") as err:
+        enable_self_collision(model, exclude=[("g0", "nope")])
+    assert "g2" in str(err.value)
+
+
+def test_enable_self_collision_malformed_exclude():
+    model = chain(sphere(0.1), sphere(0.1), sphere(0.1))
+    with pytest.raises(ArgumentError, match="exclude"):
+        enable_self_collision(model, exclude=[("g0", "g1", "g2")])
+
+
+def test_enable_self_collision_unsupported_pair_raises():
+    model = chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), box(0.2, 0.2, 0.2))
+    with pytest.raises(ArgumentError) as err:
+        enable_self_collision(model)
+    msg = str(err.value)
+    assert "'g1' (box)" in msg and "'g3' (box)" in msg and "exclude" in msg
+    model = enable_self_collision(model, exclude=[("g1", "g3")])
+    assert (2, 4) not in model.contact_pairs and (0, 4) in model.contact_pairs  # sphere-box kept
+
+
+def test_enable_self_collision_unsupported_cylinder_pair_raises():
+    model = chain(sphere(0.1), sphere(0.1), cylinder(0.1, 0.2))
+    with pytest.raises(ArgumentError, match=r"'g2' \(cylinder\)"):
+        enable_self_collision(model)
+
+
+def test_collide_rejects_unsupported_contact_pairs():
+    text = robot(
+        '<link name="world"/>',
+        f'<link name="post">{col(box(1, 1, 1))}</link>',
+        f'<link name="base">{I}{col(capsule(0.1, 0.2))}</link>',
+        '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>',
+        '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
+    )
+    bad_model = load_urdf(text).replace(contact_pairs=((0, 1),))
+    with pytest.raises(ArgumentError, match="capsule"):
+        collide(bad_model, body_poses(bad_model, free_q([0, 0, 2.0])))
+
+
+# --------------------------------------------------------------------------------------------------
+# transformations: jit, vmap, grad, dtype
+
+
+def mixed_model():
+    """Ground, and all four supported pair kinds (both orders where one exists)."""
+    text = robot(
+        '<link name="world"/>',
+        f'<link name="post">{col(sphere(0.1), name="w_sphere")}{col(capsule(0.05, 0.4), name="w_capsule")}'
+        f"{col(box(0.2, 0.2, 0.2), xyz=(0.5, 0, 0), name='w_box')}</link>",
+        f'<link name="base">{I}{col(sphere(0.1), name="b_sphere")}{col(capsule(0.05, 0.3), name="b_capsule")}'
+        f"{col(box(0.1, 0.2, 0.3), xyz=(0, 0.3, 0), name='b_box')}"
+        f"{col(cylinder(0.1, 0.1), xyz=(0, -0.3, 0), name='b_cylinder')}</link>",
+        '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>',
+        '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
+    )
+    model = add_ground(load_urdf(text))
+    return enable_self_collision(
+        model,
+        exclude=[
+            ("w_box", "b_box"),
+            ("w_box", "b_capsule"),
+            ("w_capsule", "b_box"),
+            ("w_box", "b_cylinder"),
+            ("w_sphere", "b_cylinder"),
+            ("w_capsule", "b_cylinder"),
+        ],
+    )
+
+
+def test_mixed_model_layout():
+    model = mixed_model()
+    assert contact_count(model) == 1 + 2 + 8 + 16 + len(model.contact_pairs)
+    assert len(model.contact_pairs) == 6
+
+
+def test_jit_and_vmap_over_poses():
+    model = mixed_model()
+    rng = np.random.default_rng(1)
+    qs = []
+    for _ in range(5):
+        quat = rng.normal(size=4)
+        qs.append(np.concatenate([rng.normal(size=3) * 0.3, quat / np.linalg.norm(quat)]))
+    qs = jnp.asarray(np.array(qs))
+    batch = jax.vmap(lambda q: collide(model, body_poses(model, q)))(qs)
+    jitted = jax.jit(lambda q: collide(model, body_poses(model, q)))
+    nc = contact_count(model)
+    assert batch.distance.shape == (5, nc) and batch.frame.shape == (5, nc, 3, 3)
+    for k in (0, 3):
+        eager = run(model, qs[k])
+        compiled = jitted(qs[k])
+        for field in ("distance", "position", "frame", "friction", "restitution"):
+            np.testing.assert_allclose(getattr(compiled, field), getattr(eager, field), atol=1e-12)
+            np.testing.assert_allclose(getattr(batch, field)[k], getattr(eager, field), atol=1e-12)
+        assert compiled.body_a == eager.body_a
+
+
+def grad_distance(model, q):
+    poses = body_poses(model, q)
+
+    def total(position, rotation):
+        c = collide(model, poses.replace(position=position, rotation=rotation))
+        return jnp.sum(c.distance) + jnp.sum(c.frame) + jnp.sum(c.position)
+
+    g = jax.grad(total, argnums=(0, 1))(poses.position, poses.rotation)
+    gq = jax.grad(lambda q: jnp.sum(collide(model, body_poses(model, q)).distance))(q)
+    return [np.asarray(x) for x in (*g, gq)]
+
+
+@pytest.mark.parametrize(
+    ("name", "world", "base", "q"),
+    [
+        ("coincident spheres", col(sphere(0.1)), col(sphere(0.2)), free_q([0, 0, 0])),
+        ("sphere on capsule axis", col(sphere(0.1)), col(capsule(0.1, 0.4)), free_q([0, 0, 0.1])),
+        ("sphere centre at capsule end", col(sphere(0.1)), col(capsule(0.1, 0.4)), free_q([0, 0, 0.2])),
+        ("parallel capsules", col(capsule(0.1, 0.4)), col(capsule(0.1, 0.4)), free_q([0.15, 0, 0.1])),
+        ("coaxial capsules", col(capsule(0.1, 0.4)), col(capsule(0.1, 0.4)), free_q([0, 0, 0.1])),
+        (
+            "intersecting capsule axes",
+            col(capsule(0.1, 0.4)),
+            col(capsule(0.1, 0.4)),
+            free_q([0, 0, 0], quat_of_axis_angle([1, 0, 0], math.pi / 2)),
+        ),
+        ("zero-length capsules", col(capsule(0.1, 0.0)), col(capsule(0.1, 0.0)), free_q([0, 0, 0])),
+        ("sphere at box centre", col(box(0.2, 0.2, 0.2)), col(sphere(0.1)), free_q([0, 0, 0])),
+        ("sphere centre on box face", col(box(0.2, 0.2, 0.2)), col(sphere(0.1)), free_q([0.1, 0, 0])),
+        ("sphere centre on box corner", col(box(0.2, 0.2, 0.2)), col(sphere(0.1)), free_q([0.1, 0.1, 0.1])),
+        ("zero-size box", col(box(0, 0, 0)), col(sphere(0.1)), free_q([0, 0, 0])),
+    ],
+    ids=lambda v: v if isinstance(v, str) and not v.startswith("<") else "",
+)
+def test_gradients_finite_in_degenerate_configurations(name, world, base, q):
+    model = add_ground(pair_model(world, base))
+    for flipped in (False, True):
+        m = model.replace(contact_pairs=((1, 0),)) if flipped else model
+        c = run(m, q)
+        for x in (c.distance, c.position, c.frame):
+            assert np.all(np.isfinite(np.asarray(x))), name
+        for g in grad_distance(m, q):
+            assert np.all(np.isfinite(g)), name
+
+
+def test_gradient_matches_normal():
+    # d(distance)/d(position of B) = n for a sphere pair
+    model = pair_model(col(sphere(0.1)), col(sphere(0.2)))
+    poses = body_poses(model, free_q([0.3, 0.2, 0.1]))
+    g = jax.grad(lambda p: collide(model, poses.replace(position=p)).distance[0])(poses.position)
+    n = np.array([0.3, 0.2, 0.1]) / np.linalg.norm([0.3, 0.2, 0.1])
+    np.testing.assert_allclose(g[0], n, atol=1e-12)
+
+
+def test_float32_poses_give_float32_contacts():
+    model = mixed_model()
+    poses = body_poses(model, free_q([0.1, 0.0, 0.2]).astype(jnp.float32))
+    c = collide(model, poses)
+    for x in (c.distance, c.position, c.frame, c.friction, c.restitution):
+        assert x.dtype == jnp.float32
+        assert np.all(np.isfinite(np.asarray(x)))
+    reference = run(model, free_q([0.1, 0.0, 0.2]))
+    np.testing.assert_allclose(c.distance, reference.distance, atol=1e-5)
+
+
+def test_rejects_wrong_pose_shape():
+    model = mixed_model()
+    poses = body_poses(model, free_q([0, 0, 0]))
+    with pytest.raises(ArgumentError, match="poses"):
+        collide(model, poses.replace(position=poses.position[:, :2]))
