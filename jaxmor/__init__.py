@@ -34,6 +34,15 @@ from jaxmor.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
+from jaxmor.collision import (
+    Contacts,
+    add_ground,
+    collide,
+    contact_count,
+    enable_self_collision,
+    geom_index,
+    set_geom_properties,
+)
 from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
@@ -48,7 +57,15 @@ from jaxmor.motor import (
     motor_operating_region_violation,
     motor_torque_bounds,
 )
-from jaxmor.state import init_state
+from jaxmor.state import (
+    init_state,
+    set_actuation_limits,
+    set_external_force,
+    set_generalized_force,
+    set_pd_gains,
+    set_pd_targets,
+)
+from jaxmor.step import generalized_force, rollout, step
 from jaxmor.types import ActuatorState, Model, MotorActuators, State
 
 __all__ = [
@@ -58,6 +75,7 @@ __all__ = [
     "AffineActuatorDefinition",
     "AffineActuators",
     "ArgumentError",
+    "Contacts",
     "DcMotorParameters",
     "JaxmorError",
     "Model",
@@ -68,20 +86,26 @@ __all__ = [
     "Poses",
     "State",
     "actuate",
-    "affine_joint_force",
     "actuator_index",
     "actuator_names",
     "actuator_states",
     "actuator_torque_bounds",
     "actuator_torques",
+    "add_ground",
     "affine_force",
     "affine_force_at",
     "affine_generalized_force",
+    "affine_joint_force",
     "bias_force",
     "clamp_ctrl",
     "clip_motor_torque",
+    "collide",
+    "contact_count",
+    "enable_self_collision",
     "forward_dynamics",
     "forward_kinematics",
+    "generalized_force",
+    "geom_index",
     "get_actuators",
     "init_state",
     "integrate_positions",
@@ -100,13 +124,21 @@ __all__ = [
     "motor_torque_bounds",
     "neutral_q",
     "point_jacobian",
+    "rollout",
+    "set_actuation_limits",
     "set_actuator_torque",
     "set_actuator_torques",
     "set_actuators",
     "set_affine_actuators",
     "set_bus_voltage",
     "set_ctrl",
+    "set_external_force",
+    "set_generalized_force",
+    "set_geom_properties",
     "set_motor_operating_region_enforced",
+    "set_pd_gains",
+    "set_pd_targets",
+    "step",
     "summary",
     "transmission_matrix",
 ]

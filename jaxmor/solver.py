@@ -13,8 +13,10 @@ Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 * **contacts** (``nc`` slots x 3 rows: normal ``n``, tangents ``t1``, ``t2``). Normal: ``lam_n >= 0``
   complementary to ``v_n >= v_target``. The target is *speculative*: ``v_target = -max(d, 0) / h``
   for a gap ``d``, so a contact that would close during the step lands exactly at contact, and far
-  contacts stay inactive without masks. With restitution ``e`` and an approach speed ``v_n^- <
-  -0.01`` m/s, ``v_target = max(v_target, -e v_n^-)``. Friction: the tangential pair is updated
+  contacts stay inactive without masks. With restitution ``e``, a contact that closes within the
+  step (``d + h v_n^- <= 0``) at an approach speed ``v_n^- < -0.01`` m/s gets
+  ``v_target = -max(d, 0)/h - e v_n^-``: it lands and leaves with ``e`` times its approach speed
+  (an error of ``O(h v)`` in the bounce position). Friction: the tangential pair is updated
   jointly (a 2x2 solve of its diagonal block) and projected radially onto the **disk**
   ``|lam_t| <= mu lam_n``, so friction does not depend on the direction of sliding (per-axis bounds
   would make a diagonal push about 2.5x off).
@@ -97,9 +99,7 @@ def _sweep(problem: Problem, lam: jnp.ndarray, nc: int, nv: int, with_friction: 
             v_t = a[t] @ lam + b[t]
             block = a[t, t]
             det = block[0, 0] * block[1, 1] - block[0, 1] * block[1, 0]
-            inv = jnp.array([[block[1, 1], -block[0, 1]], [-block[1, 0], block[0, 0]]]) / jnp.where(
-                det > 0, det, 1.0
-            )
+            inv = jnp.array([[block[1, 1], -block[0, 1]], [-block[1, 0], block[0, 0]]]) / jnp.where(det > 0, det, 1.0)
             step = jnp.where(det > 0, inv @ v_t, 0.0)
             lam = lam.at[t].set(_project_disk(lam[t] - step, problem.friction[k] * lam_n))
     base = 3 * nc

@@ -178,8 +178,8 @@ def step(model: Model, state: State) -> State:
     v_now = jac[: 3 * nc : 3] @ u if nc else jnp.zeros((0,), dtype)
     gap = contacts.distance
     target = -jnp.maximum(gap, 0.0) / h
-    bounce = jnp.where(v_now < -RESTITUTION_THRESHOLD, -contacts.restitution * v_now, -jnp.inf)
-    target = jnp.maximum(target, bounce)
+    impact = (v_now < -RESTITUTION_THRESHOLD) & (gap + h * v_now <= 0.0)
+    target = jnp.where(impact, target - contacts.restitution.astype(dtype) * v_now, target)
     q_joint = _joint_coordinates(model, q)
     lower = jnp.where(mask > 0, model.dof_lower.astype(dtype), -jnp.inf)
     upper = jnp.where(mask > 0, model.dof_upper.astype(dtype), jnp.inf)

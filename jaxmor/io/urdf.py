@@ -189,7 +189,8 @@ def _parse_inertial(link_el, name: str, source: str) -> _Inertial | None:
 
 def _parse_geoms(link_el, name: str, source: str) -> list[_Geom]:
     geoms = []
-    for col in link_el.findall("collision"):
+    for k, col in enumerate(link_el.findall("collision")):
+        geom_name = col.get("name") or f"{name}/{k}"
         rot, xyz = _origin(col, source, f"link '{name}' collision")
         geo = col.find("geometry")
         if geo is None or len(geo) == 0:
