@@ -1245,3 +1245,18 @@ def test_joint_index_of_an_unknown_or_immovable_joint(name, query):
         getattr(jaxmor, query)(model, name)
     assert repr(name) in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+def test_floating_base_true_without_a_joint_to_free_is_refused():
+    text = robot(link("world", inner="", mark=True), link("a"), joint("j", "world", "a"))
+    with pytest.raises(ModelError) as info:
+        load_quietly(text, floating_base=True)
+    check_error(info.value, "<string>", expected_line(text), ["floating_base=True", "world"])
+
+
+def test_floating_base_true_on_an_offset_fixed_joint_says_why():
+    inner = '<origin xyz="0 0 1"/>'
+    text = robot(link("world", inner=""), link("a"), joint("j", "world", "a", kind="fixed", inner=inner, mark=True))
+    with pytest.raises(ModelError) as info:
+        load_quietly(text, floating_base=True)
+    check_error(info.value, "<string>", expected_line(text), ["'j'", "floating_base=True", "identity origin"])

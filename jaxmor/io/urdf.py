@@ -441,8 +441,15 @@ def load_urdf(
                 if any(b.kind == JOINT_FREE for b in bodies):
                     raise ModelError(source, joint.line, f"joint '{joint.name}': only one floating base is supported")
                 if not (np.allclose(joint.rotation, np.eye(3)) and np.allclose(joint.translation, 0.0)):
+                    what = (
+                        "a floating joint"
+                        if joint.kind == "floating"
+                        else "a fixed joint made free by floating_base=True"
+                    )
                     raise ModelError(
-                        source, joint.line, f"joint '{joint.name}': a floating joint's origin must be the identity"
+                        source,
+                        joint.line,
+                        f"joint '{joint.name}': {what} needs an identity origin (the base pose is given by q)",
                     )
                 new_body(joint.child, -1, joint, JOINT_FREE, np.eye(3), np.zeros(3))
             elif kind == "fixed":
@@ -454,6 +461,12 @@ def load_urdf(
             visit(joint.child)
 
     visit(root_link)
+    if world_rooted and floating_base and not any(b.kind == JOINT_FREE for b in bodies):
+        raise ModelError(
+            source,
+            links["world"].line,
+            "floating_base=True needs a fixed or floating joint from 'world' to free, and there is none",
+        )
 
     # Masses of all links, expressed in their bodies' frames.
     for name, link in links.items():
