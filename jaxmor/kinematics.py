@@ -87,7 +87,7 @@ def body_poses(model: Model, q: jnp.ndarray) -> Poses:
 
 def _check_q(model: Model, q) -> jnp.ndarray:
     q = jnp.asarray(q)
-    if q.shape[-1:] != (model.nq,):
+    if q.shape != (model.nq,):
         raise ArgumentError(f"q must have shape ({model.nq},), got {q.shape}")
     return q
 
@@ -212,7 +212,23 @@ def integrate_positions(model: Model, q: jnp.ndarray, u: jnp.ndarray, dt) -> jnp
 
     Joint coordinates advance by ``dt u``; a free base's position by ``dt v`` (world frame) and its
     quaternion by the exponential map of the world-frame rotation ``dt w``.
+
+    Args:
+        model: the model.
+        q: (nq,) generalized coordinates.
+        u: (nv,) generalized velocities.
+        dt: time step [s].
+
+    Returns:
+        (nq,) the updated coordinates, with unit quaternions.
+
+    Raises:
+        ArgumentError: wrong shapes.
     """
+    q = _check_q(model, q)
+    u = jnp.asarray(u, dtype=q.dtype)
+    if u.shape != (model.nv,):
+        raise ArgumentError(f"u must have shape ({model.nv},), got {u.shape}")
     q_next = q
     if model.nb == 0:
         return q

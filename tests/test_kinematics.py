@@ -194,12 +194,18 @@ def test_integrate_keeps_quaternion_unit():
     assert abs(float(jnp.linalg.norm(q[3:7])) - 1.0) <= 1e-14
 
 
-@pytest.mark.xfail(
-    raises=AttributeError, strict=False, reason="jaxmor bug: integrate_positions uses q.at[...] on NumPy input"
-)
 def test_integrate_accepts_numpy_arrays():
     """Like the other public functions, integrate_positions should accept NumPy arrays."""
     model = load(TESTBOT, True)
     q, u, _ = random_state(model, np.random.default_rng(8))
     expected = jaxmor.integrate_positions(model, jnp.asarray(q), jnp.asarray(u), 0.1)
     np.testing.assert_array_equal(jaxmor.integrate_positions(model, q, u, 0.1), expected)
+
+
+def test_integrate_rejects_wrong_shapes():
+    model = load(TESTBOT, True)
+    q = jaxmor.neutral_q(model)
+    with pytest.raises(jaxmor.ArgumentError, match="u must have shape"):
+        jaxmor.integrate_positions(model, q, np.zeros(model.nv + 1), 0.1)
+    with pytest.raises(jaxmor.ArgumentError, match="q must have shape"):
+        jaxmor.integrate_positions(model, q[:-1], np.zeros(model.nv), 0.1)
