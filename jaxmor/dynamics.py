@@ -19,46 +19,75 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 
 from jaxmor.errors import ArgumentError
 from jaxmor.kinematics import joint_transforms
-from jaxmor.math import skew
+from jaxmor.math import quat_to_rotation, skew
 from jaxmor.types import JOINT_FREE, JOINT_REVOLUTE, Model
 
 
-def _motion_subspace(model: Model, i: int, dtype) -> jnp.ndarray:
-    """(6, n_i) motion subspace of body i's joint in body coordinates, local coordinates for free joints."""
-    kind = model.body_joint_type[i]
-    if kind == JOINT_FREE:
-        eye = jnp.eye(3, dtype=dtype)
-        zero = jnp.zeros((3, 3), dtype)
-        return jnp.block([[zero, eye], [eye, zero]])  # nu = [v_b, w_b] -> [w; v]
-    axis = model.body_axis[i].astype(dtype)
-    zero = jnp.zeros(3, dtype)
-    col = jnp.concatenate([axis, zero]) if kind == JOINT_REVOLUTE else jnp.concatenate([zero, axis])
-    return col[:, None]
+def _spatial_transforms(model: Model, q: jnp.ndarray) -> jnp.ndarray:
+    """(nb, 6, 6) motion transforms from each parent's coordinates to the body's."""
+    rel_r, rel_p = joint_transforms(model, q)
+    e = jnp.swapaxes(rel_r, -1, -2)
+    zero = jnp.zeros_like(e)
+    top = jnp.concatenate([e, zero], -1)
+    bottom = jnp.concatenate([-e @ skew(rel_p), e], -1)
+    return jnp.concatenate([top, bottom], -2)
 
 
-def _transform_matrix(rotation: jnp.ndarray, translation: jnp.ndarray) -> jnp.ndarray:
-    """6x6 motion transform from parent to child coordinates, child pose ``(rotation, translation)`` in the parent."""
-    e = rotation.T
-    zero = jnp.zeros((3, 3), rotation.dtype)
-    return jnp.block([[e, zero], [-e @ skew(translation), e]])
+def _spatial_inertias(model: Model, dtype) -> jnp.ndarray:
+    """(nb, 6, 6) spatial inertia of each body about its origin, body coordinates."""
+    mass = model.body_mass.astype(dtype)[:, None, None]
+    cx = skew(model.body_com.astype(dtype))
+    cxt = jnp.swapaxes(cx, -1, -2)
+    eye = jnp.eye(3, dtype=dtype)
+    top = jnp.concatenate([model.body_inertia.astype(dtype) + mass * cx @ cxt, mass * cx], -1)
+    bottom = jnp.concatenate([mass * cxt, mass * eye], -1)
+    return jnp.concatenate([top, bottom], -2)
 
 
-def _spatial_inertia(mass, com, inertia) -> jnp.ndarray:
-    cx = skew(com)
-    return jnp.block([[inertia + mass * cx @ cx.T, mass * cx], [mass * cx.T, mass * jnp.eye(3, dtype=inertia.dtype)]])
+def _subspace_columns(model: Model, dtype) -> jnp.ndarray:
+    """(nb, 6) motion subspace column of each 1-DoF joint (unused rows for free joints)."""
+    axis = model.body_axis.astype(dtype)
+    revolute = np.array([k == JOINT_REVOLUTE for k in model.body_joint_type])[:, None]
+    zero = jnp.zeros_like(axis)
+    return jnp.concatenate([jnp.where(revolute, axis, zero), jnp.where(revolute, zero, axis)], -1)
+
+
+#: Motion subspace of a free joint for ``nu = [v_b, w_b]`` in ``[angular; linear]`` body coordinates.
+_FREE_SUBSPACE = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
+
+
+def _body_jacobians(model: Model, xs: jnp.ndarray, dtype) -> jnp.ndarray:
+    """(nb, 6, nv) Jacobian of each body's spatial velocity (body coordinates) w.r.t. local ``nu``."""
+    cols = _subspace_columns(model, dtype)
+    jacs = []
+    for i, parent in enumerate(model.body_parent):
+        v = model.body_v_start[i]
+        if model.body_joint_type[i] == JOINT_FREE:
+            own = np.zeros((6, model.nv))
+            own[:, v : v + 6] = _FREE_SUBSPACE
+            own = jnp.asarray(own, dtype)
+        else:
+            onehot = np.zeros(model.nv)
+            onehot[v] = 1.0
+            own = cols[i][:, None] * jnp.asarray(onehot, dtype)[None, :]
+        jacs.append(own if parent < 0 else xs[i] @ jacs[parent] + own)
+    return jnp.stack(jacs)
 
 
 def _cross_motion(v: jnp.ndarray, m: jnp.ndarray) -> jnp.ndarray:
-    w, lin = v[:3], v[3:]
-    return jnp.concatenate([jnp.cross(w, m[:3]), jnp.cross(w, m[3:]) + jnp.cross(lin, m[:3])])
+    """Batched spatial cross product ``v x m`` of motion vectors (..., 6)."""
+    w, lin = v[..., :3], v[..., 3:]
+    return jnp.concatenate([jnp.cross(w, m[..., :3]), jnp.cross(w, m[..., 3:]) + jnp.cross(lin, m[..., :3])], -1)
 
 
 def _cross_force(v: jnp.ndarray, f: jnp.ndarray) -> jnp.ndarray:
-    w, lin = v[:3], v[3:]
-    return jnp.concatenate([jnp.cross(w, f[:3]) + jnp.cross(lin, f[3:]), jnp.cross(w, f[3:])])
+    """Batched spatial cross product ``v x* f`` of a motion and a force vector (..., 6)."""
+    w, lin = v[..., :3], v[..., 3:]
+    return jnp.concatenate([jnp.cross(w, f[..., :3]) + jnp.cross(lin, f[..., 3:]), jnp.cross(w, f[..., 3:])], -1)
 
 
 def _free_bases(model: Model) -> list[int]:
@@ -69,82 +98,52 @@ def _local_transform(model: Model, q: jnp.ndarray) -> jnp.ndarray:
     """(nv, nv) matrix ``T`` with ``nu_local = T u``."""
     t = jnp.eye(model.nv, dtype=q.dtype)
     for i in _free_bases(model):
-        from jaxmor.math import quat_to_rotation
-
         s, v = model.body_q_start[i], model.body_v_start[i]
         rt = quat_to_rotation(q[s + 3 : s + 7]).T
         t = t.at[v : v + 3, v : v + 3].set(rt).at[v + 3 : v + 6, v + 3 : v + 6].set(rt)
     return t
 
 
-def _dofs(model: Model, i: int) -> slice:
-    v = model.body_v_start[i]
-    return slice(v, v + (6 if model.body_joint_type[i] == JOINT_FREE else 1))
+def _dynamics_terms(model: Model, q: jnp.ndarray, u: jnp.ndarray | None):
+    """Mass matrix and (if ``u`` is given) bias force, in jaxmor's coordinates, sharing the kinematics.
 
-
-def _rnea_local(model: Model, q, nu, nu_dot, gravity) -> jnp.ndarray:
-    """Inverse dynamics in local coordinates (no armature): ``M_l nu_dot + b_l``."""
+    With body Jacobians ``J_i`` (``v_i = J_i nu``), ``M_l = sum_i J_i^T I_i J_i`` and the bias is
+    ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` and ``a_i`` the velocity-product
+    and gravity accelerations (the RNEA's forward pass; the backward pass is the sum over ``J_i^T``).
+    Few, large operations: the recursion only carries ``J_i`` and ``a_i``.
+    """
     dtype = q.dtype
-    rel_r, rel_p = joint_transforms(model, q)
-    a_world = jnp.concatenate([jnp.zeros(3, dtype), -gravity.astype(dtype)])
-    vel, acc, force, xs, ss = [], [], [], [], []
+    if model.nb == 0:
+        zero = jnp.zeros((model.nv, model.nv), dtype)
+        return zero, (None if u is None else jnp.zeros(model.nv, dtype))
+    xs = _spatial_transforms(model, q)
+    inertia = _spatial_inertias(model, dtype)
+    jac = _body_jacobians(model, xs, dtype)
+    t = _local_transform(model, q)
+    m_local = jnp.einsum("bkn,bkl,blm->nm", jac, inertia, jac)
+    mass = t.T @ m_local @ t + jnp.diag(model.dof_armature.astype(dtype))
+    if u is None:
+        return mass, None
+    nu = t @ u
+    vel = jnp.einsum("bkn,n->bk", jac, nu)
+    # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
+    parent_vel = jnp.stack([jnp.zeros(6, dtype) if p < 0 else xs[i] @ vel[p] for i, p in enumerate(model.body_parent)])
+    product = _cross_motion(vel, vel - parent_vel)
+    # dT/dt u for a free base: the local velocity coordinates rotate with the base.
+    nu_dot = jnp.zeros(model.nv, dtype)
+    for i in _free_bases(model):
+        v = model.body_v_start[i]
+        nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
+    a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
+    accs = []
     for i, parent in enumerate(model.body_parent):
-        x = _transform_matrix(rel_r[i], rel_p[i])
-        s = _motion_subspace(model, i, dtype)
-        d = _dofs(model, i)
-        vj = s @ nu[d]
-        if parent < 0:
-            v = vj
-            a = x @ a_world + s @ nu_dot[d]
-        else:
-            v = x @ vel[parent] + vj
-            a = x @ acc[parent] + s @ nu_dot[d] + _cross_motion(v, vj)
-        inertia = _spatial_inertia(
-            model.body_mass[i].astype(dtype), model.body_com[i].astype(dtype), model.body_inertia[i].astype(dtype)
-        )
-        vel.append(v)
-        acc.append(a)
-        force.append(inertia @ a + _cross_force(v, inertia @ v))
-        xs.append(x)
-        ss.append(s)
-    tau = jnp.zeros(model.nv, dtype)
-    for i in reversed(range(model.nb)):
-        tau = tau.at[_dofs(model, i)].set(ss[i].T @ force[i])
-        parent = model.body_parent[i]
-        if parent >= 0:
-            force[parent] = force[parent] + xs[i].T @ force[i]
-    return tau
-
-
-def _crba_local(model: Model, q) -> jnp.ndarray:
-    """Joint-space inertia in local coordinates, without armature."""
-    dtype = q.dtype
-    rel_r, rel_p = joint_transforms(model, q)
-    xs = [_transform_matrix(rel_r[i], rel_p[i]) for i in range(model.nb)]
-    ss = [_motion_subspace(model, i, dtype) for i in range(model.nb)]
-    comp = [
-        _spatial_inertia(
-            model.body_mass[i].astype(dtype), model.body_com[i].astype(dtype), model.body_inertia[i].astype(dtype)
-        )
-        for i in range(model.nb)
-    ]
-    for i in reversed(range(model.nb)):
-        parent = model.body_parent[i]
-        if parent >= 0:
-            comp[parent] = comp[parent] + xs[i].T @ comp[i] @ xs[i]
-    m = jnp.zeros((model.nv, model.nv), dtype)
-    for i in range(model.nb):
-        f = comp[i] @ ss[i]
-        di = _dofs(model, i)
-        m = m.at[di, di].set(ss[i].T @ f)
-        j = i
-        while model.body_parent[j] >= 0:
-            f = xs[j].T @ f
-            j = model.body_parent[j]
-            dj = _dofs(model, j)
-            block = f.T @ ss[j]
-            m = m.at[di, dj].set(block).at[dj, di].set(block.T)
-    return m
+        base = xs[i] @ (a_world if parent < 0 else accs[parent])
+        accs.append(base + product[i])
+    acc = jnp.stack(accs) + jnp.einsum("bkn,n->bk", jac, nu_dot)
+    momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
+    force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
+    bias = t.T @ jnp.einsum("bkn,bk->n", jac, force)
+    return mass, bias
 
 
 def _check(model: Model, q, u=None, tau=None):
@@ -175,9 +174,7 @@ def mass_matrix(model: Model, q: jnp.ndarray) -> jnp.ndarray:
         ArgumentError: ``q`` has the wrong shape.
     """
     (q,) = _check(model, q)
-    t = _local_transform(model, q)
-    m = t.T @ _crba_local(model, q) @ t
-    return m + jnp.diag(model.dof_armature.astype(q.dtype))
+    return _dynamics_terms(model, q, None)[0]
 
 
 def bias_force(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
@@ -197,19 +194,24 @@ def bias_force(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
         ArgumentError: wrong shapes.
     """
     q, u = _check(model, q, u)
-    t = _local_transform(model, q)
-    nu = t @ u
-    c = jnp.zeros(model.nv, q.dtype)
-    for i in _free_bases(model):
-        v = model.body_v_start[i]
-        c = c.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
-    return t.T @ _rnea_local(model, q, nu, c, model.gravity)
+    return _dynamics_terms(model, q, u)[1]
+
+
+def mass_matrix_and_bias(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """``(mass_matrix(q), bias_force(q, u))`` computed together, sharing the kinematics (used by the step).
+
+    Raises:
+        ArgumentError: wrong shapes.
+    """
+    q, u = _check(model, q, u)
+    return _dynamics_terms(model, q, u)
 
 
 def inverse_dynamics(model: Model, q: jnp.ndarray, u: jnp.ndarray, du: jnp.ndarray) -> jnp.ndarray:
     """Generalized force ``M(q) du + b(q, u)`` that produces the acceleration ``du`` (nv,)."""
     q, u, du = _check(model, q, u, du)
-    return mass_matrix(model, q) @ du + bias_force(model, q, u)
+    mass, bias = _dynamics_terms(model, q, u)
+    return mass @ du + bias
 
 
 def forward_dynamics(model: Model, q: jnp.ndarray, u: jnp.ndarray, tau: jnp.ndarray) -> jnp.ndarray:
@@ -229,5 +231,6 @@ def forward_dynamics(model: Model, q: jnp.ndarray, u: jnp.ndarray, tau: jnp.ndar
         ArgumentError: wrong shapes.
     """
     q, u, tau = _check(model, q, u, tau)
-    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
-    return jsl.cho_solve(factor, tau - bias_force(model, q, u))
+    mass, bias = _dynamics_terms(model, q, u)
+    factor = jsl.cho_factor(mass, lower=True)
+    return jsl.cho_solve(factor, tau - bias)
