@@ -56,6 +56,7 @@ from jaxmor.motor import (
     clip_motor_torque,
     motor_operating_region_violation,
     motor_torque_bounds,
+    motor_torque_bounds_from_constants,
 )
 from jaxmor.state import (
     init_state,
@@ -122,6 +123,7 @@ __all__ = [
     "motor_operating_region_violation",
     "motor_speeds",
     "motor_torque_bounds",
+    "motor_torque_bounds_from_constants",
     "neutral_q",
     "point_jacobian",
     "rollout",

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxmor.affine import AffineActuatorDefinition, affine_generalized_force, compile_affine
 from jaxmor.errors import ArgumentError
@@ -248,7 +249,7 @@ def _actuator(model: Model, name_or_index: str | int) -> int:
     return i
 
 
-def set_actuator_torques(state: State, torques) -> State:
+def set_actuator_torques(state: State, torques: ArrayLike) -> State:
     """Set every actuator torque at the gear outputs [Nm or N]; they hold until set again.
 
     Args:
@@ -262,7 +263,7 @@ def set_actuator_torques(state: State, torques) -> State:
     return state.replace(actuator_torque=_vector(torques, n, "torques", state.actuator_torque.dtype))
 
 
-def set_actuator_torque(model: Model, state: State, name_or_index: str | int, torque) -> State:
+def set_actuator_torque(model: Model, state: State, name_or_index: str | int, torque: ArrayLike) -> State:
     """Set one actuator's torque at its gear output [Nm or N], by name or index.
 
     Raises:
@@ -335,7 +336,7 @@ def _check_voltage(model: Model, voltage: jnp.ndarray, which: np.ndarray) -> Non
         )
 
 
-def set_bus_voltage(model: Model, state: State, voltage, name: str | None = None) -> State:
+def set_bus_voltage(model: Model, state: State, voltage: ArrayLike, name: str | None = None) -> State:
     """Change the bus voltage [V] of all actuators, or of the one named.
 
     Only the stored voltage changes; it can be called every step (and batched per world).
@@ -361,7 +362,7 @@ def actuator_states(state: State) -> ActuatorState:
     return state.actuator_state
 
 
-def set_motor_operating_region_enforced(state: State, enforce) -> State:
+def set_motor_operating_region_enforced(state: State, enforce: ArrayLike) -> State:
     """Clip actuator torques to their motor operating regions (``True``, the default) or only
     monitor them (``False``: torques are applied as commanded, the states still report the motor
     quantities and the bound that the command exceeds)."""
@@ -452,7 +453,7 @@ def set_affine_actuators(model: Model, definitions: Sequence[AffineActuatorDefin
     return new_model, state.replace(ctrl=jnp.zeros((new_model.nu,), state.q.dtype))
 
 
-def set_ctrl(state: State, ctrl) -> State:
+def set_ctrl(state: State, ctrl: ArrayLike) -> State:
     """Set the controls of the affine actuators.
 
     Args:

@@ -145,7 +145,7 @@ def _scalar(name: str, value, *, lower: float | None = None, upper: float | None
     return value
 
 
-def add_ground(model: Model, height=0.0, friction=0.8, restitution=0.0) -> Model:
+def add_ground(model: Model, height: float = 0.0, friction: float = 0.8, restitution: float = 0.0) -> Model:
     """A copy of ``model`` with a ground plane ``z = height`` (normal ``+z``).
 
     Args:
@@ -184,7 +184,9 @@ def geom_index(model: Model, name: str) -> int:
     raise ArgumentError(f"unknown geom {name!r}; the model's collision geoms are {list(model.geom_names)}")
 
 
-def set_geom_properties(model: Model, name: str, *, friction=None, restitution=None) -> Model:
+def set_geom_properties(
+    model: Model, name: str, *, friction: float | None = None, restitution: float | None = None
+) -> Model:
     """A copy of ``model`` with the contact properties of geom ``name`` changed.
 
     Args:

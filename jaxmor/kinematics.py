@@ -14,6 +14,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from jax.typing import ArrayLike
 
 from jaxmor.errors import ArgumentError
 from jaxmor.math import axis_angle_to_rotation, quat_integrate, quat_to_rotation, skew
@@ -207,7 +208,7 @@ def point_jacobian(
     return jnp.concatenate([lin, ang]) if angular else lin
 
 
-def integrate_positions(model: Model, q: jnp.ndarray, u: jnp.ndarray, dt) -> jnp.ndarray:
+def integrate_positions(model: Model, q: jnp.ndarray, u: jnp.ndarray, dt: ArrayLike) -> jnp.ndarray:
     """The position update ``q (+) dt u``.
 
     Joint coordinates advance by ``dt u``; a free base's position by ``dt v`` (world frame) and its

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxmor.collision import contact_count
 from jaxmor.errors import ArgumentError
@@ -94,7 +95,7 @@ def _joint_only(model: Model, arr: jnp.ndarray, name: str) -> None:
         raise ArgumentError(f"{name} must be zero on the floating base's six velocities, got {arr[:6].tolist()}")
 
 
-def set_generalized_force(model: Model, state: State, force) -> State:
+def set_generalized_force(model: Model, state: State, force: ArrayLike) -> State:
     """Set the feed-forward generalized force (nv,) [N, Nm]; it holds until set again.
 
     It is clamped, together with the explicit part of the built-in PD torque, to the actuation
@@ -106,7 +107,7 @@ def set_generalized_force(model: Model, state: State, force) -> State:
     return state.replace(generalized_force=_finite_vector(force, model.nv, "force", state.u.dtype))
 
 
-def set_pd_gains(model: Model, state: State, p_gain, d_gain) -> State:
+def set_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain: ArrayLike) -> State:
     """Set the built-in joint PD controller's gains, each (nv,) [Nm/rad, Nm s/rad or N/m, N s/m].
 
     The PD torque is integrated implicitly (stable for any gain) and its explicit part is clamped to
@@ -124,7 +125,7 @@ def set_pd_gains(model: Model, state: State, p_gain, d_gain) -> State:
     return state.replace(pd_p_gain=kp, pd_d_gain=kd)
 
 
-def set_pd_targets(model: Model, state: State, position_target, velocity_target) -> State:
+def set_pd_targets(model: Model, state: State, position_target: ArrayLike, velocity_target: ArrayLike) -> State:
     """Set the PD targets: ``position_target`` (nq,) like ``q`` (the floating base's entries are
     ignored) [rad or m], ``velocity_target`` (nv,) [rad/s or m/s].
 
@@ -142,7 +143,7 @@ def set_pd_targets(model: Model, state: State, position_target, velocity_target)
     return state.replace(pd_position_target=per_dof, pd_velocity_target=vt)
 
 
-def set_actuation_limits(model: Model, state: State, limit) -> State:
+def set_actuation_limits(model: Model, state: State, limit: ArrayLike) -> State:
     """Set the limits (nv,) of ``|generalized force + explicit PD|`` [Nm or N]; ``inf`` for none.
 
     They do not clip actuator torques (the motor operating regions do).
@@ -156,7 +157,14 @@ def set_actuation_limits(model: Model, state: State, limit) -> State:
     return state.replace(actuation_limit=arr)
 
 
-def set_external_force(model: Model, state: State, link, force, point=None, torque=None) -> State:
+def set_external_force(
+    model: Model,
+    state: State,
+    link: str | int,
+    force: ArrayLike,
+    point: ArrayLike | None = None,
+    torque: ArrayLike | None = None,
+) -> State:
     """Apply a world-frame force [N] at a point of a link (and optionally a torque [Nm]) for the next
     step. Forces set before one step add up; the step clears them. They are not clipped.
 

@@ -1,0 +1,66 @@
+"""The public API is small and explicit: pinned here, documented, and free of import side effects."""
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import jaxmor
+
+PUBLIC = [
+    "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
+    "ArgumentError", "Contacts", "DcMotorParameters", "JaxmorError", "Model", "ModelError", "MotorActuators",
+    "MotorSaturation", "MotorTorqueBounds", "Poses", "State",
+    "actuate", "actuator_index", "actuator_names", "actuator_states", "actuator_torque_bounds", "actuator_torques",
+    "add_ground", "affine_force", "affine_force_at", "affine_generalized_force", "affine_joint_force", "bias_force",
+    "clamp_ctrl", "clip_motor_torque", "collide", "contact_count", "enable_self_collision", "forward_dynamics",
+    "forward_kinematics", "generalized_force", "geom_index", "get_actuators", "init_state", "integrate_positions",
+    "inverse_dynamics", "is_motor_operating_region_enforced", "joint_damping", "joint_friction", "joint_index",
+    "joint_names", "joint_q_index", "link_jacobian", "load_urdf", "mass_matrix", "motor_operating_region_violation",
+    "motor_speeds", "motor_torque_bounds", "motor_torque_bounds_from_constants", "neutral_q", "point_jacobian",
+    "rollout", "set_actuation_limits", "set_actuator_torque", "set_actuator_torques", "set_actuators",
+    "set_affine_actuators", "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force",
+    "set_geom_properties", "set_motor_operating_region_enforced", "set_pd_gains", "set_pd_targets", "step",
+    "summary", "transmission_matrix",
+]  # fmt: skip
+
+
+def test_public_api_is_pinned():
+    assert sorted(jaxmor.__all__) == sorted(PUBLIC)
+    assert len(set(jaxmor.__all__)) == len(jaxmor.__all__)
+    for name in PUBLIC:
+        assert hasattr(jaxmor, name), name
+
+
+def test_public_api_is_documented_and_typed():
+    for name in PUBLIC:
+        obj = getattr(jaxmor, name)
+        assert inspect.getdoc(obj), f"{name} has no docstring"
+        if inspect.isfunction(obj):
+            sig = inspect.signature(obj)
+            untyped = [p for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
+            assert not untyped, f"{name}: parameters without type hints: {[p.name for p in untyped]}"
+
+
+def test_import_changes_no_global_setting():
+    code = (
+        "import jax, numpy as np; x64 = jax.config.jax_enable_x64; opts = np.get_printoptions(); "
+        "import jaxmor; assert jax.config.jax_enable_x64 == x64, 'x64 changed'; "
+        "assert np.get_printoptions() == opts, 'print options changed'; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+def test_cli_demo_and_bad_file(tmp_path: Path):
+    demo = subprocess.run([sys.executable, "-m", "jaxmor.cli", "demo"], capture_output=True, text=True, check=False)
+    assert demo.returncode == 0, demo.stderr
+    assert "turntable" in demo.stdout
+    bad = tmp_path / "bad.urdf"
+    bad.write_text("<robot name='x'>\n<link name='a'>\n</robot>\n")
+    info = subprocess.run(
+        [sys.executable, "-m", "jaxmor.cli", "info", str(bad)], capture_output=True, text=True, check=False
+    )
+    assert info.returncode == 2
+    assert str(bad) in info.stderr and "malformed XML" in info.stderr
