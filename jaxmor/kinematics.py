@@ -169,6 +169,57 @@ def body_jacobian(model: Model, poses: Poses, body: int, point: jnp.ndarray) -> 
     return lin, ang
 
 
+def dof_axes(model: Model, poses: Poses) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """World axis and origin of every velocity's motion, to build Jacobians of many points at once.
+
+    Args:
+        model: the model.
+        poses: :func:`body_poses` at the configuration of interest.
+
+    Returns:
+        ``(axis (nv, 3), origin (nv, 3))``: a point ``p`` moved only by velocity ``d`` moves with
+        ``axis[d] x (p - origin[d])`` if ``d`` is rotational (:func:`rotational_dofs`), else with
+        ``axis[d]``. A free base's linear velocities move along the world axes; its angular ones
+        rotate about the world axes through the base origin.
+    """
+    dtype = poses.position.dtype
+    axes, origins = [], []
+    eye = jnp.eye(3, dtype=dtype)
+    for b, kind in enumerate(model.body_joint_type):
+        if kind == JOINT_FREE:
+            axes.extend([eye, eye])
+            origins.append(jnp.broadcast_to(poses.position[b], (6, 3)))
+        else:
+            axes.append((poses.rotation[b] @ model.body_axis[b].astype(dtype))[None])
+            origins.append(poses.position[b][None])
+    if not axes:
+        return jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype)
+    return jnp.concatenate(axes), jnp.concatenate(origins)
+
+
+def rotational_dofs(model: Model) -> np.ndarray:
+    """(nv,) bool: which velocities rotate (revolute joints, a free base's angular velocity)."""
+    out = np.zeros(model.nv, dtype=bool)
+    for b, kind in enumerate(model.body_joint_type):
+        v = model.body_v_start[b]
+        if kind == JOINT_FREE:
+            out[v + 3 : v + 6] = True
+        else:
+            out[v] = kind == JOINT_REVOLUTE
+    return out
+
+
+def ancestor_dofs(model: Model) -> np.ndarray:
+    """(nb + 1, nv) 0/1 matrix: row ``b + 1`` marks the velocities that move body ``b`` (row 0: the world)."""
+    out = np.zeros((model.nb + 1, model.nv))
+    for b in range(model.nb):
+        parent = model.body_parent[b]
+        out[b + 1] = out[parent + 1]
+        v = model.body_v_start[b]
+        out[b + 1, v : v + (6 if model.body_joint_type[b] == JOINT_FREE else 1)] = 1.0
+    return out
+
+
 def link_jacobian(model: Model, q: jnp.ndarray, link: str | int) -> jnp.ndarray:
     """(6, nv) Jacobian of a link frame: rows 0-2 the world velocity of its origin, rows 3-5 its
     world angular velocity.

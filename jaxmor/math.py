@@ -94,11 +94,16 @@ def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarr
 
     Returns the normalized quaternion ``exp(omega dt / 2) * quat``.
     """
-    theta = jnp.linalg.norm(omega_world, axis=-1) * dt
+    # |omega| dt, written so that its value and gradient are finite at omega = 0 (a plain norm's
+    # gradient is NaN there).
+    norm2 = jnp.sum(omega_world * omega_world, axis=-1)
+    small = norm2 * dt * dt <= 1e-16
+    theta = jnp.sqrt(jnp.where(small, 1.0, norm2)) * dt
+    theta = jnp.where(small, 0.0, theta)
     half = 0.5 * theta
-    # sin(half)/theta, written so that its value and gradient are finite at theta = 0.
-    safe = jnp.where(theta > 1e-8, theta, 1.0)
-    sinc = jnp.where(theta > 1e-8, jnp.sin(half) / safe, 0.5 - theta**2 / 48.0)
+    # sin(half)/theta with its series below 1e-8 rad.
+    safe = jnp.where(small, 1.0, theta)
+    sinc = jnp.where(small, 0.5 - norm2 * dt * dt / 48.0, jnp.sin(half) / safe)
     dq = jnp.concatenate([jnp.cos(half)[..., None], (sinc * dt)[..., None] * omega_world], -1)
     out = quat_multiply(dq, quat)
     return out / jnp.linalg.norm(out, axis=-1, keepdims=True)

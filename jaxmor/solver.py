@@ -29,9 +29,9 @@ Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   and on the four corners of a sliding box it settled on self-cancelling tangential impulses that
   used part of each disk (a box sliding at 3 m/s on mu = 0.5 went 14% too far and then crept, and
   one on a 30 degree incline with mu = 0.6 > tan 30 degrees slid instead of sticking).
-* **joint Coulomb friction** (one row per velocity): ``|lam| <= (tau_c_joint + tau_c_out) h``, target
+* **joint Coulomb friction** (one row per 1-DoF joint): ``|lam| <= (tau_c_joint + tau_c_out) h``, target
   ``v = 0``: sticking is exact (stiction), sliding gets the full friction impulse.
-* **joint limits** (one row per velocity): ``v >= (lower - q)/h`` with ``lam >= 0`` and
+* **joint limits** (one row per 1-DoF joint): ``v >= (lower - q)/h`` with ``lam >= 0`` and
   ``v <= (upper - q)/h`` with ``lam <= 0``; the 1-D solution is
   ``lam = max(0, (v_lo - v0)/a) + min(0, (v_hi - v0)/a)``, again speculative.
 
@@ -66,12 +66,12 @@ class Problem:
     """One step's constraint problem (shapes for ``nc`` contacts and ``nv`` velocities).
 
     Attributes:
-        delassus: (R, R) ``A = J M_eff^-1 J^T`` with ``R = 3 nc + 2 nv``.
+        delassus: (R, R) ``A = J M_eff^-1 J^T`` with ``R = 3 nc + 2 nj`` (``nj`` 1-DoF joints).
         free_velocity: (R,) ``J u_free``.
         contact_target: (nc,) lower bound of each normal velocity [m/s].
         friction: (nc,) friction coefficient of each contact.
-        friction_bound: (nv,) joint friction impulse bound [N s or Nm s].
-        limit_low, limit_high: (nv,) bounds of each joint velocity from the limits.
+        friction_bound: (nj,) joint friction impulse bound [N s or Nm s].
+        limit_low, limit_high: (nj,) bounds of each joint velocity from the limits.
     """
 
     delassus: jnp.ndarray
@@ -105,40 +105,60 @@ def _largest_eigenvalue(block):
     return mean + jnp.where(disc > 0, jnp.sqrt(jnp.where(disc > 0, disc, 1.0)), 0.0)
 
 
-def _sweep(problem: Problem, lam: jnp.ndarray, nc: int, nv: int, with_friction: bool) -> jnp.ndarray:
+def _sweep(problem: Problem, lam: jnp.ndarray, with_friction: bool) -> jnp.ndarray:
+    """One Gauss-Seidel sweep: contacts in slot order, then each joint's friction and limit rows.
+
+    The loops over contacts and joints are ``fori_loop``s with dynamic row indices, so the compiled
+    size does not grow with the number of rows.
+    """
     a, b = problem.delassus, problem.free_velocity
-    for k in range(nc):
+    nc = problem.contact_target.shape[0]
+    nj = problem.friction_bound.shape[0]
+
+    def contact(k, lam):
         n = 3 * k
-        v_n = a[n] @ lam + b[n]
-        lam_n = jnp.maximum(lam[n] - _safe_div(v_n - problem.contact_target[k], a[n, n]), 0.0)
+        row_n = jax.lax.dynamic_index_in_dim(a, n, keepdims=False)
+        v_n = row_n @ lam + b[n]
+        lam_n = jnp.maximum(lam[n] - _safe_div(v_n - problem.contact_target[k], row_n[n]), 0.0)
         lam = lam.at[n].set(lam_n)
         if with_friction:
-            t = slice(n + 1, n + 3)
-            v_t = a[t] @ lam + b[t]
-            step = _safe_div(v_t, _largest_eigenvalue(a[t, t]))
-            lam = lam.at[t].set(_project_disk(lam[t] - step, problem.friction[k] * lam_n))
-    base = 3 * nc
-    for i in range(nv):
+            rows_t = jax.lax.dynamic_slice_in_dim(a, n + 1, 2)
+            v_t = rows_t @ lam + jax.lax.dynamic_slice_in_dim(b, n + 1, 2)
+            block = jax.lax.dynamic_slice_in_dim(rows_t, n + 1, 2, axis=1)
+            step = _safe_div(v_t, _largest_eigenvalue(block))
+            lam_t = jax.lax.dynamic_slice_in_dim(lam, n + 1, 2)
+            lam = jax.lax.dynamic_update_slice_in_dim(
+                lam, _project_disk(lam_t - step, problem.friction[k] * lam_n), n + 1, 0
+            )
+        return lam
+
+    def joint(i, lam):
+        base = 3 * nc
         if with_friction:
             r = base + i
-            v = a[r] @ lam + b[r]
+            row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
+            v = row @ lam + b[r]
             bound = problem.friction_bound[i]
-            lam = lam.at[r].set(jnp.clip(lam[r] - _safe_div(v, a[r, r]), -bound, bound))
-        r = base + nv + i
-        v0 = a[r] @ lam + b[r] - a[r, r] * lam[r]
-        lo = _safe_div(problem.limit_low[i] - v0, a[r, r])
-        hi = _safe_div(problem.limit_high[i] - v0, a[r, r])
-        lam = lam.at[r].set(jnp.maximum(lo, 0.0) + jnp.minimum(hi, 0.0))
+            lam = lam.at[r].set(jnp.clip(lam[r] - _safe_div(v, row[r]), -bound, bound))
+        r = base + nj + i
+        row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
+        v0 = row @ lam + b[r] - row[r] * lam[r]
+        lo = _safe_div(problem.limit_low[i] - v0, row[r])
+        hi = _safe_div(problem.limit_high[i] - v0, row[r])
+        return lam.at[r].set(jnp.maximum(lo, 0.0) + jnp.minimum(hi, 0.0))
+
+    if nc:
+        lam = jax.lax.fori_loop(0, nc, contact, lam)
+    if nj:
+        lam = jax.lax.fori_loop(0, nj, joint, lam)
     return lam
 
 
 def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_friction: bool = True) -> jnp.ndarray:
     """Run ``iterations`` PGS sweeps from ``warm_start`` (R,) and return the impulses (R,)."""
-    nc = problem.contact_target.shape[0]
-    nv = problem.friction_bound.shape[0]
     if problem.free_velocity.shape[0] == 0:
         return warm_start
-    return jax.lax.fori_loop(0, iterations, lambda _, lam: _sweep(problem, lam, nc, nv, with_friction), warm_start)
+    return jax.lax.fori_loop(0, iterations, lambda _, lam: _sweep(problem, lam, with_friction), warm_start)
 
 
 def contact_residuals(problem: Problem, lam: jnp.ndarray) -> dict[str, jnp.ndarray]:

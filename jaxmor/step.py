@@ -36,8 +36,9 @@ import numpy as np
 
 from jaxmor.actuation import actuate, affine_joint_force, joint_damping, joint_friction
 from jaxmor.collision import collide
-from jaxmor.dynamics import bias_force, mass_matrix
-from jaxmor.kinematics import body_jacobian, body_poses, integrate_positions
+from jaxmor.dynamics import mass_matrix_and_bias
+from jaxmor.kinematics import ancestor_dofs, body_poses, dof_axes, integrate_positions, rotational_dofs
+from jaxmor.math import skew
 from jaxmor.solver import (
     PENETRATION_ALLOWANCE,
     POSITION_CORRECTION,
@@ -105,32 +106,54 @@ def generalized_force(model: Model, state: State) -> jnp.ndarray:
     return clamped_force(model, state) + joint_torque + affine_joint_force(model, state)
 
 
+def _joint_dofs(model: Model) -> np.ndarray:
+    """Velocity indices of the 1-DoF joints (every velocity but a floating base's)."""
+    return np.array([model.body_v_start[b] for b, k in enumerate(model.body_joint_type) if k != JOINT_FREE], int)
+
+
 def _contact_rows(model: Model, poses, contacts) -> jnp.ndarray:
-    """(3 nc, nv) Jacobian of the contact rows (normal, t1, t2 per contact)."""
-    rows = []
-    for k in range(contacts.distance.shape[0]):
-        point = contacts.position[k]
-        lin_b, _ = body_jacobian(model, poses, contacts.body_b[k], point)
-        lin_a, _ = body_jacobian(model, poses, contacts.body_a[k], point)
-        rows.append(contacts.frame[k] @ (lin_b - lin_a))
-    if not rows:
+    """(3 nc, nv) Jacobian of the contact rows (normal, t1, t2 per contact), all contacts at once.
+
+    A velocity moves contact ``k`` of bodies A and B relatively if it moves B but not A, or A but not
+    B (``ancestor_dofs``); the point's velocity per unit velocity is ``axis x (p - origin)`` or
+    ``axis`` (:func:`jaxmor.kinematics.dof_axes`).
+    """
+    nc = contacts.distance.shape[0]
+    if nc == 0:
         return jnp.zeros((0, model.nv), poses.position.dtype)
-    return jnp.concatenate(rows)
+    axis, origin = dof_axes(model, poses)
+    ancestors = ancestor_dofs(model)
+    select = ancestors[np.array(contacts.body_b) + 1] - ancestors[np.array(contacts.body_a) + 1]
+    arm = contacts.position[:, None, :] - origin[None]
+    cols = jnp.where(rotational_dofs(model)[None, :, None], jnp.cross(axis[None], arm), axis[None])
+    cols = cols * jnp.asarray(select, cols.dtype)[:, :, None]
+    return jnp.einsum("kij,kdj->kid", contacts.frame, cols).reshape(3 * nc, model.nv)
 
 
-def _gyroscopic_jacobian(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
-    """(nv, nv) ``d b / d u`` restricted to the floating base's rows and columns (zero elsewhere)."""
-    idx = _free_base_velocities(model)
+def _gyroscopic_jacobian(model: Model, mass: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
+    """(nv, nv) derivative of the floating base's velocity-dependent forces w.r.t. its velocity.
+
+    The robot is taken as locked into one rigid body whose inertia is the base block of ``M``
+    (``[[m I, -m [c]x], [m [c]x, I_o]]`` in world coordinates at the base origin, ``c`` the centre
+    of mass relative to it). Such a body's velocity-dependent forces are ``m w x (w x c)`` and
+    ``w x I_o w``; their derivatives with respect to ``w`` fill the base block (zero elsewhere).
+    Exact for a single free body; for a robot, the joints' own velocity terms stay explicit.
+    """
     out = jnp.zeros((model.nv, model.nv), u.dtype)
-    if not idx:
-        return out
-    idx = np.array(idx)
-
-    def bias_of_base(u_base):
-        return bias_force(model, q, u.at[idx].set(u_base))[idx]
-
-    block = jax.jacfwd(bias_of_base)(u[idx])
-    return out.at[np.ix_(idx, idx)].set(block)
+    for b, kind in enumerate(model.body_joint_type):
+        if kind != JOINT_FREE:
+            continue
+        v = model.body_v_start[b]
+        block = mass[v : v + 6, v : v + 6]
+        m = block[0, 0]
+        cx = -block[0:3, 3:6] / jnp.where(m > 0, m, 1.0)
+        c = jnp.stack([cx[2, 1], cx[0, 2], cx[1, 0]])
+        inertia = block[3:6, 3:6]
+        w = u[v + 3 : v + 6]
+        d_lin = -m * (skew(jnp.cross(w, c)) + skew(w) @ skew(c))
+        d_ang = skew(w) @ inertia - skew(inertia @ w)
+        out = out.at[v : v + 3, v + 3 : v + 6].set(d_lin).at[v + 3 : v + 6, v + 3 : v + 6].set(d_ang)
+    return out
 
 
 def step(model: Model, state: State) -> State:
@@ -152,8 +175,7 @@ def step(model: Model, state: State) -> State:
     poses = body_poses(model, q)
 
     # Forces.
-    mass = mass_matrix(model, q)
-    bias = bias_force(model, q, u)
+    mass, bias = mass_matrix_and_bias(model, q, u)
     act_torque, act_state = actuate(model, state)
     damping = joint_damping(model).astype(dtype)
     friction = joint_friction(model).astype(dtype)
@@ -163,38 +185,38 @@ def step(model: Model, state: State) -> State:
     # Effective mass and the unconstrained velocity.
     mask = _joint_mask(model, dtype)
     implicit = (state.pd_d_gain + h * state.pd_p_gain) * mask + 0.5 * damping
-    m_eff = mass + h * jnp.diag(implicit) + h * _gyroscopic_jacobian(model, q, u)
+    m_eff = mass + h * jnp.diag(implicit) + h * _gyroscopic_jacobian(model, mass, u)
     lu = jax.scipy.linalg.lu_factor(m_eff)
     u_free = u + jax.scipy.linalg.lu_solve(lu, h * (tau - bias))
 
-    # Constraints.
+    # Constraints: contact rows, then a friction row and a limit row per 1-DoF joint.
     contacts = collide(model, poses)
     nc = contacts.distance.shape[0]
-    eye = jnp.eye(model.nv, dtype=dtype) * mask
-    jac = jnp.concatenate([_contact_rows(model, poses, contacts), eye, eye])
+    dofs = _joint_dofs(model)
+    select = jnp.asarray(np.eye(model.nv)[dofs], dtype)
+    contact_rows = _contact_rows(model, poses, contacts)
+    jac = jnp.concatenate([contact_rows, select, select])
     y = jax.scipy.linalg.lu_solve(lu, jac.T)  # M_eff^-1 J^T
     delassus = jac @ y
     v_free = jac @ u_free
-    v_now = jac[: 3 * nc : 3] @ u if nc else jnp.zeros((0,), dtype)
+    v_now = contact_rows[::3] @ u
     gap = contacts.distance
     target = -jnp.maximum(gap, 0.0) / h
     impact = (v_now < -RESTITUTION_THRESHOLD) & (gap + h * v_now <= 0.0)
     target = jnp.where(impact, target - contacts.restitution.astype(dtype) * v_now, target)
-    q_joint = _joint_coordinates(model, q)
-    lower = jnp.where(mask > 0, model.dof_lower.astype(dtype), -jnp.inf)
-    upper = jnp.where(mask > 0, model.dof_upper.astype(dtype), jnp.inf)
-    limit_low = jnp.minimum((lower - q_joint) / h, 0.0)
-    limit_high = jnp.maximum((upper - q_joint) / h, 0.0)
+    q_joint = _joint_coordinates(model, q)[dofs]
+    lower = model.dof_lower.astype(dtype)[dofs]
+    upper = model.dof_upper.astype(dtype)[dofs]
     problem = Problem(
         delassus=delassus,
         free_velocity=v_free,
         contact_target=target,
         friction=contacts.friction.astype(dtype),
-        friction_bound=friction * h * mask,
-        limit_low=limit_low,
-        limit_high=limit_high,
+        friction_bound=friction[dofs] * h,
+        limit_low=jnp.minimum((lower - q_joint) / h, 0.0),
+        limit_high=jnp.maximum((upper - q_joint) / h, 0.0),
     )
-    warm = jnp.concatenate([state.contact_impulse.reshape(-1), state.friction_impulse, state.limit_impulse])
+    warm = jnp.concatenate([state.contact_impulse.reshape(-1), state.friction_impulse[dofs], state.limit_impulse[dofs]])
     lam = solve(problem, warm, model.solver_iterations)
     u_next = u_free + y @ lam
 
@@ -208,15 +230,17 @@ def step(model: Model, state: State) -> State:
         contact_target=POSITION_CORRECTION * depth / h,
         friction=jnp.zeros_like(problem.friction),
         friction_bound=jnp.zeros_like(problem.friction_bound),
-        limit_low=jnp.where(mask > 0, POSITION_CORRECTION * below / h, -jnp.inf),
-        limit_high=jnp.where(mask > 0, -POSITION_CORRECTION * above / h, jnp.inf),
+        limit_low=POSITION_CORRECTION * below / h,
+        limit_high=-POSITION_CORRECTION * above / h,
     )
     lam_pos = solve(correction, jnp.zeros_like(lam), model.solver_iterations, with_friction=False)
     u_pos = y @ lam_pos
     q_next = integrate_positions(model, q, u_next + u_pos, h)
+    nj = dofs.size
+    friction_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(lam[3 * nc : 3 * nc + nj])
+    limit_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(lam[3 * nc + nj :])
 
     # Actuator states of the completed step.
-    friction_impulse = lam[3 * nc : 3 * nc + model.nv]
     loss = -0.5 * damping * (u + u_next) + friction_impulse / h
     drive = np.asarray(model.actuators.joint_v_index, dtype=np.int32)
     act_state = act_state.replace(
@@ -233,7 +257,7 @@ def step(model: Model, state: State) -> State:
         external_force=jnp.zeros_like(state.external_force),
         contact_impulse=jnp.where(finite, lam[: 3 * nc].reshape(nc, 3), state.contact_impulse),
         friction_impulse=jnp.where(finite, friction_impulse, state.friction_impulse),
-        limit_impulse=jnp.where(finite, lam[3 * nc + model.nv :], state.limit_impulse),
+        limit_impulse=jnp.where(finite, limit_impulse, state.limit_impulse),
         nonfinite=state.nonfinite | ~finite,
     )
 

@@ -16,8 +16,8 @@ friction and forces are array leaves of the model and state, so they do not reco
 * the torque-free box (S6, S8): one compiled 500-step chunk, called repeatedly for the long run.
 
 The §2.5 residuals (cone feasibility, Signorini, maximum dissipation, the De Saxce complementarity)
-are checked on the stored impulses of every contact world, and on the solver's own problem of one
-step of the diagonal push.
+are checked on the stored impulses of the box worlds, and on the solver's own problem of one step of
+three of them (the pushes along x and along the diagonal, the box stuck on the incline).
 """
 
 from __future__ import annotations
@@ -219,9 +219,11 @@ def test_box_on_incline_slides(box_run, mu):
     expected = G * (math.sin(INCLINE) - mu * math.cos(INCLINE))  # 2.3563 and 0.23236 m/s^2
     v = w["u"][999, :3]  # after 1 s; semi-implicit Euler from rest: v_n = n a h
     assert v[0] == pytest.approx(expected * 1.0, rel=2e-2)
-    # Straight down the slope, flat on the ground, no spin.
+    # Straight down the slope, flat on the ground, no spin (beyond a 1e-5 rad/s wobble in the first
+    # steps, while the cold-started solver converges).
     assert abs(v[1]) <= 1e-6 * abs(v[0]) and abs(v[2]) <= 1e-6
-    assert np.abs(w["u"][:1000, 3:]).max() <= 1e-6
+    assert np.abs(w["u"][:1000, 3:]).max() <= 1e-4
+    assert np.abs(w["u"][100:1000, 3:]).max() <= 1e-9
     # A constant acceleration: the speed after 0.5 s is half the speed after 1 s.
     assert w["u"][499, 0] == pytest.approx(0.5 * v[0], rel=2e-2)
 
@@ -290,11 +292,16 @@ def _bottom_corner_slip(q_before: np.ndarray, u_after: np.ndarray) -> np.ndarray
     return u_after[:, None, :3] + np.cross(u_after[:, None, 3:6], offsets)
 
 
-@pytest.mark.parametrize("name", ["push_diagonal", "slide_diagonal"])
+HEADINGS = {"x": X_AXIS, "diagonal": DIAGONAL}
+
+
+@pytest.mark.parametrize("name", ["push_x", "push_diagonal", "slide_x", "slide_diagonal"])
 def test_friction_opposes_the_slip(box_run, name):
-    """§2.5 maximum dissipation: at every sliding contact the friction impulse is anti-parallel to the slip
-    velocity (cosine -1 within 1e-6) and on the rim of the cone (|lam_t| = mu lam_n)."""
+    """§2.5 maximum dissipation, from the states: at every sliding contact the friction impulse is
+    anti-parallel to the slip velocity (cosine -1 within 1e-6) and on the rim of the cone (|lam_t| = mu lam_n)."""
     w = box_run[name]
+    mu = BOX_WORLDS[name]["mu"]
+    heading = HEADINGS[name.split("_")[1]]
     q_before = np.concatenate([w["q0"][None], w["q"][:-1]])
     slip = _bottom_corner_slip(q_before, w["u"])[..., :2]  # ground tangents t1, t2 = world x, y
     lam = w["impulse"]
@@ -303,27 +310,28 @@ def test_friction_opposes_the_slip(box_run, name):
     assert sliding.sum() >= 4 * 500  # four bottom corners, hundreds of steps
     cosine = np.sum(lam_t * slip, -1) / (np.linalg.norm(lam_t, axis=-1) * np.linalg.norm(slip, axis=-1) + 1e-300)
     assert cosine[sliding].max() <= -1.0 + 1e-6
-    rim = np.linalg.norm(lam_t, axis=-1) - BOX_WORLDS[name]["mu"] * lam[..., 0]
+    rim = np.linalg.norm(lam_t, axis=-1) - mu * lam[..., 0]
     assert np.abs(rim[sliding]).max() <= 1e-9 * lam[..., 0][sliding].max()
-    # The friction impulses of one step add up to mu m g h against the motion (the normal load is m g h).
-    step = int(np.argmax(sliding.sum(1) == 4))
-    total = lam[step, :, 1:].sum(0)
-    mu = BOX_WORLDS[name]["mu"]
-    np.testing.assert_allclose(total, -mu * BOX_MASS * G * BOX_H * DIAGONAL[:2], rtol=1e-9)
-    assert lam[step, :, 0].sum() == pytest.approx(BOX_MASS * G * BOX_H, rel=1e-9)
+    # The impulses of one step: normal m g h, friction mu m g h against the motion.
+    all_four = np.flatnonzero(sliding.sum(1) == 4)
+    step = int(all_four[len(all_four) // 2])  # mid-slide, the warm-started solver has converged
+    scale = BOX_MASS * G * BOX_H
+    np.testing.assert_allclose(lam[step, :, 1:].sum(0), -mu * scale * heading[:2], rtol=0, atol=1e-9 * scale)
+    assert lam[step, :, 0].sum() == pytest.approx(scale, rel=1e-9)
 
 
-def test_residuals_of_one_contact_problem(box_base, box_run):
-    """§2.5 on the solver's own problem of one step of the diagonal push (from its state at t = 1 s, warm
-    start included): cone feasibility, Signorini, no approach, maximum dissipation and the De Saxce
-    complementarity, with ``v = A lam + b``."""
+PROBLEM_WORLDS = ("push_x", "push_diagonal", "incline_mu0.6")
+
+
+@pytest.fixture(scope="module")
+def box_problems(box_base, box_run):
+    """name -> (Problem, impulses): the solver's own contact problem of the step from t = 1 s (warm start
+    included) of a few box worlds, captured by wrapping ``jaxmor.step``'s ``solve``; one compiled call."""
     step_module = sys.modules["jaxmor.step"]  # ``jaxmor.step`` is the function
-    world = BOX_WORLDS["push_diagonal"]
-    model = _box_model(box_base, jnp.asarray(world["mu"]), jnp.asarray(world["gravity"]))
-    state = jax.tree.map(lambda x: x[999], box_run["push_diagonal"]["traj"])
     solve = step_module.solve
 
-    def one_step(state):
+    def one_step(mu, gravity, state):
+        model = _box_model(box_base, mu, gravity)
         captured = []
 
         def spy(problem, warm_start, iterations, *, with_friction=True):
@@ -339,7 +347,18 @@ def test_residuals_of_one_contact_problem(box_base, box_run):
             step_module.solve = solve
         return captured[0]
 
-    problem, lam = _numpy(jax.jit(one_step)(state))
+    mu = jnp.asarray([BOX_WORLDS[n]["mu"] for n in PROBLEM_WORLDS])
+    gravity = jnp.asarray(np.array([BOX_WORLDS[n]["gravity"] for n in PROBLEM_WORLDS]))
+    states = jax.tree.map(lambda *x: jnp.stack([a[999] for a in x]), *(box_run[n]["traj"] for n in PROBLEM_WORLDS))
+    problems, lams = _numpy(jax.jit(jax.vmap(one_step))(mu, gravity, states))
+    return {n: (jax.tree.map(lambda x, i=i: x[i], problems), lams[i]) for i, n in enumerate(PROBLEM_WORLDS)}
+
+
+@pytest.mark.parametrize("name", PROBLEM_WORLDS)
+def test_residuals_of_one_contact_problem(box_problems, name):
+    """§2.5 on the solver's problem ``v = A lam + b`` of one step: cone feasibility, Signorini, no approach;
+    sliding (the pushes): maximum dissipation and the De Saxce complementarity; stuck (the incline): v_t = 0."""
+    problem, lam = box_problems[name]
     residuals = _numpy(contact_residuals(problem, lam))
     scale = BOX_MASS * G * BOX_H
     assert residuals["cone"] <= 1e-12 * scale
@@ -350,16 +369,24 @@ def test_residuals_of_one_contact_problem(box_base, box_run):
     lam_c = lam[: 3 * nc].reshape(nc, 3)
     v_c = (problem.delassus @ lam + problem.free_velocity)[: 3 * nc].reshape(nc, 3)
     active = lam_c[:, 0] > 0
-    assert active.sum() == 4 and lam_c[active, 0].sum() == pytest.approx(scale, rel=1e-9)
+    assert active.sum() == 4  # the bottom corners
     lam_t, v_t = lam_c[active, 1:], v_c[active, 1:]
-    cosine = np.sum(lam_t * v_t, -1) / (np.linalg.norm(lam_t, axis=-1) * np.linalg.norm(v_t, axis=-1))
+    speed = np.linalg.norm(v_t, axis=-1)
+    if name.startswith("incline"):
+        normal_load = G * math.cos(INCLINE) * BOX_MASS * BOX_H
+        assert lam_c[active, 0].sum() == pytest.approx(normal_load, rel=1e-9)
+        assert speed.max() <= 1e-9
+        assert np.all(np.linalg.norm(lam_t, axis=-1) <= problem.friction[active] * lam_c[active, 0])
+        return
+    assert lam_c[active, 0].sum() == pytest.approx(scale, rel=1e-9)
+    cosine = np.sum(lam_t * v_t, -1) / (np.linalg.norm(lam_t, axis=-1) * speed)
     assert cosine.max() <= -1.0 + 1e-6
-    # De Saxce: v_hat = v + mu |v_t| e_n; lam^T v_hat = 0 at a solution, v_hat in the dual cone.
+    # De Saxce: v_hat = v + mu |v_t| e_n is in the dual cone and lam^T v_hat = 0 at a solution.
     mu = problem.friction[active]
-    v_hat_n = v_c[active, 0] + mu * np.linalg.norm(v_t, axis=-1)
+    v_hat_n = v_c[active, 0] + mu * speed
     complementarity = np.abs(lam_c[active, 0] * v_hat_n + np.sum(lam_t * v_t, -1))
-    assert complementarity.max() <= 1e-9 * scale * np.linalg.norm(v_t, axis=-1).max()
-    assert np.all(mu * np.linalg.norm(v_t, axis=-1) <= v_hat_n + 1e-12)
+    assert complementarity.max() <= 1e-9 * scale * speed.max()
+    assert np.all(mu * speed <= v_hat_n + 1e-12)
 
 
 # --------------------------------------------------------------------------------------------------
