@@ -14,9 +14,9 @@ ROBOTS_DIR = Path(__file__).resolve().parent.parent / "robots"
 
 def _demo() -> int:
     import jax
+    import jax.numpy as jnp
 
     import jaxmor
-    from jaxmor import actuation
 
     path = ROBOTS_DIR / "turntable" / "turntable.urdf"
     if not path.is_file():
@@ -25,17 +25,24 @@ def _demo() -> int:
     model = jaxmor.load_urdf(path)
     print(jaxmor.summary(model))
     state = jaxmor.init_state(model)
-    state = actuation.set_actuator_torque(model, state, "spin", 100.0)
-    print("\nOperating region of actuator 'spin' (commanded 100 Nm at the gear output):")
-    print(f"  {'joint speed [rad/s]':>20} {'lower [Nm]':>11} {'upper [Nm]':>11} {'applied [Nm]':>13}  saturation")
-    step = jax.jit(actuation.actuate)
-    bounds = jax.jit(actuation.actuator_torque_bounds)
-    for speed in (0.0, 6.0, 12.0, 18.0, 23.8, 30.0, -12.0):
-        s = state.replace(u=state.u.at[0].set(speed))
-        lower, upper = bounds(model, s)
-        torque, states = step(model, s)
-        sat = jaxmor.MotorSaturation(int(states.saturation[0])).name
-        print(f"  {speed:20.1f} {float(lower[0]):11.3f} {float(upper[0]):11.3f} {float(torque[0]):13.3f}  {sat}")
+    state = jaxmor.set_actuator_torque(model, state, "spin", 100.0)
+    print("\nThe actuator 'spin' is commanded 100 Nm at its gear output. Its motor region allows:")
+    print(f"  {'joint speed [rad/s]':>20} {'lower [Nm]':>11} {'upper [Nm]':>11}")
+    bounds = jax.jit(jaxmor.actuator_torque_bounds)
+    for speed in (0.0, 12.0, 21.0, 23.8, 24.0, 30.0):
+        lower, upper = bounds(model, state.replace(u=jnp.full_like(state.u, speed)))
+        print(f"  {speed:20.1f} {float(lower[0]):11.3f} {float(upper[0]):11.3f}")
+
+    steps = 10
+    run = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=steps))
+    print(f"\nSpinning up from rest, dt = {float(model.timestep) * 1e3:g} ms (the back EMF eats the bus voltage):")
+    print(f"  {'time [s]':>9} {'speed [rad/s]':>14} {'motor torque [Nm]':>18}  saturation")
+    for _ in range(10):
+        state, _ = run(state)
+        act = state.actuator_state
+        sat = jaxmor.MotorSaturation(int(act.saturation[0])).name
+        print(f"  {float(state.time):9.3f} {float(state.u[0]):14.3f} {float(act.motor_torque[0]):18.4f}  {sat}")
+    print("  the speed approaches the no-load speed 240 rad/s / gear 10 = 24 rad/s, where the region closes.")
     return 0
 
 
