@@ -37,6 +37,7 @@ import numpy as np
 from jaxmor.actuation import actuate, affine_joint_force, joint_damping, joint_friction
 from jaxmor.collision import collide
 from jaxmor.dynamics import mass_matrix_and_bias
+from jaxmor.errors import ArgumentError
 from jaxmor.kinematics import ancestor_dofs, body_poses, dof_axes, integrate_positions, rotational_dofs
 from jaxmor.math import skew
 from jaxmor.solver import (
@@ -273,12 +274,21 @@ def rollout(model: Model, state: State, controls: jnp.ndarray | None = None, n_s
         n_steps: number of steps; defaults to ``controls.shape[0]``.
 
     Returns:
-        ``(final_state, trajectory)`` where ``trajectory`` is the stacked state after each step.
+        ``(final_state, trajectory)`` where ``trajectory`` is the stacked state after each step
+        (under ``jit``, unused parts of the trajectory are not materialized).
+
+    Raises:
+        ArgumentError: ``controls`` of the wrong shape, or neither ``controls`` nor ``n_steps``.
     """
-    if n_steps is None:
-        if controls is None:
-            raise ValueError("rollout needs n_steps or controls")
-        n_steps = controls.shape[0]
+    xs = None
+    if controls is not None:
+        xs = jnp.asarray(controls, state.u.dtype)
+        if xs.ndim != 2 or xs.shape[1] != model.na or (n_steps is not None and xs.shape[0] != n_steps):
+            steps = "n_steps" if n_steps is None else n_steps
+            raise ArgumentError(f"controls must have shape ({steps}, {model.na}), got {xs.shape}")
+        n_steps = xs.shape[0]
+    if n_steps is None or int(n_steps) < 0:
+        raise ArgumentError(f"rollout needs a non-negative n_steps or controls, got n_steps={n_steps}")
 
     def body(s, torque):
         if torque is not None:
@@ -286,5 +296,4 @@ def rollout(model: Model, state: State, controls: jnp.ndarray | None = None, n_s
         s = step(model, s)
         return s, s
 
-    xs = None if controls is None else jnp.asarray(controls, state.u.dtype)
-    return jax.lax.scan(body, state, xs, length=n_steps)
+    return jax.lax.scan(body, state, xs, length=int(n_steps))
