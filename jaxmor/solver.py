@@ -13,10 +13,12 @@ Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 * **contacts** (``nc`` slots x 3 rows: normal ``n``, tangents ``t1``, ``t2``). Normal: ``lam_n >= 0``
   complementary to ``v_n >= v_target``. The target is *speculative*: ``v_target = -max(d, 0) / h``
   for a gap ``d``, so a contact that would close during the step lands exactly at contact, and far
-  contacts stay inactive without masks. With restitution ``e``, a contact that closes within the
-  step (``d + h v_n^- <= 0``) at an approach speed ``v_n^- < -0.01`` m/s gets
-  ``v_target = -max(d, 0)/h - e v_n^-``: it lands and leaves with ``e`` times its approach speed
-  (an error of ``O(h v)`` in the bounce position). Friction: the tangential pair is updated
+  contacts stay inactive without masks. Restitution ``e > 0`` acts on an impact: a contact that is
+  open at the beginning of the step (``d > PENETRATION_ALLOWANCE``) and closes within it
+  (``d + h v_n^- <= 0``) at an approach speed ``v_n^- < -0.01`` m/s gets ``v_target = max(-d/h,
+  -e v_n^-)``: it leaves with ``e`` times its approach speed from at most ``h |v_n^-|`` above the
+  surface, an ``O(h v)`` error in the bounce height. Resting contacts (``d ~ 0``) never bounce.
+  Friction: the tangential pair is updated
   jointly and projected radially onto the **disk** ``|lam_t| <= mu lam_n``, so friction does not
   depend on the direction of sliding (per-axis bounds would make a diagonal push about 2.5x off).
   The pair's update is one step of length ``1 / s_max`` along its velocity,

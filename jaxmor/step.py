@@ -203,8 +203,11 @@ def step(model: Model, state: State) -> State:
     v_now = contact_rows[::3] @ u
     gap = contacts.distance
     target = -jnp.maximum(gap, 0.0) / h
-    impact = (v_now < -RESTITUTION_THRESHOLD) & (gap + h * v_now <= 0.0)
-    target = jnp.where(impact, target - contacts.restitution.astype(dtype) * v_now, target)
+    restitution = contacts.restitution.astype(dtype)
+    impact = (
+        (v_now < -RESTITUTION_THRESHOLD) & (gap > PENETRATION_ALLOWANCE) & (gap + h * v_now <= 0.0) & (restitution > 0)
+    )
+    target = jnp.where(impact, jnp.maximum(target, -restitution * v_now), target)
     q_joint = _joint_coordinates(model, q)[dofs]
     lower = model.dof_lower.astype(dtype)[dofs]
     upper = model.dof_upper.astype(dtype)[dofs]

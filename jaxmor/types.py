@@ -89,7 +89,8 @@ class Model:
         link_names: every URDF link except ``world`` (static).
         link_body: the body carrying each link, ``-1`` for links welded to the world (static).
         geom_type: ``"box"``, ``"sphere"``, ``"cylinder"`` or ``"capsule"`` per collision geom (static).
-        geom_link: index of each geom's link in ``link_names`` (static).
+        geom_link: index of each geom's link in ``link_names``, ``-1`` for geoms of the ``world``
+            link itself (static obstacles) (static).
         geom_names: name of each geom: the ``<collision name=...>``, or ``"<link>/<k>"`` for the k-th
             unnamed collision of a link (static).
         geom_body: body carrying each geom, ``-1`` for geoms welded to the world (static).

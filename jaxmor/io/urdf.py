@@ -530,7 +530,9 @@ def load_urdf(
     link_names = [n for n in links if n != "world"]
     link_names_sorted = sorted(link_names, key=lambda n: (link_body[n], list(links).index(n)))
     geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
-    for li, name in enumerate(link_names_sorted):
+    # Geoms of the 'world' link itself (static obstacles) come first, with link index -1.
+    geom_owners = ([(-1, "world")] if world_rooted else []) + list(enumerate(link_names_sorted))
+    for li, name in geom_owners:
         r_lb, p_lb = link_frame[name]
         for g in links[name].geoms:
             if g.kind == "mesh":
@@ -570,7 +572,7 @@ def load_urdf(
         geom_type=tuple(geom_type),
         geom_link=tuple(geom_link),
         geom_names=tuple(geom_names),
-        geom_body=tuple(link_body[link_names_sorted[li]] for li in geom_link),
+        geom_body=tuple(-1 if li < 0 else link_body[link_names_sorted[li]] for li in geom_link),
         mesh_geoms=tuple(mesh_geoms),
         urdf_joints=tuple((j.name, j.kind) for j in joints.values()),
         ground=False,

@@ -1,0 +1,78 @@
+"""Contacts in the step beyond the ground scenes: self-collision and restitution (float64)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmor
+
+G = 9.81
+INERTIA = '<inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/>'
+
+# A two-link arm swinging about y: a light upper link, then an elbow locked by its limits [0, 0], and
+# a 1 kg bob at 1 m; a fixed post welded to the world sits where the bob passes. (The post and the
+# first link are adjacent, so the bob hangs on the second body.)
+ARM = f"""<robot name="arm">
+  <link name="world">
+    <collision name="post"><origin xyz="0.15 0 0.0"/><geometry><sphere radius="0.05"/></geometry></collision>
+  </link>
+  <link name="upper"><inertial><origin xyz="0 0 -0.25"/><mass value="0.1"/>{INERTIA}</inertial></link>
+  <link name="lower">
+    <inertial><origin xyz="0 0 -0.5"/><mass value="1"/>{INERTIA}</inertial>
+    <collision name="bob"><origin xyz="0 0 -0.5"/><geometry><sphere radius="0.1"/></geometry></collision>
+  </link>
+  <joint name="shoulder" type="continuous">
+    <parent link="world"/><child link="upper"/><origin xyz="0 0 1"/><axis xyz="0 1 0"/>
+  </joint>
+  <joint name="elbow" type="revolute">
+    <parent link="upper"/><child link="lower"/><origin xyz="0 0 -0.5"/><axis xyz="0 1 0"/>
+    <limit lower="0" upper="0" effort="1" velocity="1"/>
+  </joint>
+</robot>"""
+
+BALL = f"""<robot name="ball"><link name="ball"><inertial><mass value="1"/>{INERTIA}</inertial>
+<collision name="ball"><geometry><sphere radius="0.1"/></geometry></collision></link></robot>"""
+
+
+def test_self_collision_stops_a_swinging_arm_at_the_post():
+    model = jaxmor.enable_self_collision(jaxmor.load_urdf(ARM))
+    assert model.contact_pairs == ((0, 1),)
+    # Released from 1 rad on the -x side (a positive angle swings the bob towards -x), the bob swings
+    # to +x and hits the post: bob centre at (-sin q, 0, 1 - cos q), post at (0.15, 0, 0).
+    state = jaxmor.init_state(model, q=jnp.array([1.0, 0.0]))
+    _, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=1500))(state)
+    q = np.asarray(traj.q)
+    assert np.abs(q[:, 1]).max() < 1e-6  # the elbow stays locked by its limits
+    bob = np.stack([-np.sin(q[:, 0]), np.zeros(len(q)), 1.0 - np.cos(q[:, 0])], axis=1)
+    gap = np.linalg.norm(bob - np.array([0.15, 0.0, 0.0]), axis=1) - 0.15
+    assert gap.min() > -1e-3, gap.min()  # never sinks into the post by more than 1 mm
+    assert np.asarray(traj.contact_impulse[:, 0, 0]).max() > 0
+    # Without the post the bob would swing on to q = -1; it rests against the post instead.
+    assert q[:, 0].min() > -0.3
+    assert abs(gap[-1]) < 1e-3
+
+
+def test_unsupported_self_collision_pair_is_refused():
+    text = ARM.replace('<sphere radius="0.05"/>', '<box size="0.1 0.1 0.1"/>').replace(
+        '<sphere radius="0.1"/>', '<cylinder radius="0.1" length="0.1"/>'
+    )
+    with pytest.raises(jaxmor.ArgumentError, match="post.*bob|bob.*post"):
+        jaxmor.enable_self_collision(jaxmor.load_urdf(text))
+
+
+@pytest.mark.parametrize("restitution", [0.5, 0.8])
+def test_bouncing_ball_apex_heights(restitution):
+    """Apex heights after k bounces are e^(2k) H (closed form) within O(h v) per bounce."""
+    model = jaxmor.add_ground(jaxmor.load_urdf(BALL), restitution=restitution)
+    height, h = 1.0, 1e-3
+    q0 = jaxmor.neutral_q(model).at[2].set(0.1 + height)
+    _, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=2500))(jaxmor.init_state(model, q=q0))
+    z = np.asarray(traj.q[:, 2]) - 0.1
+    vz = np.asarray(traj.u[:, 2])
+    apexes = [z[i] for i in range(1, len(z) - 1) if vz[i - 1] > 0 >= vz[i]]
+    assert len(apexes) >= 2
+    v_impact = np.sqrt(2 * G * height)
+    for k, apex in enumerate(apexes[:2], start=1):
+        expected = restitution ** (2 * k) * height
+        assert abs(apex - expected) <= 2 * h * v_impact, (k, apex, expected)
