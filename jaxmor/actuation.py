@@ -27,6 +27,7 @@ shapes are checked.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 
 import jax
@@ -36,7 +37,14 @@ from jax.typing import ArrayLike
 
 from jaxmor.affine import AffineActuatorDefinition, affine_generalized_force, compile_affine
 from jaxmor.errors import ArgumentError
-from jaxmor.io.actuators import API_SOURCE, ActuatorCoupling, ActuatorDefinition, validate_actuators
+from jaxmor.io.actuators import (
+    API_SOURCE,
+    ActuatorCoupling,
+    ActuatorDefinition,
+    actuators_from_xml,
+    actuators_to_xml,
+    validate_actuators,
+)
 from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_torque_bounds
 from jaxmor.state import zero_actuator_state
 from jaxmor.types import JOINT_FREE, ActuatorState, Model, MotorActuators, State
@@ -420,6 +428,52 @@ def actuate(model: Model, state: State) -> tuple[jnp.ndarray, ActuatorState]:
     return joint_torque, states
 
 
+def export_actuators(model: Model, state: State) -> str:
+    """The current actuators as an ``<actuators>`` XML element (the spec's world export).
+
+    It holds every actuator with its model inline (including actuators set with
+    :func:`set_actuators`), the bus voltages of ``state``, each nonzero commanded torque as a
+    ``torque`` attribute, and the monitor mode. :func:`import_actuators` reads it back exactly.
+
+    Args:
+        model: an unbatched model.
+        state: an unbatched state of a world of it.
+    """
+    torques = np.asarray(state.actuator_torque, dtype=float)
+    enforced = bool(np.asarray(state.mor_enforced))
+    return actuators_to_xml(get_actuators(model, state), torques, enforced)
+
+
+def import_actuators(
+    model: Model, state: State, path_or_xml: str | os.PathLike, *, resource_dir: str | os.PathLike | None = None
+) -> tuple[Model, State]:
+    """Replace a model's actuators with those of an ``<actuators>`` element (see :func:`export_actuators`).
+
+    The state gets the element's bus voltages, commanded torques and monitor mode.
+
+    Args:
+        model: the model.
+        state: a state of a world of it.
+        path_or_xml: a file or the XML text.
+        resource_dir: directory searched for actuator files linked by relative paths.
+
+    Raises:
+        ModelError: an invalid element or actuator (file and line named), or actuators that do not fit
+            the model's joints.
+    """
+    base_dir = resource_dir
+    if base_dir is None and not (isinstance(path_or_xml, str) and path_or_xml.lstrip().startswith("<")):
+        base_dir = os.path.dirname(os.path.abspath(path_or_xml))
+    definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir)
+    new_model, new_state = set_actuators(model, definitions, state)
+    dtype = new_state.actuator_torque.dtype
+    new_state = new_state.replace(
+        actuator_torque=jnp.asarray(np.asarray(torques, dtype=float).reshape(len(definitions)), dtype),
+        mor_enforced=jnp.asarray(enforced),
+    )
+    return new_model, new_state
+
+
 def set_affine_actuators(model: Model, definitions: Sequence[AffineActuatorDefinition], state: State | None = None):
     """Replace the affine (MuJoCo-style) actuators of a model; an empty list removes them.
 
@@ -482,7 +536,9 @@ __all__ = [
     "actuator_torques",
     "compile_actuators",
     "empty_actuators",
+    "export_actuators",
     "get_actuators",
+    "import_actuators",
     "is_motor_operating_region_enforced",
     "joint_damping",
     "joint_friction",

@@ -922,3 +922,48 @@ def test_gradient_through_the_state_velocity_is_the_back_emf_damping(turntable):
         return actuate(turntable, set_actuator_torques(at(turntable, u=u[None]), [100.0]))[0][0]
 
     assert float(jax.grad(f)(jnp.asarray(23.8))) == pytest.approx(-100 * 0.1 / (0.2 * 10), rel=1e-12)
+
+
+def test_export_and_import_actuators_round_trip(tmp_path):
+    """The spec's world export: current actuators (incl. set_actuators), bus voltages, nonzero torques, monitor mode."""
+    model = jaxmor.load_urdf(HOUND)
+    state = jaxmor.init_state(model)
+    defs = jaxmor.get_actuators(model)
+    # Replace the URDF's actuators: drop the abduction, randomize a resistance, add output losses.
+    defs = [d.replace(motor=d.motor.replace(resistance=0.37), output_damping=0.02) for d in defs[1:]]
+    model, state = jaxmor.set_actuators(model, defs, state)
+    state = jaxmor.set_bus_voltage(model, state, 22.5, "LF_KFE")
+    state = jaxmor.set_actuator_torque(model, state, "LF_HFE", 7.25)
+    state = jaxmor.set_motor_operating_region_enforced(state, False)
+    text = jaxmor.export_actuators(model, state)
+    assert 'motor_operating_region_enforced="false"' in text
+    assert text.count(' torque="') == 1  # only the nonzero torque is written
+
+    fresh = jaxmor.load_urdf(HOUND)
+    path = tmp_path / "actuators.xml"
+    path.write_text(text)
+    for source in (text, path):
+        loaded, loaded_state = jaxmor.import_actuators(fresh, jaxmor.init_state(fresh), source)
+        assert jaxmor.actuator_names(loaded) == ["LF_HFE", "LF_KFE"]
+        np.testing.assert_array_equal(loaded.actuators.transmission, model.actuators.transmission)
+        np.testing.assert_array_equal(loaded.actuators.motor.resistance, [0.37, 0.37])
+        np.testing.assert_array_equal(loaded.actuators.output_damping, [0.02, 0.02])
+        np.testing.assert_array_equal(loaded_state.bus_voltage, [24.0, 22.5])
+        np.testing.assert_array_equal(loaded_state.actuator_torque, [7.25, 0.0])
+        assert not bool(loaded_state.mor_enforced)
+
+
+def test_import_actuators_errors_name_file_and_line():
+    model = jaxmor.load_urdf(HOUND)
+    state = jaxmor.init_state(model)
+    bad_torque = (
+        '<actuators>\n  <actuator joint="LF_HFE" gear_ratio="10" torque="nan">\n'
+        '    <motor resistance="0.4" torque_constant="0.1" velocity_constant="10" bus_voltage="24"/>\n'
+        "  </actuator>\n</actuators>\n"
+    )
+    with pytest.raises(jaxmor.ModelError, match=r"^<string>:2: .*torque"):
+        jaxmor.import_actuators(model, state, bad_torque)
+    with pytest.raises(jaxmor.ModelError, match=r"^<string>:1: .*enforced"):
+        jaxmor.import_actuators(model, state, '<actuators motor_operating_region_enforced="maybe"/>')
+    with pytest.raises(jaxmor.ModelError, match=r"^<string>:1: .*not <actuators>"):
+        jaxmor.import_actuators(model, state, "<robot name='x'/>")

@@ -114,6 +114,8 @@ __all__ = [
     "ActuatorDefinition",
     "DRIVABLE_JOINT_TYPES",
     "actuator_search_dirs",
+    "actuators_from_xml",
+    "actuators_to_xml",
     "definition_is_valid",
     "definition_problem",
     "motor_problem",
@@ -649,3 +651,91 @@ def _definition_error(
     if defn.label in names:
         return f"duplicate actuator name '{defn.label}' (also used by the actuator at {where(names[defn.label])})", None
     return None, None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Export and import of the current actuators (the spec's World::exportToXml() <actuators> element).
+
+
+def _number_text(value: float) -> str:
+    return repr(float(value))
+
+
+def actuators_to_xml(
+    definitions: Sequence[ActuatorDefinition], torques: Sequence[float] | None = None, enforced: bool = True
+) -> str:
+    """Write actuators as an ``<actuators>`` element: each ``<actuator>`` with its model inline.
+
+    As the spec's world export: the current definitions (with the bus voltages in their motors), a
+    ``torque`` attribute for each nonzero commanded actuator torque, and the monitor mode as the
+    attribute ``motor_operating_region_enforced="false"``. Numbers are written exactly (``repr``).
+
+    Args:
+        definitions: the actuators, in order.
+        torques: the commanded actuator torques at the gear outputs, one per actuator, or ``None``.
+        enforced: whether the motor operating regions are enforced.
+
+    Returns:
+        The XML text.
+    """
+    lines = [f'<actuators motor_operating_region_enforced="{"true" if enforced else "false"}">']
+    for i, d in enumerate(definitions):
+        attrs = [
+            f'name="{d.label}"',
+            f'joint="{d.joint}"',
+            f'model="{d.model}"' if d.model else "",
+            f'gear_ratio="{_number_text(d.gear_ratio)}"',
+            f'output_damping="{_number_text(d.output_damping)}"',
+            f'output_friction="{_number_text(d.output_friction)}"',
+        ]
+        if torques is not None and float(torques[i]) != 0.0:
+            attrs.append(f'torque="{_number_text(torques[i])}"')
+        m = d.motor
+        motor = [
+            f'resistance="{_number_text(m.resistance)}"',
+            f'torque_constant="{_number_text(m.torque_constant)}"',
+            f'velocity_constant="{_number_text(m.velocity_constant)}"',
+            f'bus_voltage="{_number_text(m.bus_voltage)}"',
+        ]
+        if math.isfinite(float(m.peak_torque)):
+            motor.append(f'peak_torque="{_number_text(m.peak_torque)}"')
+        lines.append(f"  <actuator {' '.join(a for a in attrs if a)}>")
+        lines.append(f"    <motor {' '.join(motor)}/>")
+        lines.extend(f'    <coupling joint="{c.joint}" ratio="{_number_text(c.ratio)}"/>' for c in d.couplings)
+        lines.append("  </actuator>")
+    lines.append("</actuators>")
+    return "\n".join(lines) + "\n"
+
+
+def actuators_from_xml(
+    path_or_xml: str | os.PathLike, *, base_dir: str | os.PathLike | None = None
+) -> tuple[list[ActuatorDefinition], list[float], bool]:
+    """Read an ``<actuators>`` element written by :func:`actuators_to_xml` (or by hand).
+
+    Its ``<actuator>`` children follow the URDF format (inline models or files searched from
+    ``base_dir``), plus an optional ``torque`` attribute.
+
+    Returns:
+        ``(definitions, torques, enforced)``: torques default to 0; ``enforced`` to ``True``.
+
+    Raises:
+        ModelError: invalid XML, a root other than ``<actuators>``, an invalid actuator or torque, or a
+            ``motor_operating_region_enforced`` other than ``true``/``false``; naming the file and line.
+    """
+    root, source = parse_xml(path_or_xml)
+    if _tag(root) != "actuators":
+        raise ModelError(source, root.sourceline, f"the root element is <{_tag(root)}>, not <actuators>")
+    _check_attributes(root, ("motor_operating_region_enforced",), source)
+    flag = root.get("motor_operating_region_enforced", "true").strip().lower()
+    if flag not in ("true", "false"):
+        raise ModelError(
+            source, root.sourceline, f"motor_operating_region_enforced must be true or false, got {flag!r}"
+        )
+    torques = []
+    for element in root:
+        if _tag(element) != "actuator":
+            continue
+        text = element.attrib.pop("torque", None)
+        torques.append(0.0 if text is None else parse_float(text, source, element, "actuator torque"))
+    definitions = parse_actuators(root, source, base_dir=base_dir)
+    return definitions, torques, flag == "true"
