@@ -45,6 +45,7 @@ from jaxmor.io.actuators import (
     actuators_to_xml,
     validate_actuators,
 )
+from jaxmor.model import joint_index
 from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_torque_bounds
 from jaxmor.state import zero_actuator_state
 from jaxmor.types import JOINT_FREE, ActuatorState, Model, MotorActuators, State
@@ -81,13 +82,6 @@ def _joint_types(model: Model) -> dict[str, str]:
     return kinds
 
 
-def _v_index(model: Model, joint: str) -> int:
-    for b, name in enumerate(model.body_joint_name):
-        if name == joint and model.body_joint_type[b] != JOINT_FREE:
-            return model.body_v_start[b]
-    raise ArgumentError(f"unknown movable joint {joint!r}")
-
-
 def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> MotorActuators:
     """Validate actuator definitions against a model's joints and compile them into arrays.
 
@@ -112,9 +106,9 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
     na, nv = len(definitions), model.nv
     t = np.zeros((na, nv))
     for i, d in enumerate(definitions):
-        t[i, _v_index(model, d.joint)] = d.gear_ratio
+        t[i, joint_index(model, d.joint)] = d.gear_ratio
         for c in d.couplings:
-            t[i, _v_index(model, c.joint)] = c.ratio
+            t[i, joint_index(model, c.joint)] = c.ratio
 
     def col(values):
         return jnp.asarray(np.asarray(values, dtype=np.float64))
@@ -125,7 +119,7 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         models=tuple(d.model for d in definitions),
         joints=tuple(d.joint for d in definitions),
         couplings=tuple(tuple(c.joint for c in d.couplings) for d in definitions),
-        joint_v_index=tuple(_v_index(model, d.joint) for d in definitions),
+        joint_v_index=tuple(joint_index(model, d.joint) for d in definitions),
         transmission=jnp.asarray(t),
         gear_ratio=col([d.gear_ratio for d in definitions]),
         motor=DcMotorParameters(
@@ -143,7 +137,7 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
 def _affine_joints(model: Model) -> dict[str, str]:
     """Joint name -> name of the affine actuator driving it."""
     by_v = {v: name for v, name in zip(model.affine.v_index, model.affine.names, strict=True)}
-    return {j: by_v[_v_index(model, j)] for j in model.joint_names if _v_index(model, j) in by_v}
+    return {j: by_v[joint_index(model, j)] for j in model.joint_names if joint_index(model, j) in by_v}
 
 
 def _reset_actuator_fields(model: Model, state: State) -> State:
@@ -191,7 +185,7 @@ def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefi
     volts = np.asarray(act.motor.bus_voltage if state is None else state.bus_voltage, dtype=float)
     out = []
     for i, name in enumerate(act.names):
-        couplings = tuple(ActuatorCoupling(j, float(t[i, _v_index(model, j)])) for j in act.couplings[i])
+        couplings = tuple(ActuatorCoupling(j, float(t[i, joint_index(model, j)])) for j in act.couplings[i])
         motor = DcMotorParameters(
             resistance=float(act.motor.resistance[i]),
             torque_constant=float(act.motor.torque_constant[i]),

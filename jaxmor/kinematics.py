@@ -18,6 +18,7 @@ from jax.typing import ArrayLike
 
 from jaxmor.errors import ArgumentError
 from jaxmor.math import axis_angle_to_rotation, quat_integrate, quat_to_rotation, skew
+from jaxmor.model import joint_dof_indices
 from jaxmor.types import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, Model
 
 
@@ -285,8 +286,7 @@ def integrate_positions(model: Model, q: jnp.ndarray, u: jnp.ndarray, dt: ArrayL
     if model.nb == 0:
         return q
     free = [i for i, k in enumerate(model.body_joint_type) if k == JOINT_FREE]
-    joint_q = np.array([model.body_q_start[i] for i in range(model.nb) if i not in free], dtype=np.int32)
-    joint_v = np.array([model.body_v_start[i] for i in range(model.nb) if i not in free], dtype=np.int32)
+    joint_q, joint_v = joint_dof_indices(model)
     if joint_q.size:
         q_next = q_next.at[joint_q].add(dt * u[joint_v])
     for i in free:

@@ -14,29 +14,37 @@ def joint_names(model: Model) -> list[str]:
     return list(model.joint_names)
 
 
+def _joint_body(model: Model, name: str) -> int:
+    for b, joint in enumerate(model.body_joint_name):
+        if joint == name and model.body_joint_type[b] != JOINT_FREE:
+            return b
+    raise ArgumentError(f"unknown joint {name!r}; the movable joints are {list(model.joint_names)}")
+
+
 def joint_index(model: Model, name: str) -> int:
-    """Velocity index of a movable joint (its entry in ``u``; for 1-DoF joints also its offset in
-    ``q`` minus the base's extra quaternion coordinate).
+    """Velocity index of a movable joint: its entry in ``u`` (and in generalized forces).
 
     Raises:
         ArgumentError: no movable joint of that name.
     """
-    for b, joint in enumerate(model.body_joint_name):
-        if joint == name and model.body_joint_type[b] != JOINT_FREE:
-            return model.body_v_start[b]
-    raise ArgumentError(f"unknown joint {name!r}; the movable joints are {list(model.joint_names)}")
+    return model.body_v_start[_joint_body(model, name)]
 
 
 def joint_q_index(model: Model, name: str) -> int:
-    """Coordinate index of a movable joint (its entry in ``q``).
+    """Coordinate index of a movable joint: its entry in ``q``.
 
     Raises:
         ArgumentError: no movable joint of that name.
     """
-    for b, joint in enumerate(model.body_joint_name):
-        if joint == name and model.body_joint_type[b] != JOINT_FREE:
-            return model.body_q_start[b]
-    raise ArgumentError(f"unknown joint {name!r}; the movable joints are {list(model.joint_names)}")
+    return model.body_q_start[_joint_body(model, name)]
+
+
+def joint_dof_indices(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinate and velocity indices of the 1-DoF joints, in body order (static, NumPy int arrays)."""
+    bodies = [b for b, kind in enumerate(model.body_joint_type) if kind != JOINT_FREE]
+    q_idx = np.array([model.body_q_start[b] for b in bodies], dtype=np.int32)
+    v_idx = np.array([model.body_v_start[b] for b in bodies], dtype=np.int32)
+    return q_idx, v_idx
 
 
 def neutral_q(model: Model) -> jnp.ndarray:

@@ -7,7 +7,7 @@ from jax.typing import ArrayLike
 
 from jaxmor.collision import contact_count
 from jaxmor.errors import ArgumentError
-from jaxmor.model import neutral_q
+from jaxmor.model import joint_dof_indices, neutral_q
 from jaxmor.types import ActuatorState, Model, State
 
 
@@ -132,14 +132,10 @@ def set_pd_targets(model: Model, state: State, position_target: ArrayLike, veloc
     Raises:
         ArgumentError: wrong shapes or non-finite values.
     """
-    from jaxmor.types import JOINT_FREE
-
     qt = _finite_vector(position_target, model.nq, "position_target", state.u.dtype)
     vt = _finite_vector(velocity_target, model.nv, "velocity_target", state.u.dtype)
-    per_dof = jnp.zeros(model.nv, state.u.dtype)
-    for b, kind in enumerate(model.body_joint_type):
-        if kind != JOINT_FREE:
-            per_dof = per_dof.at[model.body_v_start[b]].set(qt[model.body_q_start[b]])
+    q_idx, v_idx = joint_dof_indices(model)
+    per_dof = jnp.zeros(model.nv, state.u.dtype).at[v_idx].set(qt[q_idx])
     return state.replace(pd_position_target=per_dof, pd_velocity_target=vt)
 
 

@@ -40,6 +40,7 @@ from jaxmor.dynamics import mass_matrix_and_bias
 from jaxmor.errors import ArgumentError
 from jaxmor.kinematics import ancestor_dofs, body_poses, dof_axes, integrate_positions, rotational_dofs
 from jaxmor.math import skew
+from jaxmor.model import joint_dof_indices
 from jaxmor.solver import (
     PENETRATION_ALLOWANCE,
     POSITION_CORRECTION,
@@ -52,30 +53,15 @@ from jaxmor.types import JOINT_FREE, Model, State
 
 def _joint_coordinates(model: Model, q: jnp.ndarray) -> jnp.ndarray:
     """(nv,) position of each 1-DoF joint at its velocity index; zero on a floating base."""
-    out = jnp.zeros(model.nv, q.dtype)
-    idx_v = [model.body_v_start[b] for b, k in enumerate(model.body_joint_type) if k != JOINT_FREE]
-    idx_q = [model.body_q_start[b] for b, k in enumerate(model.body_joint_type) if k != JOINT_FREE]
-    if not idx_v:
-        return out
-    return out.at[np.array(idx_v)].set(q[np.array(idx_q)])
+    q_idx, v_idx = joint_dof_indices(model)
+    return jnp.zeros(model.nv, q.dtype).at[v_idx].set(q[q_idx])
 
 
 def _joint_mask(model: Model, dtype) -> jnp.ndarray:
     """(nv,) 1 on 1-DoF joints, 0 on a floating base."""
-    mask = np.ones(model.nv)
-    for b, k in enumerate(model.body_joint_type):
-        if k == JOINT_FREE:
-            v = model.body_v_start[b]
-            mask[v : v + 6] = 0.0
+    mask = np.zeros(model.nv)
+    mask[joint_dof_indices(model)[1]] = 1.0
     return jnp.asarray(mask, dtype)
-
-
-def _free_base_velocities(model: Model) -> list[int]:
-    out = []
-    for b, k in enumerate(model.body_joint_type):
-        if k == JOINT_FREE:
-            out.extend(range(model.body_v_start[b], model.body_v_start[b] + 6))
-    return out
 
 
 def explicit_pd(model: Model, state: State) -> jnp.ndarray:
@@ -105,11 +91,6 @@ def generalized_force(model: Model, state: State) -> jnp.ndarray:
     """
     joint_torque, _ = actuate(model, state)
     return clamped_force(model, state) + joint_torque + affine_joint_force(model, state)
-
-
-def _joint_dofs(model: Model) -> np.ndarray:
-    """Velocity indices of the 1-DoF joints (every velocity but a floating base's)."""
-    return np.array([model.body_v_start[b] for b, k in enumerate(model.body_joint_type) if k != JOINT_FREE], int)
 
 
 def _contact_rows(model: Model, poses, contacts) -> jnp.ndarray:
@@ -193,7 +174,7 @@ def step(model: Model, state: State) -> State:
     # Constraints: contact rows, then a friction row and a limit row per 1-DoF joint.
     contacts = collide(model, poses)
     nc = contacts.distance.shape[0]
-    dofs = _joint_dofs(model)
+    dofs = joint_dof_indices(model)[1]
     select = jnp.asarray(np.eye(model.nv)[dofs], dtype)
     contact_rows = _contact_rows(model, poses, contacts)
     jac = jnp.concatenate([contact_rows, select, select])
