@@ -35,6 +35,8 @@ TABLE_END = "<!-- bench-table:end -->"
 
 DEFAULT_SIZES = "1,64,1024,4096"
 DEFAULT_MJX_MAX = 1024
+# Retried with when a case deadlocks (jaxlib 0.10.2's LAPACK kernels on a small CPU thread pool; see README).
+RETRY_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 SCHEMA = 1
 
 
@@ -342,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         default=120.0,
         help="kill a case whose process uses no CPU for this many seconds: a deadlock (0: off; default 120)",
     )
+    p.add_argument(
+        "--no-retry-hung",
+        dest="retry_hung",
+        action="store_false",
+        help=f"don't rerun a hung case once with XLA_FLAGS+={RETRY_FLAG}",
+    )
     p.add_argument("--out", default=None, help="JSON-lines file to append to (default bench/results/<date>.jsonl)")
     p.add_argument("--no-readme", action="store_true", help="don't regenerate bench/README.md's table")
     p.add_argument("--readme", default=str(README), help=argparse.SUPPRESS)
@@ -379,10 +387,17 @@ def main(argv: list[str] | None = None) -> int:
     for i, case in enumerate(cases, 1):
         spec = {k: v for k, v in case.items() if k not in ("status", "error")}
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        flags = env.get("XLA_FLAGS", "")
         if case.get("status") == "skipped":
             result = {"status": "skipped", "error": case["error"]}
         else:
             result = run_subprocess_case(spec, args.case_timeout, env, args.hang_timeout)
+            if result["status"] == "hung" and args.retry_hung and RETRY_FLAG not in flags:
+                print(f"[{i:2d}/{len(cases)}] {result['error']}; retrying with XLA_FLAGS+={RETRY_FLAG}", flush=True)
+                first = {k: result[k] for k in ("status", "error") if k in result}
+                flags = f"{flags} {RETRY_FLAG}".strip()
+                result = run_subprocess_case(spec, args.case_timeout, {**env, "XLA_FLAGS": flags}, args.hang_timeout)
+                result["retried_after_hang"] = first
         if "traceback" in result:
             result["traceback"] = result["traceback"][-4000:]
         rec = {
@@ -392,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": machine,
             "device": device,
             "versions": vers,
-            "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "xla_flags": flags,
             "loadavg_1min_before": load,
             **spec,
             **result,
@@ -428,12 +443,17 @@ def table_from_results(path: Path, run_id: str | None, readme: Path | None) -> i
     return 0
 
 
+def _mark(rec: dict) -> str:
+    """A dagger on a case that ran with a non-default XLA flag (retried after a deadlock)."""
+    return " \u2020" if RETRY_FLAG in (rec.get("xla_flags") or "") else ""
+
+
 def _cell(rec: dict | None) -> str:
     if rec is None:
         return "-"
     if rec.get("status") != "ok":
         return rec.get("status", "-")
-    return f"{_fmt_rate(rec['wsps_median'])} ({_fmt_rate(rec['wsps_min'])}-{_fmt_rate(rec['wsps_max'])})"
+    return f"{_fmt_rate(rec['wsps_median'])} ({_fmt_rate(rec['wsps_min'])}-{_fmt_rate(rec['wsps_max'])}){_mark(rec)}"
 
 
 def _ratio(a: dict | None, b: dict | None) -> str:
@@ -503,7 +523,7 @@ def render_table(records: list[dict]) -> str:
                 base = r.get("baseline_rss_mb")
                 mem = f"{r['peak_rss_mb']:,.0f}" + (f" ({base:,.0f})" if base is not None else "")
                 lines.append(
-                    f"| {names[x]} | {n:,} | {r.get('compile_s', float('nan')):.3g} | {_time_cell(r)} | "
+                    f"| {names[x]}{_mark(r)} | {n:,} | {r.get('compile_s', float('nan')):.3g} | {_time_cell(r)} | "
                     f"{r['repeats']} | {mem} |"
                 )
     grads = [r for r in records if r["kind"] == "grad"]
@@ -526,6 +546,12 @@ def render_table(records: list[dict]) -> str:
                 f"| {r['engine_label']} | {gk} | {chunk} | {r['compile_s']:.2f} | {_time_cell(r)} | {r['repeats']} | "
                 f"{_cell(r)} | {r['peak_rss_mb']:,.0f} |"
             )
+    if any(_mark(r) for r in records):
+        lines.append("")
+        lines.append(
+            f"\u2020 deadlocked with the default XLA flags (jaxlib 0.10.2; see the README) and was rerun with "
+            f"`XLA_FLAGS={RETRY_FLAG}`."
+        )
     return "\n".join(lines)
 
 
