@@ -48,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dt", type=float, default=0.002)
     p.add_argument("--iterations", default="30,10,1")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument(
+        "--chunks",
+        default="",
+        help="comma-separated chunk sizes: also time the default step with the worlds vmapped in chunks "
+        "of this many (jax.lax.map(..., batch_size=chunk))",
+    )
+    p.add_argument("--no-ground-variant", dest="no_ground", action="store_false", help="skip the no-ground variant")
     args = p.parse_args(argv)
 
     import jax
@@ -76,14 +83,26 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((it, med))
         _row(f"PGS sweeps = {it}", med, comp, work)
 
-    no_ground = base.replace(ground=False)
-    s_ng = _jaxmor_states(no_ground, n)
+    for chunk in [int(x) for x in args.chunks.split(",") if x.strip()]:
 
-    def fn_ng(s, c):
-        return jax.vmap(lambda s1, c1: jaxmor.rollout(no_ground, s1, c1, steps)[0])(s, c)
+        def fn_chunk(s, c, chunk=chunk):
+            def one(a):
+                return jaxmor.rollout(base, a[0], a[1], steps)[0]
 
-    med, comp = _time(fn_ng, (s_ng, controls), args.repeats)
-    _row(f"no ground ({default_iters} sweeps, no contacts)", med, comp, work)
+            return jax.lax.map(one, (s, c), batch_size=chunk)
+
+        med, comp = _time(fn_chunk, (states, controls), args.repeats)
+        _row(f"{default_iters} sweeps, chunks of {chunk} worlds", med, comp, work)
+
+    if args.no_ground:
+        no_ground = base.replace(ground=False)
+        s_ng = _jaxmor_states(no_ground, n)
+
+        def fn_ng(s, c):
+            return jax.vmap(lambda s1, c1: jaxmor.rollout(no_ground, s1, c1, steps)[0])(s, c)
+
+        med, comp = _time(fn_ng, (s_ng, controls), args.repeats)
+        _row(f"no ground ({default_iters} sweeps, no contacts)", med, comp, work)
 
     if len(rows) >= 2:
         its = np.array([r[0] for r in rows], float)

@@ -175,13 +175,14 @@ def _last_phase(stderr: str) -> str | None:
 def run_subprocess_case(spec: dict, timeout_s: float, env: dict, hang_s: float = 0.0) -> dict:
     """Run one case in a fresh interpreter; the result dict, with status timeout/hung/error on failure.
 
-    ``hang_s`` > 0: a case process whose CPU time does not advance for that many seconds is
-    deadlocked (see bench/README.md) and is killed, with status ``hung``.
+    ``hang_s`` > 0: a case process that uses (almost) no CPU for that many seconds is deadlocked
+    (see bench/README.md) and is killed, with status ``hung``.
     """
     cmd = [sys.executable, "-m", "bench.case", json.dumps(spec)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    ticks, since = _cpu_ticks(proc.pid), time.perf_counter()
+    tick_s = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+    history: list[tuple[float, int]] = []  # (wall time, CPU ticks) samples of the case process
     status = None
     while True:
         try:
@@ -189,13 +190,17 @@ def run_subprocess_case(spec: dict, timeout_s: float, env: dict, hang_s: float =
             break
         except subprocess.TimeoutExpired:
             now = time.perf_counter()
-            t = _cpu_ticks(proc.pid)
-            if t is not None and t != ticks:
-                ticks, since = t, now
+            ticks = _cpu_ticks(proc.pid)
+            if ticks is not None:
+                history.append((now, ticks))
             if now - t0 > timeout_s:
                 status = ("timeout", f"no result within {timeout_s:.0f} s")
-            elif hang_s > 0 and now - since > hang_s:
-                status = ("hung", f"no CPU progress for {hang_s:.0f} s (deadlocked), killed")
+            elif hang_s > 0 and history and now - history[0][0] >= hang_s:
+                # Hung: under 2% of one core over the last hang_s seconds (a deadlocked process still
+                # ticks now and then: timer threads).
+                old = [h for h in history if now - h[0] >= hang_s][-1]
+                if (history[-1][1] - old[1]) * tick_s < 0.02 * (now - old[0]):
+                    status = ("hung", f"used no CPU for {hang_s:.0f} s (deadlocked), killed")
             if status:
                 proc.kill()
                 stdout, stderr = proc.communicate()
