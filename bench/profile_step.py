@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 
         def fn_chunk(s, c, chunk=chunk):
             def one(a):
-                return jaxmor.rollout(base, a[0], a[1], steps)[0]
+                final = jaxmor.rollout(base, a[0], a[1], steps)[0]
+                return final.q, final.u  # lax.map can't stack the empty ctrl leaf
 
             return jax.lax.map(one, (s, c), batch_size=chunk)
 
