@@ -30,7 +30,6 @@ import math
 import os
 from collections.abc import Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
@@ -47,7 +46,7 @@ from jaxmor.io.actuators import (
 )
 from jaxmor.model import joint_index
 from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_torque_bounds
-from jaxmor.state import zero_actuator_state
+from jaxmor.state import _finite_vector, _is_concrete, zero_actuator_state
 from jaxmor.types import JOINT_FREE, ActuatorState, Model, MotorActuators, State
 
 
@@ -226,19 +225,6 @@ def transmission_matrix(model: Model) -> jnp.ndarray:
     return model.actuators.transmission
 
 
-def _is_concrete(x) -> bool:
-    return not isinstance(x, jax.core.Tracer)
-
-
-def _vector(x, n: int, name: str, dtype) -> jnp.ndarray:
-    arr = jnp.asarray(x, dtype=dtype)
-    if arr.shape != (n,):
-        raise ArgumentError(f"{name} must have shape ({n},), got {arr.shape}")
-    if _is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
-        raise ArgumentError(f"{name} must be finite, got {np.asarray(arr).tolist()}")
-    return arr
-
-
 def _actuator(model: Model, name_or_index: str | int) -> int:
     if isinstance(name_or_index, str):
         i = actuator_index(model, name_or_index)
@@ -262,7 +248,7 @@ def set_actuator_torques(state: State, torques: ArrayLike) -> State:
         ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
     """
     n = state.actuator_torque.shape[-1]
-    return state.replace(actuator_torque=_vector(torques, n, "torques", state.actuator_torque.dtype))
+    return state.replace(actuator_torque=_finite_vector(torques, n, "torques", state.actuator_torque.dtype))
 
 
 def set_actuator_torque(model: Model, state: State, name_or_index: str | int, torque: ArrayLike) -> State:
@@ -511,7 +497,7 @@ def set_ctrl(state: State, ctrl: ArrayLike) -> State:
     Raises:
         ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
     """
-    return state.replace(ctrl=_vector(ctrl, state.ctrl.shape[-1], "ctrl", state.ctrl.dtype))
+    return state.replace(ctrl=_finite_vector(ctrl, state.ctrl.shape[-1], "ctrl", state.ctrl.dtype))
 
 
 def affine_joint_force(model: Model, state: State) -> jnp.ndarray:

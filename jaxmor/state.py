@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
@@ -76,8 +77,7 @@ def init_state(model: Model, q: jnp.ndarray | None = None, u: jnp.ndarray | None
 
 
 def _is_concrete(x) -> bool:
-    import jax
-
+    """Whether ``x`` holds values (outside ``jit``), so value checks can run."""
     return not isinstance(x, jax.core.Tracer)
 
 
