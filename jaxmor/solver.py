@@ -31,22 +31,28 @@ Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   and on the four corners of a sliding box it settled on self-cancelling tangential impulses that
   used part of each disk (a box sliding at 3 m/s on mu = 0.5 went 14% too far and then crept, and
   one on a 30 degree incline with mu = 0.6 > tan 30 degrees slid instead of sticking).
-* **joint Coulomb friction** (one row per 1-DoF joint): ``|lam| <= (tau_c_joint + tau_c_out) h``, target
+* **joint Coulomb friction** (per 1-DoF joint): ``|lam| <= (tau_c_joint + tau_c_out) h``, target
   ``v = 0``: sticking is exact (stiction), sliding gets the full friction impulse.
-* **joint limits** (one row per 1-DoF joint): ``v >= (lower - q)/h`` with ``lam >= 0`` and
+* **joint limits** (per 1-DoF joint): ``v >= (lower - q)/h`` with ``lam >= 0`` and
   ``v <= (upper - q)/h`` with ``lam <= 0``; the 1-D solution is
   ``lam = max(0, (v_lo - v0)/a) + min(0, (v_hi - v0)/a)``, again speculative.
 
+A joint's friction and limit impulses act along the same unit row of ``J``, so ``A`` holds that row
+once and its impulse is their sum: the joint's Gauss-Seidel update takes the friction impulse, then
+the limit impulse, each from the velocity the other leaves (exactly the two sequential 1-D updates of
+two identical rows, with one product instead of two and a smaller ``A``).
+
 Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is
-clamped at zero there, so no energy is added. Instead a second, frictionless PGS solve on the same
-``A`` computes a *pseudo-velocity* ``u_pos = M_eff^-1 J^T lam_pos`` that removes a fraction
-``POSITION_CORRECTION`` of the error beyond ``PENETRATION_ALLOWANCE`` per step; it moves ``q``
-only and is discarded afterwards (split impulses).
+clamped at zero there, so no energy is added. Instead a second, frictionless PGS solve on the
+normal and joint rows of the same ``A`` computes a *pseudo-velocity* ``u_pos = M_eff^-1 J^T lam_pos``
+that removes a fraction ``POSITION_CORRECTION`` of the error beyond ``PENETRATION_ALLOWANCE`` per
+step; it moves ``q`` only and is discarded afterwards (split impulses).
 
 Sweeps run a fixed number of iterations (``model.solver_iterations``) with ``lax.fori_loop`` so
 that ``jit``, ``vmap`` and reverse-mode ``grad`` all work; they are warm-started from the previous
-step's impulses. Plain Gauss-Seidel needs many sweeps on long chains of touching bodies (about N^2
-for N bodies in a row); the residuals can be inspected with :func:`contact_residuals`.
+step's impulses (the position pass starts from zero). Plain Gauss-Seidel needs many sweeps on long
+chains of touching bodies (about N^2 for N bodies in a row); the residuals can be inspected
+with :func:`contact_residuals`.
 """
 
 from __future__ import annotations
@@ -65,10 +71,15 @@ RESTITUTION_THRESHOLD = 1e-2
 
 @struct.dataclass
 class Problem:
-    """One step's constraint problem (shapes for ``nc`` contacts and ``nv`` velocities).
+    """One step's constraint problem (shapes for ``nc`` contacts and ``nj`` 1-DoF joints).
+
+    Rows: ``3 nc`` contact rows (normal, tangent 1, tangent 2 of each contact), then one row per
+    1-DoF joint, shared by the joint's friction and limit impulses (their Jacobians are the same
+    unit row, so ``A`` needs the row once). A *frictionless* problem (``solve(..., with_friction=False)``,
+    the position pass) has one normal row per contact instead of three.
 
     Attributes:
-        delassus: (R, R) ``A = J M_eff^-1 J^T`` with ``R = 3 nc + 2 nj`` (``nj`` 1-DoF joints).
+        delassus: (R, R) ``A = J M_eff^-1 J^T``, ``R = 3 nc + nj`` (frictionless: ``nc + nj``).
         free_velocity: (R,) ``J u_free``.
         contact_target: (nc,) lower bound of each normal velocity [m/s].
         friction: (nc,) friction coefficient of each contact.
@@ -107,47 +118,69 @@ def _largest_eigenvalue(block):
     return mean + jnp.where(disc > 0, jnp.sqrt(jnp.where(disc > 0, disc, 1.0)), 0.0)
 
 
-def _sweep(problem: Problem, lam: jnp.ndarray, with_friction: bool) -> jnp.ndarray:
-    """One Gauss-Seidel sweep: contacts in slot order, then each joint's friction and limit rows.
+def _limit_impulse(low, high, v0, diag):
+    """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``."""
+    return jnp.maximum(_safe_div(low - v0, diag), 0.0) + jnp.minimum(_safe_div(high - v0, diag), 0.0)
 
-    The loops over contacts and joints are ``fori_loop``s with dynamic row indices, so the compiled
-    size does not grow with the number of rows.
+
+def _velocity_sweep(problem: Problem, inv_eig: jnp.ndarray, carry):
+    """One Gauss-Seidel sweep with friction: contacts in slot order, then each joint (friction, limit).
+
+    ``carry`` is ``(row_impulse, limit)``: the (R,) impulse of each row (a joint row's is its friction
+    plus its limit impulse) and the (nj,) limit impulses. The loops over contacts and joints are
+    ``fori_loop``s with dynamic row indices, so the compiled size does not grow with the rows; a
+    contact's three velocities come from one (3, R) product (the tangents' are then corrected for
+    the normal's change), a joint's from one row.
     """
     a, b = problem.delassus, problem.free_velocity
     nc = problem.contact_target.shape[0]
     nj = problem.friction_bound.shape[0]
 
-    def contact(k, lam):
+    def contact(k, carry):
+        lam, limit = carry
         n = 3 * k
-        row_n = jax.lax.dynamic_index_in_dim(a, n, keepdims=False)
-        v_n = row_n @ lam + b[n]
-        lam_n = jnp.maximum(lam[n] - _safe_div(v_n - problem.contact_target[k], row_n[n]), 0.0)
-        lam = lam.at[n].set(lam_n)
-        if with_friction:
-            rows_t = jax.lax.dynamic_slice_in_dim(a, n + 1, 2)
-            v_t = rows_t @ lam + jax.lax.dynamic_slice_in_dim(b, n + 1, 2)
-            block = jax.lax.dynamic_slice_in_dim(rows_t, n + 1, 2, axis=1)
-            step = _safe_div(v_t, _largest_eigenvalue(block))
-            lam_t = jax.lax.dynamic_slice_in_dim(lam, n + 1, 2)
-            lam = jax.lax.dynamic_update_slice_in_dim(
-                lam, _project_disk(lam_t - step, problem.friction[k] * lam_n), n + 1, 0
-            )
-        return lam
+        rows = jax.lax.dynamic_slice_in_dim(a, n, 3)
+        v = rows @ lam + jax.lax.dynamic_slice_in_dim(b, n, 3)
+        old = jax.lax.dynamic_slice_in_dim(lam, n, 3)
+        lam_n = jnp.maximum(old[0] - _safe_div(v[0] - problem.contact_target[k], rows[0, n]), 0.0)
+        v_t = v[1:] + jax.lax.dynamic_index_in_dim(rows[1:], n, axis=1, keepdims=False) * (lam_n - old[0])
+        lam_t = _project_disk(old[1:] - v_t * inv_eig[k], problem.friction[k] * lam_n)
+        return jax.lax.dynamic_update_slice_in_dim(lam, jnp.concatenate([lam_n[None], lam_t]), n, 0), limit
+
+    def joint(i, carry):
+        lam, limit = carry
+        r = 3 * nc + i
+        row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
+        diag = row[r]
+        v_other = row @ lam + b[r] - diag * lam[r]  # the velocity without this joint's impulses
+        bound = problem.friction_bound[i]
+        friction = jnp.clip(-_safe_div(v_other, diag) - limit[i], -bound, bound)
+        new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other + diag * friction, diag)
+        return lam.at[r].set(friction + new_limit), limit.at[i].set(new_limit)
+
+    if nc:
+        carry = jax.lax.fori_loop(0, nc, contact, carry)
+    if nj:
+        carry = jax.lax.fori_loop(0, nj, joint, carry)
+    return carry
+
+
+def _frictionless_sweep(problem: Problem, lam: jnp.ndarray) -> jnp.ndarray:
+    """One Gauss-Seidel sweep of a frictionless problem: normal rows, then joint limit rows."""
+    a, b = problem.delassus, problem.free_velocity
+    nc = problem.contact_target.shape[0]
+    nj = problem.limit_low.shape[0]
+
+    def contact(k, lam):
+        row = jax.lax.dynamic_index_in_dim(a, k, keepdims=False)
+        v = row @ lam + b[k]
+        return lam.at[k].set(jnp.maximum(lam[k] - _safe_div(v - problem.contact_target[k], row[k]), 0.0))
 
     def joint(i, lam):
-        base = 3 * nc
-        if with_friction:
-            r = base + i
-            row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
-            v = row @ lam + b[r]
-            bound = problem.friction_bound[i]
-            lam = lam.at[r].set(jnp.clip(lam[r] - _safe_div(v, row[r]), -bound, bound))
-        r = base + nj + i
+        r = nc + i
         row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
         v0 = row @ lam + b[r] - row[r] * lam[r]
-        lo = _safe_div(problem.limit_low[i] - v0, row[r])
-        hi = _safe_div(problem.limit_high[i] - v0, row[r])
-        return lam.at[r].set(jnp.maximum(lo, 0.0) + jnp.minimum(hi, 0.0))
+        return lam.at[r].set(_limit_impulse(problem.limit_low[i], problem.limit_high[i], v0, row[r]))
 
     if nc:
         lam = jax.lax.fori_loop(0, nc, contact, lam)
@@ -157,10 +190,47 @@ def _sweep(problem: Problem, lam: jnp.ndarray, with_friction: bool) -> jnp.ndarr
 
 
 def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_friction: bool = True) -> jnp.ndarray:
-    """Run ``iterations`` PGS sweeps from ``warm_start`` (R,) and return the impulses (R,)."""
+    """Run ``iterations`` PGS sweeps from ``warm_start`` and return the impulses.
+
+    Args:
+        problem: the problem; with friction its rows are ``3 nc`` contact rows then ``nj`` joint rows,
+            frictionless ``nc`` normal rows then ``nj`` joint rows (see :class:`Problem`).
+        warm_start: with friction (3 nc + 2 nj,): the contact impulses (normal, t1, t2 per contact),
+            the joints' friction impulses, the joints' limit impulses; frictionless (nc + nj,): the
+            normal impulses, the joints' limit impulses.
+        iterations: number of sweeps (static).
+        with_friction: solve the contacts' friction and the joints' friction (the velocity pass), or
+            only the normal and limit rows (the position pass).
+
+    Returns:
+        The impulses, laid out as ``warm_start``.
+    """
+    nc = problem.contact_target.shape[0]
+    nj = problem.limit_low.shape[0]
     if problem.free_velocity.shape[0] == 0:
         return warm_start
-    return jax.lax.fori_loop(0, iterations, lambda _, lam: _sweep(problem, lam, with_friction), warm_start)
+    if not with_friction:
+        return jax.lax.fori_loop(0, iterations, lambda _, lam: _frictionless_sweep(problem, lam), warm_start)
+    a = problem.delassus
+    # 1 / the largest eigenvalue of each contact's tangential 2x2 block: the friction pair's step.
+    inv_eig = (
+        jnp.stack(
+            [_safe_div(1.0, _largest_eigenvalue(a[3 * k + 1 : 3 * k + 3, 3 * k + 1 : 3 * k + 3])) for k in range(nc)]
+        )
+        if nc
+        else jnp.zeros((0,), a.dtype)
+    )
+    contact, friction, limit = jnp.split(warm_start, [3 * nc, 3 * nc + nj])
+    carry = (jnp.concatenate([contact, friction + limit]), limit)
+    lam, limit = jax.lax.fori_loop(0, iterations, lambda _, c: _velocity_sweep(problem, inv_eig, c), carry)
+    return jnp.concatenate([lam[: 3 * nc], lam[3 * nc :] - limit, limit])
+
+
+def row_impulses(problem: Problem, lam: jnp.ndarray) -> jnp.ndarray:
+    """(R,) impulse of each row of a problem with friction from :func:`solve`'s (3 nc + 2 nj,) result."""
+    nc = problem.contact_target.shape[0]
+    nj = problem.limit_low.shape[0]
+    return jnp.concatenate([lam[: 3 * nc], lam[3 * nc : 3 * nc + nj] + lam[3 * nc + nj :]])
 
 
 def contact_residuals(problem: Problem, lam: jnp.ndarray) -> dict[str, jnp.ndarray]:
@@ -170,7 +240,7 @@ def contact_residuals(problem: Problem, lam: jnp.ndarray) -> dict[str, jnp.ndarr
     (largest ``|lam_n (v_n - target)|``) and ``normal_velocity`` (most negative ``v_n - target``).
     """
     nc = problem.contact_target.shape[0]
-    v = problem.delassus @ lam + problem.free_velocity
+    v = problem.delassus @ row_impulses(problem, lam) + problem.free_velocity
     lam_c = lam[: 3 * nc].reshape(nc, 3)
     v_c = v[: 3 * nc].reshape(nc, 3)
     gap = v_c[:, 0] - problem.contact_target

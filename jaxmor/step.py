@@ -46,6 +46,7 @@ from jaxmor.solver import (
     POSITION_CORRECTION,
     RESTITUTION_THRESHOLD,
     Problem,
+    row_impulses,
     solve,
 )
 from jaxmor.types import JOINT_FREE, Model, State
@@ -168,19 +169,25 @@ def step(model: Model, state: State) -> State:
     mask = _joint_mask(model, dtype)
     implicit = (state.pd_d_gain + h * state.pd_p_gain) * mask + 0.5 * damping
     m_eff = mass + h * jnp.diag(implicit) + h * _gyroscopic_jacobian(model, mass, u)
-    lu = jax.scipy.linalg.lu_factor(m_eff)
-    u_free = u + jax.scipy.linalg.lu_solve(lu, h * (tau - bias))
+    # One LU factorization and one solve with nv + 1 right-hand sides give M_eff^-1 and u_free: a single
+    # chain of batched LAPACK calls per step (two independent batched solves can deadlock jaxlib 0.10.2's
+    # CPU thread pool on a 2-core machine, bench/README.md).
+    rhs = jnp.concatenate([h * (tau - bias)[:, None], jnp.eye(model.nv, dtype=dtype)], axis=1)
+    solved = jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(m_eff), rhs)
+    u_free = u + solved[:, 0]
+    m_inv = solved[:, 1:]
 
-    # Constraints: contact rows, then a friction row and a limit row per 1-DoF joint.
+    # Constraints: three rows per contact, then one row per 1-DoF joint (its friction and its limit).
+    # The joint rows select a velocity, so their part of ``A = J M_eff^-1 J^T`` is read off the inverse.
     contacts = collide(model, poses)
     nc = contacts.distance.shape[0]
     dofs = joint_dof_indices(model)[1]
-    select = jnp.asarray(np.eye(model.nv)[dofs], dtype)
+    nj = dofs.size
     contact_rows = _contact_rows(model, poses, contacts)
-    jac = jnp.concatenate([contact_rows, select, select])
-    y = jax.scipy.linalg.lu_solve(lu, jac.T)  # M_eff^-1 J^T
-    delassus = jac @ y
-    v_free = jac @ u_free
+    y_contact = m_inv @ contact_rows.T  # M_eff^-1 J_c^T
+    y = jnp.concatenate([y_contact, m_inv[:, dofs]], axis=1)  # M_eff^-1 J^T
+    delassus = jnp.block([[contact_rows @ y], [y[dofs]]]) if nc else y[dofs]
+    v_free = jnp.concatenate([contact_rows @ u_free, u_free[dofs]])
     v_now = contact_rows[::3] @ u
     gap = contacts.distance
     target = -jnp.maximum(gap, 0.0) / h
@@ -203,25 +210,26 @@ def step(model: Model, state: State) -> State:
     )
     warm = jnp.concatenate([state.contact_impulse.reshape(-1), state.friction_impulse[dofs], state.limit_impulse[dofs]])
     lam = solve(problem, warm, model.solver_iterations)
-    u_next = u_free + y @ lam
+    u_next = u_free + y @ row_impulses(problem, lam)
 
-    # Position correction by pseudo-velocities (split impulses): frictionless, moves q only.
+    # Position correction by pseudo-velocities (split impulses): frictionless, on the normal and joint
+    # rows only, moves q only.
     depth = jnp.maximum(-gap - PENETRATION_ALLOWANCE, 0.0)
     below = jnp.maximum(lower - q_joint - PENETRATION_ALLOWANCE, 0.0)
     above = jnp.maximum(q_joint - upper - PENETRATION_ALLOWANCE, 0.0)
+    rows = np.concatenate([np.arange(0, 3 * nc, 3), 3 * nc + np.arange(nj)]).astype(np.int32)
     correction = Problem(
-        delassus=delassus,
-        free_velocity=jnp.zeros_like(v_free),
+        delassus=delassus[rows[:, None], rows[None, :]],
+        free_velocity=jnp.zeros(rows.size, dtype),
         contact_target=POSITION_CORRECTION * depth / h,
         friction=jnp.zeros_like(problem.friction),
         friction_bound=jnp.zeros_like(problem.friction_bound),
         limit_low=POSITION_CORRECTION * below / h,
         limit_high=-POSITION_CORRECTION * above / h,
     )
-    lam_pos = solve(correction, jnp.zeros_like(lam), model.solver_iterations, with_friction=False)
-    u_pos = y @ lam_pos
+    lam_pos = solve(correction, jnp.zeros(rows.size, dtype), model.solver_iterations, with_friction=False)
+    u_pos = y[:, rows] @ lam_pos
     q_next = integrate_positions(model, q, u_next + u_pos, h)
-    nj = dofs.size
     friction_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(lam[3 * nc : 3 * nc + nj])
     limit_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(lam[3 * nc + nj :])
 
