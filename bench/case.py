@@ -117,7 +117,11 @@ def run_jaxmor_forward(spec: dict) -> dict:
     jax.block_until_ready((states, controls))
     baseline = _current_rss_mb()
 
-    fn = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c, steps)[0]))
+    chunk = int(spec.get("chunk", 0) or 0)
+    if chunk:  # the API for big batches: vmapped chunks of `chunk` worlds, one after the other
+        fn = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=chunk)[0])
+    else:
+        fn = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c, steps)[0]))
     t = time.perf_counter()
     lowered = fn.lower(states, controls)
     lower_s = time.perf_counter() - t
@@ -143,7 +147,11 @@ def run_jaxmor_forward(spec: dict) -> dict:
             "base_z_mean": float(jnp.mean(final.q[:, 2])),
             "nonfinite_worlds": int(jnp.sum(final.nonfinite)),
         },
-        "settings": {"solver_iterations": int(model.solver_iterations), "dtype": str(model.body_mass.dtype)},
+        "settings": {
+            "solver_iterations": int(model.solver_iterations),
+            "dtype": str(model.body_mass.dtype),
+            "chunk": chunk or None,
+        },
         **_jax_device_memory(),
     }
 

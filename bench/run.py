@@ -281,7 +281,12 @@ def plan_cases(args, available: dict[str, str | None]) -> list[dict]:
         for n in sizes:
             base = {**common, "n_worlds": n, "kind": "forward"}
             if engine == "jaxmor":
-                cases.append({**base, "engine": "jaxmor", "engine_label": "jaxmor"})
+                # `jaxmor`: jaxmor.rollout_batch (vmapped chunks of --jaxmor-chunk worlds), the API for big
+                # batches; above one chunk, one vmap over all worlds too (`jaxmor-vmap`), for comparison.
+                chunk = args.jaxmor_chunk
+                cases.append({**base, "engine": "jaxmor", "engine_label": "jaxmor", "chunk": chunk})
+                if chunk and n > chunk:
+                    cases.append({**base, "engine": "jaxmor", "engine_label": "jaxmor-vmap", "chunk": 0})
             elif engine == "mujoco":
                 threads = os.cpu_count() or 1
                 cases.append({**base, "engine": "mujoco", "engine_label": "mujoco", "nthread": threads})
@@ -332,6 +337,13 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=32,
         help="vmap the gradient's worlds in chunks of this many (lax.map); 0: one vmap (see README) (default 32)",
+    )
+    p.add_argument(
+        "--jaxmor-chunk",
+        type=int,
+        default=256,
+        help="jaxmor's forward cases use jaxmor.rollout_batch with chunks of this many worlds; above it, one "
+        "vmap over all worlds is measured too (0: one vmap only) (default 256)",
     )
     p.add_argument(
         "--mjx-max-worlds", type=int, default=DEFAULT_MJX_MAX, help="skip MJX above this N (0: no cap; default 1024)"
@@ -479,9 +491,17 @@ def render_table(records: list[dict]) -> str:
     fwd = [r for r in records if r["kind"] == "forward"]
     by = {(r["engine_label"], r["n_worlds"]): r for r in fwd}
     sizes = sorted({r["n_worlds"] for r in fwd})
-    labels = ["jaxmor", "mujoco", "mujoco-1t", "mjx"]
+    labels = ["jaxmor", "jaxmor-vmap", "mujoco", "mujoco-1t", "mjx"]
     present = [x for x in labels if any(k[0] == x for k in by)]
-    names = {"jaxmor": "jaxmor", "mujoco": "MuJoCo (all cores)", "mujoco-1t": "MuJoCo (1 thread)", "mjx": "MJX"}
+    chunks = {r.get("settings", {}).get("chunk") for r in fwd if r["engine_label"] == "jaxmor"}
+    chunk = next(iter(chunks)) if len(chunks) == 1 else None
+    names = {
+        "jaxmor": f"jaxmor (chunks of {chunk})" if chunk else "jaxmor",
+        "jaxmor-vmap": "jaxmor (one vmap)",
+        "mujoco": "MuJoCo (all cores)",
+        "mujoco-1t": "MuJoCo (1 thread)",
+        "mjx": "MJX",
+    }
     steps = fwd[0]["n_steps"] if fwd else None
     lines = []
     if fwd:

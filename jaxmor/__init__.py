@@ -68,7 +68,7 @@ from jaxmor.state import (
     set_pd_gains,
     set_pd_targets,
 )
-from jaxmor.step import generalized_force, rollout, step
+from jaxmor.step import generalized_force, rollout, rollout_batch, step
 from jaxmor.types import ActuatorState, Model, MotorActuators, State
 
 __all__ = [
@@ -131,6 +131,7 @@ __all__ = [
     "neutral_q",
     "point_jacobian",
     "rollout",
+    "rollout_batch",
     "set_actuation_limits",
     "set_actuator_torque",
     "set_actuator_torques",

@@ -18,7 +18,7 @@ PUBLIC = [
     "inverse_dynamics", "is_motor_operating_region_enforced", "joint_damping", "joint_friction", "joint_index",
     "joint_names", "joint_q_index", "link_jacobian", "load_urdf", "mass_matrix", "motor_operating_region_violation",
     "motor_speeds", "motor_torque_bounds", "motor_torque_bounds_from_constants", "neutral_q", "point_jacobian",
-    "rollout", "set_actuation_limits", "set_actuator_torque", "set_actuator_torques", "set_actuators",
+    "rollout", "rollout_batch", "set_actuation_limits", "set_actuator_torque", "set_actuator_torques", "set_actuators",
     "set_affine_actuators", "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force",
     "set_geom_properties", "set_motor_operating_region_enforced", "set_pd_gains", "set_pd_targets", "step", "summary",
     "transmission_matrix",

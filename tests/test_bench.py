@@ -69,6 +69,8 @@ def test_runner_tiny_case(tmp_path):
         "--grad-worlds",
         "0",
         "--no-mujoco-single-thread",
+        "--jaxmor-chunk",
+        "1",  # N = 2: jaxmor.rollout_batch in two chunks of one world, and one vmap
         "--out",
         str(out),
         "--readme",
@@ -78,7 +80,9 @@ def test_runner_tiny_case(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    assert [r["engine"] for r in records] == engines.split(",")
+    labels = ["jaxmor", "jaxmor-vmap"] + (["mujoco"] if "mujoco" in engines else [])
+    assert [r["engine_label"] for r in records] == labels
+    assert [r["settings"].get("chunk") for r in records[:2]] == [1, None]
     for r in records:
         assert COMMON_KEYS <= r.keys(), COMMON_KEYS - r.keys()
         assert r["status"] == "ok", r.get("error")

@@ -1,0 +1,98 @@
+"""``rollout_batch``: chunked batches of worlds give exactly what one ``vmap`` over all worlds gives.
+
+The reference is ``jax.vmap`` of :func:`jaxmor.rollout` (itself checked world by world in test_step.py);
+float64, so the two compiled programs agree to rounding (1e-12 absolute on O(1) values).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmor
+from jaxmor.errors import ArgumentError
+
+QUADRUPED_URDF = Path(__file__).resolve().parents[1] / "robots" / "quadruped" / "quadruped.urdf"
+N_WORLDS = 7  # chunks of 3: two full chunks and a remainder of one
+N_STEPS = 4
+TOL = 1e-12
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    model = jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF))
+    rng = np.random.default_rng(3)
+    q = np.tile(np.asarray(jaxmor.neutral_q(model)), (N_WORLDS, 1))
+    q[:, 2] = 0.5
+    q[:, 7:] = np.tile([0.0, 0.6, -1.2], 4) + rng.uniform(-0.2, 0.2, (N_WORLDS, 12))
+    state = jaxmor.init_state(model)
+    states = jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (N_WORLDS, *x.shape))), state)
+    states = states.replace(q=jnp.asarray(q))
+    controls = jnp.asarray(rng.uniform(-30.0, 30.0, (N_WORLDS, N_STEPS, 12)))
+    resistance = jnp.asarray(rng.uniform(0.3, 1.5, (N_WORLDS, 12)))
+    motor = model.actuators.motor.replace(resistance=resistance)
+    models = model.replace(actuators=model.actuators.replace(motor=motor))
+    axes = jax.tree.map(lambda _: None, model)
+    axes = axes.replace(actuators=axes.actuators.replace(motor=axes.actuators.motor.replace(resistance=0)))
+    return model, models, axes, states, controls
+
+
+def _assert_same(got, want):
+    for name in ("q", "u", "time", "contact_impulse", "limit_impulse", "nonfinite"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=0, atol=TOL, err_msg=name)
+    np.testing.assert_allclose(
+        got.actuator_state.motor_torque, want.actuator_state.motor_torque, rtol=0, atol=TOL, err_msg="motor_torque"
+    )
+
+
+def test_chunks_equal_one_vmap_with_a_remainder_and_per_world_motors(worlds):
+    model, models, axes, states, controls = worlds
+    run = jax.jit(lambda m, s, c: jaxmor.rollout_batch(m, s, c, chunk_size=3, model_axes=axes))
+    final, traj = run(models, states, controls)
+    ref = jax.jit(jax.vmap(lambda m, s, c: jaxmor.rollout(m, s, c), in_axes=(axes, 0, 0)))
+    want_final, want_traj = ref(models, states, controls)
+    _assert_same(final, want_final)
+    assert traj.q.shape == (N_WORLDS, N_STEPS, model.nq)
+    _assert_same(jax.tree.map(lambda x: x[:, 1], traj), jax.tree.map(lambda x: x[:, 1], want_traj))
+    # The per-world resistance matters: the shared model gives other motor torques.
+    shared, _ = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=3))(states, controls)
+    assert np.abs(np.asarray(shared.actuator_state.motor_torque - final.actuator_state.motor_torque)).max() > 1e-3
+
+
+def test_one_chunk_and_no_controls(worlds):
+    model, _, _, states, _ = worlds
+    final, _ = jax.jit(lambda s: jaxmor.rollout_batch(model, s, n_steps=2, chunk_size=64))(states)
+    want, _ = jax.jit(jax.vmap(lambda s: jaxmor.rollout(model, s, n_steps=2)))(states)
+    _assert_same(final, want)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"chunk_size": 0}, "chunk_size must be a positive int"),
+        ({"chunk_size": 2.5}, "chunk_size must be a positive int"),
+        ({"controls": np.zeros((N_WORLDS, N_STEPS))}, r"controls must have shape \(7, n_steps, 12\)"),
+        ({"controls": np.zeros((N_WORLDS + 1, N_STEPS, 12))}, r"controls must have shape"),
+        ({"controls": np.zeros((N_WORLDS, N_STEPS, 12)), "n_steps": N_STEPS + 1}, r"shape \(7, 5, 12\)"),
+        ({}, "needs n_steps or controls"),
+    ],
+)
+def test_bad_arguments_are_named(worlds, kwargs, match):
+    model, _, _, states, _ = worlds
+    with pytest.raises(ArgumentError, match=match):
+        jaxmor.rollout_batch(model, states, **kwargs)
+
+
+def test_bad_model_axes_and_states(worlds):
+    model, models, axes, states, _ = worlds
+    with pytest.raises(ArgumentError, match="leading world axis of size 7"):
+        jaxmor.rollout_batch(model, states, n_steps=1, model_axes=axes)  # resistance is not batched
+    bad = axes.replace(actuators=axes.actuators.replace(motor=axes.actuators.motor.replace(resistance=1)))
+    with pytest.raises(ArgumentError, match="must be 0 or None"):
+        jaxmor.rollout_batch(models, states, n_steps=1, model_axes=bad)
+    with pytest.raises(ArgumentError, match="same size"):
+        jaxmor.rollout_batch(model, states.replace(u=states.u[:3]), n_steps=1)
