@@ -49,13 +49,18 @@ that removes a fraction ``POSITION_CORRECTION`` of the error beyond ``PENETRATIO
 step; it moves ``q`` only and is discarded afterwards (split impulses).
 
 Sweeps run a fixed number of iterations (``model.solver_iterations``) with ``lax.fori_loop`` so
-that ``jit``, ``vmap`` and reverse-mode ``grad`` all work; they are warm-started from the previous
+that ``jit``, ``vmap``, ``jvp`` and reverse-mode ``grad`` all work. Derivatives do not store and
+replay every sweep: they apply the Jacobians of one sweep, taken at the final impulses (transposed
+in reverse mode), as many times as there were sweeps (``_iterate_jvp``), exact when the sweeps have converged; this cut
+the gradient's compile time and memory (bench/README.md). Sweeps are warm-started from the previous
 step's impulses (the position pass starts from zero). Plain Gauss-Seidel needs many sweeps on long
 chains of touching bodies (about N^2 for N bodies in a row); the residuals can be inspected
 with :func:`contact_residuals`.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -189,6 +194,46 @@ def _frictionless_sweep(problem: Problem, lam: jnp.ndarray) -> jnp.ndarray:
     return lam
 
 
+def _velocity_map(params, carry):
+    problem, inv_eig = params
+    return _velocity_sweep(problem, inv_eig, carry)
+
+
+def _frictionless_map(params, lam):
+    return _frictionless_sweep(params, lam)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 3))
+def _iterate(sweep, params, x0, iterations: int):
+    """``iterations`` applications of ``x <- sweep(params, x)`` from ``x0``."""
+    return jax.lax.fori_loop(0, iterations, lambda _, x: sweep(params, x), x0)
+
+
+@_iterate.defjvp
+def _iterate_jvp(sweep, iterations, primals, tangents):
+    """Derivative of the sweeps with every sweep's Jacobians taken at the final iterate ``x_K``.
+
+    With ``S_x``, ``S_p`` the Jacobians of one sweep at ``x_K``, the tangent of ``x_K`` is
+    ``S_x^K dx_0 + sum_{j<K} S_x^j S_p dp``: the exact derivative of the K sweeps whenever the
+    iterates have converged (``x_k = x_K``), and otherwise different only in evaluating the
+    Jacobians at ``x_K`` instead of at each ``x_k``. The tangent recursion is linear, so reverse
+    mode transposes it without storing anything per sweep, and the compiled derivative holds one
+    linearized sweep instead of K.
+    """
+    params, x0 = primals
+    d_params, d_x0 = tangents
+    x = _iterate(sweep, params, x0, iterations)
+    _, linear = jax.linearize(sweep, params, x)
+    zero_x = jax.tree.map(jnp.zeros_like, x)
+    zero_p = jax.tree.map(jnp.zeros_like, params)
+    drive = linear(d_params, zero_x)
+
+    def body(_, t):
+        return jax.tree.map(jnp.add, linear(zero_p, t), drive)
+
+    return x, jax.lax.fori_loop(0, iterations, body, d_x0)
+
+
 def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_friction: bool = True) -> jnp.ndarray:
     """Run ``iterations`` PGS sweeps from ``warm_start`` and return the impulses.
 
@@ -210,7 +255,7 @@ def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_fr
     if problem.free_velocity.shape[0] == 0:
         return warm_start
     if not with_friction:
-        return jax.lax.fori_loop(0, iterations, lambda _, lam: _frictionless_sweep(problem, lam), warm_start)
+        return _iterate(_frictionless_map, problem, warm_start, iterations)
     a = problem.delassus
     # 1 / the largest eigenvalue of each contact's tangential 2x2 block: the friction pair's step.
     inv_eig = (
@@ -222,7 +267,7 @@ def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_fr
     )
     contact, friction, limit = jnp.split(warm_start, [3 * nc, 3 * nc + nj])
     carry = (jnp.concatenate([contact, friction + limit]), limit)
-    lam, limit = jax.lax.fori_loop(0, iterations, lambda _, c: _velocity_sweep(problem, inv_eig, c), carry)
+    lam, limit = _iterate(_velocity_map, (problem, inv_eig), carry, iterations)
     return jnp.concatenate([lam[: 3 * nc], lam[3 * nc :] - limit, limit])
 
 

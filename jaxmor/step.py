@@ -23,6 +23,13 @@ to the base velocity, Coriolis and gyroscopic terms, at fixed ``q``) to ``M_eff`
 one linearized backward-Euler step of the base's velocity-dependent forces. This makes ``M_eff``
 non-symmetric, so it is factorized with LU. Joint velocities keep their explicit Coriolis terms.
 
+Constraint matrices. One LU factorization of ``M_eff`` and one solve with ``nv + 1`` right-hand sides
+give ``u_free`` and ``M_eff^-1``: a single chain of batched LAPACK calls per step (jaxlib 0.10.2 can
+deadlock its CPU thread pool when two large batched solves run at once; bench/README.md). A joint's
+row of ``J`` selects one velocity, so the joint rows' part of ``A = J M_eff^-1 J^T`` is read off
+``M_eff^-1`` and only the contact rows need products (about half the arithmetic of solving for
+``M_eff^-1 J^T`` row by row and forming ``J Y``).
+
 Non-finite states. If a step yields a non-finite ``q`` or ``u`` (a diverging model, NaN inputs under
 ``jit``), the world keeps its previous ``q`` and ``u``, does not advance in time, and
 ``State.nonfinite`` is set, per world, so one bad world cannot poison a batch silently.

@@ -253,6 +253,36 @@ def test_sliding_box_stops(box_run, direction):
     assert np.abs(off_axis).max() <= 1e-9
 
 
+GRAD_V0 = 1.0  # m/s along x; with mu = 0.5 the box stops after 0.204 s
+GRAD_MU = 0.5
+GRAD_STEPS = 300
+
+
+def test_gradient_of_the_stopping_distance_through_the_contacts(box_base):
+    """d(travel)/d(mu) through 300 steps of four sliding, then sticking, friction contacts: jax.grad and
+    jax.jacfwd against central differences of the simulator itself (float64, eps = 1e-6) and against the
+    analytic -v0^2 / (2 mu^2 g). The solver's derivative takes each sweep's Jacobians at the final
+    impulses (jaxmor/solver.py), exact where the warm-started sweeps have converged, so it must agree
+    with the differences to the differences' own accuracy (1e-6 relative); the analytic value holds
+    to the O(h / t_stop) = 0.5% of the time discretization (the stopping step)."""
+    gravity = jnp.array([0.0, 0.0, -G])
+
+    def travel(mu):
+        model = _box_model(box_base, mu, gravity)
+        state = _box_initial_state(model, jnp.zeros(6), jnp.array([GRAD_V0, 0.0, 0.0, 0.0, 0.0, 0.0]))
+        return jaxmor.rollout(model, state, n_steps=GRAD_STEPS)[0].q[0]
+
+    run = jax.jit(travel)
+    assert float(run(GRAD_MU)) == pytest.approx(GRAD_V0**2 / (2 * GRAD_MU * G), rel=1e-2)  # it stopped
+    eps = 1e-6
+    fd = (float(run(GRAD_MU + eps)) - float(run(GRAD_MU - eps))) / (2 * eps)
+    grad = float(jax.jit(jax.grad(travel))(GRAD_MU))
+    fwd = float(jax.jit(jax.jacfwd(travel))(GRAD_MU))
+    assert grad == pytest.approx(fd, rel=1e-6)
+    assert fwd == pytest.approx(grad, rel=1e-12)
+    assert grad == pytest.approx(-(GRAD_V0**2) / (2 * GRAD_MU**2 * G), rel=5e-3)
+
+
 def test_push_is_isotropic(box_run):
     """F = 0.6 m g on mu = 0.5: speed 0.1 g t after 2 s = 1.962 m/s, whether pushed along x or diagonally."""
     t = BOX_STEPS * BOX_H
