@@ -68,6 +68,35 @@ def _time_calls(call, spec: dict) -> tuple[float, list[float]]:
     return warm, times
 
 
+def _compile_and_time(fn, args: tuple, spec: dict) -> tuple[object, dict]:
+    """Lower and compile a jitted ``fn`` for ``args`` (both timed), then time calls per the protocol.
+
+    Returns the last call's outputs (blocked on) and the timing fields of the case's record.
+    """
+    import jax
+
+    t = time.perf_counter()
+    lowered = fn.lower(*args)
+    lower_s = time.perf_counter() - t
+    t = time.perf_counter()
+    compiled = lowered.compile()
+    compile_s = time.perf_counter() - t
+    out = {}
+
+    def call():
+        out["r"] = jax.block_until_ready(compiled(*args))
+
+    warm, times = _time_calls(call, spec)
+    timing = {
+        "lower_s": lower_s,
+        "compile_s": lower_s + compile_s,
+        "xla_compile_s": compile_s,
+        "warmup_s": warm,
+        "times_s": times,
+    }
+    return out["r"], timing
+
+
 def _jax_device_memory() -> dict:
     import jax
 
@@ -122,26 +151,9 @@ def run_jaxmor_forward(spec: dict) -> dict:
         fn = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=chunk)[0])
     else:
         fn = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c, steps)[0]))
-    t = time.perf_counter()
-    lowered = fn.lower(states, controls)
-    lower_s = time.perf_counter() - t
-    t = time.perf_counter()
-    compiled = lowered.compile()
-    compile_s = time.perf_counter() - t
-
-    out = {}
-
-    def call():
-        out["final"] = jax.block_until_ready(compiled(states, controls))
-
-    warm, times = _time_calls(call, spec)
-    final = out["final"]
+    final, timing = _compile_and_time(fn, (states, controls), spec)
     return {
-        "lower_s": lower_s,
-        "compile_s": lower_s + compile_s,
-        "xla_compile_s": compile_s,
-        "warmup_s": warm,
-        "times_s": times,
+        **timing,
         "baseline_rss_mb": baseline,
         "check": {
             "base_z_mean": float(jnp.mean(final.q[:, 2])),
@@ -196,25 +208,9 @@ def run_jaxmor_grad(spec: dict) -> dict:
         return jnp.sum(final_u)
 
     fn = jax.jit(jax.value_and_grad(loss))
-    t = time.perf_counter()
-    lowered = fn.lower(params)
-    lower_s = time.perf_counter() - t
-    t = time.perf_counter()
-    compiled = lowered.compile()
-    compile_s = time.perf_counter() - t
-    out = {}
-
-    def call():
-        out["r"] = jax.block_until_ready(compiled(params))
-
-    warm, times = _time_calls(call, spec)
-    value, grads = out["r"]
+    (value, grads), timing = _compile_and_time(fn, (params,), spec)
     return {
-        "lower_s": lower_s,
-        "compile_s": lower_s + compile_s,
-        "xla_compile_s": compile_s,
-        "warmup_s": warm,
-        "times_s": times,
+        **timing,
         "baseline_rss_mb": baseline,
         "check": {
             "loss": float(value),
@@ -315,26 +311,10 @@ def run_mjx_forward(spec: dict) -> dict:
     fn = jax.jit(jax.vmap(one))
     jax.block_until_ready((qpos, controls))
     baseline = _current_rss_mb()
-    t = time.perf_counter()
-    lowered = fn.lower(qpos, controls)
-    lower_s = time.perf_counter() - t
-    t = time.perf_counter()
-    compiled = lowered.compile()
-    compile_s = time.perf_counter() - t
-    out = {}
-
-    def call():
-        out["r"] = jax.block_until_ready(compiled(qpos, controls))
-
-    warm, times = _time_calls(call, spec)
-    q, v = out["r"]
+    (q, v), timing = _compile_and_time(fn, (qpos, controls), spec)
     return {
-        "lower_s": lower_s,
-        "compile_s": lower_s + compile_s,
-        "xla_compile_s": compile_s,
+        **timing,
         "put_model_s": put_s,
-        "warmup_s": warm,
-        "times_s": times,
         "baseline_rss_mb": baseline,
         "check": {
             "base_z_mean": float(jnp.mean(q[:, 2])),

@@ -128,15 +128,17 @@ def _limit_impulse(low, high, v0, diag):
     return jnp.maximum(_safe_div(low - v0, diag), 0.0) + jnp.minimum(_safe_div(high - v0, diag), 0.0)
 
 
-def _velocity_sweep(problem: Problem, inv_eig: jnp.ndarray, carry):
+def _velocity_sweep(params: tuple[Problem, jnp.ndarray], carry):
     """One Gauss-Seidel sweep with friction: contacts in slot order, then each joint (friction, limit).
 
-    ``carry`` is ``(row_impulse, limit)``: the (R,) impulse of each row (a joint row's is its friction
+    ``params`` is the problem and the (nc,) inverse largest eigenvalues of the contacts' tangential
+    blocks; ``carry`` is ``(row_impulse, limit)``: the (R,) impulse of each row (a joint row's is its friction
     plus its limit impulse) and the (nj,) limit impulses. The loops over contacts and joints are
     ``fori_loop``s with dynamic row indices, so the compiled size does not grow with the rows; a
     contact's three velocities come from one (3, R) product (the tangents' are then corrected for
     the normal's change), a joint's from one row.
     """
+    problem, inv_eig = params
     a, b = problem.delassus, problem.free_velocity
     nc = problem.contact_target.shape[0]
     nj = problem.friction_bound.shape[0]
@@ -194,15 +196,6 @@ def _frictionless_sweep(problem: Problem, lam: jnp.ndarray) -> jnp.ndarray:
     return lam
 
 
-def _velocity_map(params, carry):
-    problem, inv_eig = params
-    return _velocity_sweep(problem, inv_eig, carry)
-
-
-def _frictionless_map(params, lam):
-    return _frictionless_sweep(params, lam)
-
-
 @partial(jax.custom_jvp, nondiff_argnums=(0, 3))
 def _iterate(sweep, params, x0, iterations: int):
     """``iterations`` applications of ``x <- sweep(params, x)`` from ``x0``."""
@@ -255,7 +248,7 @@ def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_fr
     if problem.free_velocity.shape[0] == 0:
         return warm_start
     if not with_friction:
-        return _iterate(_frictionless_map, problem, warm_start, iterations)
+        return _iterate(_frictionless_sweep, problem, warm_start, iterations)
     a = problem.delassus
     # 1 / the largest eigenvalue of each contact's tangential 2x2 block: the friction pair's step.
     inv_eig = (
@@ -267,7 +260,7 @@ def solve(problem: Problem, warm_start: jnp.ndarray, iterations: int, *, with_fr
     )
     contact, friction, limit = jnp.split(warm_start, [3 * nc, 3 * nc + nj])
     carry = (jnp.concatenate([contact, friction + limit]), limit)
-    lam, limit = _iterate(_velocity_map, (problem, inv_eig), carry, iterations)
+    lam, limit = _iterate(_velocity_sweep, (problem, inv_eig), carry, iterations)
     return jnp.concatenate([lam[: 3 * nc], lam[3 * nc :] - limit, limit])
 
 

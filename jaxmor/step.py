@@ -193,7 +193,7 @@ def step(model: Model, state: State) -> State:
     contact_rows = _contact_rows(model, poses, contacts)
     y_contact = m_inv @ contact_rows.T  # M_eff^-1 J_c^T
     y = jnp.concatenate([y_contact, m_inv[:, dofs]], axis=1)  # M_eff^-1 J^T
-    delassus = jnp.block([[contact_rows @ y], [y[dofs]]]) if nc else y[dofs]
+    delassus = jnp.concatenate([contact_rows @ y, y[dofs]])
     v_free = jnp.concatenate([contact_rows @ u_free, u_free[dofs]])
     v_now = contact_rows[::3] @ u
     gap = contacts.distance
