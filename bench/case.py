@@ -119,7 +119,7 @@ def _jaxmor_model(dt: float):
     import jaxmor
 
     model = jaxmor.add_ground(jaxmor.load_urdf(str(sc.URDF)), friction=sc.FRICTION)
-    return model.replace(timestep=jnp.asarray(dt, model.timestep.dtype))
+    return model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, model.opt.timestep.dtype)))
 
 
 def _jaxmor_states(model, n: int):
@@ -160,7 +160,7 @@ def run_jaxmor_forward(spec: dict) -> dict:
             "nonfinite_worlds": int(jnp.sum(final.nonfinite)),
         },
         "settings": {
-            "solver_iterations": int(model.solver_iterations),
+            "solver_iterations": int(model.opt.solver_iterations),
             "dtype": str(model.body_mass.dtype),
             "chunk": chunk or None,
         },

@@ -3,7 +3,7 @@
 ``python -m bench.profile_step [--n 256] [--steps 100] [--iterations 30,10,1] [--repeats 3]``
 
 Runs the benchmark's jaxmor case (:mod:`bench.case`) at one N with the PGS sweep count
-(``Model.solver_iterations``, used by both the velocity and the position solve) set to each value of
+(``Model.opt.solver_iterations``, used by both the velocity and the position solve) set to each value of
 ``--iterations``, and once without the ground (no contacts: only the joint friction and limit rows
 remain). A straight line through the iteration timings splits a step into the cost of one sweep and
 everything else (kinematics, CRBA/RNEA, collision, the LU factorization and solves, the Delassus
@@ -67,14 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     base = _jaxmor_model(dt)
     states = _jaxmor_states(base, n)
     controls = jnp.asarray(sc.controls(n, steps, dt), base.body_mass.dtype)
-    default_iters = int(base.solver_iterations)
+    default_iters = int(base.opt.solver_iterations)
     work = n * steps
     print(f"jaxmor step ablations, N={n}, {steps} steps, dt={dt}; default solver_iterations={default_iters}")
     print(f"{'variant':<34} {'ms/call':>10} {'us/world-step':>14} {'world-steps/s':>14} {'compile s':>10}")
 
     rows = []
     for it in [int(x) for x in args.iterations.split(",")]:
-        model = base.replace(solver_iterations=it)
+        model = base.replace(opt=base.opt.replace(solver_iterations=it))
 
         def fn(s, c, model=model):
             return jax.vmap(lambda s1, c1: jaxmor.rollout(model, s1, c1, steps)[0])(s, c)

@@ -4,53 +4,48 @@ The public API is re-exported here; nothing is defined in this module, and impor
 global setting (x64, print options).
 """
 
-from jaxmor.actuation import (
-    actuate,
-    actuator_index,
-    actuator_names,
-    actuator_states,
-    actuator_torque_bounds,
-    actuator_torques,
-    affine_joint_force,
+from jaxmor.actuators import (
     export_actuators,
     get_actuators,
     import_actuators,
-    is_motor_operating_region_enforced,
-    joint_damping,
-    joint_friction,
-    motor_speeds,
-    set_actuator_torque,
-    set_actuator_torques,
     set_actuators,
     set_affine_actuators,
-    set_bus_voltage,
-    set_ctrl,
-    set_motor_operating_region_enforced,
-    transmission_matrix,
 )
 from jaxmor.affine import (
     AffineActuatorDefinition,
-    AffineActuators,
     affine_force,
     affine_force_at,
     affine_generalized_force,
     clamp_ctrl,
 )
-from jaxmor.collision import (
-    Contacts,
-    add_ground,
-    collide,
-    contact_count,
-    enable_self_collision,
-    geom_index,
-    set_geom_properties,
-)
+from jaxmor.batch import rollout_batch
+from jaxmor.build import load_urdf
+from jaxmor.collision import Contacts, collide, contact_count
 from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
+from jaxmor.forces import (
+    actuate,
+    actuator_torque_bounds,
+    affine_joint_force,
+    generalized_force,
+    joint_damping,
+    joint_friction,
+    motor_speeds,
+)
+from jaxmor.integrator import integrate_positions
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
-from jaxmor.io.urdf import load_urdf
-from jaxmor.kinematics import Poses, forward_kinematics, integrate_positions, link_jacobian, point_jacobian
-from jaxmor.model import joint_index, joint_names, joint_q_index, neutral_q, summary
+from jaxmor.kinematics import Poses, forward_kinematics, link_jacobian, point_jacobian
+from jaxmor.model import (
+    actuator_index,
+    actuator_names,
+    geom_index,
+    joint_index,
+    joint_names,
+    joint_q_index,
+    neutral_q,
+    summary,
+    transmission_matrix,
+)
 from jaxmor.motor import (
     DcMotorParameters,
     MotorSaturation,
@@ -60,16 +55,35 @@ from jaxmor.motor import (
     motor_torque_bounds,
     motor_torque_bounds_from_constants,
 )
+from jaxmor.scene import add_ground, enable_self_collision, set_geom_properties
 from jaxmor.state import (
+    actuator_states,
+    actuator_torques,
     init_state,
+    is_motor_operating_region_enforced,
+    reset_actuator_state,
     set_actuation_limits,
+    set_actuator_torque,
+    set_actuator_torques,
+    set_bus_voltage,
+    set_ctrl,
     set_external_force,
     set_generalized_force,
+    set_motor_operating_region_enforced,
     set_pd_gains,
     set_pd_targets,
 )
-from jaxmor.step import generalized_force, rollout, rollout_batch, step
-from jaxmor.types import ActuatorState, Model, MotorActuators, State
+from jaxmor.step import rollout, step
+from jaxmor.types import (
+    ActuatorState,
+    AffineActuators,
+    GeomType,
+    JointType,
+    Model,
+    MotorActuators,
+    Options,
+    State,
+)
 
 __all__ = [
     "ActuatorCoupling",
@@ -78,6 +92,9 @@ __all__ = [
     "AffineActuatorDefinition",
     "AffineActuators",
     "ArgumentError",
+    "GeomType",
+    "JointType",
+    "Options",
     "Contacts",
     "DcMotorParameters",
     "JaxmorError",
@@ -130,6 +147,7 @@ __all__ = [
     "motor_torque_bounds_from_constants",
     "neutral_q",
     "point_jacobian",
+    "reset_actuator_state",
     "rollout",
     "rollout_batch",
     "set_actuation_limits",

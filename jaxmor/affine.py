@@ -53,9 +53,10 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
+from jaxmor.checks import as_finite, as_nonnegative, as_range
 from jaxmor.errors import ArgumentError
+from jaxmor.types import AffineActuators
 
 __all__ = [
     "AffineActuatorDefinition",
@@ -76,40 +77,6 @@ Range = tuple[float, float]
 # --------------------------------------------------------------------------------------------------
 # Definitions (plain Python, validated)
 # --------------------------------------------------------------------------------------------------
-
-
-def _real(owner: str, field: str, value: Any) -> float:
-    """``value`` as a float (possibly infinite or NaN), or an ArgumentError naming ``owner.field``."""
-    if isinstance(value, (bool, str, bytes)):
-        raise ArgumentError(f"{owner}: {field} must be a real number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{owner}: {field} must be a real number, got {value!r}") from None
-
-
-def _finite(owner: str, field: str, value: Any) -> float:
-    """``value`` as a finite float, or an ArgumentError naming ``owner.field``."""
-    out = _real(owner, field, value)
-    if not math.isfinite(out):
-        raise ArgumentError(f"{owner}: {field} must be finite, got {out!r}")
-    return out
-
-
-def _range(owner: str, field: str, value: Any) -> Range | None:
-    """``value`` as a ``(lo, hi)`` float pair with ``lo <= hi`` and no NaN, or ``None``."""
-    if value is None:
-        return None
-    try:
-        lo, hi = value
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{owner}: {field} must be a pair (lo, hi) or None, got {value!r}") from None
-    lo, hi = _real(owner, f"{field}[0]", lo), _real(owner, f"{field}[1]", hi)
-    if math.isnan(lo) or math.isnan(hi):
-        raise ArgumentError(f"{owner}: {field} contains NaN: ({lo!r}, {hi!r})")
-    if lo > hi:
-        raise ArgumentError(f"{owner}: {field} has lo > hi: ({lo!r}, {hi!r})")
-    return (lo, hi)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,9 +117,9 @@ class AffineActuatorDefinition:
                 raise ArgumentError(f"affine actuator: {field} must be a non-empty string, got {value!r}")
         owner = f"affine actuator '{self.name}'"
         for field in ("gear", "gain", "bias_q", "bias_v"):
-            object.__setattr__(self, field, _finite(owner, field, getattr(self, field)))
+            object.__setattr__(self, field, as_finite(getattr(self, field), f"{owner}: {field}"))
         for field in ("ctrl_range", "force_range"):
-            object.__setattr__(self, field, _range(owner, field, getattr(self, field)))
+            object.__setattr__(self, field, as_range(getattr(self, field), f"{owner}: {field}"))
 
     @classmethod
     def motor(
@@ -184,8 +151,8 @@ class AffineActuatorDefinition:
         Equal to MuJoCo's ``<position>`` for ``gear = 1``; see the module docstring otherwise.
         """
         owner = f"affine actuator '{name}'"
-        kp = _nonnegative(owner, "kp", kp)
-        kv = _nonnegative(owner, "kv", kv)
+        kp = as_nonnegative(kp, f"{owner}: kp")
+        kv = as_nonnegative(kv, f"{owner}: kv")
         return cls(
             name, joint, gear=gear, gain=kp, bias_q=-kp, bias_v=-kv, ctrl_range=ctrl_range, force_range=force_range
         )
@@ -205,7 +172,7 @@ class AffineActuatorDefinition:
         ``kv`` [force s/rad or force s/m] must be finite and non-negative. Equal to MuJoCo's
         ``<velocity>`` for ``gear = 1``; see the module docstring otherwise.
         """
-        kv = _nonnegative(f"affine actuator '{name}'", "kv", kv)
+        kv = as_nonnegative(kv, f"affine actuator '{name}': kv")
         return cls(name, joint, gear=gear, gain=kv, bias_v=-kv, ctrl_range=ctrl_range, force_range=force_range)
 
     @classmethod
@@ -235,12 +202,12 @@ class AffineActuatorDefinition:
             force_range: the force range if ``actuator_forcelimited``, else ``None``.
         """
         owner = f"affine actuator '{name}'"
-        gear = _finite(owner, "gear", gear)
+        gear = as_finite(gear, f"{owner}: gear")
         try:
             b0, b1, b2 = (biasprm[i] for i in range(3))
         except (TypeError, IndexError, KeyError):
             raise ArgumentError(f"{owner}: biasprm must hold at least 3 numbers, got {biasprm!r}") from None
-        b0, b1, b2 = (_finite(owner, f"biasprm[{i}]", b) for i, b in enumerate((b0, b1, b2)))
+        b0, b1, b2 = (as_finite(b, f"{owner}: biasprm[{i}]") for i, b in enumerate((b0, b1, b2)))
         if b0 != 0.0:
             raise ArgumentError(f"{owner}: biasprm[0] = {b0!r} (a constant bias force) is not supported; it must be 0")
         return cls(
@@ -255,52 +222,9 @@ class AffineActuatorDefinition:
         )
 
 
-def _nonnegative(owner: str, field: str, value: Any) -> float:
-    out = _finite(owner, field, value)
-    if out < 0.0:
-        raise ArgumentError(f"{owner}: {field} must be >= 0, got {out!r}")
-    return out
-
-
 # --------------------------------------------------------------------------------------------------
 # Compiled actuators (a pytree)
 # --------------------------------------------------------------------------------------------------
-
-
-@struct.dataclass
-class AffineActuators:
-    """``nu`` compiled affine actuators: every physical number is an array leaf of shape ``(nu,)``.
-
-    Leaves can be batched (``vmap`` over per-world gains) and differentiated. Topology is static.
-
-    Attributes:
-        gear: gear ratio from actuator force to joint torque.
-        gain: coefficient on the clamped control [actuator force per control unit].
-        bias_q: coefficient on the joint position [actuator force per rad or m].
-        bias_v: coefficient on the joint velocity [actuator force per rad/s or m/s].
-        ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
-        force_lower, force_upper: actuator-force clamp, before the gear; ``-inf``/``+inf`` where unlimited.
-        names: actuator names, in order (static).
-        q_index: index into ``q`` of each driven joint's coordinate (static).
-        v_index: index into ``v`` (and into the generalized force) of each driven joint's DOF (static).
-    """
-
-    gear: jnp.ndarray
-    gain: jnp.ndarray
-    bias_q: jnp.ndarray
-    bias_v: jnp.ndarray
-    ctrl_lower: jnp.ndarray
-    ctrl_upper: jnp.ndarray
-    force_lower: jnp.ndarray
-    force_upper: jnp.ndarray
-    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
-    q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
-    v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
-
-    @property
-    def nu(self) -> int:
-        """Number of actuators."""
-        return len(self.names)
 
 
 def _index(kind: str, mapping: Mapping[str, int], joint: str, actuator: str) -> int:

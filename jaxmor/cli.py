@@ -35,7 +35,7 @@ def _demo() -> int:
 
     steps = 10
     run = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=steps))
-    print(f"\nSpinning up from rest, dt = {float(model.timestep) * 1e3:g} ms (the back EMF eats the bus voltage):")
+    print(f"\nSpinning up from rest, dt = {float(model.opt.timestep) * 1e3:g} ms (the back EMF eats the bus voltage):")
     print(f"  {'time [s]':>9} {'speed [rad/s]':>14} {'motor torque [Nm]':>18}  saturation")
     for _ in range(10):
         state, _ = run(state)

@@ -62,9 +62,6 @@ slot whatever its size; the solver decides which candidates are active. Meshes a
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,13 +69,11 @@ from flax import struct
 
 from jaxmor.errors import ArgumentError
 from jaxmor.kinematics import Poses
-from jaxmor.types import JOINT_FREE, Model
+from jaxmor.math import safe_div, safe_sqrt
+from jaxmor.types import GeomType, Model
 
 #: Geom types and the number of ground-contact points of each.
-GROUND_POINTS = {"sphere": 1, "capsule": 2, "box": 8, "cylinder": 16}
-
-#: Supported self-collision type pairs (either order).
-SUPPORTED_PAIRS = (("sphere", "sphere"), ("sphere", "capsule"), ("capsule", "capsule"), ("sphere", "box"))
+GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 8, GeomType.CYLINDER: 16}
 
 _CYLINDER_RIM = 8  # points per rim circle
 
@@ -105,195 +100,6 @@ class Contacts:
     restitution: jnp.ndarray
     body_a: tuple[int, ...] = struct.field(pytree_node=False)
     body_b: tuple[int, ...] = struct.field(pytree_node=False)
-
-    @property
-    def count(self) -> int:
-        """Number of slots ``nc``."""
-        return len(self.body_a)
-
-    @property
-    def normal(self) -> jnp.ndarray:
-        """(nc, 3) unit normals, ``frame[:, 0]``."""
-        return self.frame[..., 0, :]
-
-
-# --------------------------------------------------------------------------------------------------
-# model setters
-
-
-def _scalar(name: str, value, *, lower: float | None = None, upper: float | None = None):
-    """Validate a concrete scalar (finite, within bounds); traced values pass unchecked."""
-    if isinstance(value, jax.core.Tracer):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        raise ArgumentError(f"{name} must be a number, got {value!r}")
-    try:
-        arr = np.asarray(value)
-    except Exception:  # noqa: BLE001 - anything that is not array-like
-        raise ArgumentError(f"{name} must be a number, got {value!r}") from None
-    if arr.shape != ():
-        raise ArgumentError(f"{name} must be a scalar, got shape {arr.shape}")
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise ArgumentError(f"{name} must be a number, got {value!r}")
-    x = float(arr)
-    if not math.isfinite(x):
-        raise ArgumentError(f"{name} must be finite, got {x}")
-    if lower is not None and x < lower:
-        raise ArgumentError(f"{name} must be >= {lower}, got {x}")
-    if upper is not None and x > upper:
-        raise ArgumentError(f"{name} must be <= {upper}, got {x}")
-    return value
-
-
-def add_ground(model: Model, height: float = 0.0, friction: float = 0.8, restitution: float = 0.0) -> Model:
-    """A copy of ``model`` with a ground plane ``z = height`` (normal ``+z``).
-
-    Args:
-        model: the model.
-        height: height of the plane [m] (finite).
-        friction: the ground's Coulomb friction coefficient (``>= 0``), combined with each geom's
-            as ``sqrt(mu_ground mu_geom)``.
-        restitution: the ground's coefficient of restitution in ``[0, 1]``, combined with each
-            geom's as the maximum.
-
-    Raises:
-        ArgumentError: an argument is not a finite number in its range; the message names it.
-    """
-    height = _scalar("height", height)
-    friction = _scalar("friction", friction, lower=0.0)
-    restitution = _scalar("restitution", restitution, lower=0.0, upper=1.0)
-    return model.replace(
-        ground=True,
-        ground_height=jnp.asarray(height, model.ground_height.dtype),
-        ground_friction=jnp.asarray(friction, model.ground_friction.dtype),
-        ground_restitution=jnp.asarray(restitution, model.ground_restitution.dtype),
-    )
-
-
-def geom_index(model: Model, name: str) -> int:
-    """Index of a collision geom by name.
-
-    Raises:
-        ArgumentError: no geom has that name; the message lists the geoms.
-    """
-    if isinstance(name, str):
-        try:
-            return model.geom_names.index(name)
-        except ValueError:
-            pass
-    raise ArgumentError(f"unknown geom {name!r}; the model's collision geoms are {list(model.geom_names)}")
-
-
-def set_geom_properties(
-    model: Model, name: str, *, friction: float | None = None, restitution: float | None = None
-) -> Model:
-    """A copy of ``model`` with the contact properties of geom ``name`` changed.
-
-    Args:
-        model: the model.
-        name: the geom's name (``model.geom_names``).
-        friction: its Coulomb friction coefficient (``>= 0``); ``None`` keeps it.
-        restitution: its coefficient of restitution in ``[0, 1]``; ``None`` keeps it.
-
-    Raises:
-        ArgumentError: unknown geom (the message lists the names), or a value out of range.
-    """
-    i = geom_index(model, name)
-    if friction is not None:
-        friction = _scalar("friction", friction, lower=0.0)
-        model = model.replace(geom_friction=model.geom_friction.at[i].set(friction))
-    if restitution is not None:
-        restitution = _scalar("restitution", restitution, lower=0.0, upper=1.0)
-        model = model.replace(geom_restitution=model.geom_restitution.at[i].set(restitution))
-    return model
-
-
-def _adjacent(model: Model, a: int, b: int) -> bool:
-    """Bodies joined by a (non-free) joint: parent and child; ``-1`` is the world."""
-
-    def child_of(c: int, p: int) -> bool:
-        return c >= 0 and model.body_parent[c] == p and model.body_joint_type[c] != JOINT_FREE
-
-    return child_of(a, b) or child_of(b, a)
-
-
-def _pair_supported(ta: str, tb: str) -> bool:
-    return (ta, tb) in SUPPORTED_PAIRS or (tb, ta) in SUPPORTED_PAIRS
-
-
-def _supported_text() -> str:
-    return ", ".join(f"{a}-{b}" for a, b in SUPPORTED_PAIRS)
-
-
-def _check_pairs(model: Model, pairs) -> None:
-    """Raise for out-of-range, same-body or unsupported pairs."""
-    bad = []
-    for pair in pairs:
-        if len(pair) != 2:
-            raise ArgumentError(f"contact pair {pair!r} must hold two geom indices")
-        a, b = (int(x) for x in pair)
-        for g in (a, b):
-            if not 0 <= g < model.ng:
-                raise ArgumentError(f"contact pair {pair!r}: geom index {g} is out of range [0, {model.ng})")
-        if model.geom_body[a] == model.geom_body[b]:
-            raise ArgumentError(
-                f"contact pair ({model.geom_names[a]!r}, {model.geom_names[b]!r}): both geoms are on the same body"
-            )
-        if not _pair_supported(model.geom_type[a], model.geom_type[b]):
-            bad.append((a, b))
-    if bad:
-        a, b = bad[0]
-        na, nb = model.geom_names[a], model.geom_names[b]
-        more = ""
-        if len(bad) > 1:
-            others = ", ".join(f"({model.geom_names[x]!r}, {model.geom_names[y]!r})" for x, y in bad[1:])
-            more = f"; {len(bad) - 1} more unsupported pair(s): {others}"
-        raise ArgumentError(
-            f"self-collision between geom {na!r} ({model.geom_type[a]}) and geom {nb!r} ({model.geom_type[b]}) "
-            f"is not supported (supported: {_supported_text()}); exclude the pair, e.g. "
-            f"enable_self_collision(model, exclude=[({na!r}, {nb!r})]){more}"
-        )
-
-
-def enable_self_collision(model: Model, enabled: bool = True, exclude: Iterable = ()) -> Model:
-    """A copy of ``model`` whose ``contact_pairs`` test its geoms against each other.
-
-    The pairs are every pair of geoms ``(i, j)``, ``i < j``, on different bodies (a geom welded to
-    the world, body ``-1``, counts as on the world body) that are not parent and child across a
-    joint (a free joint does not make a floating base adjacent to the world), minus ``exclude``.
-
-    Args:
-        model: the model.
-        enabled: ``False`` clears the pairs (no self-collision).
-        exclude: pairs ``(name_a, name_b)`` of geom names not to test, in either order.
-
-    Raises:
-        ArgumentError: an unknown geom name or a malformed exclusion; or a remaining pair of types
-            that is not supported (supported: sphere-sphere, sphere-capsule, capsule-capsule,
-            sphere-box): the message names the two geoms and their types; exclude the pair.
-    """
-    if not enabled:
-        return model.replace(contact_pairs=())
-    if isinstance(exclude, (str, bytes)):
-        raise ArgumentError(f"exclude must be a list of (geom name, geom name) pairs, got {exclude!r}")
-    excluded = set()
-    for item in exclude:
-        if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
-            raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
-        item = tuple(item)
-        if len(item) != 2:
-            raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
-        a, b = (geom_index(model, n) for n in item)
-        excluded.add(frozenset((a, b)))
-    pairs = []
-    for i in range(model.ng):
-        for j in range(i + 1, model.ng):
-            bi, bj = model.geom_body[i], model.geom_body[j]
-            if bi == bj or _adjacent(model, bi, bj) or frozenset((i, j)) in excluded:
-                continue
-            pairs.append((i, j))
-    _check_pairs(model, pairs)
-    return model.replace(contact_pairs=tuple(pairs))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -349,16 +155,6 @@ def _normalize(v: jnp.ndarray, fallback: jnp.ndarray) -> tuple[jnp.ndarray, jnp.
     return jnp.where(ok, v / jnp.sqrt(safe), fallback), ok[..., 0]
 
 
-def _safe_div(num: jnp.ndarray, den: jnp.ndarray, ok: jnp.ndarray) -> jnp.ndarray:
-    return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
-
-
-def _safe_sqrt(x: jnp.ndarray) -> jnp.ndarray:
-    """``sqrt(x)`` for ``x >= 0`` with a zero (not infinite) gradient at 0."""
-    pos = x > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
 def tangent_frame(normal: jnp.ndarray) -> jnp.ndarray:
     """(..., 3, 3) rows ``n, t1, t2``: an orthonormal right-handed frame from unit normals (..., 3).
 
@@ -398,7 +194,7 @@ def _segment_point(p0, p1, c):
     """Closest point to ``c`` on the segment ``p0 p1`` (a point when ``p0 == p1``)."""
     d = p1 - p0
     dd = jnp.sum(d * d, -1)
-    t = jnp.clip(_safe_div(jnp.sum((c - p0) * d, -1), dd, dd > _tiny(d.dtype)), 0.0, 1.0)
+    t = jnp.clip(safe_div(jnp.sum((c - p0) * d, -1), dd, dd > _tiny(d.dtype)), 0.0, 1.0)
     return p0 + t[..., None] * d
 
 
@@ -415,16 +211,16 @@ def _segments(p0, p1, q0, q1):
     denom = a * e - b * b
     parallel_tol = max(1e-6, 100.0 * float(jnp.finfo(p0.dtype).eps))
     general = denom > parallel_tol * a * e
-    s_general = jnp.clip(_safe_div(b * f - c * e, denom, general & a_ok & e_ok), 0.0, 1.0)
+    s_general = jnp.clip(safe_div(b * f - c * e, denom, general & a_ok & e_ok), 0.0, 1.0)
     # Parallel: the middle of the part of segment p that faces segment q.
-    u0 = _safe_div(-c, a, a_ok)  # q0 on p's parameter
-    u1 = _safe_div(b - c, a, a_ok)  # q1
+    u0 = safe_div(-c, a, a_ok)  # q0 on p's parameter
+    u1 = safe_div(b - c, a, a_ok)  # q1
     lo = jnp.maximum(jnp.minimum(u0, u1), 0.0)
     hi = jnp.minimum(jnp.maximum(u0, u1), 1.0)
     s_parallel = jnp.clip(0.5 * (lo + hi), 0.0, 1.0)
     s = jnp.where(general, s_general, s_parallel)
-    t = jnp.clip(_safe_div(b * s + f, e, e_ok), 0.0, 1.0)
-    s = jnp.clip(_safe_div(b * t - c, a, a_ok), 0.0, 1.0)
+    t = jnp.clip(safe_div(b * s + f, e, e_ok), 0.0, 1.0)
+    s = jnp.clip(safe_div(b * t - c, a, a_ok), 0.0, 1.0)
     return p0 + s[..., None] * d1, q0 + t[..., None] * d2, d1, d2
 
 
@@ -476,28 +272,68 @@ def _sphere_box(ca, ra_rot, sa, cb, rb_rot, sb):
     return dist, n, ca + r[..., None] * n, point_b
 
 
+#: The supported self-collision type pairs (either order) and their distance functions.
 _PAIR_FUNCTIONS = {
-    ("sphere", "sphere"): _sphere_sphere,
-    ("sphere", "capsule"): _sphere_capsule,
-    ("capsule", "capsule"): _capsule_capsule,
-    ("sphere", "box"): _sphere_box,
+    (GeomType.SPHERE, GeomType.SPHERE): _sphere_sphere,
+    (GeomType.SPHERE, GeomType.CAPSULE): _sphere_capsule,
+    (GeomType.CAPSULE, GeomType.CAPSULE): _capsule_capsule,
+    (GeomType.SPHERE, GeomType.BOX): _sphere_box,
 }
+
+
+def _pair_supported(ta: GeomType, tb: GeomType) -> bool:
+    return (ta, tb) in _PAIR_FUNCTIONS or (tb, ta) in _PAIR_FUNCTIONS
+
+
+def _supported_text() -> str:
+    return ", ".join(f"{a.label}-{b.label}" for a, b in _PAIR_FUNCTIONS)
+
+
+def check_pairs(model: Model, pairs) -> None:
+    """Raise for out-of-range, same-body or unsupported pairs."""
+    bad = []
+    for pair in pairs:
+        if len(pair) != 2:
+            raise ArgumentError(f"contact pair {pair!r} must hold two geom indices")
+        a, b = (int(x) for x in pair)
+        for g in (a, b):
+            if not 0 <= g < model.ng:
+                raise ArgumentError(f"contact pair {pair!r}: geom index {g} is out of range [0, {model.ng})")
+        if model.geom_body[a] == model.geom_body[b]:
+            raise ArgumentError(
+                f"contact pair ({model.geom_names[a]!r}, {model.geom_names[b]!r}): both geoms are on the same body"
+            )
+        if not _pair_supported(model.geom_type[a], model.geom_type[b]):
+            bad.append((a, b))
+    if bad:
+        a, b = bad[0]
+        na, nb = model.geom_names[a], model.geom_names[b]
+        ta, tb = model.geom_type[a].label, model.geom_type[b].label
+        more = ""
+        if len(bad) > 1:
+            others = ", ".join(f"({model.geom_names[x]!r}, {model.geom_names[y]!r})" for x, y in bad[1:])
+            more = f"; {len(bad) - 1} more unsupported pair(s): {others}"
+        raise ArgumentError(
+            f"self-collision between geom {na!r} ({ta}) and geom {nb!r} ({tb}) "
+            f"is not supported (supported: {_supported_text()}); exclude the pair, e.g. "
+            f"enable_self_collision(model, exclude=[({na!r}, {nb!r})]){more}"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
 # collide
 
 
-def _ground_points(kind: str, centre, rotation, size):
+def _ground_points(kind: GeomType, centre, rotation, size):
     """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring)."""
     dtype = centre.dtype
     z = jnp.array([0.0, 0.0, 1.0], dtype)
-    if kind == "sphere":
+    if kind == GeomType.SPHERE:
         return (centre - size[:, :1] * z)[:, None, :]
-    if kind == "capsule":
+    if kind == GeomType.CAPSULE:
         e0, e1 = _ends(centre, rotation, size[:, 1])
         return jnp.stack([e0, e1], 1) - size[:, None, :1] * z
-    if kind == "box":
+    if kind == GeomType.BOX:
         signs = jnp.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype)
         local = signs[None] * size[:, None, :]
     else:  # cylinder
@@ -510,7 +346,7 @@ def _ground_points(kind: str, centre, rotation, size):
 
 
 def _combine(mu_a, mu_b, e_a, e_b):
-    return _safe_sqrt(mu_a * mu_b), jnp.maximum(e_a, e_b)
+    return safe_sqrt(mu_a * mu_b), jnp.maximum(e_a, e_b)
 
 
 def collide(model: Model, poses: Poses) -> Contacts:
@@ -529,7 +365,7 @@ def collide(model: Model, poses: Poses) -> Contacts:
             unsupported pair (trace-time checks).
     """
     _check_types(model)
-    _check_pairs(model, model.contact_pairs)
+    check_pairs(model, model.contact_pairs)
     position = jnp.asarray(poses.position)
     rotation = jnp.asarray(poses.rotation)
     if position.shape != (model.nb, 3) or rotation.shape != (model.nb, 3, 3):

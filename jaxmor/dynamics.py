@@ -1,4 +1,4 @@
-"""Rigid-body dynamics: mass matrix (CRBA), bias forces (RNEA) and forward dynamics.
+"""Rigid-body dynamics: mass matrix, bias forces, forward and inverse dynamics.
 
 Formulation. The recursions run in body coordinates with 6-D spatial vectors ordered
 ``[angular; linear]`` (Featherstone). A free base is first treated in *local* coordinates
@@ -10,26 +10,45 @@ the base rotation. Since ``dT/dt u = [-w_b x v_b; 0; 0] =: c``, the equations of
 
     M(q) = T^T M_l T,        b(q, u) = T^T (b_l + M_l c) = T^T RNEA_l(q, nu, c).
 
-Rotor inertia (``dof_armature``) is added to the diagonal of ``M``. Gravity enters RNEA as a
-fictitious upward acceleration of the world. Everything is pure JAX: jit-, vmap- and
+With body Jacobians ``J_i`` (``v_i = J_i nu``, carried down the tree), ``M_l = sum_i J_i^T I_i J_i``
+(the same matrix the composite-rigid-body algorithm computes, assembled from few large operations)
+and ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` (the recursive Newton-Euler
+algorithm's forward pass for ``a_i``; its backward pass is the sum over ``J_i^T``). Rotor inertia
+(``dof_armature``) is added to the diagonal of ``M``. Gravity enters as a fictitious upward
+acceleration of the world. Everything is pure JAX: jit-, vmap- and
 grad-able, in float32 or float64 (the dtype of ``q``).
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
+from flax import struct
 
-from jaxmor.errors import ArgumentError
-from jaxmor.kinematics import joint_transforms
-from jaxmor.math import quat_to_rotation, skew
-from jaxmor.types import JOINT_FREE, JOINT_REVOLUTE, Model
+from jaxmor.checks import as_vector
+from jaxmor.kinematics import Kinematics, kinematics, parent_first
+from jaxmor.math import skew
+from jaxmor.types import JointType, Model
 
 
-def _spatial_transforms(model: Model, q: jnp.ndarray) -> jnp.ndarray:
+@struct.dataclass
+class Dynamics:
+    """The dynamics stage's result at ``(q, u)``.
+
+    Attributes:
+        mass: (nv, nv) mass matrix ``M(q)`` [kg, kg m, kg m^2], rotor inertia included.
+        bias: (nv,) bias force ``b(q, u)``: gravity, Coriolis and centrifugal terms [N, Nm].
+    """
+
+    mass: jax.Array
+    bias: jax.Array
+
+
+def _spatial_transforms(kin: Kinematics) -> jax.Array:
     """(nb, 6, 6) motion transforms from each parent's coordinates to the body's."""
-    rel_r, rel_p = joint_transforms(model, q)
+    rel_r, rel_p = kin.relative.rotation, kin.relative.position
     e = jnp.swapaxes(rel_r, -1, -2)
     zero = jnp.zeros_like(e)
     top = jnp.concatenate([e, zero], -1)
@@ -37,7 +56,7 @@ def _spatial_transforms(model: Model, q: jnp.ndarray) -> jnp.ndarray:
     return jnp.concatenate([top, bottom], -2)
 
 
-def _spatial_inertias(model: Model, dtype) -> jnp.ndarray:
+def _spatial_inertias(model: Model, dtype) -> jax.Array:
     """(nb, 6, 6) spatial inertia of each body about its origin, body coordinates."""
     mass = model.body_mass.astype(dtype)[:, None, None]
     cx = skew(model.body_com.astype(dtype))
@@ -48,78 +67,68 @@ def _spatial_inertias(model: Model, dtype) -> jnp.ndarray:
     return jnp.concatenate([top, bottom], -2)
 
 
-def _subspace_columns(model: Model, dtype) -> jnp.ndarray:
-    """(nb, 6) motion subspace column of each 1-DoF joint (unused rows for free joints)."""
-    axis = model.body_axis.astype(dtype)
-    revolute = np.array([k == JOINT_REVOLUTE for k in model.body_joint_type])[:, None]
-    zero = jnp.zeros_like(axis)
-    return jnp.concatenate([jnp.where(revolute, axis, zero), jnp.where(revolute, zero, axis)], -1)
-
-
 #: Motion subspace of a free joint for ``nu = [v_b, w_b]`` in ``[angular; linear]`` body coordinates.
 _FREE_SUBSPACE = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
 
 
-def _body_jacobians(model: Model, xs: jnp.ndarray, dtype) -> jnp.ndarray:
-    """(nb, 6, nv) Jacobian of each body's spatial velocity (body coordinates) w.r.t. local ``nu``."""
-    cols = _subspace_columns(model, dtype)
-    jacs = []
-    for i, parent in enumerate(model.body_parent):
+def _joint_subspaces(model: Model, dtype) -> jax.Array:
+    """(nb, 6, nv) each body's own motion subspace, placed at its velocities (body coordinates)."""
+    axis = model.body_axis.astype(dtype)
+    revolute = np.array([k == JointType.REVOLUTE for k in model.body_joint_type])[:, None]
+    zero = jnp.zeros_like(axis)
+    cols = jnp.concatenate([jnp.where(revolute, axis, zero), jnp.where(revolute, zero, axis)], -1)
+    own = []
+    for i, kind in enumerate(model.body_joint_type):
         v = model.body_v_start[i]
-        if model.body_joint_type[i] == JOINT_FREE:
-            own = np.zeros((6, model.nv))
-            own[:, v : v + 6] = _FREE_SUBSPACE
-            own = jnp.asarray(own, dtype)
+        if kind == JointType.FREE:
+            block = np.zeros((6, model.nv))
+            block[:, v : v + 6] = _FREE_SUBSPACE
+            own.append(jnp.asarray(block, dtype))
         else:
             onehot = np.zeros(model.nv)
             onehot[v] = 1.0
-            own = cols[i][:, None] * jnp.asarray(onehot, dtype)[None, :]
-        jacs.append(own if parent < 0 else xs[i] @ jacs[parent] + own)
-    return jnp.stack(jacs)
+            own.append(cols[i][:, None] * jnp.asarray(onehot, dtype)[None, :])
+    return jnp.stack(own)
 
 
-def _cross_motion(v: jnp.ndarray, m: jnp.ndarray) -> jnp.ndarray:
+def _transport(parent: jax.Array | None, body: tuple[jax.Array, jax.Array]) -> jax.Array:
+    """A body's value from its parent's: ``X_i parent + own_i`` (Jacobians, accelerations); ``own_i`` for
+    a root body of a quantity that is zero in the world (``parent`` None)."""
+    x, own = body
+    return own if parent is None else x @ parent + own
+
+
+def _local_transform(model: Model, kin: Kinematics) -> jax.Array:
+    """(nv, nv) matrix ``T`` with ``nu_local = T u``: the free bases' velocities in their own frames."""
+    t = jnp.eye(model.nv, dtype=kin.relative.position.dtype)
+    for b, v in zip(model.free_body, model.free_u, strict=True):
+        rt = kin.relative.rotation[b].T  # a free body is a root: its relative pose is its world pose
+        t = t.at[v : v + 3, v : v + 3].set(rt).at[v + 3 : v + 6, v + 3 : v + 6].set(rt)
+    return t
+
+
+def _cross_motion(v: jax.Array, m: jax.Array) -> jax.Array:
     """Batched spatial cross product ``v x m`` of motion vectors (..., 6)."""
     w, lin = v[..., :3], v[..., 3:]
     return jnp.concatenate([jnp.cross(w, m[..., :3]), jnp.cross(w, m[..., 3:]) + jnp.cross(lin, m[..., :3])], -1)
 
 
-def _cross_force(v: jnp.ndarray, f: jnp.ndarray) -> jnp.ndarray:
+def _cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     """Batched spatial cross product ``v x* f`` of a motion and a force vector (..., 6)."""
     w, lin = v[..., :3], v[..., 3:]
     return jnp.concatenate([jnp.cross(w, f[..., :3]) + jnp.cross(lin, f[..., 3:]), jnp.cross(w, f[..., 3:])], -1)
 
 
-def _free_bases(model: Model) -> list[int]:
-    return [i for i, k in enumerate(model.body_joint_type) if k == JOINT_FREE]
-
-
-def _local_transform(model: Model, q: jnp.ndarray) -> jnp.ndarray:
-    """(nv, nv) matrix ``T`` with ``nu_local = T u``."""
-    t = jnp.eye(model.nv, dtype=q.dtype)
-    for i in _free_bases(model):
-        s, v = model.body_q_start[i], model.body_v_start[i]
-        rt = quat_to_rotation(q[s + 3 : s + 7]).T
-        t = t.at[v : v + 3, v : v + 3].set(rt).at[v + 3 : v + 6, v + 3 : v + 6].set(rt)
-    return t
-
-
-def _dynamics_terms(model: Model, q: jnp.ndarray, u: jnp.ndarray | None):
-    """Mass matrix and (if ``u`` is given) bias force, in jaxmor's coordinates, sharing the kinematics.
-
-    With body Jacobians ``J_i`` (``v_i = J_i nu``), ``M_l = sum_i J_i^T I_i J_i`` and the bias is
-    ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` and ``a_i`` the velocity-product
-    and gravity accelerations (the RNEA's forward pass; the backward pass is the sum over ``J_i^T``).
-    Few, large operations: the recursion only carries ``J_i`` and ``a_i``.
-    """
-    dtype = q.dtype
+def _terms(model: Model, kin: Kinematics, u: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
+    """Mass matrix and (if ``u`` is given) bias force, in jaxmor's coordinates (see the module docstring)."""
+    dtype = kin.relative.position.dtype
     if model.nb == 0:
         zero = jnp.zeros((model.nv, model.nv), dtype)
         return zero, (None if u is None else jnp.zeros(model.nv, dtype))
-    xs = _spatial_transforms(model, q)
+    xs = _spatial_transforms(kin)
     inertia = _spatial_inertias(model, dtype)
-    jac = _body_jacobians(model, xs, dtype)
-    t = _local_transform(model, q)
+    jac = parent_first(model, _transport, None, (xs, _joint_subspaces(model, dtype)))
+    t = _local_transform(model, kin)
     m_local = jnp.einsum("bkn,bkl,blm->nm", jac, inertia, jac)
     mass = t.T @ m_local @ t + jnp.diag(model.dof_armature.astype(dtype))
     if u is None:
@@ -131,37 +140,65 @@ def _dynamics_terms(model: Model, q: jnp.ndarray, u: jnp.ndarray | None):
     product = _cross_motion(vel, vel - parent_vel)
     # dT/dt u for a free base: the local velocity coordinates rotate with the base.
     nu_dot = jnp.zeros(model.nv, dtype)
-    for i in _free_bases(model):
-        v = model.body_v_start[i]
+    for v in model.free_u:
         nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
-    a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
-    accs = []
-    for i, parent in enumerate(model.body_parent):
-        base = xs[i] @ (a_world if parent < 0 else accs[parent])
-        accs.append(base + product[i])
-    acc = jnp.stack(accs) + jnp.einsum("bkn,n->bk", jac, nu_dot)
+    a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.opt.gravity.astype(dtype)])
+    acc = parent_first(model, _transport, a_world, (xs, product)) + jnp.einsum("bkn,n->bk", jac, nu_dot)
     momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
     force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
     bias = t.T @ jnp.einsum("bkn,bk->n", jac, force)
     return mass, bias
 
 
-def _check(model: Model, q, u=None, tau=None):
-    q = jnp.asarray(q)
-    if q.shape != (model.nq,):
-        raise ArgumentError(f"q must have shape ({model.nq},), got {q.shape}")
-    out = [q]
-    for name, x in (("u", u), ("tau", tau)):
-        if x is not None:
-            x = jnp.asarray(x, dtype=q.dtype)
-            if x.shape != (model.nv,):
-                raise ArgumentError(f"{name} must have shape ({model.nv},), got {x.shape}")
-            out.append(x)
+def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
+    """The dynamics stage: mass matrix and bias force at the configuration of ``kin`` and velocity ``u``.
+
+    Args:
+        model: the model.
+        kin: :func:`jaxmor.kinematics.kinematics` at ``q``.
+        u: (nv,) generalized velocities.
+
+    Returns:
+        :class:`Dynamics`.
+    """
+    mass, bias = _terms(model, kin, u)
+    return Dynamics(mass, bias)
+
+
+def base_velocity_jacobian(model: Model, mass: jax.Array, u: jax.Array) -> jax.Array:
+    """(nv, nv) derivative of the floating base's velocity-dependent forces w.r.t. its velocity.
+
+    The robot is taken as locked into one rigid body whose inertia is the base block of ``M``
+    (``[[m I, -m [c]x], [m [c]x, I_o]]`` in world coordinates at the base origin, ``c`` the centre
+    of mass relative to it). Such a body's velocity-dependent forces are ``m w x (w x c)`` and
+    ``w x I_o w``; their derivatives with respect to ``w`` fill the base block (zero elsewhere).
+    Exact for a single free body; for a robot, the joints' own velocity terms stay explicit.
+    """
+    out = jnp.zeros((model.nv, model.nv), u.dtype)
+    for v in model.free_u:
+        block = mass[v : v + 6, v : v + 6]
+        m = block[0, 0]
+        cx = -block[0:3, 3:6] / jnp.where(m > 0, m, 1.0)
+        c = jnp.stack([cx[2, 1], cx[0, 2], cx[1, 0]])
+        inertia = block[3:6, 3:6]
+        w = u[v + 3 : v + 6]
+        d_lin = -m * (skew(jnp.cross(w, c)) + skew(w) @ skew(c))
+        d_ang = skew(w) @ inertia - skew(inertia @ w)
+        out = out.at[v : v + 3, v + 3 : v + 6].set(d_lin).at[v + 3 : v + 6, v + 3 : v + 6].set(d_ang)
     return out
 
 
-def mass_matrix(model: Model, q: jnp.ndarray) -> jnp.ndarray:
-    """Joint-space inertia matrix ``M(q)`` (CRBA) in jaxmor's velocity coordinates.
+def _inputs(model: Model, q, u=None, tau=None) -> list[jax.Array]:
+    q = as_vector(q, model.nq, "q")
+    out = [q]
+    for name, x in (("u", u), ("tau", tau)):
+        if x is not None:
+            out.append(as_vector(x, model.nv, name, q.dtype))
+    return out
+
+
+def mass_matrix(model: Model, q: jax.Array) -> jax.Array:
+    """Joint-space inertia matrix ``M(q)`` in jaxmor's velocity coordinates.
 
     Args:
         model: the model.
@@ -173,12 +210,12 @@ def mass_matrix(model: Model, q: jnp.ndarray) -> jnp.ndarray:
     Raises:
         ArgumentError: ``q`` has the wrong shape.
     """
-    (q,) = _check(model, q)
-    return _dynamics_terms(model, q, None)[0]
+    (q,) = _inputs(model, q)
+    return _terms(model, kinematics(model, q), None)[0]
 
 
-def bias_force(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
-    """Bias force ``b(q, u)``: gravity plus Coriolis and centrifugal terms (RNEA at zero acceleration).
+def bias_force(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
+    """Bias force ``b(q, u)``: gravity plus Coriolis and centrifugal terms (inverse dynamics at zero acceleration).
 
     The equations of motion are ``M(q) du/dt + b(q, u) = tau``.
 
@@ -193,28 +230,22 @@ def bias_force(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
     Raises:
         ArgumentError: wrong shapes.
     """
-    q, u = _check(model, q, u)
-    return _dynamics_terms(model, q, u)[1]
+    q, u = _inputs(model, q, u)
+    return dynamics(model, kinematics(model, q), u).bias
 
 
-def mass_matrix_and_bias(model: Model, q: jnp.ndarray, u: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """``(mass_matrix(q), bias_force(q, u))`` computed together, sharing the kinematics (used by the step).
+def inverse_dynamics(model: Model, q: jax.Array, u: jax.Array, du: jax.Array) -> jax.Array:
+    """Generalized force ``M(q) du + b(q, u)`` that produces the acceleration ``du`` (nv,).
 
     Raises:
         ArgumentError: wrong shapes.
     """
-    q, u = _check(model, q, u)
-    return _dynamics_terms(model, q, u)
+    q, u, du = _inputs(model, q, u, du)
+    dyn = dynamics(model, kinematics(model, q), u)
+    return dyn.mass @ du + dyn.bias
 
 
-def inverse_dynamics(model: Model, q: jnp.ndarray, u: jnp.ndarray, du: jnp.ndarray) -> jnp.ndarray:
-    """Generalized force ``M(q) du + b(q, u)`` that produces the acceleration ``du`` (nv,)."""
-    q, u, du = _check(model, q, u, du)
-    mass, bias = _dynamics_terms(model, q, u)
-    return mass @ du + bias
-
-
-def forward_dynamics(model: Model, q: jnp.ndarray, u: jnp.ndarray, tau: jnp.ndarray) -> jnp.ndarray:
+def forward_dynamics(model: Model, q: jax.Array, u: jax.Array, tau: jax.Array) -> jax.Array:
     """Generalized acceleration ``du/dt = M^-1 (tau - b)`` (Cholesky solve), without constraints.
 
     Args:
@@ -230,7 +261,7 @@ def forward_dynamics(model: Model, q: jnp.ndarray, u: jnp.ndarray, tau: jnp.ndar
     Raises:
         ArgumentError: wrong shapes.
     """
-    q, u, tau = _check(model, q, u, tau)
-    mass, bias = _dynamics_terms(model, q, u)
-    factor = jsl.cho_factor(mass, lower=True)
-    return jsl.cho_solve(factor, tau - bias)
+    q, u, tau = _inputs(model, q, u, tau)
+    dyn = dynamics(model, kinematics(model, q), u)
+    factor = jsl.cho_factor(dyn.mass, lower=True)
+    return jsl.cho_solve(factor, tau - dyn.bias)

@@ -1,4 +1,4 @@
-"""Forward kinematics, Jacobians and the position update.
+"""Forward kinematics and Jacobians.
 
 Body ``i``'s frame is the child-link frame of its joint. Its pose relative to its parent body is
 ``X_tree(i) * X_joint(q_i)``: the joint's fixed placement, then the joint motion (a rotation
@@ -6,20 +6,27 @@ about the axis for revolute joints, a translation along it for prismatic ones). 
 pose is ``q[0:3]`` and the quaternion ``q[3:7]`` (``w x y z``) directly.
 
 Velocities follow jaxmor's convention: a free base's ``u[0:3]`` is the world-frame velocity of
-its origin and ``u[3:6]`` its world-frame angular velocity.
+its origin and ``u[3:6]`` its world-frame angular velocity. Jacobians are world-aligned at the point
+(Pinocchio's ``LOCAL_WORLD_ALIGNED``): a point's world-frame velocity is ``J @ u``.
+
+The step computes :func:`kinematics` once and hands it to the dynamics, the collision and the
+constraint stages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from jax.typing import ArrayLike
 
+from jaxmor.checks import as_vector
 from jaxmor.errors import ArgumentError
-from jaxmor.math import axis_angle_to_rotation, quat_integrate, quat_to_rotation, skew
-from jaxmor.model import joint_dof_indices
-from jaxmor.types import JOINT_FREE, JOINT_PRISMATIC, JOINT_REVOLUTE, Model
+from jaxmor.math import axis_angle_to_rotation, quat_to_rotation
+from jaxmor.types import JointType, Model
 
 
 @struct.dataclass
@@ -31,15 +38,49 @@ class Poses:
         position: (n, 3) origin of each frame in the world [m].
     """
 
-    rotation: jnp.ndarray
-    position: jnp.ndarray
+    rotation: jax.Array
+    position: jax.Array
 
 
-def _joint_q_index(model: Model) -> np.ndarray:
-    return np.array([model.body_q_start[i] for i in range(model.nb)], dtype=np.int32)
+@struct.dataclass
+class Kinematics:
+    """The kinematics of one configuration, shared by the stages of a step.
+
+    Attributes:
+        relative: each body's pose in its parent body's frame (the world's for root bodies), (nb, ...).
+        body: each body's world pose, (nb, ...).
+    """
+
+    relative: Poses
+    body: Poses
 
 
-def joint_transforms(model: Model, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+def parent_first(model: Model, combine: Callable[[Any, Any], Any], world: Any, per_body: Any) -> Any:
+    """Values propagated down the tree, parents first: the one tree traversal of jaxmor.
+
+    Body ``i`` gets ``combine(value of its parent, per_body[i])``, with ``world`` as the value of the
+    world (the parent of root bodies). Values are pytrees; the results are stacked over the bodies.
+    A ``world`` of ``None`` is passed as is: ``combine`` then gives a root body its value from its own
+    entries alone (no product with a constant world value, whose derivative would tie the root's
+    value to its entries for nothing).
+
+    Args:
+        model: the model (its static ``body_parent``).
+        combine: ``(parent value, body's entries) -> body value``.
+        world: the value of the world, or ``None``.
+        per_body: a pytree whose leaves have a leading axis of size ``nb``.
+
+    Returns:
+        The bodies' values, each leaf with a leading axis of size ``nb``.
+    """
+    values = []
+    for i, parent in enumerate(model.body_parent):
+        entries = jax.tree.map(lambda x, i=i: x[i], per_body)
+        values.append(combine(world if parent < 0 else values[parent], entries))
+    return jax.tree.map(lambda *x: jnp.stack(x), *values)
+
+
+def joint_transforms(model: Model, q: jax.Array) -> Poses:
     """Pose of every body in its parent body's frame.
 
     Args:
@@ -47,15 +88,15 @@ def joint_transforms(model: Model, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.nda
         q: (nq,) generalized coordinates.
 
     Returns:
-        ``(rotation (nb, 3, 3), translation (nb, 3))``: body ``i``'s axes and origin in its parent's
-        frame (the world's for root bodies).
+        :class:`Poses` with (nb, 3, 3) rotations and (nb, 3) origins: body ``i``'s axes and origin in
+        its parent's frame (the world's for root bodies).
     """
     if model.nb == 0:
-        return jnp.zeros((0, 3, 3), q.dtype), jnp.zeros((0, 3), q.dtype)
+        return Poses(jnp.zeros((0, 3, 3), q.dtype), jnp.zeros((0, 3), q.dtype))
     kinds = model.body_joint_type
-    revolute = np.array([k == JOINT_REVOLUTE for k in kinds])
-    prismatic = np.array([k == JOINT_PRISMATIC for k in kinds])
-    angle = q[_joint_q_index(model)]
+    revolute = np.array([k == JointType.REVOLUTE for k in kinds])
+    prismatic = np.array([k == JointType.PRISMATIC for k in kinds])
+    angle = q[np.array(model.body_q_start, dtype=np.int32)]
     zero = jnp.zeros_like(angle)
     axis = model.body_axis.astype(q.dtype)
     r_joint = axis_angle_to_rotation(axis, jnp.where(revolute, angle, zero))
@@ -63,38 +104,54 @@ def joint_transforms(model: Model, q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.nda
     tree_r = model.body_tree_rotation.astype(q.dtype)
     rotation = tree_r @ r_joint
     translation = model.body_tree_translation.astype(q.dtype) + jnp.einsum("bij,bj->bi", tree_r, p_joint)
-    for i, kind in enumerate(kinds):
-        if kind == JOINT_FREE:
-            s = model.body_q_start[i]
-            rotation = rotation.at[i].set(quat_to_rotation(q[s + 3 : s + 7]))
-            translation = translation.at[i].set(q[s : s + 3])
-    return rotation, translation
+    for b, s in zip(model.free_body, model.free_q, strict=True):
+        rotation = rotation.at[b].set(quat_to_rotation(q[s + 3 : s + 7]))
+        translation = translation.at[b].set(q[s : s + 3])
+    return Poses(rotation, translation)
 
 
-def body_poses(model: Model, q: jnp.ndarray) -> Poses:
+def _compose(parent: tuple[jax.Array, jax.Array] | None, child: Poses) -> tuple[jax.Array, jax.Array]:
+    if parent is None:  # a root body: its pose relative to the world is its world pose
+        return child.rotation, child.position
+    rotation, position = parent
+    return rotation @ child.rotation, position + rotation @ child.position
+
+
+def kinematics(model: Model, q: jax.Array) -> Kinematics:
+    """The kinematics stage: every body's relative and world pose at ``q`` (joint transforms computed once).
+
+    Args:
+        model: the model.
+        q: (nq,) generalized coordinates.
+
+    Returns:
+        :class:`Kinematics`.
+    """
+    relative = joint_transforms(model, q)
+    if model.nb == 0:
+        return Kinematics(relative, relative)
+    rotation, position = parent_first(model, _compose, None, relative)
+    return Kinematics(relative, Poses(rotation, position))
+
+
+def body_poses(model: Model, q: jax.Array) -> Poses:
     """World pose of every body, (nb, ...) arrays."""
-    rel_r, rel_p = joint_transforms(model, q)
-    rots, poss = [], []
-    for i, parent in enumerate(model.body_parent):
-        if parent < 0:
-            rots.append(rel_r[i])
-            poss.append(rel_p[i])
-        else:
-            rots.append(rots[parent] @ rel_r[i])
-            poss.append(poss[parent] + rots[parent] @ rel_p[i])
-    if not rots:
-        return Poses(jnp.zeros((0, 3, 3), q.dtype), jnp.zeros((0, 3), q.dtype))
-    return Poses(jnp.stack(rots), jnp.stack(poss))
+    return kinematics(model, q).body
 
 
-def _check_q(model: Model, q) -> jnp.ndarray:
-    q = jnp.asarray(q)
-    if q.shape != (model.nq,):
-        raise ArgumentError(f"q must have shape ({model.nq},), got {q.shape}")
-    return q
+def link_poses(model: Model, bodies: Poses) -> Poses:
+    """World pose of every link, in ``model.link_names`` order, from the world poses of the bodies."""
+    dtype = bodies.position.dtype
+    idx = np.array(model.link_body, dtype=np.int32)
+    eye = jnp.eye(3, dtype=dtype)
+    body_r = jnp.concatenate([eye[None], bodies.rotation])[idx + 1]
+    body_p = jnp.concatenate([jnp.zeros((1, 3), dtype), bodies.position])[idx + 1]
+    link_r = model.link_rotation.astype(dtype)
+    link_p = model.link_translation.astype(dtype)
+    return Poses(body_r @ link_r, body_p + jnp.einsum("lij,lj->li", body_r, link_p))
 
 
-def forward_kinematics(model: Model, q: jnp.ndarray) -> Poses:
+def forward_kinematics(model: Model, q: jax.Array) -> Poses:
     """World pose of every link (frame), including links merged by fixed joints.
 
     Args:
@@ -107,15 +164,8 @@ def forward_kinematics(model: Model, q: jnp.ndarray) -> Poses:
     Raises:
         ArgumentError: ``q`` has the wrong shape.
     """
-    q = _check_q(model, q)
-    bodies = body_poses(model, q)
-    idx = np.array(model.link_body, dtype=np.int32)
-    eye = jnp.eye(3, dtype=q.dtype)
-    body_r = jnp.concatenate([eye[None], bodies.rotation])[idx + 1]
-    body_p = jnp.concatenate([jnp.zeros((1, 3), q.dtype), bodies.position])[idx + 1]
-    link_r = model.link_rotation.astype(q.dtype)
-    link_p = model.link_translation.astype(q.dtype)
-    return Poses(body_r @ link_r, body_p + jnp.einsum("lij,lj->li", body_r, link_p))
+    q = as_vector(q, model.nq, "q")
+    return link_poses(model, body_poses(model, q))
 
 
 def link_index(model: Model, link: str | int) -> int:
@@ -134,94 +184,59 @@ def link_index(model: Model, link: str | int) -> int:
         raise ArgumentError(f"unknown link {link!r}; the model has {list(model.link_names)}") from None
 
 
-def body_jacobian(model: Model, poses: Poses, body: int, point: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Jacobians of a point fixed on a body, from precomputed body poses.
-
-    Args:
-        model: the model.
-        poses: :func:`body_poses` at the configuration of interest.
-        body: body index (static); ``-1`` (the world) gives zero Jacobians.
-        point: (3,) the point, in world coordinates [m].
-
-    Returns:
-        ``(linear (3, nv), angular (3, nv))``: the point's world-frame velocity is ``linear @ u``
-        and the body's world-frame angular velocity ``angular @ u``.
-    """
-    dtype = poses.position.dtype
-    lin = jnp.zeros((3, model.nv), dtype)
-    ang = jnp.zeros((3, model.nv), dtype)
-    b = body
-    while b >= 0:
-        v = model.body_v_start[b]
-        kind = model.body_joint_type[b]
-        origin = poses.position[b]
-        if kind == JOINT_FREE:
-            lin = lin.at[:, v : v + 3].set(jnp.eye(3, dtype=dtype))
-            lin = lin.at[:, v + 3 : v + 6].set(-skew(point - origin))
-            ang = ang.at[:, v + 3 : v + 6].set(jnp.eye(3, dtype=dtype))
-        else:
-            axis = poses.rotation[b] @ model.body_axis[b].astype(dtype)
-            if kind == JOINT_REVOLUTE:
-                lin = lin.at[:, v].set(jnp.cross(axis, point - origin))
-                ang = ang.at[:, v].set(axis)
-            else:
-                lin = lin.at[:, v].set(axis)
-        b = model.body_parent[b]
-    return lin, ang
-
-
-def dof_axes(model: Model, poses: Poses) -> tuple[jnp.ndarray, jnp.ndarray]:
+def dof_axes(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
     """World axis and origin of every velocity's motion, to build Jacobians of many points at once.
 
     Args:
         model: the model.
-        poses: :func:`body_poses` at the configuration of interest.
+        bodies: the world poses of the bodies (:attr:`Kinematics.body`).
 
     Returns:
         ``(axis (nv, 3), origin (nv, 3))``: a point ``p`` moved only by velocity ``d`` moves with
-        ``axis[d] x (p - origin[d])`` if ``d`` is rotational (:func:`rotational_dofs`), else with
+        ``axis[d] x (p - origin[d])`` if ``d`` is rotational (``model.dof_rotational``), else with
         ``axis[d]``. A free base's linear velocities move along the world axes; its angular ones
         rotate about the world axes through the base origin.
     """
-    dtype = poses.position.dtype
+    dtype = bodies.position.dtype
     axes, origins = [], []
     eye = jnp.eye(3, dtype=dtype)
     for b, kind in enumerate(model.body_joint_type):
-        if kind == JOINT_FREE:
+        if kind == JointType.FREE:
             axes.extend([eye, eye])
-            origins.append(jnp.broadcast_to(poses.position[b], (6, 3)))
+            origins.append(jnp.broadcast_to(bodies.position[b], (6, 3)))
         else:
-            axes.append((poses.rotation[b] @ model.body_axis[b].astype(dtype))[None])
-            origins.append(poses.position[b][None])
+            axes.append((bodies.rotation[b] @ model.body_axis[b].astype(dtype))[None])
+            origins.append(bodies.position[b][None])
     if not axes:
         return jnp.zeros((0, 3), dtype), jnp.zeros((0, 3), dtype)
     return jnp.concatenate(axes), jnp.concatenate(origins)
 
 
-def rotational_dofs(model: Model) -> np.ndarray:
-    """(nv,) bool: which velocities rotate (revolute joints, a free base's angular velocity)."""
-    out = np.zeros(model.nv, dtype=bool)
-    for b, kind in enumerate(model.body_joint_type):
-        v = model.body_v_start[b]
-        if kind == JOINT_FREE:
-            out[v + 3 : v + 6] = True
-        else:
-            out[v] = kind == JOINT_REVOLUTE
-    return out
+def relative_point_jacobians(
+    model: Model, bodies: Poses, points: jax.Array, body_a: tuple[int, ...], body_b: tuple[int, ...]
+) -> jax.Array:
+    """Jacobians of the velocity of points fixed on bodies B relative to the coincident points of bodies A.
+
+    Args:
+        model: the model.
+        bodies: the world poses of the bodies.
+        points: (k, 3) the points, in world coordinates [m].
+        body_a, body_b: (static) the two bodies of each point, ``-1`` for the world.
+
+    Returns:
+        (k, nv, 3): entry ``[i, d]`` is the world-frame velocity of point ``i`` on B relative to A per
+        unit velocity ``d`` (the transpose of each point's (3, nv) Jacobian).
+    """
+    axis, origin = dof_axes(model, bodies)
+    dofs = np.array(model.body_dofs, dtype=float)
+    select = dofs[np.array(body_b) + 1] - dofs[np.array(body_a) + 1]
+    arm = points[:, None, :] - origin[None]
+    rotational = np.array(model.dof_rotational, dtype=bool)
+    cols = jnp.where(rotational[None, :, None], jnp.cross(axis[None], arm), axis[None])
+    return cols * jnp.asarray(select, cols.dtype)[:, :, None]
 
 
-def ancestor_dofs(model: Model) -> np.ndarray:
-    """(nb + 1, nv) 0/1 matrix: row ``b + 1`` marks the velocities that move body ``b`` (row 0: the world)."""
-    out = np.zeros((model.nb + 1, model.nv))
-    for b in range(model.nb):
-        parent = model.body_parent[b]
-        out[b + 1] = out[parent + 1]
-        v = model.body_v_start[b]
-        out[b + 1, v : v + (6 if model.body_joint_type[b] == JOINT_FREE else 1)] = 1.0
-    return out
-
-
-def link_jacobian(model: Model, q: jnp.ndarray, link: str | int) -> jnp.ndarray:
+def link_jacobian(model: Model, q: jax.Array, link: str | int) -> jax.Array:
     """(6, nv) Jacobian of a link frame: rows 0-2 the world velocity of its origin, rows 3-5 its
     world angular velocity.
 
@@ -232,8 +247,8 @@ def link_jacobian(model: Model, q: jnp.ndarray, link: str | int) -> jnp.ndarray:
 
 
 def point_jacobian(
-    model: Model, q: jnp.ndarray, link: str | int, point: jnp.ndarray | None = None, *, angular: bool = False
-) -> jnp.ndarray:
+    model: Model, q: jax.Array, link: str | int, point: jax.Array | None = None, *, angular: bool = False
+) -> jax.Array:
     """Jacobian of a point fixed on a link.
 
     Args:
@@ -249,48 +264,17 @@ def point_jacobian(
     Raises:
         ArgumentError: unknown link, or wrong shapes.
     """
-    q = _check_q(model, q)
+    q = as_vector(q, model.nq, "q")
     li = link_index(model, link)
-    frames = forward_kinematics(model, q)
-    local = jnp.zeros(3, q.dtype) if point is None else jnp.asarray(point, q.dtype)
-    if local.shape != (3,):
-        raise ArgumentError(f"point must have shape (3,), got {local.shape}")
+    local = jnp.zeros(3, q.dtype) if point is None else as_vector(point, 3, "point", q.dtype)
+    bodies = body_poses(model, q)
+    frames = link_poses(model, bodies)
     world = frames.position[li] + frames.rotation[li] @ local
-    lin, ang = body_jacobian(model, body_poses(model, q), model.link_body[li], world)
-    return jnp.concatenate([lin, ang]) if angular else lin
-
-
-def integrate_positions(model: Model, q: jnp.ndarray, u: jnp.ndarray, dt: ArrayLike) -> jnp.ndarray:
-    """The position update ``q (+) dt u``.
-
-    Joint coordinates advance by ``dt u``; a free base's position by ``dt v`` (world frame) and its
-    quaternion by the exponential map of the world-frame rotation ``dt w``.
-
-    Args:
-        model: the model.
-        q: (nq,) generalized coordinates.
-        u: (nv,) generalized velocities.
-        dt: time step [s].
-
-    Returns:
-        (nq,) the updated coordinates, with unit quaternions.
-
-    Raises:
-        ArgumentError: wrong shapes.
-    """
-    q = _check_q(model, q)
-    u = jnp.asarray(u, dtype=q.dtype)
-    if u.shape != (model.nv,):
-        raise ArgumentError(f"u must have shape ({model.nv},), got {u.shape}")
-    q_next = q
-    if model.nb == 0:
-        return q
-    free = [i for i, k in enumerate(model.body_joint_type) if k == JOINT_FREE]
-    joint_q, joint_v = joint_dof_indices(model)
-    if joint_q.size:
-        q_next = q_next.at[joint_q].add(dt * u[joint_v])
-    for i in free:
-        qs, vs = model.body_q_start[i], model.body_v_start[i]
-        q_next = q_next.at[qs : qs + 3].add(dt * u[vs : vs + 3])
-        q_next = q_next.at[qs + 3 : qs + 7].set(quat_integrate(q[qs + 3 : qs + 7], u[vs + 3 : vs + 6], dt))
-    return q_next
+    body = model.link_body[li]
+    lin = relative_point_jacobians(model, bodies, world[None], (-1,), (body,))[0].T
+    if not angular:
+        return lin
+    axis, _ = dof_axes(model, bodies)
+    moves = np.array(model.body_dofs[body + 1], dtype=bool) & np.array(model.dof_rotational, dtype=bool)
+    ang = jnp.where(moves[None, :], axis.T, 0.0)
+    return jnp.concatenate([lin, ang])

@@ -1,13 +1,19 @@
-"""Rotations, quaternions and small spatial-algebra helpers (pure JAX, any float dtype).
+"""Rotations, quaternions, small spatial-algebra helpers and safe numerics (pure JAX, any float dtype).
 
 Quaternions are ``w x y z`` with ``w`` the scalar part. Rotation matrices map body coordinates
 to world (parent) coordinates: ``x_world = R @ x_body``.
+
+Safe numerics. :func:`safe_div`, :func:`safe_sqrt` and :func:`safe_norm` share one contract: where
+the operation is undefined (a zero or negative denominator, a non-positive radicand, a zero vector)
+the value is 0 and so is the gradient, and elsewhere both are the plain operation's. They are built
+with the "double where": the unsafe input is replaced before the operation, so the branch that is not
+taken cannot put a NaN or an infinity into the gradient.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
-import numpy as np
 
 
 def skew(v: jnp.ndarray) -> jnp.ndarray:
@@ -59,34 +65,22 @@ def axis_angle_to_rotation(axis: jnp.ndarray, angle: jnp.ndarray) -> jnp.ndarray
     return eye + s * k + (1 - c) * (k @ k)
 
 
-def rpy_to_rotation_np(rpy) -> np.ndarray:
-    """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix, ``Rz(yaw) Ry(pitch) Rx(roll)`` (NumPy)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
-    ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
-    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
-    return rz @ ry @ rx
+def safe_div(num: jax.Array, den: jax.Array, ok: jax.Array | None = None) -> jax.Array:
+    """``num / den`` where ``ok`` (default ``den > 0``), 0 elsewhere, with finite gradients everywhere."""
+    if ok is None:
+        ok = den > 0
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
 
 
-def rotation_to_quat_np(rot: np.ndarray) -> np.ndarray:
-    """Quaternion ``w x y z`` (w >= 0) of a rotation matrix (NumPy, Shepperd's method)."""
-    m = np.asarray(rot, dtype=float)
-    tr = np.trace(m)
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
-    else:
-        i = int(np.argmax(np.diag(m)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k])
-        q = [0.0, 0.0, 0.0, 0.0]
-        q[0] = (m[k, j] - m[j, k]) / s
-        q[1 + i] = 0.25 * s
-        q[1 + j] = (m[j, i] + m[i, j]) / s
-        q[1 + k] = (m[k, i] + m[i, k]) / s
-    q = np.array(q)
-    return q if q[0] >= 0 else -q
+def safe_sqrt(x: jax.Array) -> jax.Array:
+    """``sqrt(x)`` for ``x > 0``, 0 elsewhere; the gradient is 0 (not infinite) at ``x <= 0``."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def safe_norm(v: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:
+    """Euclidean norm along ``axis``; its gradient is 0 (not NaN) at the zero vector."""
+    return safe_sqrt(jnp.sum(v * v, axis=axis, keepdims=keepdims))
 
 
 def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarray:

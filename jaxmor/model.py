@@ -1,24 +1,31 @@
-"""Queries on a :class:`Model`: joint names and indices, the neutral configuration, a summary."""
+"""Queries on a :class:`Model`: names and indices of joints, actuators and geoms, the neutral
+configuration, the transmission matrix, a summary.
+
+Lookups by name raise :class:`~jaxmor.ArgumentError` for an unknown name, except
+:func:`actuator_index`, which returns ``-1`` as the spec's ``getActuatorIndex`` returns ``size_t(-1)``.
+"""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ArgumentError
-from jaxmor.types import JOINT_FREE, Model
+from jaxmor.types import JointType, Model
 
 
 def joint_names(model: Model) -> list[str]:
-    """Names of the movable joints in the order of their velocities (after the floating base's)."""
+    """Names of the 1-DoF joints in the order of their velocities (after the floating base's)."""
     return list(model.joint_names)
 
 
-def _joint_body(model: Model, name: str) -> int:
-    for b, joint in enumerate(model.body_joint_name):
-        if joint == name and model.body_joint_type[b] != JOINT_FREE:
-            return b
-    raise ArgumentError(f"unknown joint {name!r}; the movable joints are {list(model.joint_names)}")
+def _joint_position(model: Model, name: str) -> int:
+    """Position of a 1-DoF joint in ``model.joint_names``."""
+    try:
+        return model.joint_names.index(name)
+    except ValueError:
+        raise ArgumentError(f"unknown joint {name!r}; the movable joints are {list(model.joint_names)}") from None
 
 
 def joint_index(model: Model, name: str) -> int:
@@ -27,7 +34,7 @@ def joint_index(model: Model, name: str) -> int:
     Raises:
         ArgumentError: no movable joint of that name.
     """
-    return model.body_v_start[_joint_body(model, name)]
+    return model.joint_u[_joint_position(model, name)]
 
 
 def joint_q_index(model: Model, name: str) -> int:
@@ -36,37 +43,60 @@ def joint_q_index(model: Model, name: str) -> int:
     Raises:
         ArgumentError: no movable joint of that name.
     """
-    return model.body_q_start[_joint_body(model, name)]
+    return model.joint_q[_joint_position(model, name)]
 
 
-def joint_dof_indices(model: Model) -> tuple[np.ndarray, np.ndarray]:
-    """Coordinate and velocity indices of the 1-DoF joints, in body order (static, NumPy int arrays)."""
-    bodies = [b for b, kind in enumerate(model.body_joint_type) if kind != JOINT_FREE]
-    q_idx = np.array([model.body_q_start[b] for b in bodies], dtype=np.int32)
-    v_idx = np.array([model.body_v_start[b] for b in bodies], dtype=np.int32)
-    return q_idx, v_idx
-
-
-def neutral_q(model: Model) -> jnp.ndarray:
+def neutral_q(model: Model) -> jax.Array:
     """The default configuration: base at the origin with the identity orientation, joints at 0
     (clipped into their position limits)."""
     q = np.zeros(model.nq)
     lower = np.asarray(model.dof_lower)
     upper = np.asarray(model.dof_upper)
-    for b, kind in enumerate(model.body_joint_type):
-        qs, vs = model.body_q_start[b], model.body_v_start[b]
-        if kind == JOINT_FREE:
-            q[qs + 3] = 1.0
-        else:
-            q[qs] = min(max(0.0, lower[vs]), upper[vs])
+    for qs in model.free_q:
+        q[qs + 3] = 1.0
+    for qi, vi in zip(model.joint_q, model.joint_u, strict=True):
+        q[qi] = min(max(0.0, lower[vi]), upper[vi])
     return jnp.asarray(q, dtype=model.body_mass.dtype)
+
+
+def actuator_names(model: Model) -> list[str]:
+    """DC-motor actuator names in the order of every per-actuator array."""
+    return list(model.actuators.names)
+
+
+def actuator_index(model: Model, name: str) -> int:
+    """Position of an actuator name, ``-1`` if there is no such actuator (as the spec's ``size_t(-1)``)."""
+    try:
+        return model.actuators.names.index(name)
+    except ValueError:
+        return -1
+
+
+def transmission_matrix(model: Model) -> jax.Array:
+    """(na, nv) transmission matrix ``T``: motor speeds ``T u``, joint torques ``T^T tau_m``."""
+    return model.actuators.transmission
+
+
+def geom_index(model: Model, name: str) -> int:
+    """Index of a collision geom by name.
+
+    Raises:
+        ArgumentError: no geom has that name; the message lists the geoms.
+    """
+    if isinstance(name, str):
+        try:
+            return model.geom_names.index(name)
+        except ValueError:
+            pass
+    raise ArgumentError(f"unknown geom {name!r}; the model's collision geoms are {list(model.geom_names)}")
 
 
 def summary(model: Model) -> str:
     """A human-readable summary of the model: counts, joints, actuators, unsupported geoms."""
+    base = "floating" if any(k == JointType.FREE for k in model.body_joint_type) else "fixed"
     lines = [
         f"robot '{model.name}' from {model.source}",
-        f"  {'floating' if model.floating_base else 'fixed'} base, {model.nb} bodies, {model.nl} links, "
+        f"  {base} base, {model.nb} bodies, {model.nl} links, "
         f"nq={model.nq}, nv={model.nv}, total mass {float(np.sum(np.asarray(model.body_mass))):.4g} kg",
         f"  joints: {', '.join(model.joint_names) if model.joint_names else '(none)'}",
         f"  collision geoms: {model.ng} simulated"

@@ -62,7 +62,8 @@ fields of :class:`DcMotorParameters`) broadcast against each other, the results 
 and everything works under ``jit``, ``vmap`` and ``grad``. Floating results keep the input dtype (float32
 stays float32; Python scalars follow JAX's weak typing); saturation labels are ``int32`` arrays holding
 :class:`MotorSaturation` values. Parameters are not validated here (that is impossible inside ``jit``);
-check :meth:`DcMotorParameters.is_valid` where the parameters enter the program.
+check :meth:`DcMotorParameters.is_valid` where the parameters enter the program (the loaders, the actuator
+setters and ``set_bus_voltage`` apply the same rule, :func:`motor_validity`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ from __future__ import annotations
 import enum
 
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 ArrayLike = jnp.ndarray | float
@@ -80,8 +82,10 @@ __all__ = [
     "MotorTorqueBounds",
     "clip_motor_torque",
     "motor_operating_region_violation",
+    "motor_problem",
     "motor_torque_bounds",
     "motor_torque_bounds_from_constants",
+    "motor_validity",
 ]
 
 
@@ -166,23 +170,67 @@ class DcMotorParameters:
         True where R, Kt, Kv and Vbus are positive and finite, the peak torque is positive (it may be
         ``inf``), and the derived constants (torque per volt, stall torque, back-EMF damping, no-load speed)
         are positive and finite: finite parameters can overflow (or underflow) them. NaN is never valid.
+        The rule is :func:`motor_validity`, the one the loaders and ``set_bus_voltage`` apply.
         """
-
-        def positive_finite(x: ArrayLike) -> jnp.ndarray:
-            return jnp.isfinite(x) & (x > 0)
-
-        valid = (
-            positive_finite(self.resistance)
-            & positive_finite(self.torque_constant)
-            & positive_finite(self.velocity_constant)
-            & positive_finite(self.bus_voltage)
-            & (jnp.asarray(self.peak_torque) > 0)
-            & positive_finite(self.torque_per_volt())
-            & positive_finite(self.stall_torque())
-            & positive_finite(self.back_emf_damping())
-            & positive_finite(self.no_load_speed())
-        )
+        valid = jnp.asarray(True)
+        for _, _, ok in motor_validity(self, jnp):
+            valid = valid & ok
         return valid
+
+
+def motor_validity(motor: DcMotorParameters, xp=jnp) -> list[tuple[str, object, object]]:
+    """The spec's ``DcMotorParameters::isValid``, condition by condition, in the order they are reported.
+
+    Args:
+        motor: the parameters (any broadcastable arrays of ``xp``).
+        xp: the array module the conditions are evaluated with (``jax.numpy``, or ``numpy`` for checks
+            outside ``jit``).
+
+    Returns:
+        ``(name, value, ok)`` per condition: R, Kt, Kv, Vbus positive and finite; the peak torque
+        positive (``inf`` allowed); and the derived constants the region is computed from
+        (:meth:`DcMotorParameters.torque_per_volt`, ``stall_torque``, ``back_emf_damping``,
+        ``no_load_speed``) positive and finite. ``ok`` is a bool array.
+    """
+
+    def positive_finite(x):
+        return xp.isfinite(x) & (x > 0)
+
+    out = [
+        (name, getattr(motor, name), positive_finite(getattr(motor, name)))
+        for name in ("resistance", "torque_constant", "velocity_constant", "bus_voltage")
+    ]
+    out.append(("peak_torque", motor.peak_torque, xp.asarray(motor.peak_torque) > 0))
+    for name, value in (
+        ("torque per volt Kt/R", motor.torque_per_volt()),
+        ("stall torque Kt*Vbus/R", motor.stall_torque()),
+        ("back-EMF damping Kt/(R*Kv)", motor.back_emf_damping()),
+        ("no-load speed Kv*Vbus", motor.no_load_speed()),
+    ):
+        out.append((name, value, positive_finite(value)))
+    return out
+
+
+def motor_problem(motor: DcMotorParameters) -> str | None:
+    """Why a motor with scalar parameters is invalid, or ``None`` if it is valid (:func:`motor_validity`).
+
+    Evaluated in float64 NumPy outside ``jit``: for definitions, loaders and setters.
+    """
+    values = {}
+    for name in ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque"):
+        try:
+            values[name] = np.float64(float(getattr(motor, name)))
+        except (TypeError, ValueError, AttributeError):
+            return f"{name} is not a number"
+    with np.errstate(all="ignore"):
+        for name, value, ok in motor_validity(DcMotorParameters(**values), np):
+            if bool(ok):
+                continue
+            if name in values:
+                need = "positive" if name == "peak_torque" else "positive and finite"
+                return f"{name} must be {need}, got {float(value)!r}"
+            return f"the {name} = {float(value)!r} is not positive and finite (the parameters overflow or underflow it)"
+    return None
 
 
 @struct.dataclass

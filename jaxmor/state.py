@@ -1,18 +1,35 @@
-"""Making a world's :class:`State`."""
+"""A world's :class:`~jaxmor.State`: making it, checking that it fits its model, and every setter.
+
+Every setter has the form ``set_...(model, state, ...) -> State`` and returns a new State (the model
+gives the sizes, names and limits the arguments are checked against). Shapes are checked whenever the
+setter runs; values (finite, non-negative, a valid bus voltage) are checked when they are concrete,
+outside ``jit`` (:mod:`jaxmor.checks`). Inputs hold until set again, except external forces, which the
+step clears.
+"""
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.checks import as_vector, is_traced
 from jaxmor.collision import contact_count
 from jaxmor.errors import ArgumentError
-from jaxmor.model import joint_dof_indices, neutral_q
+from jaxmor.kinematics import point_jacobian
+from jaxmor.model import actuator_index, neutral_q
+from jaxmor.motor import motor_problem
 from jaxmor.types import ActuatorState, Model, State
 
+# --------------------------------------------------------------------------------------------------
+# Making a state, and checking that one fits a model.
 
-def zero_actuator_state(na: int, dtype=None) -> ActuatorState:
+
+def zero_actuator_state(na: int, dtype: Any = None) -> ActuatorState:
     """Actuator states of a world that has not stepped yet: all zero, saturation NONE."""
     zero = jnp.zeros((na,), dtype)
     return ActuatorState(
@@ -25,14 +42,7 @@ def zero_actuator_state(na: int, dtype=None) -> ActuatorState:
     )
 
 
-def _vector(x, n: int, name: str, dtype):
-    arr = jnp.asarray(x, dtype=dtype)
-    if arr.shape != (n,):
-        raise ArgumentError(f"{name} must have shape ({n},), got {arr.shape}")
-    return arr
-
-
-def init_state(model: Model, q: jnp.ndarray | None = None, u: jnp.ndarray | None = None) -> State:
+def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = None) -> State:
     """A world's state at time 0: at rest in the neutral configuration unless ``q``/``u`` are given.
 
     Actuator torques and controls are zero, bus voltages are the robot description's, and the motor
@@ -50,53 +60,109 @@ def init_state(model: Model, q: jnp.ndarray | None = None, u: jnp.ndarray | None
         ArgumentError: ``q`` or ``u`` has the wrong shape.
     """
     dtype = model.body_mass.dtype
-    q = neutral_q(model) if q is None else _vector(q, model.nq, "q", dtype)
-    u = jnp.zeros((model.nv,), dtype) if u is None else _vector(u, model.nv, "u", dtype)
+    q = neutral_q(model) if q is None else as_vector(q, model.nq, "q", dtype)
+    u = jnp.zeros((model.nv,), dtype) if u is None else as_vector(u, model.nv, "u", dtype)
     zero_v = jnp.zeros((model.nv,), dtype)
     return State(
         q=q,
         u=u,
         time=jnp.zeros((), dtype),
         actuator_torque=jnp.zeros((model.na,), dtype),
-        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
-        mor_enforced=jnp.asarray(True),
-        actuator_state=zero_actuator_state(model.na, dtype),
         ctrl=jnp.zeros((model.nu,), dtype),
-        generalized_force=zero_v,
+        feedforward_force=zero_v,
         pd_p_gain=zero_v,
         pd_d_gain=zero_v,
         pd_position_target=zero_v,
         pd_velocity_target=zero_v,
-        actuation_limit=jnp.asarray(model.dof_effort_limit, dtype),
         external_force=zero_v,
+        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
+        mor_enforced=jnp.asarray(True),
+        actuation_limit=jnp.asarray(model.dof_effort_limit, dtype),
         contact_impulse=jnp.zeros((contact_count(model), 3), dtype),
         friction_impulse=zero_v,
         limit_impulse=zero_v,
+        actuator_state=zero_actuator_state(model.na, dtype),
         nonfinite=jnp.asarray(False),
     )
 
 
-def _is_concrete(x) -> bool:
-    """Whether ``x`` holds values (outside ``jit``), so value checks can run."""
-    return not isinstance(x, jax.core.Tracer)
+def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
+    """The shape of every field of a State of one world of ``model`` (``actuator_state.*`` for the nested ones)."""
+    nq, nv, na = model.nq, model.nv, model.na
+    shapes = {
+        "q": (nq,),
+        "u": (nv,),
+        "time": (),
+        "actuator_torque": (na,),
+        "ctrl": (model.nu,),
+        "feedforward_force": (nv,),
+        "pd_p_gain": (nv,),
+        "pd_d_gain": (nv,),
+        "pd_position_target": (nv,),
+        "pd_velocity_target": (nv,),
+        "external_force": (nv,),
+        "bus_voltage": (na,),
+        "mor_enforced": (),
+        "actuation_limit": (nv,),
+        "contact_impulse": (contact_count(model), 3),
+        "friction_impulse": (nv,),
+        "limit_impulse": (nv,),
+        "nonfinite": (),
+    }
+    for name in ActuatorState.__dataclass_fields__:
+        shapes[f"actuator_state.{name}"] = (na,)
+    return shapes
 
 
-def _finite_vector(x, n: int, name: str, dtype) -> jnp.ndarray:
-    arr = _vector(x, n, name, dtype)
-    if _is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
-        raise ArgumentError(f"{name} must be finite, got {arr.tolist()}")
-    return arr
+def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> None:
+    """Check that a State (or a batch of them) fits a model; free at run time (shapes only).
+
+    Args:
+        model: the model.
+        state: the state; with ``batch_ndim`` leading world axes on every field.
+        where: the calling function, for the message.
+        batch_ndim: number of leading batch axes.
+
+    Raises:
+        ArgumentError: ``state`` is not a State, or a field has the wrong shape; the message names the
+            field, the shapes and the likely cause.
+    """
+    if not isinstance(state, State):
+        raise ArgumentError(f"{where}: state must be a jaxmor State, got {type(state).__name__}")
+    for name, expected in state_shapes(model).items():
+        value = state
+        for part in name.split("."):
+            value = getattr(value, part)
+        got = tuple(np.shape(value))
+        if got[batch_ndim:] == expected and len(got) == batch_ndim + len(expected):
+            continue
+        if batch_ndim == 0 and got[1:] == expected:
+            hint = "a batch of worlds? vmap the function over the worlds, or use jaxmor.rollout_batch"
+        elif name == "contact_impulse":
+            hint = (
+                "the state was made for another contact layout (e.g. before add_ground or "
+                "enable_self_collision): make it again with jaxmor.init_state(model)"
+            )
+        else:
+            hint = "the state was made for another model: make it with jaxmor.init_state(model)"
+        lead = f"(worlds...) + {expected}" if batch_ndim else f"{expected}"
+        raise ArgumentError(f"{where}: state.{name} has shape {got}, but the model needs {lead}; {hint}")
 
 
-def _joint_only(model: Model, arr: jnp.ndarray, name: str) -> None:
-    if not model.floating_base or not _is_concrete(arr):
+# --------------------------------------------------------------------------------------------------
+# Joint inputs: feed-forward force, built-in PD, actuation limits, external forces.
+
+
+def _joint_only(model: Model, arr: jax.Array, name: str) -> None:
+    if not model.floating_base or is_traced(arr):
         return
-    if bool(jnp.any(arr[:6] != 0)):
-        raise ArgumentError(f"{name} must be zero on the floating base's six velocities, got {arr[:6].tolist()}")
+    base = np.concatenate([np.arange(v, v + 6) for v in model.free_u])
+    if bool(jnp.any(arr[base] != 0)):
+        raise ArgumentError(f"{name} must be zero on the floating base's six velocities, got {arr[base].tolist()}")
 
 
 def set_generalized_force(model: Model, state: State, force: ArrayLike) -> State:
-    """Set the feed-forward generalized force (nv,) [N, Nm]; it holds until set again.
+    """Set the feed-forward generalized force (nv,) [N, Nm] (``State.feedforward_force``); it holds until set again.
 
     It is clamped, together with the explicit part of the built-in PD torque, to the actuation
     limits (:func:`set_actuation_limits`); the motor operating regions do not clip it.
@@ -104,7 +170,7 @@ def set_generalized_force(model: Model, state: State, force: ArrayLike) -> State
     Raises:
         ArgumentError: wrong shape, or non-finite (checked outside ``jit``).
     """
-    return state.replace(generalized_force=_finite_vector(force, model.nv, "force", state.u.dtype))
+    return state.replace(feedforward_force=as_vector(force, model.nv, "force", state.u.dtype, finite=True))
 
 
 def set_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain: ArrayLike) -> State:
@@ -116,10 +182,10 @@ def set_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain: ArrayLik
     Raises:
         ArgumentError: wrong shapes, negative or non-finite gains, or gains on a floating base.
     """
-    kp = _finite_vector(p_gain, model.nv, "p_gain", state.u.dtype)
-    kd = _finite_vector(d_gain, model.nv, "d_gain", state.u.dtype)
+    kp = as_vector(p_gain, model.nv, "p_gain", state.u.dtype, finite=True)
+    kd = as_vector(d_gain, model.nv, "d_gain", state.u.dtype, finite=True)
     for name, arr in (("p_gain", kp), ("d_gain", kd)):
-        if _is_concrete(arr) and bool(jnp.any(arr < 0)):
+        if not is_traced(arr) and bool(jnp.any(arr < 0)):
             raise ArgumentError(f"{name} must not be negative, got {arr.tolist()}")
         _joint_only(model, arr, name)
     return state.replace(pd_p_gain=kp, pd_d_gain=kd)
@@ -132,23 +198,23 @@ def set_pd_targets(model: Model, state: State, position_target: ArrayLike, veloc
     Raises:
         ArgumentError: wrong shapes or non-finite values.
     """
-    qt = _finite_vector(position_target, model.nq, "position_target", state.u.dtype)
-    vt = _finite_vector(velocity_target, model.nv, "velocity_target", state.u.dtype)
-    q_idx, v_idx = joint_dof_indices(model)
+    qt = as_vector(position_target, model.nq, "position_target", state.u.dtype, finite=True)
+    vt = as_vector(velocity_target, model.nv, "velocity_target", state.u.dtype, finite=True)
+    q_idx, v_idx = np.array(model.joint_q, dtype=np.int32), np.array(model.joint_u, dtype=np.int32)
     per_dof = jnp.zeros(model.nv, state.u.dtype).at[v_idx].set(qt[q_idx])
     return state.replace(pd_position_target=per_dof, pd_velocity_target=vt)
 
 
 def set_actuation_limits(model: Model, state: State, limit: ArrayLike) -> State:
-    """Set the limits (nv,) of ``|generalized force + explicit PD|`` [Nm or N]; ``inf`` for none.
+    """Set the limits (nv,) of ``|feed-forward force + explicit PD|`` [Nm or N]; ``inf`` for none.
 
     They do not clip actuator torques (the motor operating regions do).
 
     Raises:
         ArgumentError: wrong shape, or a negative or NaN limit.
     """
-    arr = _vector(limit, model.nv, "limit", state.u.dtype)
-    if _is_concrete(arr) and bool(jnp.any(jnp.isnan(arr) | (arr < 0))):
+    arr = as_vector(limit, model.nv, "limit", state.u.dtype)
+    if not is_traced(arr) and bool(jnp.any(jnp.isnan(arr) | (arr < 0))):
         raise ArgumentError(f"limit must be non-negative (inf allowed), got {arr.tolist()}")
     return state.replace(actuation_limit=arr)
 
@@ -175,12 +241,181 @@ def set_external_force(
     Raises:
         ArgumentError: unknown link, wrong shapes or non-finite values.
     """
-    from jaxmor.kinematics import point_jacobian
-
-    f = _finite_vector(force, 3, "force", state.u.dtype)
-    p = None if point is None else _finite_vector(point, 3, "point", state.u.dtype)
+    f = as_vector(force, 3, "force", state.u.dtype, finite=True)
+    p = None if point is None else as_vector(point, 3, "point", state.u.dtype, finite=True)
     jac = point_jacobian(model, state.q, link, p, angular=True)
-    wrench = jnp.concatenate(
-        [f, jnp.zeros(3, f.dtype) if torque is None else _finite_vector(torque, 3, "torque", f.dtype)]
+    moment = jnp.zeros(3, f.dtype) if torque is None else as_vector(torque, 3, "torque", f.dtype, finite=True)
+    return state.replace(external_force=state.external_force + jac.T @ jnp.concatenate([f, moment]))
+
+
+# --------------------------------------------------------------------------------------------------
+# Actuator inputs and settings.
+
+
+def _actuator(model: Model, name_or_index: str | int) -> int:
+    if isinstance(name_or_index, str):
+        i = actuator_index(model, name_or_index)
+        if i < 0:
+            raise ArgumentError(f"unknown actuator {name_or_index!r}; the actuators are {list(model.actuators.names)}")
+        return i
+    i = int(name_or_index)
+    if not 0 <= i < model.na:
+        raise ArgumentError(f"actuator index {i} is out of range [0, {model.na})")
+    return i
+
+
+_MISSING = object()
+
+
+def _old_form(name: str, model, state, value) -> tuple:
+    """``(model, state, value)`` of a setter that used to take no model: the old call ``name(state, value)``
+    arrives as ``(state, value, _MISSING)`` and is returned as ``(None, state, value)``, with a warning."""
+    if value is _MISSING and isinstance(model, State):
+        warnings.warn(
+            f"{name}(state, ...) is deprecated; use {name}(model, state, ...)", DeprecationWarning, stacklevel=3
+        )
+        return None, model, state
+    return model, state, value
+
+
+def set_actuator_torques(model: Model, state: State, torques: ArrayLike = _MISSING) -> State:
+    """Set every actuator torque at the gear outputs [Nm or N]; they hold until set again.
+
+    Args:
+        model: the model.
+        state: the state.
+        torques: (na,) finite torques, in :func:`jaxmor.actuator_names` order.
+
+    Raises:
+        ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
+    """
+    model, state, torques = _old_form("set_actuator_torques", model, state, torques)
+    n = state.actuator_torque.shape[-1] if model is None else model.na
+    return state.replace(actuator_torque=as_vector(torques, n, "torques", state.actuator_torque.dtype, finite=True))
+
+
+def set_actuator_torque(model: Model, state: State, name_or_index: str | int, torque: ArrayLike) -> State:
+    """Set one actuator's torque at its gear output [Nm or N], by name or index.
+
+    Raises:
+        ArgumentError: unknown actuator, or a non-scalar or non-finite torque.
+    """
+    i = _actuator(model, name_or_index)
+    value = jnp.asarray(torque, dtype=state.actuator_torque.dtype)
+    if value.shape != ():
+        raise ArgumentError(f"torque must be a scalar, got shape {value.shape}")
+    if not is_traced(value) and not bool(jnp.isfinite(value)):
+        raise ArgumentError(f"torque must be finite, got {float(value)}")
+    return state.replace(actuator_torque=state.actuator_torque.at[..., i].set(value))
+
+
+def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
+    """Reject a voltage that makes a selected motor invalid (:func:`jaxmor.motor.motor_problem`).
+
+    Checked only when the voltage and the motor constants are concrete: under ``jit``/``vmap`` it is
+    skipped rather than concretizing a tracer. A model batched without ``vmap`` (fields of shape
+    (..., na)) is checked in every world.
+    """
+    m = model.actuators.motor
+    leaves = (voltage, m.resistance, m.torque_constant, m.velocity_constant, m.peak_torque)
+    if any(is_traced(x) for x in leaves):
+        return
+    v = float(voltage)
+    r, kt, kv, peak = (np.asarray(x, dtype=float) for x in leaves[1:])
+    for i in np.flatnonzero(which):
+        for world in np.ndindex(r.shape[:-1]):
+            at = (*world, i)
+            problem = motor_problem(
+                m.replace(
+                    resistance=r[at],
+                    torque_constant=kt[at],
+                    velocity_constant=kv[at],
+                    bus_voltage=v,
+                    peak_torque=peak[at],
+                )
+            )
+            if problem is not None:
+                raise ArgumentError(f"bus voltage {v} is invalid for actuator '{model.actuators.names[i]}': {problem}")
+
+
+def set_bus_voltage(model: Model, state: State, voltage: ArrayLike, name: str | None = None) -> State:
+    """Change the bus voltage [V] of all actuators, or of the one named.
+
+    Only the stored voltage changes; it can be called every step (and batched per world).
+
+    Raises:
+        ArgumentError: unknown actuator, non-scalar voltage, or a voltage that makes a motor invalid
+            (not positive and finite, or overflowing its stall torque or no-load speed; checked
+            outside ``jit``).
+    """
+    value = jnp.asarray(voltage, dtype=state.bus_voltage.dtype)
+    if value.shape != ():
+        raise ArgumentError(f"voltage must be a scalar, got shape {value.shape}")
+    if name is None:
+        _check_voltage(model, value, np.ones(model.na, bool))
+        return state.replace(bus_voltage=jnp.full_like(state.bus_voltage, value))
+    i = _actuator(model, name)
+    _check_voltage(model, value, np.arange(model.na) == i)
+    return state.replace(bus_voltage=state.bus_voltage.at[..., i].set(value))
+
+
+def set_motor_operating_region_enforced(model: Model, state: State, enforce: bool | ArrayLike = _MISSING) -> State:
+    """Clip actuator torques to their motor operating regions (``True``, the default) or only
+    monitor them (``False``: torques are applied as commanded, the states still report the motor
+    quantities and the bound that the command exceeds)."""
+    model, state, enforce = _old_form("set_motor_operating_region_enforced", model, state, enforce)
+    return state.replace(mor_enforced=jnp.asarray(enforce, dtype=bool))
+
+
+def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
+    """Set the controls of the affine actuators.
+
+    Args:
+        model: the model.
+        state: the state.
+        ctrl: (nu,) finite controls, in the order of the affine actuators.
+
+    Raises:
+        ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
+    """
+    model, state, ctrl = _old_form("set_ctrl", model, state, ctrl)
+    n = state.ctrl.shape[-1] if model is None else model.nu
+    return state.replace(ctrl=as_vector(ctrl, n, "ctrl", state.ctrl.dtype, finite=True))
+
+
+def reset_actuator_state(model: Model, state: State) -> State:
+    """A state whose actuator inputs fit the model's actuators again, after the actuators changed.
+
+    The actuator torques are zeroed, the bus voltages reset to the actuator definitions', the actuator
+    states cleared and the affine controls zeroed; everything else is kept.
+
+    Args:
+        model: the model with its new actuators (``set_actuators``, ``set_affine_actuators``).
+        state: a state of a world of the model (made before the actuators changed).
+    """
+    dtype = state.q.dtype
+    return state.replace(
+        actuator_torque=jnp.zeros((model.na,), dtype),
+        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
+        actuator_state=zero_actuator_state(model.na, dtype),
+        ctrl=jnp.zeros((model.nu,), dtype),
     )
-    return state.replace(external_force=state.external_force + jac.T @ wrench)
+
+
+# --------------------------------------------------------------------------------------------------
+# Getters (the spec's getActuatorTorques, getActuatorStates, isMotorOperatingRegionEnforced).
+
+
+def actuator_torques(state: State) -> jax.Array:
+    """(na,) actuator torques as set [Nm or N], not clipped."""
+    return state.actuator_torque
+
+
+def actuator_states(state: State) -> ActuatorState:
+    """The actuator states of the last step (each field (na,))."""
+    return state.actuator_state
+
+
+def is_motor_operating_region_enforced(state: State) -> jax.Array:
+    """Whether actuator torques are clipped to their regions (a bool array, per world when batched)."""
+    return state.mor_enforced

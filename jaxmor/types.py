@@ -7,23 +7,75 @@ Conventions (see the README's "Conventions" section):
   base origin in the world frame; its velocities are ``u = [v (3), w (3), joints...]`` with ``v``
   the velocity of the base origin and ``w`` the angular velocity, both in the world frame.
 * Revolute, continuous and prismatic joints have one coordinate and one velocity each.
-* Topology, counts and names are static (``pytree_node=False``); every physical constant is an
-  array leaf, so a model can be batched with ``jax.vmap`` (randomized worlds) and differentiated
-  (system identification).
+* Topology, counts, names and the index tables compiled from them are static
+  (``pytree_node=False``, plain tuples); every physical constant is an array leaf, so a model can be
+  batched with ``jax.vmap`` (randomized worlds) and differentiated (system identification).
 """
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+import dataclasses
+import enum
+import warnings
+
+import jax
 from flax import struct
 
-from jaxmor.affine import AffineActuators
 from jaxmor.motor import DcMotorParameters
 
-#: Joint types of a body's joint to its parent after fixed joints are merged.
-JOINT_FREE = "free"
-JOINT_REVOLUTE = "revolute"
-JOINT_PRISMATIC = "prismatic"
+
+class JointType(enum.IntEnum):
+    """The joint that moves a body relative to its parent, after fixed joints are merged."""
+
+    FREE = 0
+    """Six degrees of freedom: position (3) and quaternion (4) in ``q``, linear and angular velocity in ``u``."""
+    REVOLUTE = 1
+    """One rotation about an axis (URDF ``revolute`` and ``continuous``)."""
+    PRISMATIC = 2
+    """One translation along an axis."""
+
+    def qpos_width(self) -> int:
+        """Number of coordinates of the joint in ``q``."""
+        return 7 if self is JointType.FREE else 1
+
+    def dof_width(self) -> int:
+        """Number of velocities of the joint in ``u``."""
+        return 6 if self is JointType.FREE else 1
+
+    @property
+    def label(self) -> str:
+        """Lower-case name, as in messages (``"free"``, ``"revolute"``, ``"prismatic"``)."""
+        return self.name.lower()
+
+
+class GeomType(enum.IntEnum):
+    """Shape of a simulated collision geom."""
+
+    SPHERE = 0
+    CAPSULE = 1
+    BOX = 2
+    CYLINDER = 3
+
+    @property
+    def label(self) -> str:
+        """Lower-case name, as in URDF and in messages (``"sphere"``, ``"box"``, ...)."""
+        return self.name.lower()
+
+
+@struct.dataclass
+class Options:
+    """Simulation options of a model.
+
+    Attributes:
+        timestep: () time step ``h`` [s].
+        gravity: (3,) gravitational acceleration in the world frame [m/s^2].
+        solver_iterations: projected Gauss-Seidel sweeps per step, of the velocity pass and of the
+            position pass each (static, ``>= 1``).
+    """
+
+    timestep: jax.Array
+    gravity: jax.Array
+    solver_iterations: int = struct.field(pytree_node=False)
 
 
 @struct.dataclass
@@ -52,53 +104,93 @@ class MotorActuators:
     joints: tuple[str, ...] = struct.field(pytree_node=False)
     couplings: tuple[tuple[str, ...], ...] = struct.field(pytree_node=False)
     joint_v_index: tuple[int, ...] = struct.field(pytree_node=False)
-    transmission: jnp.ndarray
-    gear_ratio: jnp.ndarray
+    transmission: jax.Array
+    gear_ratio: jax.Array
     motor: DcMotorParameters
-    output_damping: jnp.ndarray
-    output_friction: jnp.ndarray
+    output_damping: jax.Array
+    output_friction: jax.Array
+
+
+@struct.dataclass
+class AffineActuators:
+    """``nu`` compiled affine actuators: every physical number is an array leaf of shape ``(nu,)``.
+
+    Leaves can be batched (``vmap`` over per-world gains) and differentiated. Topology is static.
+
+    Attributes:
+        gear: gear ratio from actuator force to joint torque.
+        gain: coefficient on the clamped control [actuator force per control unit].
+        bias_q: coefficient on the joint position [actuator force per rad or m].
+        bias_v: coefficient on the joint velocity [actuator force per rad/s or m/s].
+        ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
+        force_lower, force_upper: actuator-force clamp, before the gear; ``-inf``/``+inf`` where unlimited.
+        names: actuator names, in order (static).
+        q_index: index into ``q`` of each driven joint's coordinate (static).
+        v_index: index into ``u`` (and into the generalized force) of each driven joint's DOF (static).
+    """
+
+    gear: jax.Array
+    gain: jax.Array
+    bias_q: jax.Array
+    bias_v: jax.Array
+    ctrl_lower: jax.Array
+    ctrl_upper: jax.Array
+    force_lower: jax.Array
+    force_upper: jax.Array
+    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
 
     @property
-    def count(self) -> int:
+    def nu(self) -> int:
         """Number of actuators."""
         return len(self.names)
 
 
 @struct.dataclass
 class Model:
-    """A robot compiled for simulation: topology (static) and physical parameters (array leaves).
+    """A robot compiled for simulation: topology and index tables (static) and physical parameters (leaves).
 
     Fixed joints are merged: ``nb`` bodies remain, each moved by one joint relative to its parent
-    body (or the world). Every URDF link keeps its frame (``link_*``) for kinematics and contacts.
-    Body ``i``'s frame is the child-link frame of its joint. Counts: ``nl`` links, ``ng``
-    collision geoms, ``nq`` coordinates, ``nv`` velocities.
+    body (or the world). Every link of the description keeps its frame (``link_*``) for kinematics
+    and contacts. Body ``i``'s frame is the child-link frame of its joint. Counts: ``nl`` links,
+    ``ng`` collision geoms, ``nq`` coordinates, ``nv`` velocities, ``nj`` 1-DoF joints.
 
     Attributes:
         name: robot name (static).
         source: file the model was loaded from, or ``"<string>"`` (static).
         nq: number of generalized coordinates (static).
         nv: number of generalized velocities (static).
-        floating_base: whether body 0 has a free joint (static).
-        body_names: name of each body (its URDF link) (static).
+        body_names: name of each body (its link) (static).
         body_parent: parent body of each body, ``-1`` for the world (static). Parents precede children.
-        body_joint_type: ``"free"``, ``"revolute"`` or ``"prismatic"`` per body (static).
-        body_joint_name: the URDF joint moving each body (static).
+        body_joint_type: :class:`JointType` of each body's joint (static).
+        body_joint_name: the description's joint moving each body, ``""`` for an implicit floating
+            base (static).
         body_q_start, body_v_start: first coordinate / velocity index of each body's joint (static).
-        joint_names: names of the movable joints in the order of their velocities, after the
-            floating base's (static).
-        link_names: every URDF link except ``world`` (static).
+        body_dofs: (nb + 1) rows of ``nv`` 0/1 flags: row ``b + 1`` marks the velocities that move body
+            ``b`` (its joint's and its ancestors'); row 0 is the world (static).
+        dof_body: body moved by each velocity (static, ``nv``).
+        dof_rotational: whether each velocity rotates its body (revolute joints, a free joint's angular
+            velocity) rather than translating it (static, ``nv``).
+        joint_names: names of the 1-DoF joints in the order of their velocities (static, ``nj``).
+        joint_q, joint_u: index in ``q`` and in ``u`` of each 1-DoF joint, in ``joint_names`` order
+            (static, ``nj``).
+        free_body: the bodies with a free joint (static).
+        free_q, free_u: first index in ``q`` and in ``u`` of each free joint (static).
+        link_names: every link except ``world`` (static).
         link_body: the body carrying each link, ``-1`` for links welded to the world (static).
-        geom_type: ``"box"``, ``"sphere"``, ``"cylinder"`` or ``"capsule"`` per collision geom (static).
+        geom_type: :class:`GeomType` of each collision geom (static).
         geom_link: index of each geom's link in ``link_names``, ``-1`` for geoms of the ``world``
             link itself (static obstacles) (static).
         geom_names: name of each geom: the ``<collision name=...>``, or ``"<link>/<k>"`` for the k-th
             unnamed collision of a link (static).
         geom_body: body carrying each geom, ``-1`` for geoms welded to the world (static).
         mesh_geoms: ``(link name, mesh file)`` of collision meshes, kept by name and not simulated (static).
-        urdf_joints: ``(name, URDF type)`` of every joint of the description, fixed ones included (static).
+        urdf_joints: ``(name, type)`` of every joint of the description, fixed ones included, with the
+            URDF's type names (static).
         ground: whether the world has a ground plane (``jaxmor.add_ground``) (static).
         contact_pairs: pairs of geom indices tested for self-collision (static; empty unless enabled).
-        solver_iterations: number of projected Gauss-Seidel sweeps per step (static).
+        opt: the simulation options (time step, gravity, solver sweeps).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
         body_tree_translation: (nb, 3) origin of each joint frame in its parent body's frame [m].
         body_axis: (nb, 3) unit joint axis in the joint frame (zero for a free joint).
@@ -117,11 +209,11 @@ class Model:
             [kg m^2 or kg], URDF ``<dynamics rotor_inertia>``.
         dof_damping: (nv,) viscous joint damping [Nm s/rad or N s/m].
         dof_friction: (nv,) Coulomb joint friction [Nm or N].
-        dof_effort_limit: (nv,) effort limit [Nm or N] (``inf`` where none).
-        dof_velocity_limit: (nv,) velocity limit [rad/s or m/s] (``inf`` where none).
+        dof_effort_limit: (nv,) effort limit [Nm or N] (``inf`` where none); the default actuation
+            limits of a new State.
+        dof_velocity_limit: (nv,) velocity limit [rad/s or m/s] (``inf`` where none); informational,
+            the step does not enforce it.
         dof_lower, dof_upper: (nv,) position limits [rad or m] (``-inf``/``inf`` where none).
-        gravity: (3,) gravitational acceleration in the world frame [m/s^2].
-        timestep: () time step [s].
         ground_height: () height of the ground plane (normal +z) [m].
         ground_friction: () friction coefficient of the ground [-].
         ground_restitution: () coefficient of restitution of the ground [-].
@@ -129,21 +221,29 @@ class Model:
         affine: the affine (MuJoCo-style) actuators.
     """
 
+    # Names, counts and the topology (static).
     name: str = struct.field(pytree_node=False)
     source: str = struct.field(pytree_node=False)
     nq: int = struct.field(pytree_node=False)
     nv: int = struct.field(pytree_node=False)
-    floating_base: bool = struct.field(pytree_node=False)
     body_names: tuple[str, ...] = struct.field(pytree_node=False)
     body_parent: tuple[int, ...] = struct.field(pytree_node=False)
-    body_joint_type: tuple[str, ...] = struct.field(pytree_node=False)
+    body_joint_type: tuple[JointType, ...] = struct.field(pytree_node=False)
     body_joint_name: tuple[str, ...] = struct.field(pytree_node=False)
     body_q_start: tuple[int, ...] = struct.field(pytree_node=False)
     body_v_start: tuple[int, ...] = struct.field(pytree_node=False)
+    body_dofs: tuple[tuple[int, ...], ...] = struct.field(pytree_node=False)
+    dof_body: tuple[int, ...] = struct.field(pytree_node=False)
+    dof_rotational: tuple[bool, ...] = struct.field(pytree_node=False)
     joint_names: tuple[str, ...] = struct.field(pytree_node=False)
+    joint_q: tuple[int, ...] = struct.field(pytree_node=False)
+    joint_u: tuple[int, ...] = struct.field(pytree_node=False)
+    free_body: tuple[int, ...] = struct.field(pytree_node=False)
+    free_q: tuple[int, ...] = struct.field(pytree_node=False)
+    free_u: tuple[int, ...] = struct.field(pytree_node=False)
     link_names: tuple[str, ...] = struct.field(pytree_node=False)
     link_body: tuple[int, ...] = struct.field(pytree_node=False)
-    geom_type: tuple[str, ...] = struct.field(pytree_node=False)
+    geom_type: tuple[GeomType, ...] = struct.field(pytree_node=False)
     geom_link: tuple[int, ...] = struct.field(pytree_node=False)
     geom_names: tuple[str, ...] = struct.field(pytree_node=False)
     geom_body: tuple[int, ...] = struct.field(pytree_node=False)
@@ -151,32 +251,35 @@ class Model:
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     ground: bool = struct.field(pytree_node=False)
     contact_pairs: tuple[tuple[int, int], ...] = struct.field(pytree_node=False)
-    solver_iterations: int = struct.field(pytree_node=False)
-    body_tree_rotation: jnp.ndarray
-    body_tree_translation: jnp.ndarray
-    body_axis: jnp.ndarray
-    body_mass: jnp.ndarray
-    body_com: jnp.ndarray
-    body_inertia: jnp.ndarray
-    link_rotation: jnp.ndarray
-    link_translation: jnp.ndarray
-    geom_size: jnp.ndarray
-    geom_rotation: jnp.ndarray
-    geom_translation: jnp.ndarray
-    geom_friction: jnp.ndarray
-    geom_restitution: jnp.ndarray
-    dof_armature: jnp.ndarray
-    dof_damping: jnp.ndarray
-    dof_friction: jnp.ndarray
-    dof_effort_limit: jnp.ndarray
-    dof_velocity_limit: jnp.ndarray
-    dof_lower: jnp.ndarray
-    dof_upper: jnp.ndarray
-    gravity: jnp.ndarray
-    timestep: jnp.ndarray
-    ground_height: jnp.ndarray
-    ground_friction: jnp.ndarray
-    ground_restitution: jnp.ndarray
+    # Options.
+    opt: Options
+    # Bodies, links and geoms.
+    body_tree_rotation: jax.Array
+    body_tree_translation: jax.Array
+    body_axis: jax.Array
+    body_mass: jax.Array
+    body_com: jax.Array
+    body_inertia: jax.Array
+    link_rotation: jax.Array
+    link_translation: jax.Array
+    geom_size: jax.Array
+    geom_rotation: jax.Array
+    geom_translation: jax.Array
+    geom_friction: jax.Array
+    geom_restitution: jax.Array
+    # Per velocity.
+    dof_armature: jax.Array
+    dof_damping: jax.Array
+    dof_friction: jax.Array
+    dof_effort_limit: jax.Array
+    dof_velocity_limit: jax.Array
+    dof_lower: jax.Array
+    dof_upper: jax.Array
+    # The ground.
+    ground_height: jax.Array
+    ground_friction: jax.Array
+    ground_restitution: jax.Array
+    # Actuators.
     actuators: MotorActuators
     affine: AffineActuators
 
@@ -196,6 +299,11 @@ class Model:
         return len(self.geom_type)
 
     @property
+    def nj(self) -> int:
+        """Number of 1-DoF joints."""
+        return len(self.joint_names)
+
+    @property
     def na(self) -> int:
         """Number of DC-motor actuators."""
         return len(self.actuators.names)
@@ -204,6 +312,30 @@ class Model:
     def nu(self) -> int:
         """Number of affine actuators (controls)."""
         return len(self.affine.names)
+
+    @property
+    def floating_base(self) -> bool:
+        """Whether the model has a free joint."""
+        return bool(self.free_body)
+
+    # Deprecated names (see the README's rename table); removed in 0.3.
+    @property
+    def timestep(self) -> jax.Array:
+        """Deprecated: ``model.opt.timestep``."""
+        _renamed("Model.timestep", "Model.opt.timestep")
+        return self.opt.timestep
+
+    @property
+    def gravity(self) -> jax.Array:
+        """Deprecated: ``model.opt.gravity``."""
+        _renamed("Model.gravity", "Model.opt.gravity")
+        return self.opt.gravity
+
+    @property
+    def solver_iterations(self) -> int:
+        """Deprecated: ``model.opt.solver_iterations``."""
+        _renamed("Model.solver_iterations", "Model.opt.solver_iterations")
+        return self.opt.solver_iterations
 
 
 @struct.dataclass
@@ -220,17 +352,17 @@ class ActuatorState:
         saturation: int32 :class:`jaxmor.MotorSaturation` value of the bound that limited the command.
     """
 
-    motor_speed: jnp.ndarray
-    average_motor_speed: jnp.ndarray
-    commanded_motor_torque: jnp.ndarray
-    motor_torque: jnp.ndarray
-    joint_loss_torque: jnp.ndarray
-    saturation: jnp.ndarray
+    motor_speed: jax.Array
+    average_motor_speed: jax.Array
+    commanded_motor_torque: jax.Array
+    motor_torque: jax.Array
+    joint_loss_torque: jax.Array
+    saturation: jax.Array
 
 
 @struct.dataclass
 class State:
-    """One world's state: what changes while simulating, and the runtime settings.
+    """One world's state: what changes while simulating, the inputs and the runtime settings.
 
     Attributes:
         q: (nq,) generalized coordinates.
@@ -238,47 +370,95 @@ class State:
         time: () simulated time [s].
         actuator_torque: (na,) commanded actuator torques at the gear outputs [Nm or N]; they hold
             until set again.
-        bus_voltage: (na,) bus voltage each actuator's motor sees [V].
-        mor_enforced: () bool, clip actuator torques to their motor operating regions (default) or
-            only monitor them.
-        actuator_state: the actuator states of the last step.
         ctrl: (nu,) controls of the affine actuators.
-        generalized_force: (nv,) feed-forward generalized force [N, Nm], clamped together with the
-            explicit PD torque to the actuation limits; holds until set again.
+        feedforward_force: (nv,) feed-forward generalized force [N, Nm] (the spec's
+            ``setGeneralizedForce``), clamped together with the explicit PD torque to the actuation
+            limits; holds until set again.
         pd_p_gain: (nv,) proportional gains of the built-in joint PD controller [Nm/rad or N/m]
             (zero on a floating base's velocities).
         pd_d_gain: (nv,) derivative gains [Nm s/rad or N s/m] (zero on a floating base's velocities).
         pd_position_target: (nv,) joint position targets [rad or m] per velocity index (entries of a
             floating base are unused).
         pd_velocity_target: (nv,) joint velocity targets [rad/s or m/s].
-        actuation_limit: (nv,) limit of ``|generalized_force + PD|`` per velocity [Nm or N]; the URDF
-            effort limits unless changed.
         external_force: (nv,) generalized force of the external forces set for the next step [N, Nm];
             cleared by the step.
+        bus_voltage: (na,) bus voltage each actuator's motor sees [V].
+        mor_enforced: () bool, clip actuator torques to their motor operating regions (default) or
+            only monitor them.
+        actuation_limit: (nv,) limit of ``|feedforward_force + PD|`` per velocity [Nm or N]; the URDF
+            effort limits unless changed.
         contact_impulse: (nc, 3) last step's contact impulses (normal, tangent 1, tangent 2) [N s],
             the solver's warm start.
         friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
+        actuator_state: the actuator states of the last step.
         nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``; the world then keeps
             its last finite ``q`` and ``u`` (it stops advancing) until the state is reset.
     """
 
-    q: jnp.ndarray
-    u: jnp.ndarray
-    time: jnp.ndarray
-    actuator_torque: jnp.ndarray
-    bus_voltage: jnp.ndarray
-    mor_enforced: jnp.ndarray
+    # The dynamic state.
+    q: jax.Array
+    u: jax.Array
+    time: jax.Array
+    # Inputs, held until set again (external_force: for the next step only).
+    actuator_torque: jax.Array
+    ctrl: jax.Array
+    feedforward_force: jax.Array
+    pd_p_gain: jax.Array
+    pd_d_gain: jax.Array
+    pd_position_target: jax.Array
+    pd_velocity_target: jax.Array
+    external_force: jax.Array
+    # Runtime settings.
+    bus_voltage: jax.Array
+    mor_enforced: jax.Array
+    actuation_limit: jax.Array
+    # The solver's warm start: the last step's impulses.
+    contact_impulse: jax.Array
+    friction_impulse: jax.Array
+    limit_impulse: jax.Array
+    # Outputs of the last step.
     actuator_state: ActuatorState
-    ctrl: jnp.ndarray
-    generalized_force: jnp.ndarray
-    pd_p_gain: jnp.ndarray
-    pd_d_gain: jnp.ndarray
-    pd_position_target: jnp.ndarray
-    pd_velocity_target: jnp.ndarray
-    actuation_limit: jnp.ndarray
-    external_force: jnp.ndarray
-    contact_impulse: jnp.ndarray
-    friction_impulse: jnp.ndarray
-    limit_impulse: jnp.ndarray
-    nonfinite: jnp.ndarray
+    nonfinite: jax.Array
+
+    # Deprecated names (see the README's rename table); removed in 0.3.
+    @property
+    def generalized_force(self) -> jax.Array:
+        """Deprecated: ``state.feedforward_force``."""
+        _renamed("State.generalized_force", "State.feedforward_force")
+        return self.feedforward_force
+
+
+# --------------------------------------------------------------------------------------------------
+# Deprecated field names, still accepted by ``replace`` for one release (removed in 0.3).
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
+
+
+_OPTION_FIELDS = ("timestep", "gravity", "solver_iterations")
+
+
+def _model_replace(self: Model, **updates) -> Model:
+    """A copy with fields replaced (flax's ``replace``); the old option names go to ``opt``."""
+    moved = {}
+    for key in _OPTION_FIELDS:
+        if key in updates:
+            _renamed(f"Model.replace({key}=...)", f"Model.replace(opt=model.opt.replace({key}=...))")
+            moved[key] = updates.pop(key)
+    if moved:
+        updates["opt"] = updates.get("opt", self.opt).replace(**moved)
+    return dataclasses.replace(self, **updates)
+
+
+def _state_replace(self: State, **updates) -> State:
+    """A copy with fields replaced (flax's ``replace``); ``generalized_force`` goes to ``feedforward_force``."""
+    if "generalized_force" in updates:
+        _renamed("State.replace(generalized_force=...)", "State.replace(feedforward_force=...)")
+        updates["feedforward_force"] = updates.pop("generalized_force")
+    return dataclasses.replace(self, **updates)
+
+
+Model.replace = _model_replace
+State.replace = _state_replace

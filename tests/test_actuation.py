@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxmor
-from jaxmor.actuation import (
+from jaxmor import (
     actuate,
     actuator_index,
     actuator_names,
@@ -38,6 +38,7 @@ from jaxmor.actuation import (
     joint_damping,
     joint_friction,
     motor_speeds,
+    reset_actuator_state,
     set_actuator_torque,
     set_actuator_torques,
     set_actuators,
@@ -137,7 +138,7 @@ def at(model, u=None, torques=None):
     """A state of ``model`` with joint velocities ``u`` and actuator torques ``torques``."""
     state = jaxmor.init_state(model, u=u)
     if torques is not None:
-        state = set_actuator_torques(state, torques)
+        state = set_actuator_torques(model, state, torques)
     return state
 
 
@@ -167,7 +168,7 @@ def test_turntable_robot_file(turntable):
     assert float(turntable.dof_armature[0]) == pytest.approx(100 * 2e-5)  # G^2 J_rotor
     assert float(turntable.body_inertia[0, 2, 2]) == pytest.approx(0.5 * 2.0 * 0.2**2)  # m r^2 / 2
     assert float(turntable.body_mass[0]) == 2.0
-    assert turntable.geom_type == ("cylinder",)
+    assert turntable.geom_type == (jaxmor.GeomType.CYLINDER,)
     np.testing.assert_allclose(turntable.geom_size[0, :2], [0.2, 0.01])
 
 
@@ -306,7 +307,8 @@ def test_hound_knee_from_scratch(hound, hound_v):
             resistance=0.4, torque_constant=0.1, velocity_constant=10.0, bus_voltage=24.0, peak_torque=3.0
         ),
     )
-    model, state = set_actuators(hound, [knee], at(hound))
+    model = set_actuators(hound, [knee])
+    state = reset_actuator_state(model, at(hound))
     assert actuator_names(model) == ["LF_KFE"]
     assert model.na == 1 and state.actuator_torque.shape == (1,)
     t = np.asarray(transmission_matrix(model))
@@ -329,7 +331,7 @@ def test_hound_knee_from_scratch(hound, hound_v):
 def test_monitor_mode_applies_commands_unclipped(turntable, hound, hound_v):
     state = set_actuator_torque(turntable, at(turntable, u=[23.8]), "spin", 100.0)
     assert bool(is_motor_operating_region_enforced(state))
-    monitor = set_motor_operating_region_enforced(state, False)
+    monitor = set_motor_operating_region_enforced(turntable, state, False)
     assert not bool(is_motor_operating_region_enforced(monitor))
     tau, st_ = actuate(turntable, monitor)
     assert float(tau[0]) == 100.0
@@ -341,15 +343,15 @@ def test_monitor_mode_applies_commands_unclipped(turntable, hound, hound_v):
     assert float(lo[0]) == -math.inf and float(hi[0]) == math.inf
     _, st_rest = actuate(turntable, monitor.replace(u=jnp.zeros(1)))
     assert int(st_rest.saturation[0]) == PEAK
-    assert int(actuate(turntable, set_actuator_torques(monitor, [0.5]))[1].saturation[0]) == NONE
+    assert int(actuate(turntable, set_actuator_torques(turntable, monitor, [0.5]))[1].saturation[0]) == NONE
 
     # enforcing again restores the clipping
-    again = set_motor_operating_region_enforced(monitor, True)
+    again = set_motor_operating_region_enforced(turntable, monitor, True)
     assert bool(is_motor_operating_region_enforced(again))
     assert float(actuate(turntable, again)[0][0]) == pytest.approx(1.0, rel=1e-12)
 
     # couplings still map the unclipped motor torque: 100 Nm on the knee is 10 Nm on the hip
-    leg = set_motor_operating_region_enforced(set_actuator_torque(hound, at(hound), "LF_KFE", 100.0), False)
+    leg = set_motor_operating_region_enforced(hound, set_actuator_torque(hound, at(hound), "LF_KFE", 100.0), False)
     tau_leg, _ = actuate(hound, leg)
     assert float(tau_leg[hound_v["LF_KFE"]]) == 100.0
     assert float(tau_leg[hound_v["LF_HFE"]]) == 10.0
@@ -383,7 +385,7 @@ def test_set_bus_voltage_all_and_by_name(hound, hound_v):
     np.testing.assert_array_equal(motor_of(hound).bus_voltage, [24.0] * 3)  # the model keeps its defaults
 
     # the step uses the state's voltage
-    one = set_actuator_torques(one, [0.0, 100.0, 0.0])
+    one = set_actuator_torques(hound, one, [0.0, 100.0, 0.0])
     tau, st_ = actuate(hound, one)
     assert float(st_.motor_torque[1]) == pytest.approx(e_hi[1], rel=1e-12)
     assert int(st_.saturation[1]) == VOLTAGE
@@ -447,13 +449,14 @@ def test_round_trip_keeps_an_infinite_peak_and_losses(lossy):
 
 
 def test_set_actuators_with_a_state_zeroes_torques_and_resets_voltages(hound):
-    state = set_actuator_torques(at(hound), [1.0, -2.0, 3.0])
+    state = set_actuator_torques(hound, at(hound), [1.0, -2.0, 3.0])
     state = set_bus_voltage(hound, state, 30.0)
-    state = set_motor_operating_region_enforced(state, False)
+    state = set_motor_operating_region_enforced(hound, state, False)
     _, st_ = actuate(hound, state)
     state = state.replace(actuator_state=st_)
 
-    model, fresh = set_actuators(hound, get_actuators(hound), state)
+    model = set_actuators(hound, get_actuators(hound))
+    fresh = reset_actuator_state(model, state)
     np.testing.assert_array_equal(actuator_torques(fresh), [0.0, 0.0, 0.0])
     np.testing.assert_array_equal(fresh.bus_voltage, [24.0, 24.0, 24.0])  # the definitions' voltages
     for leaf in jax.tree_util.tree_leaves(actuator_states(fresh)):
@@ -462,7 +465,8 @@ def test_set_actuators_with_a_state_zeroes_torques_and_resets_voltages(hound):
     assert not bool(is_motor_operating_region_enforced(fresh))  # the runtime setting stays
 
     # definitions taken with the state carry its voltage into the new model
-    model2, kept = set_actuators(hound, get_actuators(hound, state), state)
+    model2 = set_actuators(hound, get_actuators(hound, state))
+    kept = reset_actuator_state(model2, state)
     np.testing.assert_array_equal(kept.bus_voltage, [30.0] * 3)
     np.testing.assert_array_equal(motor_of(model2).bus_voltage, [30.0] * 3)
 
@@ -477,7 +481,8 @@ def test_randomized_resistance_by_editing_definitions(turntable):
 
 
 def test_set_actuators_empty_list_removes_them(hound, turntable):
-    model, state = set_actuators(hound, [], set_actuator_torques(at(hound), [1.0, 2.0, 3.0]))
+    model = set_actuators(hound, [])
+    state = reset_actuator_state(model, set_actuator_torques(hound, at(hound), [1.0, 2.0, 3.0]))
     assert model.na == 0
     assert actuator_names(model) == []
     assert transmission_matrix(model).shape == (0, hound.nv)
@@ -627,16 +632,16 @@ def test_set_actuator_torque_by_name_and_by_index(hound):
 def test_set_actuator_torques_checks_its_argument(hound):
     state = at(hound)
     with pytest.raises(ArgumentError, match=r"torques.*\(3,\)"):
-        set_actuator_torques(state, [1.0, 2.0])
+        set_actuator_torques(hound, state, [1.0, 2.0])
     with pytest.raises(ArgumentError, match=r"torques.*\(3,\)"):
-        set_actuator_torques(state, np.zeros((1, 3)))
+        set_actuator_torques(hound, state, np.zeros((1, 3)))
     with pytest.raises(ArgumentError, match=r"torques.*\(3,\)"):
-        set_actuator_torques(state, 1.0)
+        set_actuator_torques(hound, state, 1.0)
     with pytest.raises(ArgumentError, match="torques.*finite"):
-        set_actuator_torques(state, [1.0, math.nan, 0.0])
+        set_actuator_torques(hound, state, [1.0, math.nan, 0.0])
     with pytest.raises(ArgumentError, match="torques.*finite"):
-        set_actuator_torques(state, [1.0, 0.0, math.inf])
-    np.testing.assert_array_equal(actuator_torques(set_actuator_torques(state, (1, 2, 3))), [1.0, 2.0, 3.0])
+        set_actuator_torques(hound, state, [1.0, 0.0, math.inf])
+    np.testing.assert_array_equal(actuator_torques(set_actuator_torques(hound, state, (1, 2, 3))), [1.0, 2.0, 3.0])
 
 
 def test_set_actuator_torque_checks_its_arguments(hound):
@@ -696,7 +701,7 @@ def test_vmap_over_worlds_with_per_world_resistance_and_voltage(hound, hound_v):
 
     motor = motor_of(hound)
     models = hound.replace(actuators=hound.actuators.replace(motor=motor.replace(resistance=jnp.asarray(resistance))))
-    base = set_actuator_torques(at(hound), [0.0, 0.0, 0.0])
+    base = set_actuator_torques(hound, at(hound), [0.0, 0.0, 0.0])
     states = base.replace(u=jnp.asarray(u), bus_voltage=jnp.asarray(voltage), actuator_torque=jnp.asarray(torques))
 
     none = jax.tree_util.tree_map(lambda _: None, hound)
@@ -764,7 +769,7 @@ def test_setters_under_vmap_over_models_with_per_world_resistance(hound):
 
 def test_vmap_over_states_with_per_world_bus_voltage_via_set_bus_voltage(turntable):
     volts = jnp.asarray([12.0, 24.0, 36.0, 48.0])
-    state = set_actuator_torques(at(turntable, u=[20.0]), [100.0])
+    state = set_actuator_torques(turntable, at(turntable, u=[20.0]), [100.0])
     batched = jax.vmap(lambda v: set_bus_voltage(turntable, state, v))(volts)
     tau, st_ = jax.vmap(actuate, in_axes=(None, 0))(turntable, batched)
     e_lo, e_hi = hand_bounds(0.2, 0.1, 10.0, np.asarray(volts), 1.5, 200.0)
@@ -836,26 +841,31 @@ def test_property_motor_torque_lies_in_the_region(hound, hound_v, u_leg, u_base,
 
 def test_actuate_under_jit_matches_eager(turntable, hound, hound_v):
     for model, state in (
-        (turntable, set_actuator_torques(at(turntable, u=[23.8]), [100.0])),
-        (hound, set_actuator_torques(at(hound, u=hound_u(hound_v, hound.nv, LF_HFE=20.0, LF_KFE=11.0)), [5, 29, 29])),
+        (turntable, set_actuator_torques(turntable, at(turntable, u=[23.8]), [100.0])),
+        (
+            hound,
+            set_actuator_torques(hound, at(hound, u=hound_u(hound_v, hound.nv, LF_HFE=20.0, LF_KFE=11.0)), [5, 29, 29]),
+        ),
     ):
         tau_j, st_j = _ACTUATE_JIT(model, state)
         tau_e, st_e = actuate(model, state)
         np.testing.assert_allclose(tau_j, tau_e, rtol=1e-14, atol=1e-14)
         for a, b in zip(jax.tree_util.tree_leaves(st_j), jax.tree_util.tree_leaves(st_e), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-14)
-    tau, st_ = _ACTUATE_JIT(turntable, set_actuator_torques(at(turntable, u=[23.8]), [100.0]))
+    tau, st_ = _ACTUATE_JIT(turntable, set_actuator_torques(turntable, at(turntable, u=[23.8]), [100.0]))
     assert float(tau[0]) == pytest.approx(1.0, rel=1e-12)
     assert int(st_.saturation[0]) == VOLTAGE
     # the functional setters work inside jit as well
-    step = jax.jit(lambda s, v, t: actuate(turntable, set_actuator_torques(set_bus_voltage(turntable, s, v), t)))
+    step = jax.jit(
+        lambda s, v, t: actuate(turntable, set_actuator_torques(turntable, set_bus_voltage(turntable, s, v), t))
+    )
     tau2, _ = step(at(turntable, u=[23.8]), 48.0, jnp.asarray([100.0]))
     assert float(tau2[0]) == pytest.approx(15.0, rel=1e-12)  # 24 - 11.9 > 1.5: peak-limited again
 
 
 def _spin_joint_torque(turntable, u: float, command: float):
     """Joint torque of the turntable as a function of R, Kt, Kv (model leaves) and Vbus (state leaf)."""
-    state0 = set_actuator_torques(at(turntable, u=[u]), [command])
+    state0 = set_actuator_torques(turntable, at(turntable, u=[u]), [command])
 
     def f(resistance, torque_constant, velocity_constant, bus_voltage):
         motor = motor_of(turntable).replace(
@@ -877,7 +887,7 @@ def test_gradients_in_the_voltage_limited_branch_match_finite_differences(turnta
     u, command = 22.5, 100.0
     f = _spin_joint_torque(turntable, u, command)
     x = (0.2, 0.1, 10.0, 24.0)
-    _, st_ = actuate(turntable, set_actuator_torques(at(turntable, u=[u]), [command]))
+    _, st_ = actuate(turntable, set_actuator_torques(turntable, at(turntable, u=[u]), [command]))
     assert int(st_.saturation[0]) == VOLTAGE
     assert float(f(*x)) == pytest.approx(10 * (12.0 - 0.05 * 225.0), rel=1e-12)
 
@@ -911,7 +921,7 @@ def test_gradients_in_the_peak_limited_branch(turntable):
     def by_peak(peak):
         motor = motor_of(turntable).replace(peak_torque=jnp.reshape(peak, (1,)))
         model = turntable.replace(actuators=turntable.actuators.replace(motor=motor))
-        return actuate(model, set_actuator_torques(at(turntable, u=[20.0]), [100.0]))[0][0]
+        return actuate(model, set_actuator_torques(turntable, at(turntable, u=[20.0]), [100.0]))[0][0]
 
     assert float(jax.grad(by_peak)(1.5)) == pytest.approx(10.0)  # d(G peak)/d peak
 
@@ -919,7 +929,7 @@ def test_gradients_in_the_peak_limited_branch(turntable):
 def test_gradient_through_the_state_velocity_is_the_back_emf_damping(turntable):
     # at the voltage limit the motor acts as a damper of G^2 Kt / (R Kv) = 5 Nm s/rad at the joint
     def f(u):
-        return actuate(turntable, set_actuator_torques(at(turntable, u=u[None]), [100.0]))[0][0]
+        return actuate(turntable, set_actuator_torques(turntable, at(turntable, u=u[None]), [100.0]))[0][0]
 
     assert float(jax.grad(f)(jnp.asarray(23.8))) == pytest.approx(-100 * 0.1 / (0.2 * 10), rel=1e-12)
 
@@ -931,10 +941,11 @@ def test_export_and_import_actuators_round_trip(tmp_path):
     defs = jaxmor.get_actuators(model)
     # Replace the URDF's actuators: drop the abduction, randomize a resistance, add output losses.
     defs = [d.replace(motor=d.motor.replace(resistance=0.37), output_damping=0.02) for d in defs[1:]]
-    model, state = jaxmor.set_actuators(model, defs, state)
+    model = jaxmor.set_actuators(model, defs)
+    state = jaxmor.reset_actuator_state(model, state)
     state = jaxmor.set_bus_voltage(model, state, 22.5, "LF_KFE")
     state = jaxmor.set_actuator_torque(model, state, "LF_HFE", 7.25)
-    state = jaxmor.set_motor_operating_region_enforced(state, False)
+    state = jaxmor.set_motor_operating_region_enforced(model, state, False)
     text = jaxmor.export_actuators(model, state)
     assert 'motor_operating_region_enforced="false"' in text
     assert text.count(' torque="') == 1  # only the nonzero torque is written

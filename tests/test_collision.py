@@ -16,16 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmor import ArgumentError, load_urdf
-from jaxmor.collision import (
-    Contacts,
-    add_ground,
-    collide,
-    contact_count,
-    enable_self_collision,
-    set_geom_properties,
-    tangent_frame,
-)
+from jaxmor import ArgumentError, GeomType, add_ground, enable_self_collision, load_urdf, set_geom_properties
+from jaxmor.collision import Contacts, collide, contact_count, tangent_frame
 from jaxmor.kinematics import body_poses
 
 I = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>'  # noqa: E741
@@ -258,7 +250,7 @@ def test_ground_slots_only_for_moving_geoms_in_geom_order():
     assert contact_count(model) == 0
     assert collide(model, body_poses(model, jnp.zeros(2))).distance.shape == (0,)
     model = add_ground(model)
-    assert model.geom_type == ("box", "sphere", "box", "capsule", "cylinder")
+    assert model.geom_type == (GeomType.BOX, GeomType.SPHERE, GeomType.BOX, GeomType.CAPSULE, GeomType.CYLINDER)
     assert model.geom_body == (-1, 0, 0, 1, 1)
     c = run(model, jnp.zeros(2))
     assert contact_count(model) == 1 + 8 + 2 + 16

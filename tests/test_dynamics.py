@@ -99,7 +99,7 @@ def test_zero_velocity_bias_is_gravity(testbot):
     q, _, tau = random_state(model, np.random.default_rng(3))
     _, b, _ = _terms(model, q, np.zeros(model.nv), tau)
     total = float(np.sum(np.asarray(model.body_mass)))
-    np.testing.assert_allclose(np.asarray(b)[:3], -total * np.asarray(model.gravity), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(b)[:3], -total * np.asarray(model.opt.gravity), rtol=1e-12, atol=1e-12)
     assert rel_err(b, ref.bias_force(q, np.zeros(model.nv))) <= TOL
 
 

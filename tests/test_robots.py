@@ -96,7 +96,7 @@ def test_quadruped_counts_and_names(quadruped):
     assert m.actuators.models == tuple(model for _ in LEGS for model in ("abduction_6to1", "hound_leg", "hound_leg"))
     # the base box and four spherical feet; the feet are merged into the shanks' bodies
     assert m.ng == 5
-    assert m.geom_type == ("box", "sphere", "sphere", "sphere", "sphere")
+    assert m.geom_type == (jaxmor.GeomType.BOX,) + (jaxmor.GeomType.SPHERE,) * 4
     np.testing.assert_allclose(np.asarray(m.geom_size[0]), [0.3, 0.15, 0.075], rtol=0, atol=1e-15)
     np.testing.assert_allclose(np.asarray(m.geom_size[1:, 0]), FOOT_RADIUS, rtol=0, atol=1e-15)
     for g in range(1, 5):
@@ -230,7 +230,7 @@ def test_quadruped_time_step_bound_of_the_knee(quadruped):
         bound = 2 * mm[j, j] * R * KV / (d.gear_ratio**2 * KT)
         assert bound > rotor_only * (1 - 1e-12), name
     # the default time step (1 ms) is inside the knee's bound
-    assert float(m.timestep) < min(bounds.values())
+    assert float(m.opt.timestep) < min(bounds.values())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -118,7 +118,7 @@ def skew(v):
 def turntable():
     model = jaxmor.load_urdf(TURNTABLE_URDF)
     assert jaxmor.actuator_names(model) == ["spin"]
-    assert float(model.timestep) == 1e-3
+    assert float(model.opt.timestep) == 1e-3
     assert float(model.dof_damping[0]) == 0.0 and float(model.dof_friction[0]) == 0.0
     return model
 
@@ -154,7 +154,7 @@ def test_turntable_generalized_force_and_one_step(turntable, speed, expected, mo
     force = float(jaxmor.generalized_force(turntable, state)[0])
     assert force == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
-    h = float(turntable.timestep)
+    h = float(turntable.opt.timestep)
     after = STEP(turntable, state)
     accel = (float(after.u[0]) - speed) / h
     # No damping, friction, PD or gravity torque about z; a single axis has no Coriolis term.
@@ -182,12 +182,12 @@ def falling_quadruped(quadruped_ground):
     kicking under random actuator commands (uniform in +-2x the effort limits, new every 10 ms); world 0
     enforces the regions, world 1 only monitors them. The same commands go to both."""
     model = quadruped_ground
-    assert float(model.timestep) == 1e-3
+    assert float(model.opt.timestep) == 1e-3
     rng = np.random.default_rng(20250521)
     commands = rng.uniform(-2.0, 2.0, size=(FALL_STEPS // HOLD_STEPS, model.na)) * QD_EFFORT
     controls = np.repeat(commands, HOLD_STEPS, axis=0)
     state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model, QD_STAND_HEIGHT + 0.3)))
-    monitor = jaxmor.set_motor_operating_region_enforced(state, False)
+    monitor = jaxmor.set_motor_operating_region_enforced(model, state, False)
     worlds = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), state, monitor)
     run = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c), in_axes=(0, None)))
     final, traj = run(worlds, jnp.asarray(controls))
@@ -297,7 +297,7 @@ def test_voltage_limit_settles_below_the_time_step_bound(turntable, h):
     mass = float(jaxmor.mass_matrix(turntable, jnp.zeros(1))[0, 0])
     assert mass == pytest.approx(TT_I, rel=1e-12)  # the rotor inertia is in the mass matrix
 
-    model = turntable.replace(timestep=jnp.asarray(h))
+    model = turntable.replace(opt=turntable.opt.replace(timestep=jnp.asarray(h)))
     command = 1000.0  # at the gear output: 100 Nm at the motor, far beyond the region
     state = jaxmor.set_actuator_torque(model, jaxmor.init_state(model), "spin", command)
     _, traj = ROLLOUT(model, state, None, n_steps=VOLTAGE_STEPS)
@@ -393,7 +393,7 @@ def test_one_step_matches_the_contact_free_oracle(quadruped_ground, quadruped_pi
         dof_upper=jnp.full(18, jnp.inf),
         ground_height=jnp.asarray(-100.0),
     )
-    h = float(model.timestep)
+    h = float(model.opt.timestep)
     q = quadruped_standing_q(model, 1.0)
     quat = rng.normal(size=4)
     q[3:7] = quat / np.linalg.norm(quat)
@@ -419,7 +419,7 @@ def test_one_step_matches_the_contact_free_oracle(quadruped_ground, quadruped_pi
     state = jaxmor.set_pd_targets(model, state, jnp.asarray(q_target), jnp.asarray(u_target))
     state = jaxmor.set_actuation_limits(model, state, jnp.full(18, jnp.inf))
     state = jaxmor.set_generalized_force(model, state, jnp.asarray(tau_ff))
-    state = jaxmor.set_actuator_torques(state, jnp.asarray(command_motor * QD_GEAR))
+    state = jaxmor.set_actuator_torques(model, state, jnp.asarray(command_motor * QD_GEAR))
     after = STEP(model, state)
 
     mass = quadruped_pin.mass_matrix(q)
@@ -462,7 +462,7 @@ def test_one_step_oracle_on_the_pendulum_in_closed_form():
     ``(I + h Kd + h^2 Kp + h D / 2) u' = I u + h (tau_ff + Kp (q* - q) + Kd u* - D u / 2 - b)``."""
     damping = 0.7
     model = pendulum_model(damping, gravity=9.81)
-    h = float(model.timestep)
+    h = float(model.opt.timestep)
     inertia = 1.0 / 3.0
     q, u = 0.8, -1.3
     kp, kd, q_star, u_star, tau_ff = 40.0, 0.9, 0.2, 0.5, 1.1
@@ -495,7 +495,7 @@ def pendulum_model(damping: float, gravity: float = 0.0):
     assert n == 1
     model = jaxmor.load_urdf(text)
     assert float(model.dof_damping[0]) == damping
-    return model.replace(gravity=jnp.array([0.0, 0.0, -gravity]))
+    return model.replace(opt=model.opt.replace(gravity=jnp.array([0.0, 0.0, -gravity])))
 
 
 @pytest.mark.parametrize("eta", [0.1, 1.0, 10.0, 100.0])
@@ -537,7 +537,7 @@ def test_implicit_pd_is_stable_at_kp_h2_over_i_1e4():
     ``y' = (y - k e) / (1 + k)``, ``e' = e + y'``; the eigenvalues have modulus 1/sqrt(1 + k) = 0.01, so
     the error shrinks a hundredfold per step and never grows over 1e4 steps."""
     model = pendulum_model(0.0)
-    inertia, h = 1.0 / 3.0, float(model.timestep)
+    inertia, h = 1.0 / 3.0, float(model.opt.timestep)
     k = 1e4
     kp = k * inertia / h**2
     q0, q_star = 0.5, 0.1
@@ -546,7 +546,7 @@ def test_implicit_pd_is_stable_at_kp_h2_over_i_1e4():
     state = jaxmor.set_pd_targets(model, state, jnp.array([q_star]), jnp.array([0.0]))
     state = jaxmor.set_actuation_limits(model, state, jnp.array([jnp.inf]))
     # The motor would brake beyond its overspeed limit; the PD is not an actuator torque, so monitor only.
-    state = jaxmor.set_motor_operating_region_enforced(state, False)
+    state = jaxmor.set_motor_operating_region_enforced(model, state, False)
     _, traj = ROLLOUT(model, state, None, n_steps=ONE_DOF_STEPS)
     q = np.asarray(traj.q[:, 0])
     assert np.all(np.isfinite(q))
@@ -568,7 +568,7 @@ def test_critically_damped_pd_step_response():
     ``(I + h Kd + h^2 Kp) u' = I u + h Kp (q* - q)`` (u* = 0), ``q' = q + h u'`` holds to round-off, and the
     continuous ``q(t) = q* (1 - (1 + w t) exp(-w t))`` to O(h) (anchor: <= 3e-3, measured 1.5e-3)."""
     model = pendulum_model(0.0)
-    inertia, h, omega, q_star = 1.0 / 3.0, float(model.timestep), 10.0, 1.0
+    inertia, h, omega, q_star = 1.0 / 3.0, float(model.opt.timestep), 10.0, 1.0
     kp, kd = inertia * omega**2, 2.0 * inertia * omega
     state = jaxmor.init_state(model)
     state = jaxmor.set_pd_gains(model, state, jnp.array([kp]), jnp.array([kd]))
@@ -612,7 +612,7 @@ def test_vmap_over_worlds_and_models_equals_single_worlds(quadruped_ground):
 
     def world(i):
         s = jaxmor.init_state(model, q=jnp.asarray(q[i]), u=jnp.asarray(u[i]))
-        return jaxmor.set_actuator_torques(s, jnp.asarray(torques[i]))
+        return jaxmor.set_actuator_torques(model, s, jnp.asarray(torques[i]))
 
     states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (N_WORLDS, *x.shape)), world(0))
     states = states.replace(q=jnp.asarray(q), u=jnp.asarray(u), actuator_torque=jnp.asarray(torques))
@@ -660,7 +660,7 @@ def test_grad_of_a_rollout_wrt_motor_constants_and_bus_voltage(turntable):
     ``a = h G^2 Kt / (I R Kv)`` and ``c = Kv V / G``: ``u_N = c + (u_0 - c) (1 - a)^N``, exactly. Its
     derivatives by hand, the simulator's gradient and central differences of the simulator agree."""
     h = 1e-4  # 100 steps = 10 ms, about one mechanical time constant I / (G^2 Kt / (R Kv)) = 8.4 ms
-    model = turntable.replace(timestep=jnp.asarray(h))
+    model = turntable.replace(opt=turntable.opt.replace(timestep=jnp.asarray(h)))
     u0 = 22.0
     state = jaxmor.set_actuator_torque(model, jaxmor.init_state(model, u=jnp.array([u0])), "spin", 1000.0)
 
@@ -711,8 +711,8 @@ def quadruped_state(quadruped_ground):
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda m, s: jaxmor.set_actuator_torques(s, jnp.zeros(11)), "torques"),
-        (lambda m, s: jaxmor.set_actuator_torques(s, jnp.zeros((2, 12))), "torques"),
+        (lambda m, s: jaxmor.set_actuator_torques(m, s, jnp.zeros(11)), "torques"),
+        (lambda m, s: jaxmor.set_actuator_torques(m, s, jnp.zeros((2, 12))), "torques"),
         (lambda m, s: jaxmor.set_pd_gains(m, s, jnp.zeros(17), jnp.zeros(18)), "p_gain"),
         (lambda m, s: jaxmor.set_pd_gains(m, s, jnp.zeros(18), jnp.zeros((18, 1))), "d_gain"),
         (lambda m, s: jaxmor.set_generalized_force(m, s, jnp.full(18, jnp.nan)), "force"),
@@ -747,7 +747,7 @@ def test_nonfinite_world_is_flagged_and_keeps_its_state():
     its previous q and u and does not advance in time, while the healthy world steps on as if alone."""
     model = jaxmor.load_urdf(PENDULUM_URDF)
     good = jaxmor.init_state(model, q=jnp.array([0.7]), u=jnp.array([0.3]))
-    bad_force = good.replace(generalized_force=jnp.array([jnp.nan]))
+    bad_force = good.replace(feedforward_force=jnp.array([jnp.nan]))
     bad_u = good.replace(u=jnp.array([jnp.nan]))
     worlds = jax.tree_util.tree_map(lambda *x: jnp.stack(x), bad_force, bad_u, good)
 
@@ -763,5 +763,5 @@ def test_nonfinite_world_is_flagged_and_keeps_its_state():
     np.testing.assert_allclose(np.asarray(once.q[2]), np.asarray(alone.q), rtol=1e-14, atol=0)
     np.testing.assert_allclose(np.asarray(once.u[2]), np.asarray(alone.u), rtol=1e-14, atol=0)
     assert not bool(alone.nonfinite)
-    assert float(twice.time[2]) == pytest.approx(2 * float(model.timestep), rel=1e-15)
+    assert float(twice.time[2]) == pytest.approx(2 * float(model.opt.timestep), rel=1e-15)
     assert float(once.q[2, 0]) != 0.7

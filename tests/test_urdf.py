@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxmor
-from jaxmor import ArgumentError, JaxmorError, ModelError, load_urdf
+from jaxmor import ArgumentError, GeomType, JaxmorError, JointType, ModelError, load_urdf
 from jaxmor.io import xml as jxml
 
 DATA = Path(__file__).parent / "data" / "urdf"
@@ -928,13 +928,13 @@ def test_base_type(prefix, floating_base, floats):
     base = model.link_names.index("base")
     if floats:
         assert (model.nq, model.nv) == (7 + 2, 6 + 2)
-        assert model.body_joint_type[0] == "free" and model.body_names[0] == "base"
+        assert model.body_joint_type[0] == JointType.FREE and model.body_names[0] == "base"
         assert model.link_body[base] == 0
     else:
         assert (model.nq, model.nv) == (2, 2)
-        assert "free" not in model.body_joint_type
+        assert JointType.FREE not in model.body_joint_type
         assert model.link_body[base] == -1
-    assert model.body_joint_type[-2:] == ("revolute", "prismatic")
+    assert model.body_joint_type[-2:] == (JointType.REVOLUTE, JointType.PRISMATIC)
 
 
 def test_continuous_joint_has_infinite_limits():
@@ -948,7 +948,7 @@ def test_continuous_joint_has_infinite_limits():
         joint("effort_only", "hub", "spoke", "continuous", '<limit effort="2"/>'),
     )
     model = load_urdf(text, floating_base=False)
-    assert model.body_joint_type == ("revolute",) * 3
+    assert model.body_joint_type == (JointType.REVOLUTE,) * 3
     np.testing.assert_array_equal(np.asarray(model.dof_lower), [-np.inf] * 3)
     np.testing.assert_array_equal(np.asarray(model.dof_upper), [np.inf] * 3)
     np.testing.assert_array_equal(np.asarray(model.dof_effort_limit), [np.inf, 3.0, 2.0])
@@ -1034,7 +1034,7 @@ def test_collision_geoms_in_body_frames():
     size = np.asarray(model.geom_size)
     rot = np.asarray(model.geom_rotation)
     pos = np.asarray(model.geom_translation)
-    found = {(model.link_names[model.geom_link[g]], model.geom_type[g]): g for g in range(model.ng)}
+    found = {(model.link_names[model.geom_link[g]], model.geom_type[g].label): g for g in range(model.ng)}
     assert set(found) == {
         ("base", "box"),
         ("base", "sphere"),
@@ -1078,7 +1078,7 @@ def test_mesh_collisions_are_kept_by_name_and_warned_about():
         model = load_urdf(text)
     assert any("package://r/base.stl" in str(w.message) for w in record)
     assert model.mesh_geoms == (("base", "package://r/base.stl"), ("arm", "arm.obj"))
-    assert model.geom_type == ("sphere",)
+    assert model.geom_type == (GeomType.SPHERE,)
 
 
 def test_transmission_and_gazebo_are_ignored():

@@ -101,13 +101,23 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from jaxmor.errors import ModelError
-from jaxmor.io.xml import parse_float, parse_xml
-from jaxmor.motor import DcMotorParameters
+from jaxmor.io.xml import (
+    check_attributes,
+    check_children,
+    nonnegative,
+    number,
+    parse_float,
+    parse_xml,
+    positive,
+    required_number,
+    tag,
+)
+from jaxmor.motor import DcMotorParameters, motor_problem
 
 __all__ = [
     "ActuatorCoupling",
@@ -118,7 +128,6 @@ __all__ = [
     "actuators_to_xml",
     "definition_is_valid",
     "definition_problem",
-    "motor_problem",
     "parse_actuators",
     "resolve_actuator_file",
     "validate_actuators",
@@ -137,6 +146,9 @@ _MOTOR_ATTRIBUTES = frozenset(
     {"resistance", "torque_constant", "velocity_constant", "back_emf_constant", "bus_voltage", "peak_torque"}
 )
 _COUPLING_ATTRIBUTES = frozenset({"joint", "ratio"})
+
+#: Child elements whose misplacement gets its own message.
+_MISPLACED = {"coupling": "<coupling> belongs on the <actuator> element, not in the actuator model"}
 
 #: Source used in messages for definitions made in Python (they have no file or line).
 API_SOURCE = "<api>"
@@ -222,39 +234,6 @@ def _as_float(value) -> float | None:
         return None
 
 
-def motor_problem(motor: DcMotorParameters) -> str | None:
-    """Why a motor is invalid, or ``None`` if it is valid (the spec's ``DcMotorParameters::isValid``).
-
-    Valid means: R, Kt, Kv and V_bus positive and finite, the peak torque positive (it may be
-    infinite), and the derived constants Kt/R (torque per volt), Kt V_bus/R (stall torque),
-    Kt/(R Kv) (back-EMF damping) and Kv V_bus (no-load speed) positive and finite.
-    """
-    values = {}
-    for attr in ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque"):
-        value = _as_float(getattr(motor, attr, None))
-        if value is None:
-            return f"{attr} is not a number"
-        values[attr] = value
-    for attr in ("resistance", "torque_constant", "velocity_constant", "bus_voltage"):
-        value = values[attr]
-        if not math.isfinite(value) or value <= 0.0:
-            return f"{attr} must be positive and finite, got {value!r}"
-    peak = values["peak_torque"]
-    if math.isnan(peak) or peak <= 0.0:
-        return f"peak_torque must be positive, got {peak!r}"
-    r, kt, kv, vbus = (values[a] for a in ("resistance", "torque_constant", "velocity_constant", "bus_voltage"))
-    derived = {
-        "torque per volt Kt/R": kt / r,
-        "stall torque Kt*Vbus/R": kt * vbus / r,
-        "back-EMF damping Kt/(R*Kv)": kt / (r * kv),
-        "no-load speed Kv*Vbus": kv * vbus,
-    }
-    for what, value in derived.items():
-        if not math.isfinite(value) or value <= 0.0:
-            return f"the {what} = {value!r} is not positive and finite (the parameters overflow or underflow it)"
-    return None
-
-
 def definition_problem(defn: ActuatorDefinition) -> str | None:
     """Why a definition is invalid on its own, or ``None`` (the spec's ``ActuatorDefinition::isValid``).
 
@@ -323,66 +302,12 @@ def resolve_actuator_file(file: str, base_dir: str | os.PathLike | None) -> Path
 # Parsing.
 
 
-def _tag(element) -> str | None:
-    """The tag of an element, ``None`` for comments and processing instructions."""
-    tag = element.tag
-    return tag if isinstance(tag, str) else None
-
-
-def _check_attributes(element, allowed: Iterable[str], source: str) -> None:
-    allowed = frozenset(allowed)
-    for attr in element.attrib:
-        if attr.startswith("{"):  # namespaced (xacro:..., xmlns-qualified): not ours
-            continue
-        if attr not in allowed:
-            known = ", ".join(sorted(allowed))
-            reason = f"unknown attribute '{attr}' on <{element.tag}> (known: {known})"
-            raise ModelError(source, element.sourceline, reason)
-
-
-def _check_children(element, allowed: Iterable[str], source: str) -> None:
-    allowed = frozenset(allowed)
-    for child in element:
-        tag = _tag(child)
-        if tag is None or tag in allowed:
-            continue
-        if tag == "coupling":
-            reason = "<coupling> belongs on the <actuator> element, not in the actuator model"
-        else:
-            known = ", ".join(f"<{t}>" for t in sorted(allowed)) or "none"
-            reason = f"unexpected element <{tag}> in <{element.tag}> (allowed: {known})"
-        raise ModelError(source, child.sourceline, reason)
-
-
-def _number(element, attr: str, source: str) -> float | None:
-    """A finite number attribute, ``None`` when absent."""
-    text = element.get(attr)
-    if text is None:
-        return None
-    return parse_float(text, source, element, f"{attr} of <{element.tag}>")
-
-
-def _required_number(element, attr: str, source: str) -> float:
-    value = _number(element, attr, source)
-    if value is None:
-        raise ModelError(source, element.sourceline, f"<{element.tag}> needs a {attr} attribute")
-    return value
-
-
-def _positive(element, attr: str, value: float, source: str) -> float:
-    if value <= 0.0:
-        raise ModelError(source, element.sourceline, f"{attr} of <{element.tag}> must be positive, got {value!r}")
-    return value
-
-
 def _parse_motor(element, source: str) -> DcMotorParameters:
     """One ``<motor>`` element; every error names ``source`` and the element's line."""
-    _check_attributes(element, _MOTOR_ATTRIBUTES, source)
-    _check_children(element, (), source)
-    resistance = _positive(element, "resistance", _required_number(element, "resistance", source), source)
-    torque_constant = _positive(
-        element, "torque_constant", _required_number(element, "torque_constant", source), source
-    )
+    check_attributes(element, _MOTOR_ATTRIBUTES, source)
+    check_children(element, (), source, _MISPLACED)
+    resistance = positive(element, "resistance", required_number(element, "resistance", source), source)
+    torque_constant = positive(element, "torque_constant", required_number(element, "torque_constant", source), source)
     has_kv = element.get("velocity_constant") is not None
     has_ke = element.get("back_emf_constant") is not None
     if has_kv and has_ke:
@@ -398,17 +323,15 @@ def _parse_motor(element, source: str) -> DcMotorParameters:
             "<motor> needs a motor constant: give exactly one of velocity_constant and back_emf_constant",
         )
     if has_kv:
-        velocity_constant = _positive(
-            element, "velocity_constant", _required_number(element, "velocity_constant", source), source
+        velocity_constant = positive(
+            element, "velocity_constant", required_number(element, "velocity_constant", source), source
         )
     else:
-        back_emf = _positive(
-            element, "back_emf_constant", _required_number(element, "back_emf_constant", source), source
-        )
+        back_emf = positive(element, "back_emf_constant", required_number(element, "back_emf_constant", source), source)
         velocity_constant = 1.0 / back_emf
-    bus_voltage = _positive(element, "bus_voltage", _required_number(element, "bus_voltage", source), source)
-    peak = _number(element, "peak_torque", source)
-    peak_torque = math.inf if peak is None else _positive(element, "peak_torque", peak, source)
+    bus_voltage = positive(element, "bus_voltage", required_number(element, "bus_voltage", source), source)
+    peak = number(element, "peak_torque", source)
+    peak_torque = math.inf if peak is None else positive(element, "peak_torque", peak, source)
     motor = DcMotorParameters(
         resistance=float(resistance),
         torque_constant=float(torque_constant),
@@ -436,17 +359,9 @@ class _Model:
 def _parse_model(element, name: str, source: str) -> _Model:
     """The model attributes and the single ``<motor>`` child of ``element`` (an ``<actuator_model>`` or an
     inline ``<actuator>``); attribute and child names are checked by the caller."""
-    gear_ratio = _positive(element, "gear_ratio", _required_number(element, "gear_ratio", source), source)
-    losses = []
-    for attr in ("output_damping", "output_friction"):
-        value = _number(element, attr, source)
-        value = 0.0 if value is None else value
-        if value < 0.0:
-            raise ModelError(
-                source, element.sourceline, f"{attr} of <{element.tag}> must not be negative, got {value!r}"
-            )
-        losses.append(value)
-    motors = [child for child in element if _tag(child) == "motor"]
+    gear_ratio = positive(element, "gear_ratio", required_number(element, "gear_ratio", source), source)
+    losses = [nonnegative(element, attr, source, 0.0) for attr in ("output_damping", "output_friction")]
+    motors = [child for child in element if tag(child) == "motor"]
     if not motors:
         raise ModelError(source, element.sourceline, f"<{element.tag}> needs exactly one <motor>, found none")
     if len(motors) > 1:
@@ -460,8 +375,8 @@ def _parse_model(element, name: str, source: str) -> _Model:
 
 
 def _parse_coupling(element, source: str) -> ActuatorCoupling:
-    _check_attributes(element, _COUPLING_ATTRIBUTES, source)
-    _check_children(element, (), source)
+    check_attributes(element, _COUPLING_ATTRIBUTES, source)
+    check_children(element, (), source, _MISPLACED)
     joint = element.get("joint")
     if not joint:
         raise ModelError(source, element.sourceline, "<coupling> needs a joint attribute")
@@ -474,12 +389,12 @@ def _parse_coupling(element, source: str) -> ActuatorCoupling:
 
 def _read_model_file(path: Path) -> _Model:
     root, file_source = parse_xml(path)
-    if _tag(root) != "actuator_model":
+    if tag(root) != "actuator_model":
         raise ModelError(
             file_source, root.sourceline, f"an actuator file needs an <actuator_model> root, not <{root.tag}>"
         )
-    _check_attributes(root, _ACTUATOR_MODEL_ATTRIBUTES, file_source)
-    _check_children(root, ("motor",), file_source)
+    check_attributes(root, _ACTUATOR_MODEL_ATTRIBUTES, file_source)
+    check_children(root, ("motor",), file_source, _MISPLACED)
     return _parse_model(root, root.get("name", ""), file_source)
 
 
@@ -527,17 +442,17 @@ def parse_actuators(
     definitions: list[ActuatorDefinition] = []
     cache: dict[Path, _Model] = {}
     for element in robot_root:
-        if _tag(element) != "actuator":
+        if tag(element) != "actuator":
             continue
         line = element.sourceline
-        _check_attributes(element, _ACTUATOR_ATTRIBUTES, source)
-        _check_children(element, ("motor", "coupling"), source)
+        check_attributes(element, _ACTUATOR_ATTRIBUTES, source)
+        check_children(element, ("motor", "coupling"), source)
         joint = element.get("joint")
         if not joint:
             raise ModelError(source, line, "<actuator> needs a joint attribute")
         file = element.get("file")
         if file is not None:
-            inline = [f"<{_tag(c)}>" for c in element if _tag(c) == "motor"]
+            inline = [f"<{tag(c)}>" for c in element if tag(c) == "motor"]
             inline += [a for a in ("model", *_MODEL_ATTRIBUTES) if element.get(a) is not None]
             if inline:
                 raise ModelError(
@@ -555,7 +470,7 @@ def parse_actuators(
             model = cache[key]
         else:
             model = _parse_model(element, element.get("model", ""), source)
-        couplings = tuple(_parse_coupling(c, source) for c in element if _tag(c) == "coupling")
+        couplings = tuple(_parse_coupling(c, source) for c in element if tag(c) == "coupling")
         definitions.append(
             ActuatorDefinition(
                 joint,
@@ -723,9 +638,9 @@ def actuators_from_xml(
             ``motor_operating_region_enforced`` other than ``true``/``false``; naming the file and line.
     """
     root, source = parse_xml(path_or_xml)
-    if _tag(root) != "actuators":
-        raise ModelError(source, root.sourceline, f"the root element is <{_tag(root)}>, not <actuators>")
-    _check_attributes(root, ("motor_operating_region_enforced",), source)
+    if tag(root) != "actuators":
+        raise ModelError(source, root.sourceline, f"the root element is <{tag(root)}>, not <actuators>")
+    check_attributes(root, ("motor_operating_region_enforced",), source)
     flag = root.get("motor_operating_region_enforced", "true").strip().lower()
     if flag not in ("true", "false"):
         raise ModelError(
@@ -733,7 +648,7 @@ def actuators_from_xml(
         )
     torques = []
     for element in root:
-        if _tag(element) != "actuator":
+        if tag(element) != "actuator":
             continue
         text = element.attrib.pop("torque", None)
         torques.append(0.0 if text is None else parse_float(text, source, element, "actuator torque"))

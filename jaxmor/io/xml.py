@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lxml import etree
@@ -121,3 +122,100 @@ def parse_vector(text: str | None, n: int, source: str, element, what: str, defa
     if len(parts) != n:
         raise ModelError(source, element.sourceline, f"{what} needs {n} numbers, got {len(parts)}: {text!r}")
     return tuple(parse_float(p, source, element, what) for p in parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading elements and attributes: every problem is a ModelError naming the source and the line.
+
+
+def tag(element) -> str | None:
+    """The tag of an element, ``None`` for comments and processing instructions."""
+    name = element.tag
+    return name if isinstance(name, str) else None
+
+
+def check_attributes(element, allowed: Iterable[str], source: str) -> None:
+    """Refuse attributes outside ``allowed`` (namespaced ones, e.g. ``xacro:...``, are not ours and pass).
+
+    Raises:
+        ModelError: an unknown attribute, naming it and the known ones.
+    """
+    allowed = frozenset(allowed)
+    for attr in element.attrib:
+        if attr.startswith("{"):
+            continue
+        if attr not in allowed:
+            known = ", ".join(sorted(allowed))
+            raise ModelError(
+                source, element.sourceline, f"unknown attribute '{attr}' on <{element.tag}> (known: {known})"
+            )
+
+
+def check_children(element, allowed: Iterable[str], source: str, misplaced: Mapping[str, str] | None = None) -> None:
+    """Refuse child elements outside ``allowed``; ``misplaced`` maps a tag to a more helpful message.
+
+    Raises:
+        ModelError: an unexpected child, at its line.
+    """
+    allowed = frozenset(allowed)
+    for child in element:
+        name = tag(child)
+        if name is None or name in allowed:
+            continue
+        if misplaced and name in misplaced:
+            reason = misplaced[name]
+        else:
+            known = ", ".join(f"<{t}>" for t in sorted(allowed)) or "none"
+            reason = f"unexpected element <{name}> in <{element.tag}> (allowed: {known})"
+        raise ModelError(source, child.sourceline, reason)
+
+
+def number(element, attr: str, source: str, what: str | None = None) -> float | None:
+    """A finite number attribute, ``None`` when absent; ``what`` names it in messages
+    (default ``"<attr> of <tag>"``).
+
+    Raises:
+        ModelError: present but not a finite number.
+    """
+    text = element.get(attr)
+    if text is None:
+        return None
+    return parse_float(text, source, element, what or f"{attr} of <{element.tag}>")
+
+
+def required_number(element, attr: str, source: str) -> float:
+    """A finite number attribute that must be present.
+
+    Raises:
+        ModelError: absent, or not a finite number.
+    """
+    value = number(element, attr, source)
+    if value is None:
+        raise ModelError(source, element.sourceline, f"<{element.tag}> needs a {attr} attribute")
+    return value
+
+
+def positive(element, attr: str, value: float, source: str) -> float:
+    """``value`` (read from ``attr``) if it is positive.
+
+    Raises:
+        ModelError: zero or negative.
+    """
+    if value <= 0.0:
+        raise ModelError(source, element.sourceline, f"{attr} of <{element.tag}> must be positive, got {value!r}")
+    return value
+
+
+def nonnegative(element, attr: str, source: str, default: float, what: str | None = None) -> float:
+    """A finite non-negative number attribute, ``default`` when absent; ``what`` names it in messages.
+
+    Raises:
+        ModelError: not a finite number, or negative.
+    """
+    what = what or f"{attr} of <{element.tag}>"
+    value = number(element, attr, source, what)
+    if value is None:
+        return default
+    if value < 0.0:
+        raise ModelError(source, element.sourceline, f"{what} must not be negative, got {value!r}")
+    return value

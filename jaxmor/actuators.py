@@ -1,0 +1,195 @@
+"""A model's actuators as definitions: replace them, read them back, import and export them as XML.
+
+DC-motor actuators (:class:`~jaxmor.ActuatorDefinition`, the spec's ``setActuators``/``getActuators``)
+and affine actuators (:class:`~jaxmor.AffineActuatorDefinition`) are model editors: they return a new
+:class:`~jaxmor.Model`. After changing the actuators of a model, fit a world's State to them with
+:func:`jaxmor.reset_actuator_state` (the number and order of the actuators may have changed).
+A robot may mix both kinds, one actuator per joint.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.affine import AffineActuatorDefinition, compile_affine
+from jaxmor.build import compile_actuators
+from jaxmor.errors import ArgumentError
+from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, actuators_from_xml, actuators_to_xml
+from jaxmor.io.xml import looks_like_xml
+from jaxmor.model import joint_index
+from jaxmor.motor import DcMotorParameters
+from jaxmor.state import zero_actuator_state
+from jaxmor.types import Model, State
+
+
+def _deprecated_state_argument(function: str) -> None:
+    warnings.warn(
+        f"{function}(model, definitions, state) returning (model, state) is deprecated; call "
+        f"{function}(model, definitions), then jaxmor.reset_actuator_state(model, state)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def set_actuators(model: Model, definitions: Sequence[ActuatorDefinition], state: State | None = None) -> Model:
+    """Replace all DC-motor actuators of a model (an empty list removes them).
+
+    Fit the states of the model's worlds to the new actuators with :func:`jaxmor.reset_actuator_state`.
+
+    Args:
+        model: the model.
+        definitions: one :class:`ActuatorDefinition` per actuator, in the order of every
+            per-actuator array. Unnamed actuators are named after their joints.
+        state: deprecated; with a state, ``(model, state)`` is returned, the state's actuator torques
+            zeroed, its bus voltages reset to the definitions' and its actuator states cleared.
+
+    Returns:
+        The new model.
+
+    Raises:
+        ModelError: invalid definitions (the message names the actuator, and the file and line for
+            definitions read from a file).
+        ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven by
+            an affine actuator.
+    """
+    new_model = model.replace(actuators=compile_actuators(model, definitions))
+    if state is None:
+        return new_model
+    _deprecated_state_argument("set_actuators")
+    return new_model, _reset_motor_inputs(new_model, state)
+
+
+def _reset_motor_inputs(model: Model, state: State) -> State:
+    """The state with zero actuator torques, the model's bus voltages and cleared actuator states."""
+    dtype = state.q.dtype
+    return state.replace(
+        actuator_torque=jnp.zeros((model.na,), dtype),
+        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
+        actuator_state=zero_actuator_state(model.na, dtype),
+    )
+
+
+def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefinition]:
+    """The actuator definitions of a model, with the bus voltages of ``state`` when given.
+
+    Args:
+        model: an unbatched model.
+        state: an unbatched state whose bus voltages (set since loading) replace the model's.
+    """
+    act = model.actuators
+    t = np.asarray(act.transmission)
+    volts = np.asarray(act.motor.bus_voltage if state is None else state.bus_voltage, dtype=float)
+    out = []
+    for i, name in enumerate(act.names):
+        couplings = tuple(ActuatorCoupling(j, float(t[i, joint_index(model, j)])) for j in act.couplings[i])
+        motor = DcMotorParameters(
+            resistance=float(act.motor.resistance[i]),
+            torque_constant=float(act.motor.torque_constant[i]),
+            velocity_constant=float(act.motor.velocity_constant[i]),
+            bus_voltage=float(volts[i]),
+            peak_torque=float(act.motor.peak_torque[i]),
+        )
+        out.append(
+            ActuatorDefinition(
+                act.joints[i],
+                float(act.gear_ratio[i]),
+                motor,
+                name=name,
+                model=act.models[i],
+                couplings=couplings,
+                output_damping=float(act.output_damping[i]),
+                output_friction=float(act.output_friction[i]),
+            )
+        )
+    return out
+
+
+def export_actuators(model: Model, state: State) -> str:
+    """The current actuators as an ``<actuators>`` XML element (the spec's world export).
+
+    It holds every actuator with its model inline (including actuators set with
+    :func:`set_actuators`), the bus voltages of ``state``, each nonzero commanded torque as a
+    ``torque`` attribute, and the monitor mode. :func:`import_actuators` reads it back exactly.
+
+    Args:
+        model: an unbatched model.
+        state: an unbatched state of a world of it.
+    """
+    torques = np.asarray(state.actuator_torque, dtype=float)
+    enforced = bool(np.asarray(state.mor_enforced))
+    return actuators_to_xml(get_actuators(model, state), torques, enforced)
+
+
+def import_actuators(
+    model: Model, state: State, path_or_xml: str | os.PathLike, *, resource_dir: str | os.PathLike | None = None
+) -> tuple[Model, State]:
+    """Replace a model's actuators with those of an ``<actuators>`` element (see :func:`export_actuators`).
+
+    The element holds both model data (the actuators) and state data (bus voltages, commanded torques,
+    the monitor mode), so the result is the new model and the state that goes with it.
+
+    Args:
+        model: the model.
+        state: a state of a world of it.
+        path_or_xml: a file or the XML text.
+        resource_dir: directory searched for actuator files linked by relative paths.
+
+    Raises:
+        ModelError: an invalid element or actuator (file and line named), or actuators that do not fit
+            the model's joints.
+    """
+    base_dir = resource_dir
+    if base_dir is None and not (isinstance(path_or_xml, str) and looks_like_xml(path_or_xml)):
+        base_dir = os.path.dirname(os.path.abspath(path_or_xml))
+    definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir)
+    new_model = set_actuators(model, definitions)
+    new_state = _reset_motor_inputs(new_model, state)
+    dtype = new_state.actuator_torque.dtype
+    new_state = new_state.replace(
+        actuator_torque=jnp.asarray(np.asarray(torques, dtype=float).reshape(len(definitions)), dtype),
+        mor_enforced=jnp.asarray(enforced),
+    )
+    return new_model, new_state
+
+
+def set_affine_actuators(
+    model: Model, definitions: Sequence[AffineActuatorDefinition], state: State | None = None
+) -> Model:
+    """Replace the affine (MuJoCo-style) actuators of a model; an empty list removes them.
+
+    A robot may mix both kinds, one actuator per joint: a joint driven by a DC-motor actuator
+    cannot also take an affine one. Fit the states of the model's worlds with
+    :func:`jaxmor.reset_actuator_state`.
+
+    Args:
+        model: the model.
+        definitions: the affine actuators, in the order of ``State.ctrl``.
+        state: deprecated; with a state, ``(model, state)`` is returned, the state's controls zeroed.
+
+    Returns:
+        The new model.
+
+    Raises:
+        ArgumentError: an unknown joint, two actuators on one joint, a joint driven by a DC-motor
+            actuator, or a duplicate name.
+    """
+    definitions = tuple(definitions)
+    q_index = dict(zip(model.joint_names, model.joint_q, strict=True))
+    v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
+    affine = compile_affine(definitions, q_index, v_index)
+    motor_joints = set(model.actuators.joints)
+    for name, joint in zip(affine.names, (d.joint for d in definitions), strict=True):
+        if joint in motor_joints:
+            raise ArgumentError(
+                f"affine actuator '{name}': joint '{joint}' is already driven by a DC-motor actuator (one per joint)"
+            )
+    new_model = model.replace(affine=affine)
+    if state is None:
+        return new_model
+    _deprecated_state_argument("set_affine_actuators")
+    return new_model, state.replace(ctrl=jnp.zeros((new_model.nu,), state.q.dtype))

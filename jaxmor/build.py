@@ -1,0 +1,476 @@
+"""The model builder: a robot description compiled into a :class:`~jaxmor.Model`.
+
+Loading is parse -> reduce -> compile:
+
+1. a reader (:func:`jaxmor.io.urdf.parse_urdf`) turns a file into a
+   :class:`~jaxmor.io.description.RobotDescription`;
+2. :func:`reduce` merges the links joined by fixed joints into bodies (their inertias combined), each
+   moved by one joint, and decides the base: a tree rooted at a link named ``world`` has a fixed base,
+   otherwise the root link floats on a free joint (``floating_base`` overrides: ``False`` welds a free
+   root to the world, a ``floating`` joint from ``world`` included; ``True`` turns the fixed joint from
+   ``world`` into a free joint);
+3. :func:`build_model` compiles the bodies into arrays and the topology into static index tables
+   (:func:`topology_tables`), so the simulation never re-derives them, and compiles the actuators
+   (:func:`compile_actuators`).
+
+Every problem found here names the description's file and the line of the element concerned.
+The traversal is iterative (no recursion limit) and linear in the number of links.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.affine import empty_affine
+from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
+from jaxmor.io.description import Joint, RobotDescription
+from jaxmor.io.urdf import parse_urdf
+from jaxmor.motor import DcMotorParameters
+from jaxmor.types import GeomType, JointType, Model, MotorActuators, Options
+
+#: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
+#: with ``jaxmor.set_geom_properties``.
+DEFAULT_FRICTION = 0.8
+#: Projected Gauss-Seidel sweeps per step (``Model.opt.solver_iterations``).
+DEFAULT_SOLVER_ITERATIONS = 30
+#: Time step [s] (``Model.opt.timestep``).
+DEFAULT_TIMESTEP = 1e-3
+#: Gravitational acceleration [m/s^2] (``Model.opt.gravity``).
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+def load_urdf(
+    path_or_xml: str | os.PathLike,
+    *,
+    resource_dir: str | os.PathLike | None = None,
+    floating_base: bool | None = None,
+) -> Model:
+    """Load a URDF file or string into a :class:`Model` (:func:`~jaxmor.io.urdf.parse_urdf`, then :func:`build_model`).
+
+    Args:
+        path_or_xml: a file path, or the URDF text itself (a string starting with ``<``).
+        resource_dir: directory that takes the place of the URDF's directory for a URDF string
+            (actuator files are searched relative to it). For a file, defaults to its directory.
+        floating_base: ``None`` (default): the base floats unless the tree is rooted at a link named
+            ``world``. ``False``: weld the root link to the world (a ``floating`` joint from ``world``
+            becomes fixed). ``True``: make the fixed joint from ``world`` a free joint.
+
+    Returns:
+        The compiled model, with the actuators the URDF's ``<actuator>`` elements define.
+
+    Raises:
+        ModelError: the description is invalid; the message names the file and line.
+    """
+    return build_model(parse_urdf(path_or_xml, resource_dir=resource_dir), floating_base=floating_base)
+
+
+@dataclass
+class Body:
+    """A rigid body of the reduced tree: a link and the links welded to it.
+
+    Attributes:
+        link: the link whose frame is the body's frame.
+        parent: the parent body, ``-1`` for the world.
+        joint: the description's joint that moves the body (``None`` for an implicit floating base).
+        kind: the joint's :class:`JointType`.
+        tree_rotation, tree_translation: the joint frame in the parent body's frame.
+        masses: ``(mass, com, inertia about the com)`` of every link welded to the body, body frame.
+    """
+
+    link: str
+    parent: int
+    joint: Joint | None
+    kind: JointType
+    tree_rotation: np.ndarray
+    tree_translation: np.ndarray
+    masses: list[tuple[float, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+
+@dataclass
+class ReducedTree:
+    """The bodies of a description after merging fixed joints.
+
+    Attributes:
+        bodies: parents before children (depth first, in document order).
+        link_body: the body carrying each link, ``-1`` for links welded to the world.
+        link_frame: each link's frame in its body's frame ``(rotation, translation)``.
+    """
+
+    bodies: list[Body]
+    link_body: dict[str, int]
+    link_frame: dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+def reduce(description: RobotDescription, floating_base: bool | None = None) -> ReducedTree:
+    """Merge the links joined by fixed joints into bodies and decide the base (see the module docstring).
+
+    Raises:
+        ModelError: a floating joint not from ``world``, two floating bases, a free joint with a
+            non-identity origin, or ``floating_base=True`` with nothing to free.
+    """
+    source = description.source
+    root = description.root
+    world_rooted = root == "world"
+    weld_floating = floating_base is False  # also welds a URDF floating joint from 'world'
+    make_free = (not world_rooted) if floating_base is None else floating_base
+    identity = (np.eye(3), np.zeros(3))
+    tree = ReducedTree([], {}, {})
+
+    def new_body(link: str, parent: int, joint: Joint | None, kind: JointType, rot, xyz) -> None:
+        tree.bodies.append(Body(link, parent, joint, kind, rot, xyz))
+        tree.link_body[link] = len(tree.bodies) - 1
+        tree.link_frame[link] = identity
+
+    if world_rooted or not make_free:
+        tree.link_body[root] = -1
+        tree.link_frame[root] = identity
+    else:
+        new_body(root, -1, None, JointType.FREE, np.eye(3), np.zeros(3))
+
+    children: dict[str, list[Joint]] = {link.name: [] for link in description.links}
+    for joint in description.joints:
+        children[joint.parent].append(joint)
+    # Floating joints from 'world' first, so the free base is body 0.
+    children[root].sort(key=lambda j: j.kind != "floating" if root == "world" else 0)
+
+    # Depth first, children in document order: each joint is compiled just before its subtree.
+    stack = list(reversed(children[root]))
+    while stack:
+        joint = stack.pop()
+        link = joint.parent
+        body = tree.link_body[link]
+        r_lb, p_lb = tree.link_frame[link]
+        kind = joint.kind
+        if kind == "fixed" and link == "world" and make_free:
+            kind = "floating"
+        elif kind == "floating" and link == "world" and weld_floating:
+            kind = "fixed"
+        if kind == "floating":
+            _check_free_joint(joint, tree, source)
+            new_body(joint.child, -1, joint, JointType.FREE, np.eye(3), np.zeros(3))
+        elif kind == "fixed":
+            tree.link_body[joint.child] = body
+            tree.link_frame[joint.child] = (r_lb @ joint.rotation, r_lb @ joint.translation + p_lb)
+        else:
+            jt = JointType.PRISMATIC if kind == "prismatic" else JointType.REVOLUTE
+            new_body(joint.child, body, joint, jt, r_lb @ joint.rotation, r_lb @ joint.translation + p_lb)
+        stack.extend(reversed(children[joint.child]))
+
+    if world_rooted and floating_base and not any(b.kind == JointType.FREE for b in tree.bodies):
+        world_line = next(link.line for link in description.links if link.name == "world")
+        raise ModelError(
+            source,
+            world_line,
+            "floating_base=True needs a fixed or floating joint from 'world' to free, and there is none",
+        )
+    for link in description.links:
+        b = tree.link_body[link.name]
+        if b < 0 or link.inertial is None:
+            continue
+        r_lb, p_lb = tree.link_frame[link.name]
+        ine = link.inertial
+        tree.bodies[b].masses.append((ine.mass, r_lb @ ine.com + p_lb, r_lb @ ine.inertia @ r_lb.T))
+    return tree
+
+
+def _check_free_joint(joint: Joint, tree: ReducedTree, source: str) -> None:
+    if joint.parent != "world":
+        raise ModelError(source, joint.line, f"joint '{joint.name}': a floating joint must start at 'world'")
+    if any(b.kind == JointType.FREE for b in tree.bodies):
+        raise ModelError(source, joint.line, f"joint '{joint.name}': only one floating base is supported")
+    if not (np.allclose(joint.rotation, np.eye(3)) and np.allclose(joint.translation, 0.0)):
+        what = "a floating joint" if joint.kind == "floating" else "a fixed joint made free by floating_base=True"
+        raise ModelError(
+            source, joint.line, f"joint '{joint.name}': {what} needs an identity origin (the base pose is given by q)"
+        )
+
+
+def _combine(masses) -> tuple[float, np.ndarray, np.ndarray]:
+    """Total mass, COM and inertia about the COM of rigid parts ``(mass, com, inertia about com)``."""
+    total = sum(m for m, _, _ in masses)
+    if total <= 0.0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    com = sum(m * c for m, c, _ in masses) / total
+    inertia = np.zeros((3, 3))
+    for m, c, i in masses:
+        d = c - com
+        inertia += i + m * (d @ d * np.eye(3) - np.outer(d, d))
+    return total, com, inertia
+
+
+def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointType]) -> dict:
+    """The static index tables of a tree of bodies (see :class:`~jaxmor.Model` for each field).
+
+    Args:
+        body_parent: parent of each body, ``-1`` for the world; parents precede children.
+        body_joint_type: each body's joint type.
+
+    Returns:
+        A dict of Model fields: ``nq``, ``nv``, ``body_q_start``, ``body_v_start``, ``body_dofs``,
+        ``dof_body``, ``dof_rotational``, ``joint_q``, ``joint_u``, ``free_body``, ``free_q``, ``free_u``.
+    """
+    q_start, v_start, dof_body, rotational = [], [], [], []
+    nq = nv = 0
+    for b, kind in enumerate(body_joint_type):
+        q_start.append(nq)
+        v_start.append(nv)
+        nq += kind.qpos_width()
+        nv += kind.dof_width()
+        dof_body += [b] * kind.dof_width()
+        rotational += [False] * 3 + [True] * 3 if kind == JointType.FREE else [kind == JointType.REVOLUTE]
+    dofs = np.zeros((len(body_parent) + 1, nv), dtype=int)
+    for b, parent in enumerate(body_parent):
+        dofs[b + 1] = dofs[parent + 1]
+        dofs[b + 1, v_start[b] : v_start[b] + body_joint_type[b].dof_width()] = 1
+    free = [b for b, kind in enumerate(body_joint_type) if kind == JointType.FREE]
+    hinges = [b for b, kind in enumerate(body_joint_type) if kind != JointType.FREE]
+    return {
+        "nq": nq,
+        "nv": nv,
+        "body_q_start": tuple(q_start),
+        "body_v_start": tuple(v_start),
+        "body_dofs": tuple(tuple(int(x) for x in row) for row in dofs),
+        "dof_body": tuple(dof_body),
+        "dof_rotational": tuple(rotational),
+        "joint_q": tuple(q_start[b] for b in hinges),
+        "joint_u": tuple(v_start[b] for b in hinges),
+        "free_body": tuple(free),
+        "free_q": tuple(q_start[b] for b in free),
+        "free_u": tuple(v_start[b] for b in free),
+    }
+
+
+def build_model(description: RobotDescription, *, floating_base: bool | None = None) -> Model:
+    """Compile a robot description into a :class:`Model` (see the module docstring).
+
+    Args:
+        description: what a reader returned.
+        floating_base: ``None``, ``False`` or ``True``, as for :func:`load_urdf`.
+
+    Returns:
+        The model, with default options (:data:`DEFAULT_TIMESTEP`, :data:`DEFAULT_GRAVITY`,
+        :data:`DEFAULT_SOLVER_ITERATIONS`), no ground, no self-collision, and the description's actuators.
+
+    Raises:
+        ModelError: a structural problem (:func:`reduce`) or an invalid actuator.
+    """
+    source = description.source
+    tree = reduce(description, floating_base)
+    bodies = tree.bodies
+    nb = len(bodies)
+    tables = topology_tables([b.parent for b in bodies], [b.kind for b in bodies])
+    nv = tables["nv"]
+
+    dof: dict[str, list[float]] = {
+        k: [] for k in ("armature", "damping", "friction", "effort", "velocity", "lower", "upper")
+    }
+    for body in bodies:
+        if body.kind == JointType.FREE:
+            values = (0.0, 0.0, 0.0, math.inf, math.inf, -math.inf, math.inf)
+            for key, value in zip(dof, values, strict=True):
+                dof[key].extend([value] * 6)
+        else:
+            j = body.joint
+            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper)
+            for key, value in zip(dof, values, strict=True):
+                dof[key].append(value)
+
+    mass, com, inertia = zip(*(_combine(body.masses) for body in bodies), strict=True) if bodies else ((), (), ())
+    _warn_massless_leaves(description, tree, mass, dof["armature"], tables["body_v_start"])
+
+    position = {link.name: k for k, link in enumerate(description.links)}
+    link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
+    links = {link.name: link for link in description.links}
+    geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
+    # Geoms of the 'world' link itself (static obstacles) come first, with link index -1.
+    owners = ([(-1, "world")] if description.root == "world" else []) + list(enumerate(link_names))
+    for li, name in owners:
+        r_lb, p_lb = tree.link_frame[name]
+        for g in links[name].geoms:
+            if g.kind == "mesh":
+                mesh_geoms.append((name, g.mesh))
+                continue
+            geom_type.append(GeomType[g.kind.upper()])
+            geom_names.append(g.name)
+            geom_link.append(li)
+            geom_size.append(g.size)
+            geom_rot.append(r_lb @ g.rotation)
+            geom_pos.append(r_lb @ g.translation + p_lb)
+    if mesh_geoms:
+        warnings.warn(
+            f"{source}: {len(mesh_geoms)} mesh collision geom(s) are kept by name but not simulated "
+            f"(first: link '{mesh_geoms[0][0]}', {mesh_geoms[0][1]})",
+            stacklevel=3,
+        )
+
+    def arr(x, shape):
+        return jnp.asarray(np.asarray(x, dtype=np.float64).reshape(shape))
+
+    ng, nl = len(geom_type), len(link_names)
+    model = Model(
+        name=description.name,
+        source=source,
+        body_names=tuple(b.link for b in bodies),
+        body_parent=tuple(b.parent for b in bodies),
+        body_joint_type=tuple(b.kind for b in bodies),
+        body_joint_name=tuple(b.joint.name if b.joint else "" for b in bodies),
+        joint_names=tuple(b.joint.name for b in bodies if b.kind != JointType.FREE),
+        link_names=tuple(link_names),
+        link_body=tuple(tree.link_body[n] for n in link_names),
+        geom_type=tuple(geom_type),
+        geom_link=tuple(geom_link),
+        geom_names=tuple(geom_names),
+        geom_body=tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geom_link),
+        mesh_geoms=tuple(mesh_geoms),
+        urdf_joints=tuple((j.name, j.kind) for j in description.joints),
+        ground=False,
+        contact_pairs=(),
+        opt=Options(
+            timestep=arr(DEFAULT_TIMESTEP, ()),
+            gravity=arr(DEFAULT_GRAVITY, (3,)),
+            solver_iterations=DEFAULT_SOLVER_ITERATIONS,
+        ),
+        body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3)),
+        body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3)),
+        body_axis=arr([np.zeros(3) if b.kind == JointType.FREE else b.joint.axis for b in bodies], (nb, 3)),
+        body_mass=arr(mass, (nb,)),
+        body_com=arr(com, (nb, 3)),
+        body_inertia=arr(inertia, (nb, 3, 3)),
+        link_rotation=arr([tree.link_frame[n][0] for n in link_names], (nl, 3, 3)),
+        link_translation=arr([tree.link_frame[n][1] for n in link_names], (nl, 3)),
+        geom_size=arr(geom_size, (ng, 3)),
+        geom_rotation=arr(geom_rot, (ng, 3, 3)),
+        geom_translation=arr(geom_pos, (ng, 3)),
+        geom_friction=arr([DEFAULT_FRICTION] * ng, (ng,)),
+        geom_restitution=arr([0.0] * ng, (ng,)),
+        dof_armature=arr(dof["armature"], (nv,)),
+        dof_damping=arr(dof["damping"], (nv,)),
+        dof_friction=arr(dof["friction"], (nv,)),
+        dof_effort_limit=arr(dof["effort"], (nv,)),
+        dof_velocity_limit=arr(dof["velocity"], (nv,)),
+        dof_lower=arr(dof["lower"], (nv,)),
+        dof_upper=arr(dof["upper"], (nv,)),
+        ground_height=arr(0.0, ()),
+        ground_friction=arr(DEFAULT_FRICTION, ()),
+        ground_restitution=arr(0.0, ()),
+        actuators=empty_actuators(nv),
+        affine=empty_affine(),
+        **tables,
+    )
+    if description.actuators:
+        model = model.replace(actuators=compile_actuators(model, description.actuators))
+    return model
+
+
+def _warn_massless_leaves(description, tree: ReducedTree, mass, armature, v_start) -> None:
+    """Warn about leaf bodies with neither mass nor rotor inertia: they make the mass matrix singular."""
+    parents = {b.parent for b in tree.bodies}
+    lines = {link.name: link.line for link in description.links}
+    for b, body in enumerate(tree.bodies):
+        if mass[b] <= 0.0 and b not in parents and armature[v_start[b]] <= 0:
+            joint = body.joint
+            warnings.warn(
+                f"{description.source}:{lines[body.link]}: body '{body.link}' moved by joint "
+                f"'{joint.name if joint else 'free'}' has no mass and no rotor inertia: the mass matrix is singular",
+                stacklevel=4,
+            )
+
+
+# --------------------------------------------------------------------------------------------------
+# DC-motor actuators.
+
+
+def empty_actuators(nv: int) -> MotorActuators:
+    """A :class:`MotorActuators` without actuators for a model with ``nv`` velocities."""
+    zero = jnp.zeros((0,))
+    return MotorActuators(
+        names=(),
+        models=(),
+        joints=(),
+        couplings=(),
+        joint_v_index=(),
+        transmission=jnp.zeros((0, nv)),
+        gear_ratio=zero,
+        motor=DcMotorParameters(zero, zero, zero, zero, zero),
+        output_damping=zero,
+        output_friction=zero,
+    )
+
+
+def joint_kinds(model: Model) -> dict[str, str]:
+    """Joint name -> the description's joint type, as the actuator checks need them.
+
+    A free joint is ``"floating"``; an implicit floating base has no joint and is known by its link's
+    name, unless a joint has that name (links and joints have separate namespaces in a URDF).
+    """
+    kinds = dict(model.urdf_joints)
+    for b in model.free_body:
+        joint = model.body_joint_name[b]
+        if joint:  # a URDF joint from 'world' made free
+            kinds[joint] = "floating"
+        else:
+            kinds.setdefault(model.body_names[b], "floating")
+    return kinds
+
+
+def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> MotorActuators:
+    """Validate actuator definitions against a model's joints and compile them into arrays.
+
+    Raises:
+        ModelError: an invalid definition, an unknown/fixed/multi-DoF joint, a joint driven twice,
+            a bad coupling or a duplicate name (see :func:`jaxmor.io.actuators.validate_actuators`),
+            naming the definition's file and line, or ``<api>`` for definitions made in Python.
+        ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven
+            by an affine actuator.
+    """
+    definitions = list(definitions)
+    for d in definitions:
+        if not isinstance(d, ActuatorDefinition):
+            raise ArgumentError(f"definitions must be ActuatorDefinition objects, got {type(d).__name__}")
+    if not definitions:
+        return empty_actuators(model.nv)
+    validate_actuators(definitions, joint_kinds(model), API_SOURCE)
+    v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
+    affine_on = {v: name for v, name in zip(model.affine.v_index, model.affine.names, strict=True)}
+    for d in definitions:
+        if v_index[d.joint] in affine_on:
+            raise ArgumentError(
+                f"actuator '{d.label}': joint '{d.joint}' is already driven by the affine actuator "
+                f"'{affine_on[v_index[d.joint]]}' (one actuator per joint)"
+            )
+    t = np.zeros((len(definitions), model.nv))
+    for i, d in enumerate(definitions):
+        t[i, v_index[d.joint]] = d.gear_ratio
+        for c in d.couplings:
+            t[i, v_index[c.joint]] = c.ratio
+
+    def col(values):
+        return jnp.asarray(np.asarray(values, dtype=np.float64))
+
+    motors = [d.motor for d in definitions]
+    return MotorActuators(
+        names=tuple(d.label for d in definitions),
+        models=tuple(d.model for d in definitions),
+        joints=tuple(d.joint for d in definitions),
+        couplings=tuple(tuple(c.joint for c in d.couplings) for d in definitions),
+        joint_v_index=tuple(v_index[d.joint] for d in definitions),
+        transmission=jnp.asarray(t),
+        gear_ratio=col([d.gear_ratio for d in definitions]),
+        motor=DcMotorParameters(
+            resistance=col([float(m.resistance) for m in motors]),
+            torque_constant=col([float(m.torque_constant) for m in motors]),
+            velocity_constant=col([float(m.velocity_constant) for m in motors]),
+            bus_voltage=col([float(m.bus_voltage) for m in motors]),
+            peak_torque=col([float(m.peak_torque) for m in motors]),
+        ),
+        output_damping=col([d.output_damping for d in definitions]),
+        output_friction=col([d.output_friction for d in definitions]),
+    )

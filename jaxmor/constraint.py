@@ -1,0 +1,274 @@
+"""Constraint rows and the problems the solver solves: contacts, joint Coulomb friction, joint limits.
+
+The integrator has computed the unconstrained end-of-step velocity ``u_free`` and the inverse of the
+effective mass ``M_eff`` (mass matrix plus the implicit PD, damping and gyroscopic terms). Constraint
+rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
+
+    u_next = u_free + M_eff^-1 J^T lam,       v = J u_next = A lam + J u_free,    A = J M_eff^-1 J^T
+
+(``A`` is the Delassus matrix, built once per step). Rows, in order:
+
+* **contacts** (``nc`` slots of :func:`jaxmor.collision.collide` x 3 rows: normal ``n``, tangents
+  ``t1``, ``t2``). Normal: ``lam_n >= 0`` complementary to ``v_n >= v_target``. The target is
+  *speculative*: ``v_target = -max(d, 0) / h`` for a gap ``d``, so a contact that would close during the
+  step lands exactly at contact, and far contacts stay inactive without masks. Restitution ``e > 0``
+  acts on an impact (:func:`restitution_targets`): a contact that is open at the beginning of the step
+  (``d > PENETRATION_ALLOWANCE``) and closes within it (``d + h v_n^- <= 0``) at an approach speed
+  ``v_n^- < -RESTITUTION_THRESHOLD`` gets ``v_target = max(-d/h, -e v_n^-)``: it leaves with ``e`` times
+  its approach speed from at most ``h |v_n^-|`` above the surface, an ``O(h v)`` error in the bounce
+  height. Resting contacts (``d ~ 0``) never bounce. Friction: ``|lam_t| <= mu lam_n`` on the disk,
+  with maximum dissipation (the solver's projection, :mod:`jaxmor.solver`).
+* **joints** (one row per 1-DoF joint, its Jacobian the unit row of its velocity): the joint's Coulomb
+  friction ``|lam_f| <= (tau_c_joint + tau_c_out) h`` with target ``v = 0`` (stiction is exact), and its
+  limits ``v >= (lower - q)/h`` with ``lam_l >= 0``, ``v <= (upper - q)/h`` with ``lam_l <= 0``, again
+  speculative. Friction and limit share the row (same Jacobian); its impulse is ``lam_f + lam_l``.
+
+Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is clamped
+at zero there, so no energy is added. Instead a second, frictionless problem on the normal and joint
+rows of the same ``A`` gives a *pseudo-velocity* ``u_pos = M_eff^-1 J^T lam_pos`` that removes a fraction
+``POSITION_CORRECTION`` of the error beyond ``PENETRATION_ALLOWANCE`` per step; it moves ``q`` only and
+is discarded afterwards (split impulses).
+
+Layout. This module owns the row layout: :class:`Problem` knows where a contact's and a joint's rows
+are, and converts between its rows and :class:`Impulses`, so the solver and the step never compute
+offsets. Since a joint's row selects one velocity, the joint rows' part of ``A`` is read off
+``M_eff^-1`` and only the contact rows need products.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmor.collision import Contacts
+from jaxmor.forces import Forces
+from jaxmor.integrator import FreeMotion
+from jaxmor.kinematics import Kinematics, relative_point_jacobians
+from jaxmor.types import Model, State
+
+#: Fraction of the penetration (beyond the allowance) removed per step by the position pass.
+POSITION_CORRECTION = 0.2
+#: Penetration depth [m] (and limit violation [rad or m]) left uncorrected, to keep contacts warm.
+PENETRATION_ALLOWANCE = 1e-5
+#: Approach speed [m/s] below which restitution is ignored (resting contacts do not bounce).
+RESTITUTION_THRESHOLD = 1e-2
+
+
+@struct.dataclass
+class Impulses:
+    """The impulses of one step's constraints.
+
+    Attributes:
+        contact: (nc, 3) normal, tangent 1 and tangent 2 impulse of each contact slot [N s] (a
+            frictionless problem's tangential impulses are zero).
+        friction: (nj,) friction impulse of each 1-DoF joint [Nm s or N s].
+        limit: (nj,) limit impulse of each 1-DoF joint [Nm s or N s].
+    """
+
+    contact: jax.Array
+    friction: jax.Array
+    limit: jax.Array
+
+
+@struct.dataclass
+class Problem:
+    """One constraint problem ``v = A lam + b`` (shapes for ``nc`` contacts and ``nj`` 1-DoF joints).
+
+    Rows: ``rows_per_contact`` rows per contact (3: normal, tangent 1, tangent 2; 1 for a frictionless
+    problem: the normal), then one row per joint, shared by its friction and limit impulses.
+
+    Attributes:
+        delassus: (R, R) ``A = J M_eff^-1 J^T``, ``R = rows_per_contact nc + nj``.
+        free_velocity: (R,) ``b = J u_free``.
+        contact_target: (nc,) lower bound of each normal velocity [m/s].
+        friction: (nc,) friction coefficient of each contact.
+        friction_bound: (nj,) joint friction impulse bound [N s or Nm s].
+        limit_low, limit_high: (nj,) bounds of each joint velocity from the limits.
+        rows_per_contact: 3, or 1 for a frictionless problem (static).
+    """
+
+    delassus: jax.Array
+    free_velocity: jax.Array
+    contact_target: jax.Array
+    friction: jax.Array
+    friction_bound: jax.Array
+    limit_low: jax.Array
+    limit_high: jax.Array
+    rows_per_contact: int = struct.field(pytree_node=False, default=3)
+
+    @property
+    def nc(self) -> int:
+        """Number of contact slots."""
+        return self.contact_target.shape[0]
+
+    @property
+    def nj(self) -> int:
+        """Number of joint rows."""
+        return self.limit_low.shape[0]
+
+    @property
+    def with_friction(self) -> bool:
+        """Whether the contacts have tangent rows."""
+        return self.rows_per_contact == 3
+
+    def contact_row(self, k):
+        """Row of contact ``k``'s normal (its tangents follow); ``k`` may be traced."""
+        return self.rows_per_contact * k
+
+    def joint_row(self, i):
+        """Row of joint ``i``; ``i`` may be traced."""
+        return self.rows_per_contact * self.nc + i
+
+    def tangent_blocks(self) -> jax.Array:
+        """(nc, 2, 2) each contact's tangential block of ``A`` (problems with friction)."""
+        tangents = np.arange(self.nc)[:, None] * 3 + np.array([1, 2])[None, :]
+        return self.delassus[tangents[:, :, None], tangents[:, None, :]]
+
+    def rows(self, impulses: Impulses) -> jax.Array:
+        """(R,) the impulse of each row: a contact's (normal and tangents, or normal), a joint's friction plus limit."""
+        contact = impulses.contact if self.with_friction else impulses.contact[:, 0]
+        return jnp.concatenate([contact.reshape(-1), impulses.friction + impulses.limit])
+
+    def impulses(self, row_impulses: jax.Array, limit: jax.Array) -> Impulses:
+        """:class:`Impulses` from the (R,) row impulses and the (nj,) limit part of the joint rows."""
+        split = self.rows_per_contact * self.nc
+        contact = row_impulses[:split].reshape(self.nc, self.rows_per_contact)
+        if not self.with_friction:
+            contact = jnp.concatenate([contact, jnp.zeros((self.nc, 2), contact.dtype)], axis=1)
+        return Impulses(contact, row_impulses[split:] - limit, limit)
+
+    def contact_velocities(self, v: jax.Array) -> jax.Array:
+        """(nc, rows_per_contact) the contact rows' part of a (R,) row velocity."""
+        return v[: self.rows_per_contact * self.nc].reshape(self.nc, self.rows_per_contact)
+
+    def zero_impulses(self) -> Impulses:
+        """Zero impulses of this problem's shape."""
+        dtype = self.free_velocity.dtype
+        return Impulses(jnp.zeros((self.nc, 3), dtype), jnp.zeros(self.nj, dtype), jnp.zeros(self.nj, dtype))
+
+
+@struct.dataclass
+class Constraints:
+    """The constraint stage's result: the step's two problems and how impulses change the velocity.
+
+    Attributes:
+        velocity: the velocity problem (contacts with friction, joint friction and limits).
+        position: the frictionless position-correction problem (normal and joint rows).
+        response: (nv, R) ``M_eff^-1 J^T`` of the velocity problem's rows.
+        position_rows: the velocity problem's rows that the position problem keeps (static).
+    """
+
+    velocity: Problem
+    position: Problem
+    response: jax.Array
+    position_rows: tuple[int, ...] = struct.field(pytree_node=False)
+
+
+def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> jax.Array:
+    """(3 nc, nv) Jacobian of the contact rows (normal, t1, t2 of each contact), all contacts at once.
+
+    A row is a direction of the contact frame applied to the velocity of body B's contact point relative
+    to body A's (:func:`jaxmor.kinematics.relative_point_jacobians`).
+    """
+    nc = contacts.distance.shape[0]
+    if nc == 0:
+        return jnp.zeros((0, model.nv), kin.body.position.dtype)
+    cols = relative_point_jacobians(model, kin.body, contacts.position, contacts.body_a, contacts.body_b)
+    return jnp.einsum("kij,kdj->kid", contacts.frame, cols).reshape(3 * nc, model.nv)
+
+
+def restitution_targets(
+    target: jax.Array, gap: jax.Array, approach: jax.Array, restitution: jax.Array, h: jax.Array
+) -> jax.Array:
+    """Normal velocity targets with restitution on impacts (see the module docstring).
+
+    Args:
+        target: (nc,) the speculative targets ``-max(d, 0) / h``.
+        gap: (nc,) the gaps ``d`` at the beginning of the step [m].
+        approach: (nc,) the normal velocities ``v_n^-`` at the beginning of the step [m/s].
+        restitution: (nc,) the coefficients of restitution.
+        h: the time step [s].
+    """
+    impact = (
+        (approach < -RESTITUTION_THRESHOLD)
+        & (gap > PENETRATION_ALLOWANCE)
+        & (gap + h * approach <= 0.0)
+        & (restitution > 0)
+    )
+    return jnp.where(impact, jnp.maximum(target, -restitution * approach), target)
+
+
+def constraints(
+    model: Model, state: State, kin: Kinematics, contacts: Contacts, free: FreeMotion, frc: Forces
+) -> Constraints:
+    """The constraint stage: the step's velocity and position problems (see the module docstring).
+
+    Args:
+        model: the model.
+        state: the world's state at the beginning of the step.
+        kin: its kinematics.
+        contacts: its contact candidates.
+        free: the unconstrained end-of-step velocity and the inverse effective mass.
+        frc: the step's forces (the joints' Coulomb friction).
+
+    Returns:
+        :class:`Constraints`.
+    """
+    dtype = state.u.dtype
+    h = model.opt.timestep.astype(dtype)
+    nc, nj = contacts.distance.shape[0], model.nj
+    dofs = np.array(model.joint_u, dtype=np.int32)
+    rows = contact_jacobian(model, kin, contacts)
+    m_inv = free.inverse_mass
+    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs]], axis=1)  # M_eff^-1 J^T
+    delassus = jnp.concatenate([rows @ response, response[dofs]])
+    gap = contacts.distance
+    approach = rows[::3] @ state.u
+    target = restitution_targets(-jnp.maximum(gap, 0.0) / h, gap, approach, contacts.restitution.astype(dtype), h)
+    q_joint = state.q[np.array(model.joint_q, dtype=np.int32)]
+    lower = model.dof_lower.astype(dtype)[dofs]
+    upper = model.dof_upper.astype(dtype)[dofs]
+    velocity = Problem(
+        delassus=delassus,
+        free_velocity=jnp.concatenate([rows @ free.velocity, free.velocity[dofs]]),
+        contact_target=target,
+        friction=contacts.friction.astype(dtype),
+        friction_bound=frc.friction[dofs] * h,
+        limit_low=jnp.minimum((lower - q_joint) / h, 0.0),
+        limit_high=jnp.maximum((upper - q_joint) / h, 0.0),
+    )
+    # The position pass: normal and joint rows, frictionless, targets from the penetration and violation.
+    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj)]).astype(np.int32)
+    depth = jnp.maximum(-gap - PENETRATION_ALLOWANCE, 0.0)
+    below = jnp.maximum(lower - q_joint - PENETRATION_ALLOWANCE, 0.0)
+    above = jnp.maximum(q_joint - upper - PENETRATION_ALLOWANCE, 0.0)
+    position = Problem(
+        delassus=delassus[keep[:, None], keep[None, :]],
+        free_velocity=jnp.zeros(keep.size, dtype),
+        contact_target=POSITION_CORRECTION * depth / h,
+        friction=jnp.zeros(nc, dtype),
+        friction_bound=jnp.zeros(nj, dtype),
+        limit_low=POSITION_CORRECTION * below / h,
+        limit_high=-POSITION_CORRECTION * above / h,
+        rows_per_contact=1,
+    )
+    return Constraints(velocity, position, response, tuple(int(r) for r in keep))
+
+
+def warm_start(model: Model, state: State) -> Impulses:
+    """The velocity problem's warm start: the impulses of the state's last step."""
+    dofs = np.array(model.joint_u, dtype=np.int32)
+    return Impulses(state.contact_impulse, state.friction_impulse[dofs], state.limit_impulse[dofs])
+
+
+def velocity_change(cons: Constraints, impulses: Impulses) -> jax.Array:
+    """(nv,) ``M_eff^-1 J^T lam``: the velocity the velocity problem's impulses add."""
+    return cons.response @ cons.velocity.rows(impulses)
+
+
+def position_change(cons: Constraints, impulses: Impulses) -> jax.Array:
+    """(nv,) ``M_eff^-1 J^T lam_pos``: the pseudo-velocity of the position problem's impulses."""
+    keep = np.array(cons.position_rows, dtype=np.int32)
+    return cons.response[:, keep] @ cons.position.rows(impulses)

@@ -1,0 +1,203 @@
+"""Every generalized force of a step: DC-motor actuators (clipped to their regions), the built-in PD,
+the feed-forward force, affine actuators, external forces and the passive joint losses.
+
+Actuators. An actuator's motor turns at ``w_m = G u_j + sum_c r_c u_c`` (gear ratio ``G`` on the
+driven joint, coupling ratios ``r_c`` on coupled joints); for all actuators at once ``w_m = T u`` with
+the transmission matrix ``T`` (na x nv). A motor torque ``tau_m`` acts on the joints with
+``T^T tau_m``. Actuator torques are commanded at the gear output (``G tau_m``), and every step clips
+the motor torque to the motor operating region at the motor speed of the beginning of the step
+(:func:`jaxmor.motor.clip_motor_torque`) with the State's bus voltages, unless the region is only
+monitored (``State.mor_enforced`` false).
+
+Composition (the actuator spec's "What happens in a simulation step"), at ``q_t, u_t``::
+
+    tau = clamp(tau_ff + tau_PD_explicit, +-limit) + T^T tau_m + tau_affine + tau_ext - b_j u_t
+    tau_PD_explicit = kp (q_ref - q_t - h u_t) + kd (u_ref - u_t)
+
+(the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``), with ``b_j`` the joint's plus its actuator's
+output damping. The rest of the PD torque, ``-(kd + h kp) du``, and of the trapezoidal damping,
+``-(b_j / 2) du`` (``du = u_{t+1} - u_t``), are implicit: :class:`Forces` carries their diagonal for
+the effective mass. The region clips only actuator torques; the effort limits clamp only the
+feed-forward and PD torques.
+
+Output damping and friction are kept per actuator and added to the driven joint's own damping and
+friction here (:func:`joint_damping`, :func:`joint_friction`), so replacing the actuators never leaves
+stale losses on a joint.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmor.affine import affine_generalized_force
+from jaxmor.motor import DcMotorParameters, motor_torque_bounds
+from jaxmor.types import ActuatorState, Model, State
+
+
+@struct.dataclass
+class Forces:
+    """The forces stage's result: what the integrator needs of a step's generalized forces.
+
+    Attributes:
+        applied: (nv,) explicit generalized force of the step [N, Nm], the bias excluded (see the module
+            docstring).
+        implicit: (nv,) the diagonal ``(kd + h kp) + b_j / 2`` of the implicit PD and damping terms
+            [N s/m, Nm s/rad]; the effective mass adds ``h`` times it.
+        damping: (nv,) viscous damping of each joint, its actuator's output damping included.
+        friction: (nv,) Coulomb friction of each joint, its actuator's output friction included.
+        actuator_state: the actuators' states, with the fields known before integration (see
+            :func:`actuate`).
+    """
+
+    applied: jax.Array
+    implicit: jax.Array
+    damping: jax.Array
+    friction: jax.Array
+    actuator_state: ActuatorState
+
+
+def _joint_coordinates(model: Model, q: jax.Array) -> jax.Array:
+    """(nv,) position of each 1-DoF joint at its velocity index; zero on a floating base."""
+    v_idx = np.array(model.joint_u, dtype=np.int32)
+    return jnp.zeros(model.nv, q.dtype).at[v_idx].set(q[np.array(model.joint_q, dtype=np.int32)])
+
+
+def _joint_mask(model: Model, dtype) -> jax.Array:
+    """(nv,) 1 on 1-DoF joints, 0 on a floating base."""
+    mask = np.zeros(model.nv)
+    mask[np.array(model.joint_u, dtype=np.int32)] = 1.0
+    return jnp.asarray(mask, dtype)
+
+
+def _motor_now(model: Model, state: State) -> DcMotorParameters:
+    return model.actuators.motor.replace(bus_voltage=state.bus_voltage)
+
+
+def motor_speeds(model: Model, u: jax.Array) -> jax.Array:
+    """(na,) motor speeds ``T u`` [rad/s] at generalized velocities ``u``."""
+    return model.actuators.transmission.astype(u.dtype) @ u
+
+
+def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
+    """Admissible actuator torques now, at the gear outputs: the motor region at the current motor
+    speeds times the gear ratio. Exactly the bounds the next step clips to; ``(-inf, inf)`` in
+    monitor mode.
+
+    Returns:
+        ``(lower, upper)``, each (na,) [Nm or N].
+    """
+    bounds = motor_torque_bounds(_motor_now(model, state), motor_speeds(model, state.u))
+    gear = model.actuators.gear_ratio.astype(state.u.dtype)
+    inf = jnp.asarray(jnp.inf, state.u.dtype)
+    lower = jnp.where(state.mor_enforced, gear * bounds.lower, -inf)
+    upper = jnp.where(state.mor_enforced, gear * bounds.upper, inf)
+    return lower, upper
+
+
+def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
+    """The actuation of one step, at the velocities ``u_t`` of its beginning.
+
+    Motor speeds ``w = T u_t``; commanded motor torques ``tau_a / G``; motor torques clipped to the
+    region at ``w`` with the state's bus voltages (or as commanded in monitor mode); joint torques
+    ``T^T tau_m``, constant over the step.
+
+    Returns:
+        ``(joint_torque (nv,), actuator_state)``. The actuator state holds the fields known before
+        integration (``motor_speed``, ``commanded_motor_torque``, ``motor_torque``, ``saturation``);
+        ``average_motor_speed`` is set to ``motor_speed`` and ``joint_loss_torque`` to zero until the
+        step completes them.
+    """
+    dtype = state.u.dtype
+    act = model.actuators
+    speed = motor_speeds(model, state.u)
+    commanded = state.actuator_torque / act.gear_ratio.astype(dtype)
+    bounds = motor_torque_bounds(_motor_now(model, state), speed)
+    clipped, saturation = bounds.clip(commanded)
+    motor_torque = jnp.where(state.mor_enforced, clipped, commanded)
+    joint_torque = act.transmission.astype(dtype).T @ motor_torque
+    states = ActuatorState(
+        motor_speed=speed,
+        average_motor_speed=speed,
+        commanded_motor_torque=commanded,
+        motor_torque=motor_torque,
+        joint_loss_torque=jnp.zeros_like(speed),
+        saturation=saturation.astype(jnp.int32),
+    )
+    return joint_torque, states
+
+
+def joint_damping(model: Model) -> jax.Array:
+    """(nv,) total viscous damping of each joint: its own plus its actuator's output damping."""
+    act = model.actuators
+    idx = np.asarray(act.joint_v_index, dtype=np.int32)
+    return model.dof_damping.at[idx].add(act.output_damping.astype(model.dof_damping.dtype))
+
+
+def joint_friction(model: Model) -> jax.Array:
+    """(nv,) total Coulomb friction of each joint: its own plus its actuator's output friction."""
+    act = model.actuators
+    idx = np.asarray(act.joint_v_index, dtype=np.int32)
+    return model.dof_friction.at[idx].add(act.output_friction.astype(model.dof_friction.dtype))
+
+
+def affine_joint_force(model: Model, state: State) -> jax.Array:
+    """(nv,) generalized force of the affine actuators at the state's ``ctrl``, ``q`` and ``u``."""
+    return affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)
+
+
+def explicit_pd(model: Model, state: State) -> jax.Array:
+    """(nv,) explicit part of the built-in PD torque: ``kp (q_ref - q - h u) + kd (u_ref - u)`` on joints."""
+    h = model.opt.timestep.astype(state.u.dtype)
+    q_joint = _joint_coordinates(model, state.q)
+    mask = _joint_mask(model, state.u.dtype)
+    pd = state.pd_p_gain * (state.pd_position_target - q_joint - h * state.u) + state.pd_d_gain * (
+        state.pd_velocity_target - state.u
+    )
+    return pd * mask
+
+
+def clamped_force(model: Model, state: State) -> jax.Array:
+    """(nv,) ``clamp(feedforward_force + explicit PD, +-actuation_limit)``."""
+    limit = state.actuation_limit
+    return jnp.clip(state.feedforward_force + explicit_pd(model, state), -limit, limit)
+
+
+def generalized_force(model: Model, state: State) -> jax.Array:
+    """What the spec's ``getGeneralizedForce()`` returns (nv,) [N, Nm].
+
+    The effort-clamped feed-forward force plus the explicit built-in PD torque, plus the actuator
+    torques clipped to their regions at the current motor speeds (mapped by ``T^T``), plus the
+    affine actuators' force. Passive damping, springs, friction and contacts are excluded; the PD
+    part is approximate because the PD is integrated implicitly.
+    """
+    joint_torque, _ = actuate(model, state)
+    return clamped_force(model, state) + joint_torque + affine_joint_force(model, state)
+
+
+def forces(model: Model, state: State) -> Forces:
+    """The forces stage: the generalized forces of the step that starts at ``state`` (module docstring).
+
+    Args:
+        model: the model.
+        state: the world's state at the beginning of the step.
+
+    Returns:
+        :class:`Forces`.
+    """
+    dtype = state.u.dtype
+    h = model.opt.timestep.astype(dtype)
+    act_torque, act_state = actuate(model, state)
+    damping = joint_damping(model).astype(dtype)
+    applied = clamped_force(model, state) + act_torque + affine_joint_force(model, state) + state.external_force
+    applied = applied - damping * state.u
+    implicit = (state.pd_d_gain + h * state.pd_p_gain) * _joint_mask(model, dtype) + 0.5 * damping
+    return Forces(
+        applied=applied,
+        implicit=implicit,
+        damping=damping,
+        friction=joint_friction(model).astype(dtype),
+        actuator_state=act_state,
+    )

@@ -1,0 +1,119 @@
+"""The world around the robot, as model editors: the ground plane, the contact properties of geoms,
+and which geoms collide with each other. Each returns a new :class:`~jaxmor.Model`.
+
+How contacts are generated from these settings is :mod:`jaxmor.collision`'s documentation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import jax.numpy as jnp
+
+from jaxmor.build import DEFAULT_FRICTION
+from jaxmor.checks import as_scalar
+from jaxmor.collision import check_pairs
+from jaxmor.errors import ArgumentError
+from jaxmor.model import geom_index
+from jaxmor.types import JointType, Model
+
+
+def add_ground(
+    model: Model, height: float = 0.0, friction: float = DEFAULT_FRICTION, restitution: float = 0.0
+) -> Model:
+    """A copy of ``model`` with a ground plane ``z = height`` (normal ``+z``).
+
+    Args:
+        model: the model.
+        height: height of the plane [m] (finite).
+        friction: the ground's Coulomb friction coefficient (``>= 0``), combined with each geom's
+            as ``sqrt(mu_ground mu_geom)``.
+        restitution: the ground's coefficient of restitution in ``[0, 1]``, combined with each
+            geom's as the maximum.
+
+    Raises:
+        ArgumentError: an argument is not a finite number in its range; the message names it.
+    """
+    height = as_scalar(height, "height")
+    friction = as_scalar(friction, "friction", lower=0.0)
+    restitution = as_scalar(restitution, "restitution", lower=0.0, upper=1.0)
+    return model.replace(
+        ground=True,
+        ground_height=jnp.asarray(height, model.ground_height.dtype),
+        ground_friction=jnp.asarray(friction, model.ground_friction.dtype),
+        ground_restitution=jnp.asarray(restitution, model.ground_restitution.dtype),
+    )
+
+
+def set_geom_properties(
+    model: Model, name: str, *, friction: float | None = None, restitution: float | None = None
+) -> Model:
+    """A copy of ``model`` with the contact properties of geom ``name`` changed.
+
+    Args:
+        model: the model.
+        name: the geom's name (``model.geom_names``).
+        friction: its Coulomb friction coefficient (``>= 0``); ``None`` keeps it.
+        restitution: its coefficient of restitution in ``[0, 1]``; ``None`` keeps it.
+
+    Raises:
+        ArgumentError: unknown geom (the message lists the names), or a value out of range.
+    """
+    i = geom_index(model, name)
+    if friction is not None:
+        friction = as_scalar(friction, "friction", lower=0.0)
+        model = model.replace(geom_friction=model.geom_friction.at[i].set(friction))
+    if restitution is not None:
+        restitution = as_scalar(restitution, "restitution", lower=0.0, upper=1.0)
+        model = model.replace(geom_restitution=model.geom_restitution.at[i].set(restitution))
+    return model
+
+
+def _adjacent(model: Model, a: int, b: int) -> bool:
+    """Bodies joined by a (non-free) joint: parent and child; ``-1`` is the world."""
+
+    def child_of(c: int, p: int) -> bool:
+        return c >= 0 and model.body_parent[c] == p and model.body_joint_type[c] != JointType.FREE
+
+    return child_of(a, b) or child_of(b, a)
+
+
+def enable_self_collision(model: Model, enabled: bool = True, exclude: Iterable = ()) -> Model:
+    """A copy of ``model`` whose ``contact_pairs`` test its geoms against each other.
+
+    The pairs are every pair of geoms ``(i, j)``, ``i < j``, on different bodies (a geom welded to
+    the world, body ``-1``, counts as on the world body) that are not parent and child across a
+    joint (a free joint does not make a floating base adjacent to the world), minus ``exclude``.
+
+    Args:
+        model: the model.
+        enabled: ``False`` clears the pairs (no self-collision).
+        exclude: pairs ``(name_a, name_b)`` of geom names not to test, in either order.
+
+    Raises:
+        ArgumentError: an unknown geom name or a malformed exclusion; or a remaining pair of types
+            that is not supported (supported: sphere-sphere, sphere-capsule, capsule-capsule,
+            sphere-box): the message names the two geoms and their types; exclude the pair.
+    """
+    if not enabled:
+        return model.replace(contact_pairs=())
+    if isinstance(exclude, (str, bytes)):
+        raise ArgumentError(f"exclude must be a list of (geom name, geom name) pairs, got {exclude!r}")
+    excluded = set()
+    for item in exclude:
+        if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
+            raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
+        item = tuple(item)
+        if len(item) != 2:
+            raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
+        a, b = (geom_index(model, n) for n in item)
+        excluded.add(frozenset((a, b)))
+    pairs = []
+    for i in range(model.ng):
+        for j in range(i + 1, model.ng):
+            bi, bj = model.geom_body[i], model.geom_body[j]
+            if bi == bj or _adjacent(model, bi, bj) or frozenset((i, j)) in excluded:
+                continue
+            pairs.append((i, j))
+    check_pairs(model, pairs)
+    return model.replace(contact_pairs=tuple(pairs))
