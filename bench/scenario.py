@@ -170,7 +170,3 @@ def _urdf_gears() -> dict[str, float]:
         out[el.get("joint")] = gear
     return out
 
-
-def mujoco_model(dt: float):
-    """The compiled ``MjModel`` of :func:`mujoco_spec`."""
-    return mujoco_spec(dt).compile()

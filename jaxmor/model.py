@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ArgumentError
-from jaxmor.types import JointType, Model
+from jaxmor.types import Model
 
 
 def joint_names(model: Model) -> list[str]:
@@ -93,7 +93,7 @@ def geom_index(model: Model, name: str) -> int:
 
 def summary(model: Model) -> str:
     """A human-readable summary of the model: counts, joints, actuators, unsupported geoms."""
-    base = "floating" if any(k == JointType.FREE for k in model.body_joint_type) else "fixed"
+    base = "floating" if model.floating_base else "fixed"
     lines = [
         f"robot '{model.name}' from {model.source}",
         f"  {base} base, {model.nb} bodies, {model.nl} links, "

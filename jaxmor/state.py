@@ -321,7 +321,7 @@ def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
     if any(is_traced(x) for x in leaves):
         return
     v = float(voltage)
-    r, kt, kv, peak = (np.asarray(x, dtype=float) for x in leaves[1:])
+    r, kt, kv, peak = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in leaves[1:]))
     for i in np.flatnonzero(which):
         for world in np.ndindex(r.shape[:-1]):
             at = (*world, i)

@@ -1,7 +1,7 @@
 """Actuators in a URDF: ``<actuator>`` elements, actuator files and their search path.
 
 An actuator is a DC/BLDC motor behind a gear that drives one revolute, continuous or prismatic joint
-(see ``spec/actuators-motor-operating-region.md``). This module reads the actuators of a robot
+(the actuator spec). This module reads the actuators of a robot
 description into plain Python :class:`ActuatorDefinition` objects and checks them against the joints of
 the robot. Compiling them into arrays (transmission matrix, motor constants) is the model builder's job.
 
@@ -87,13 +87,8 @@ line on which the start tag ends.) :func:`parse_actuators` rejects:
 * any attribute value that is not a finite number where a number is expected; unknown attributes and
   unknown child elements.
 
-:func:`validate_actuators` does the checks that need the robot's joints, when the model is built:
-
-* an invalid definition (see :func:`definition_is_valid`), which matters for definitions made in Python;
-* an unknown joint, a fixed joint, or a joint with several degrees of freedom (floating, spherical,
-  planar), whether driven or coupled;
-* a joint driven by two actuators; a coupling to the driven joint itself, or two couplings to one joint;
-* duplicate actuator names (after naming unnamed actuators after their joints).
+:func:`validate_actuators` does the checks that need the robot's joints when the model is built (its
+docstring lists them).
 """
 
 from __future__ import annotations
