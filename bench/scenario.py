@@ -169,4 +169,3 @@ def _urdf_gears() -> dict[str, float]:
             raise ValueError(f"no gear ratio in {path}")
         out[el.get("joint")] = gear
     return out
-

@@ -15,8 +15,6 @@ need the time step and are not tested here.
 from __future__ import annotations
 
 import math
-import warnings
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import motor_region
 
 import jaxmor
 from jaxmor import (
@@ -50,10 +49,6 @@ from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
 from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_operating_region_violation
 
-ROOT = Path(__file__).resolve().parent.parent
-TURNTABLE = ROOT / "robots" / "turntable" / "turntable.urdf"
-HOUND = Path(__file__).resolve().parent / "data" / "actuators" / "hound" / "hound.urdf"
-
 NONE, PEAK, VOLTAGE = int(MotorSaturation.NONE), int(MotorSaturation.PEAK_TORQUE), int(MotorSaturation.VOLTAGE)
 
 # The spec's turntable actuator "spin": G = 10; R = 0.2, Kt = 0.1, Kv = 10, Vbus = 24, peak 1.5.
@@ -63,34 +58,12 @@ HOUND_MOTOR = {"R": 0.4, "Kt": 0.1, "Kv": 10.0, "V": 24.0, "peak": 3.0}
 HOUND_GEARS = (6.0, 10.0, 10.0)
 
 
-def hand_bounds(R, Kt, Kv, V, peak, w):
-    """The spec's motor torque bounds [Nm] at motor speed w, in plain numpy."""
-    R, Kt, Kv, V, peak, w = (np.asarray(x, dtype=np.float64) for x in (R, Kt, Kv, V, peak, w))
-    stall = Kt * V / R
-    b = Kt / (R * Kv)
-    lower = np.minimum(np.maximum(-stall - b * w, -peak), peak)
-    upper = np.minimum(np.maximum(stall - b * w, -peak), peak)
-    return lower, upper
-
-
 def motor_of(model) -> DcMotorParameters:
     return model.actuators.motor
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Fixtures: every robot is loaded once per module.
-
-
-@pytest.fixture(scope="module")
-def turntable():
-    return jaxmor.load_urdf(TURNTABLE)
-
-
-@pytest.fixture(scope="module")
-def hound():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the leg's links are massless (singular mass matrix); irrelevant here
-        return jaxmor.load_urdf(HOUND)
+# Fixtures: the turntable and the Hound leg are the session's (tests/conftest.py); the rest once per module.
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +159,7 @@ def test_turntable_torque_bounds(turntable, u, lower, upper):
     assert float(lo[0]) == pytest.approx(lower, rel=1e-12, abs=1e-12)
     assert float(hi[0]) == pytest.approx(upper, rel=1e-12, abs=1e-12)
     # the same from the hand formulas
-    h_lo, h_hi = hand_bounds(SPIN["R"], SPIN["Kt"], SPIN["Kv"], SPIN["V"], SPIN["peak"], SPIN["G"] * u)
+    h_lo, h_hi = motor_region(SPIN["G"] * u, SPIN["R"], SPIN["Kt"], SPIN["Kv"], SPIN["V"], SPIN["peak"])
     assert float(lo[0]) == pytest.approx(SPIN["G"] * h_lo, rel=1e-12, abs=1e-12)
     assert float(hi[0]) == pytest.approx(SPIN["G"] * h_hi, rel=1e-12, abs=1e-12)
 
@@ -371,7 +344,7 @@ def test_set_bus_voltage_all_and_by_name(hound, hound_v):
     low = set_bus_voltage(hound, state, 12.0)
     np.testing.assert_array_equal(low.bus_voltage, [12.0, 12.0, 12.0])
     lo, hi = actuator_torque_bounds(hound, low)
-    e_lo, e_hi = hand_bounds(p["R"], p["Kt"], p["Kv"], 12.0, p["peak"], w)
+    e_lo, e_hi = motor_region(w, p["R"], p["Kt"], p["Kv"], 12.0, p["peak"])
     np.testing.assert_allclose(lo, gears * e_lo, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(hi, gears * e_hi, rtol=1e-12, atol=1e-12)
     assert float(hi[1]) == pytest.approx(10 * (0.25 * 12 - 0.025 * 150))  # voltage-limited: -7.5 Nm
@@ -379,7 +352,7 @@ def test_set_bus_voltage_all_and_by_name(hound, hound_v):
     one = set_bus_voltage(hound, state, 16.0, "LF_HFE")
     np.testing.assert_array_equal(one.bus_voltage, [24.0, 16.0, 24.0])
     lo, hi = actuator_torque_bounds(hound, one)
-    e_lo, e_hi = hand_bounds(p["R"], p["Kt"], p["Kv"], np.array([24.0, 16.0, 24.0]), p["peak"], w)
+    e_lo, e_hi = motor_region(w, p["R"], p["Kt"], p["Kv"], np.array([24.0, 16.0, 24.0]), p["peak"])
     np.testing.assert_allclose(lo, gears * e_lo, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(hi, gears * e_hi, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(motor_of(hound).bus_voltage, [24.0] * 3)  # the model keeps its defaults
@@ -475,7 +448,7 @@ def test_randomized_resistance_by_editing_definitions(turntable):
     defs = [d.replace(motor=d.motor.replace(resistance=d.motor.resistance * 1.1)) for d in get_actuators(turntable)]
     model = set_actuators(turntable, defs)
     lo, hi = actuator_torque_bounds(model, at(model, u=[23.0]))
-    e_lo, e_hi = hand_bounds(0.22, 0.1, 10.0, 24.0, 1.5, 230.0)
+    e_lo, e_hi = motor_region(230.0, 0.22, 0.1, 10.0, 24.0, 1.5)
     assert float(hi[0]) == pytest.approx(10 * e_hi, rel=1e-12)
     assert float(lo[0]) == pytest.approx(10 * e_lo, rel=1e-12)
 
@@ -733,7 +706,7 @@ def test_vmap_over_worlds_with_per_world_resistance_and_voltage(hound, hound_v):
         np.testing.assert_array_equal(st_b.saturation[k], st_k.saturation)
         # and by hand
         w = t @ u[k]
-        e_lo, e_hi = hand_bounds(resistance[k], 0.1, 10.0, voltage[k], 3.0, w)
+        e_lo, e_hi = motor_region(w, resistance[k], 0.1, 10.0, voltage[k], 3.0)
         tau_m = np.clip(torques[k] / gears, e_lo, e_hi)
         np.testing.assert_allclose(st_b.motor_torque[k], tau_m, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(tau_b[k], t.T @ tau_m, rtol=1e-12, atol=1e-12)
@@ -772,7 +745,7 @@ def test_vmap_over_states_with_per_world_bus_voltage_via_set_bus_voltage(turntab
     state = set_actuator_torques(turntable, at(turntable, u=[20.0]), [100.0])
     batched = jax.vmap(lambda v: set_bus_voltage(turntable, state, v))(volts)
     tau, st_ = jax.vmap(actuate, in_axes=(None, 0))(turntable, batched)
-    e_lo, e_hi = hand_bounds(0.2, 0.1, 10.0, np.asarray(volts), 1.5, 200.0)
+    e_lo, e_hi = motor_region(200.0, 0.2, 0.1, 10.0, np.asarray(volts), 1.5)
     np.testing.assert_allclose(tau[:, 0], 10 * e_hi, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(st_.saturation[:, 0], [PEAK if e == 1.5 else VOLTAGE for e in e_hi])
 
@@ -817,7 +790,7 @@ def test_property_motor_torque_lies_in_the_region(hound, hound_v, u_leg, u_base,
     gears = np.asarray(HOUND_GEARS)
     w = np.asarray(transmission_matrix(hound)) @ u
     np.testing.assert_allclose(st_.motor_speed, w, rtol=1e-15, atol=1e-12)
-    lo, hi = hand_bounds(0.4, 0.1, 10.0, voltage, 3.0, w)
+    lo, hi = motor_region(w, 0.4, 0.1, 10.0, voltage, 3.0)
     tau_m = np.asarray(st_.motor_torque)
     assert np.all(tau_m >= lo - 1e-12 * peak) and np.all(tau_m <= hi + 1e-12 * peak)
     commanded = np.asarray(torques) / gears
@@ -934,9 +907,9 @@ def test_gradient_through_the_state_velocity_is_the_back_emf_damping(turntable):
     assert float(jax.grad(f)(jnp.asarray(23.8))) == pytest.approx(-100 * 0.1 / (0.2 * 10), rel=1e-12)
 
 
-def test_export_and_import_actuators_round_trip(tmp_path):
+def test_export_and_import_actuators_round_trip(tmp_path, hound):
     """The spec's world export: current actuators (incl. set_actuators), bus voltages, nonzero torques, monitor mode."""
-    model = jaxmor.load_urdf(HOUND)
+    model = hound
     state = jaxmor.init_state(model)
     defs = jaxmor.get_actuators(model)
     # Replace the URDF's actuators: drop the abduction, randomize a resistance, add output losses.
@@ -950,7 +923,7 @@ def test_export_and_import_actuators_round_trip(tmp_path):
     assert 'motor_operating_region_enforced="false"' in text
     assert text.count(' torque="') == 1  # only the nonzero torque is written
 
-    fresh = jaxmor.load_urdf(HOUND)
+    fresh = hound  # models are immutable: set_actuators above returned a new one
     path = tmp_path / "actuators.xml"
     path.write_text(text)
     for source in (text, path):
@@ -964,8 +937,8 @@ def test_export_and_import_actuators_round_trip(tmp_path):
         assert not bool(loaded_state.mor_enforced)
 
 
-def test_import_actuators_errors_name_file_and_line():
-    model = jaxmor.load_urdf(HOUND)
+def test_import_actuators_errors_name_file_and_line(hound):
+    model = hound
     state = jaxmor.init_state(model)
     bad_torque = (
         '<actuators>\n  <actuator joint="LF_HFE" gear_ratio="10" torque="nan">\n'

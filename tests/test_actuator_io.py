@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import HOUND_URDF
 
 from jaxmor.errors import ModelError
 from jaxmor.io.actuators import (
@@ -23,9 +24,6 @@ from jaxmor.io.actuators import (
 )
 from jaxmor.io.xml import parse_xml
 from jaxmor.motor import DcMotorParameters
-
-DATA = Path(__file__).parent / "data" / "actuators"
-HOUND = DATA / "hound" / "hound.urdf"
 
 #: Joints of the synthetic robot written by :func:`robot_text`, name -> URDF type.
 JOINTS = {
@@ -128,8 +126,8 @@ def motor(**overrides: float) -> DcMotorParameters:
 
 
 def test_hound_example_reads_files_from_the_actuators_directory():
-    text = HOUND.read_text()
-    defs = parse_file(HOUND)
+    text = HOUND_URDF.read_text()
+    defs = parse_file(HOUND_URDF)
     assert [d.name for d in defs] == ["LF_HAA", "LF_HFE", "LF_KFE"]
     assert [d.joint for d in defs] == ["LF_HAA", "LF_HFE", "LF_KFE"]
     assert [d.model for d in defs] == ["abduction_6to1", "hound_leg", "hound_leg"]
@@ -139,7 +137,7 @@ def test_hound_example_reads_files_from_the_actuators_directory():
         assert d.motor == expected_motor
         assert isinstance(d.motor.resistance, float)
         assert d.output_damping == 0.0 and d.output_friction == 0.0
-        assert d.source == str(HOUND)
+        assert d.source == str(HOUND_URDF)
         assert definition_is_valid(d)
     assert defs[0].couplings == () and defs[1].couplings == ()
     assert defs[2].couplings == (ActuatorCoupling("LF_HFE", 1.0),)
@@ -149,14 +147,14 @@ def test_hound_example_reads_files_from_the_actuators_directory():
         line_of(text, '<actuator joint="LF_HFE"'),
         line_of(text, '<actuator joint="LF_KFE"'),
     ]
-    root, source = parse_xml(HOUND)
+    root, source = parse_xml(HOUND_URDF)
     joints = {j.get("name"): j.get("type") for j in root.findall("joint")}
     validate_actuators(defs, joints, source)
 
 
 def test_hound_knee_from_python_equals_the_urdf_knee():
     knee = ActuatorDefinition("LF_KFE", 10.0, motor(), couplings=[ActuatorCoupling("LF_HFE", 1.0)])
-    parsed = parse_file(HOUND)[2]
+    parsed = parse_file(HOUND_URDF)[2]
     assert knee.couplings == parsed.couplings  # a list is stored as a tuple
     assert knee.replace(name="LF_KFE", model="hound_leg") == parsed
     assert knee.label == "LF_KFE"
@@ -249,7 +247,7 @@ def test_transmission_and_gazebo_elements_are_ignored():
         )
     )
     assert defs == []
-    assert len(parse_file(HOUND)) == 3  # its <transmission> holds an <actuator> too
+    assert len(parse_file(HOUND_URDF)) == 3  # its <transmission> holds an <actuator> too
 
 
 def test_namespaced_attributes_are_ignored():
@@ -413,42 +411,20 @@ def test_error_no_motor_constant(tmp_path):
     )
 
 
-def test_error_missing_resistance(tmp_path):
+@pytest.mark.parametrize("attribute", ["resistance", "torque_constant", "bus_voltage"])
+def test_error_missing_motor_attribute(tmp_path, attribute):
+    values = {"resistance": "0.4", "torque_constant": "0.1", "velocity_constant": "10", "bus_voltage": "24"}
+    del values[attribute]
+    attrs = " ".join(f'{k}="{v}"' for k, v in values.items())
     model_file_error(
         tmp_path,
-        """
+        f"""
         <actuator_model gear_ratio="6">
-          <motor torque_constant="0.1" velocity_constant="10" bus_voltage="24"/>
+          <motor {attrs}/>
         </actuator_model>
         """,
         "<motor",
-        "resistance",
-    )
-
-
-def test_error_missing_torque_constant(tmp_path):
-    model_file_error(
-        tmp_path,
-        """
-        <actuator_model gear_ratio="6">
-          <motor resistance="0.4" velocity_constant="10" bus_voltage="24"/>
-        </actuator_model>
-        """,
-        "<motor",
-        "torque_constant",
-    )
-
-
-def test_error_missing_bus_voltage(tmp_path):
-    model_file_error(
-        tmp_path,
-        """
-        <actuator_model gear_ratio="6">
-          <motor resistance="0.4" torque_constant="0.1" velocity_constant="10"/>
-        </actuator_model>
-        """,
-        "<motor",
-        "bus_voltage",
+        attribute,
     )
 
 
@@ -569,32 +545,22 @@ def test_error_model_with_two_motors(tmp_path):
     )
 
 
-def test_error_coupling_without_joint(tmp_path):
+@pytest.mark.parametrize(
+    "coupling, words",
+    [('<coupling ratio="1"/>', ("<coupling>", "joint")), ('<coupling joint="hip"/>', ("ratio",))],
+    ids=["without_joint", "without_ratio"],
+)
+def test_error_coupling_missing_attribute(tmp_path, coupling, words):
     urdf_error(
         tmp_path,
         f"""
         <actuator joint="knee" gear_ratio="6">
           <motor {MOTOR}/>
-          <coupling ratio="1"/>
+          {coupling}
         </actuator>
         """,
         "<coupling",
-        "<coupling>",
-        "joint",
-    )
-
-
-def test_error_coupling_without_ratio(tmp_path):
-    urdf_error(
-        tmp_path,
-        f"""
-        <actuator joint="knee" gear_ratio="6">
-          <motor {MOTOR}/>
-          <coupling joint="hip"/>
-        </actuator>
-        """,
-        "<coupling",
-        "ratio",
+        *words,
     )
 
 

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import jaxmor
 
 PUBLIC = [
@@ -42,6 +44,7 @@ def test_public_api_is_documented_and_typed():
             assert not untyped, f"{name}: parameters without type hints: {[p.name for p in untyped]}"
 
 
+@pytest.mark.slow
 def test_import_changes_no_global_setting():
     code = (
         "import jax, numpy as np; x64 = jax.config.jax_enable_x64; opts = np.get_printoptions(); "
@@ -53,6 +56,7 @@ def test_import_changes_no_global_setting():
     assert out.stdout.strip() == "ok"
 
 
+@pytest.mark.slow
 def test_cli_demo_and_bad_file(tmp_path: Path):
     demo = subprocess.run([sys.executable, "-m", "jaxmor.cli", "demo"], capture_output=True, text=True, check=False)
     assert demo.returncode == 0, demo.stderr

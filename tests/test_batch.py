@@ -6,8 +6,6 @@ float64, so the two compiled programs agree to rounding (1e-12 absolute on O(1) 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,15 +14,14 @@ import pytest
 import jaxmor
 from jaxmor.errors import ArgumentError
 
-QUADRUPED_URDF = Path(__file__).resolve().parents[1] / "robots" / "quadruped" / "quadruped.urdf"
 N_WORLDS = 7  # chunks of 3: two full chunks and a remainder of one
 N_STEPS = 4
 TOL = 1e-12
 
 
 @pytest.fixture(scope="module")
-def worlds():
-    model = jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF))
+def worlds(quadruped_ground):
+    model = quadruped_ground
     rng = np.random.default_rng(3)
     q = np.tile(np.asarray(jaxmor.neutral_q(model)), (N_WORLDS, 1))
     q[:, 2] = 0.5
@@ -49,6 +46,7 @@ def _assert_same(got, want):
     )
 
 
+@pytest.mark.slow
 def test_chunks_equal_one_vmap_with_a_remainder_and_per_world_motors(worlds):
     model, models, axes, states, controls = worlds
     run = jax.jit(lambda m, s, c: jaxmor.rollout_batch(m, s, c, chunk_size=3, model_axes=axes))
@@ -63,6 +61,7 @@ def test_chunks_equal_one_vmap_with_a_remainder_and_per_world_motors(worlds):
     assert np.abs(np.asarray(shared.actuator_state.motor_torque - final.actuator_state.motor_torque)).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_one_chunk_and_no_controls(worlds):
     model, _, _, states, _ = worlds
     final, _ = jax.jit(lambda s: jaxmor.rollout_batch(model, s, n_steps=2, chunk_size=64))(states)

@@ -6,9 +6,9 @@ import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+from conftest import ROOT
 
 COMMON_KEYS = {
     "schema",
@@ -49,6 +49,7 @@ def _has(module: str) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_runner_tiny_case(tmp_path):
     engines = "jaxmor,mujoco" if _has("mujoco") else "jaxmor"
     out = tmp_path / "results.jsonl"

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import quat_of_axis_angle, rot_of_quat, rpy
 
 from jaxmor import ArgumentError, GeomType, add_ground, enable_self_collision, load_urdf, set_geom_properties
 from jaxmor.collision import Contacts, collide, contact_count, tangent_frame
@@ -75,41 +76,6 @@ def pair_model(world_collision: str, base_collision: str, post_xyz=(0, 0, 0), po
     assert model.geom_body == (-1, 0)
     assert model.contact_pairs == ((0, 1),)
     return model
-
-
-def rot_x(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
-
-
-def rot_y(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-
-
-def rot_z(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-
-
-def rpy(r, p, y):
-    return rot_z(y) @ rot_y(p) @ rot_x(r)
-
-
-def quat_of_axis_angle(axis, angle):
-    axis = np.asarray(axis, float) / np.linalg.norm(axis)
-    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
-
-
-def rot_of_quat(q):
-    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def free_q(p, quat=(1, 0, 0, 0)):
@@ -494,34 +460,28 @@ def test_add_ground_sets_leaves():
 # validation
 
 
-def test_add_ground_rejects_infinite_height():
-    with pytest.raises(ArgumentError, match="height"):
-        add_ground(floating(col(sphere(0.1))), height=math.inf)
-
-
-def test_add_ground_rejects_nan_height():
-    with pytest.raises(ArgumentError, match="height"):
-        add_ground(floating(col(sphere(0.1))), height=math.nan)
-
-
-def test_add_ground_rejects_negative_friction():
-    with pytest.raises(ArgumentError, match="friction"):
-        add_ground(floating(col(sphere(0.1))), friction=-0.1)
-
-
-def test_add_ground_rejects_restitution_above_one():
-    with pytest.raises(ArgumentError, match="restitution"):
-        add_ground(floating(col(sphere(0.1))), restitution=1.5)
-
-
-def test_add_ground_rejects_negative_restitution():
-    with pytest.raises(ArgumentError, match="restitution"):
-        add_ground(floating(col(sphere(0.1))), restitution=-0.5)
-
-
-def test_add_ground_rejects_non_number():
-    with pytest.raises(ArgumentError, match="friction"):
-        add_ground(floating(col(sphere(0.1))), friction="high")
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"height": math.inf}, "height"),
+        ({"height": math.nan}, "height"),
+        ({"friction": -0.1}, "friction"),
+        ({"restitution": 1.5}, "restitution"),
+        ({"restitution": -0.5}, "restitution"),
+        ({"friction": "high"}, "friction"),
+    ],
+    ids=[
+        "infinite_height",
+        "nan_height",
+        "negative_friction",
+        "restitution_above_one",
+        "negative_restitution",
+        "non_number",
+    ],
+)
+def test_add_ground_rejects(kwargs, match):
+    with pytest.raises(ArgumentError, match=match):
+        add_ground(floating(col(sphere(0.1))), **kwargs)
 
 
 def test_set_geom_properties_unknown_name_lists_names():

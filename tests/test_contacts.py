@@ -35,6 +35,7 @@ BALL = f"""<robot name="ball"><link name="ball"><inertial><mass value="1"/>{INER
 <collision name="ball"><geometry><sphere radius="0.1"/></geometry></collision></link></robot>"""
 
 
+@pytest.mark.slow
 def test_self_collision_stops_a_swinging_arm_at_the_post():
     model = jaxmor.enable_self_collision(jaxmor.load_urdf(ARM))
     assert model.contact_pairs == ((0, 1),)
@@ -61,6 +62,7 @@ def test_unsupported_self_collision_pair_is_refused():
         jaxmor.enable_self_collision(jaxmor.load_urdf(text))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("restitution", [0.5, 0.8])
 def test_bouncing_ball_apex_heights(restitution):
     """Apex heights after k bounces are e^(2k) H (closed form) within O(h v) per bounce."""

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import skew
 from reference import (
     TESTBOT,
     PinReference,
@@ -175,7 +176,7 @@ def test_integrate_rotates_about_world_axes():
     out = np.asarray(jaxmor.integrate_positions(model, jnp.asarray(q), jnp.asarray(u), dt))
     w = u[3:6] * dt
     angle = np.linalg.norm(w)
-    k = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]]) / angle
+    k = skew(w) / angle
     step = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
     np.testing.assert_allclose(quat_wxyz_to_rotation(out[3:7]), step @ quat_wxyz_to_rotation(q[3:7]), atol=1e-14)
     np.testing.assert_allclose(out[0:3], q[0:3] + dt * u[0:3], atol=1e-15)

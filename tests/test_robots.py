@@ -8,7 +8,6 @@ Float64 (tests/conftest.py enables x64).
 from __future__ import annotations
 
 import math
-import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -16,46 +15,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import (
+    PENDULUM_URDF,
+    QUADRUPED_FOOT_RADIUS,
+    QUADRUPED_JOINTS,
+    QUADRUPED_LEGS,
+    QUADRUPED_STAND_HEIGHT,
+    QUADRUPED_URDF,
+    quadruped_standing_q,
+)
 
 import jaxmor
 
-ROOT = Path(__file__).resolve().parent.parent
-QUADRUPED = ROOT / "robots" / "quadruped" / "quadruped.urdf"
-PENDULUM = ROOT / "robots" / "pendulum" / "pendulum.urdf"
-
-LEGS = ("LF", "RF", "LH", "RH")
-JOINTS = tuple(f"{leg}_{j}" for leg in LEGS for j in ("HAA", "HFE", "KFE"))
-
-# The quadruped's documented numbers (robots/quadruped/README.md).
+# The quadruped's documented numbers (robots/quadruped/README.md); the leg lengths, the foot radius and
+# the standing pose are in tests/conftest.py.
 BASE_MASS, HIP_MASS, THIGH_MASS, SHANK_MASS = 20.0, 1.5, 1.0, 0.3
 TOTAL_MASS = BASE_MASS + 4 * (HIP_MASS + THIGH_MASS + SHANK_MASS)  # 31.2 kg
 G_HAA, G_LEG = 6.0, 10.0
 R, KT, KV, V_BUS, PEAK = 0.4, 0.1, 10.0, 24.0, 3.0
 J_ROTOR = 6e-5
-THIGH = SHANK = 0.3
-FOOT_RADIUS = 0.025
-STAND_HFE, STAND_KFE = 0.6, -1.2
-STAND_HEIGHT = 2 * THIGH * math.cos(STAND_HFE) + FOOT_RADIUS  # 0.520201 m, feet under the hips
+SHANK = 0.3
 
 # The pendulum's documented numbers (robots/pendulum/README.md).
 M_ROD, L_ROD, GRAVITY = 1.0, 1.0, 9.81
-
-
-def _load_strict(path: Path) -> jaxmor.Model:
-    """Load with every warning turned into an error: the shipped robots must load silently."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return jaxmor.load_urdf(path)
-
-
-@pytest.fixture(scope="module")
-def quadruped() -> jaxmor.Model:
-    return _load_strict(QUADRUPED)
-
-
-@pytest.fixture(scope="module")
-def pendulum() -> jaxmor.Model:
-    return _load_strict(PENDULUM)
 
 
 def _urdf_link_masses(path: Path) -> dict[str, float]:
@@ -69,14 +51,9 @@ def _urdf_link_masses(path: Path) -> dict[str, float]:
 
 
 def standing_q(model: jaxmor.Model) -> jnp.ndarray:
-    """The README's nominal standing configuration: base level at STAND_HEIGHT, HAA 0, HFE 0.6, KFE -1.2."""
-    q = np.zeros(model.nq)
-    q[2] = STAND_HEIGHT
-    q[3] = 1.0  # quaternion w x y z
-    for leg in LEGS:
-        q[jaxmor.joint_q_index(model, f"{leg}_HFE")] = STAND_HFE
-        q[jaxmor.joint_q_index(model, f"{leg}_KFE")] = STAND_KFE
-    return jnp.asarray(q)
+    """The README's nominal standing configuration (tests/conftest.py): base level at 0.520201 m, HAA 0,
+    HFE 0.6, KFE -1.2."""
+    return jnp.asarray(quadruped_standing_q(model))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -89,16 +66,18 @@ def test_quadruped_counts_and_names(quadruped):
     assert m.floating_base
     assert m.body_names[0] == "base"
     assert (m.nq, m.nv) == (19, 18)
-    assert tuple(jaxmor.joint_names(m)) == JOINTS
-    assert tuple(jaxmor.actuator_names(m)) == JOINTS
+    assert tuple(jaxmor.joint_names(m)) == QUADRUPED_JOINTS
+    assert tuple(jaxmor.actuator_names(m)) == QUADRUPED_JOINTS
     assert m.na == 12
-    assert tuple(m.actuators.joints) == JOINTS
-    assert m.actuators.models == tuple(model for _ in LEGS for model in ("abduction_6to1", "hound_leg", "hound_leg"))
+    assert tuple(m.actuators.joints) == QUADRUPED_JOINTS
+    assert m.actuators.models == tuple(
+        model for _ in QUADRUPED_LEGS for model in ("abduction_6to1", "hound_leg", "hound_leg")
+    )
     # the base box and four spherical feet; the feet are merged into the shanks' bodies
     assert m.ng == 5
     assert m.geom_type == (jaxmor.GeomType.BOX,) + (jaxmor.GeomType.SPHERE,) * 4
     np.testing.assert_allclose(np.asarray(m.geom_size[0]), [0.3, 0.15, 0.075], rtol=0, atol=1e-15)
-    np.testing.assert_allclose(np.asarray(m.geom_size[1:, 0]), FOOT_RADIUS, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(m.geom_size[1:, 0]), QUADRUPED_FOOT_RADIUS, rtol=0, atol=1e-15)
     for g in range(1, 5):
         assert m.body_names[m.geom_body[g]].endswith("_SHANK")
     assert m.nb == 13  # base + 4 x (hip, thigh, shank)
@@ -117,7 +96,7 @@ def test_quadruped_transmission_is_the_hound_leg(quadruped):
         expected[kfe, 6 + kfe] = G_LEG
     np.testing.assert_array_equal(t, expected)
     np.testing.assert_array_equal(np.asarray(m.actuators.gear_ratio), [G_HAA, G_LEG, G_LEG] * 4)
-    assert m.actuators.couplings == tuple(c for leg in LEGS for c in ((), (), (f"{leg}_HFE",)))
+    assert m.actuators.couplings == tuple(c for leg in QUADRUPED_LEGS for c in ((), (), (f"{leg}_HFE",)))
     motor = m.actuators.motor
     for field, value in (
         ("resistance", R),
@@ -165,7 +144,7 @@ def test_quadruped_joint_limits_and_losses(quadruped):
 
 def test_quadruped_total_mass(quadruped):
     m = quadruped
-    links = _urdf_link_masses(QUADRUPED)
+    links = _urdf_link_masses(QUADRUPED_URDF)
     assert len(links) == 13  # the massless feet have no <inertial>
     assert sum(links.values()) == pytest.approx(TOTAL_MASS, abs=1e-12)
     assert TOTAL_MASS == pytest.approx(31.2, abs=1e-12)
@@ -187,13 +166,13 @@ def test_quadruped_total_mass(quadruped):
 def test_quadruped_standing_configuration_puts_the_feet_on_the_ground(quadruped):
     """README: base level at 0.5202 m, HFE 0.6, KFE -1.2 puts each foot sphere on z = 0 under its hip."""
     m = quadruped
-    assert STAND_HEIGHT == pytest.approx(0.520201, abs=1e-6)
+    assert QUADRUPED_STAND_HEIGHT == pytest.approx(0.520201, abs=1e-6)
     poses = jaxmor.forward_kinematics(m, standing_q(m))
-    for leg in LEGS:
+    for leg in QUADRUPED_LEGS:
         foot = np.asarray(poses.position[m.link_names.index(f"{leg}_FOOT")])
         x = 0.25 if leg[1] == "F" else -0.25
         y = 0.2 if leg[0] == "L" else -0.2
-        np.testing.assert_allclose(foot, [x, y, FOOT_RADIUS], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(foot, [x, y, QUADRUPED_FOOT_RADIUS], rtol=0, atol=1e-12)
     # the standing joint angles lie inside the limits
     q = np.asarray(standing_q(m))[7:]
     assert np.all(q >= np.asarray(m.dof_lower[6:])) and np.all(q <= np.asarray(m.dof_upper[6:]))
@@ -211,7 +190,7 @@ def test_quadruped_time_step_bound_of_the_knee(quadruped):
     defs = {d.label: d for d in jaxmor.get_actuators(m)}
     shank_about_knee = SHANK_MASS * (3 * 0.015**2 + SHANK**2) / 12 + SHANK_MASS * (SHANK / 2) ** 2
     bounds = {}
-    for leg in LEGS:
+    for leg in QUADRUPED_LEGS:
         name = f"{leg}_KFE"
         j = jaxmor.joint_index(m, name)
         inertia = mm[j, j]
@@ -255,7 +234,7 @@ def test_pendulum_counts(pendulum):
     assert float(p.dof_friction[0]) == 0.0
     assert float(p.dof_armature[0]) == 0.0
     assert np.isinf(float(p.dof_lower[0])) and np.isinf(float(p.dof_upper[0]))
-    assert _urdf_link_masses(PENDULUM) == {"rod": M_ROD}
+    assert _urdf_link_masses(PENDULUM_URDF) == {"rod": M_ROD}
     assert float(jnp.sum(p.body_mass)) == M_ROD
 
 

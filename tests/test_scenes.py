@@ -23,12 +23,12 @@ three of them (the pushes along x and along the diagonal, the box stuck on the i
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import rot_of_quat
 
 import jaxmor
 from jaxmor.collision import collide
@@ -39,8 +39,6 @@ from jaxmor.integrator import free_motion
 from jaxmor.kinematics import kinematics
 from jaxmor.solver import contact_residuals, solve
 
-ROOT = Path(__file__).resolve().parent.parent
-PENDULUM = ROOT / "robots" / "pendulum" / "pendulum.urdf"
 G = 9.81
 
 
@@ -67,19 +65,6 @@ def _box_urdf(half, mass: float) -> str:
 </robot>"""
 
 
-def _rotation(quat: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) ``w x y z``."""
-    w, x, y, z = (quat[..., i] for i in range(4))
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        -2,
-    )
-
-
 def _numpy(tree):
     return jax.tree.map(np.asarray, tree)
 
@@ -94,8 +79,8 @@ PEND_STEPS = 10_000  # 10 s at h = 1 ms
 
 
 @pytest.fixture(scope="module")
-def pendulum_run():
-    model = jaxmor.load_urdf(PENDULUM)
+def pendulum_run(pendulum):
+    model = pendulum
     assert float(model.opt.timestep) == 1e-3
 
     def run(theta0):
@@ -107,6 +92,7 @@ def pendulum_run():
     return np.asarray(q), np.asarray(u)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", range(len(PEND_THETA0)), ids=["1rad", "0.9pi"])
 def test_pendulum_keeps_its_energy(pendulum_run, k):
     """Semi-implicit Euler on the frictionless pendulum: |E - E0| <= 0.5% of E0 over 10 s at h = 1 ms.
@@ -208,6 +194,7 @@ def box_run(box_base):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mu", INCLINE_STICK)
 def test_box_on_incline_sticks(box_run, mu):
     """mu > tan(30 deg): the box stays put, drift < 1e-6 m over 1 s."""
@@ -218,6 +205,7 @@ def test_box_on_incline_sticks(box_run, mu):
     assert np.abs(w["u"][:1000]).max() < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mu", INCLINE_SLIDE)
 def test_box_on_incline_slides(box_run, mu):
     """mu < tan(30 deg): it slides down the slope with a = g (sin a - mu cos a), within 2%."""
@@ -235,6 +223,7 @@ def test_box_on_incline_slides(box_run, mu):
     assert w["u"][499, 0] == pytest.approx(0.5 * v[0], rel=2e-2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("direction", ["x", "diagonal"])
 def test_sliding_box_stops(box_run, direction):
     """v0 = 3 m/s, mu = 0.5: it stops after v0^2 / (2 mu g) = 0.91743 m (within 2%) at t* = v0/(mu g),
@@ -265,6 +254,7 @@ GRAD_MU = 0.5
 GRAD_STEPS = 300
 
 
+@pytest.mark.slow
 def test_gradient_of_the_stopping_distance_through_the_contacts(box_base):
     """d(travel)/d(mu) through 300 steps of four sliding, then sticking, friction contacts: jax.grad and
     jax.jacfwd against central differences of the simulator itself (float64, eps = 1e-6) and against the
@@ -290,6 +280,7 @@ def test_gradient_of_the_stopping_distance_through_the_contacts(box_base):
     assert grad == pytest.approx(-(GRAD_V0**2) / (2 * GRAD_MU**2 * G), rel=5e-3)
 
 
+@pytest.mark.slow
 def test_push_is_isotropic(box_run):
     """F = 0.6 m g on mu = 0.5: speed 0.1 g t after 2 s = 1.962 m/s, whether pushed along x or diagonally."""
     t = BOX_STEPS * BOX_H
@@ -312,6 +303,7 @@ def test_set_external_force_is_a_base_force(box_base):
     np.testing.assert_allclose(np.asarray(ext), np.concatenate([PUSH_FORCE * DIAGONAL, [0, 0, 0]]), atol=1e-15)
 
 
+@pytest.mark.slow
 def test_contact_impulses_lie_in_the_cone(box_run):
     """§2.5 primal feasibility at every step of every box world: lam_n >= 0, |lam_t| <= mu lam_n."""
     for name, w in box_run.items():
@@ -325,13 +317,14 @@ def test_contact_impulses_lie_in_the_cone(box_run):
 def _bottom_corner_slip(q_before: np.ndarray, u_after: np.ndarray) -> np.ndarray:
     """(steps, 8, 3) world velocity, at the end of each step, of the box's corners placed at its start."""
     signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
-    offsets = np.einsum("sij,cj->sci", _rotation(q_before[:, 3:7]), signs * np.array(BOX_HALF))
+    offsets = np.einsum("sij,cj->sci", rot_of_quat(q_before[:, 3:7]), signs * np.array(BOX_HALF))
     return u_after[:, None, :3] + np.cross(u_after[:, None, 3:6], offsets)
 
 
 HEADINGS = {"x": X_AXIS, "diagonal": DIAGONAL}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["push_x", "push_diagonal", "slide_x", "slide_diagonal"])
 def test_friction_opposes_the_slip(box_run, name):
     """§2.5 maximum dissipation, from the states: at every sliding contact the friction impulse is
@@ -380,6 +373,7 @@ def box_problems(box_base, box_run):
     return {n: jax.tree.map(lambda x, i=i: x[i], (problems, lams)) for i, n in enumerate(PROBLEM_WORLDS)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PROBLEM_WORLDS)
 def test_residuals_of_one_contact_problem(box_problems, name):
     """§2.5 on the solver's problem ``v = A lam + b`` of one step: cone feasibility, Signorini, no approach;
@@ -437,6 +431,7 @@ def ball_run():
     return _numpy(traj)
 
 
+@pytest.mark.slow
 def test_sphere_drop_comes_to_rest(ball_run):
     """e = 0 from a 1 m gap: contact at sqrt(2 gap / g) = 0.45152 s, never sinks more than 1 mm, and rests at
     z = r without jitter."""
@@ -458,6 +453,7 @@ def test_sphere_drop_comes_to_rest(ball_run):
     np.testing.assert_allclose(normal[last], BALL_MASS * G * BALL_H, rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_free_fall_follows_the_semi_implicit_recurrence(ball_run):
     """S2 before the contact: v_n = -n g h and z_n = z0 - g h^2 n (n + 1) / 2 exactly."""
     n = np.arange(1, 441)  # up to 0.44 s, the contact is at 0.4515 s
@@ -529,7 +525,7 @@ def spin():
 
     def energy(q, u):
         """0.5 m v^2 + 0.5 w^T R I_body R^T w, with R from q[3:7] (w x y z) and w = u[3:6] in the world."""
-        w_body = np.einsum("...ji,...j->...i", _rotation(q[..., 3:7]), u[..., 3:6])
+        w_body = np.einsum("...ji,...j->...i", rot_of_quat(q[..., 3:7]), u[..., 3:6])
         return 0.5 * SPIN_MASS * np.sum(u[..., :3] ** 2, -1) + 0.5 * np.einsum(
             "...i,ij,...j->...", w_body, inertia, w_body
         )
@@ -560,6 +556,7 @@ def test_torque_free_box_never_gains_energy(spin):
     assert not bool(state.nonfinite)
 
 
+@pytest.mark.slow
 def test_fast_major_axis_spin_stays_finite(spin):
     """S8: w0 = (20, 0.05, 0.05) about the major axis, h = 5 ms, 100 s: finite, energy within 1%."""
     energy0, energy, state = spin((20.0, 0.05, 0.05), 0.005, 40)

@@ -20,21 +20,17 @@ the ``vmap`` test share one compiled ``step`` (same model structure, different l
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import PENDULUM_URDF, QUADRUPED_JOINTS, QUADRUPED_STAND_HEIGHT, QUADRUPED_URDF, quadruped_standing_q
+from oracles import motor_region, quat_multiply, quat_of_axis_angle, skew
 from reference import PinReference, rel_err
 
 import jaxmor
 from jaxmor import MotorSaturation
-
-ROBOTS = Path(__file__).resolve().parents[1] / "robots"
-TURNTABLE_URDF = ROBOTS / "turntable" / "turntable.urdf"
-QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
-PENDULUM_URDF = ROBOTS / "pendulum" / "pendulum.urdf"
 
 STEP = jax.jit(jaxmor.step)
 ROLLOUT = jax.jit(jaxmor.rollout, static_argnames=("n_steps",))
@@ -53,13 +49,10 @@ TT_DT_BOUND = 2 * TT_I * TT_R * TT_KV / (TT_G**2 * TT_KT)  # 16.8 ms
 
 # Quadruped: one motor for all twelve actuators; per leg HAA 6:1, HFE 10:1, KFE 10:1 coupled to HFE.
 QD_R, QD_KT, QD_KV, QD_V, QD_PEAK = 0.4, 0.1, 10.0, 24.0, 3.0
-QD_LEGS = ("LF", "RF", "LH", "RH")
-QD_JOINTS = tuple(f"{leg}_{j}" for leg in QD_LEGS for j in ("HAA", "HFE", "KFE"))
 QD_GEAR = np.tile([6.0, 10.0, 10.0], 4)
 QD_ARMATURE = np.concatenate([np.zeros(6), np.tile([2.16e-3, 6.06e-3, 6.0e-3], 4)])
 QD_DAMPING = 0.05  # every joint, Nm s/rad
 QD_EFFORT = np.tile([18.0, 30.0, 30.0], 4)
-QD_STAND_HEIGHT = 0.520201
 
 
 def quadruped_transmission() -> np.ndarray:
@@ -77,46 +70,14 @@ def quadruped_transmission() -> np.ndarray:
 QD_T = quadruped_transmission()
 
 
-def region(speed, resistance, kt, kv, voltage, peak):
-    """The spec's region at a motor speed, ``-V <= R tau / Kt + w / Kv <= V`` and ``|tau| <= peak``,
-    solved for the torque; beyond the overspeed limit it collapses onto the peak opposing the motion."""
-    speed = np.asarray(speed, float)
-    stall = kt * voltage / resistance
-    slope = kt / (resistance * kv)
-    lower = np.clip(-stall - slope * speed, -peak, peak)
-    upper = np.clip(stall - slope * speed, -peak, peak)
-    return lower, upper
-
-
-def quadruped_standing_q(model, height):
-    q = np.zeros(model.nq)
-    q[2] = height
-    q[3] = 1.0
-    for leg in QD_LEGS:
-        q[jaxmor.joint_q_index(model, f"{leg}_HFE")] = 0.6
-        q[jaxmor.joint_q_index(model, f"{leg}_KFE")] = -1.2
-    return q
-
-
-def quat_multiply(a, b):
-    """Hamilton product of ``w x y z`` quaternions."""
-    aw, av = a[0], np.asarray(a[1:])
-    bw, bv = b[0], np.asarray(b[1:])
-    return np.concatenate([[aw * bw - av @ bv], aw * bv + bw * av + np.cross(av, bv)])
-
-
-def skew(v):
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
 # ---------------------------------------------------------------------------------------------------
-# Models (module scope: loading is cheap, compiling is not, and the jitted functions above cache per
-# model structure).
+# Models: the session's shared models (tests/conftest.py), checked here against this file's hand-written
+# constants. Loading is cheap, compiling is not; the jitted functions above cache per model structure.
 
 
 @pytest.fixture(scope="module")
-def turntable():
-    model = jaxmor.load_urdf(TURNTABLE_URDF)
+def turntable(turntable):
+    model = turntable
     assert jaxmor.actuator_names(model) == ["spin"]
     assert float(model.opt.timestep) == 1e-3
     assert float(model.dof_damping[0]) == 0.0 and float(model.dof_friction[0]) == 0.0
@@ -124,10 +85,10 @@ def turntable():
 
 
 @pytest.fixture(scope="module")
-def quadruped_ground():
-    model = jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF))
-    assert tuple(model.joint_names) == QD_JOINTS
-    assert tuple(jaxmor.actuator_names(model)) == QD_JOINTS
+def quadruped_ground(quadruped_ground):
+    model = quadruped_ground
+    assert tuple(model.joint_names) == QUADRUPED_JOINTS
+    assert tuple(jaxmor.actuator_names(model)) == QUADRUPED_JOINTS
     np.testing.assert_array_equal(np.asarray(jaxmor.transmission_matrix(model)), QD_T)
     return model
 
@@ -186,7 +147,7 @@ def falling_quadruped(quadruped_ground):
     rng = np.random.default_rng(20250521)
     commands = rng.uniform(-2.0, 2.0, size=(FALL_STEPS // HOLD_STEPS, model.na)) * QD_EFFORT
     controls = np.repeat(commands, HOLD_STEPS, axis=0)
-    state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model, QD_STAND_HEIGHT + 0.3)))
+    state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model, QUADRUPED_STAND_HEIGHT + 0.3)))
     monitor = jaxmor.set_motor_operating_region_enforced(model, state, False)
     worlds = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), state, monitor)
     run = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c), in_axes=(0, None)))
@@ -203,6 +164,7 @@ def falling_quadruped(quadruped_ground):
     }
 
 
+@pytest.mark.slow
 def test_falling_quadruped_hits_the_ground_and_saturates(falling_quadruped):
     traj = falling_quadruped["traj"]
     assert not np.any(np.asarray(falling_quadruped["final"].nonfinite))
@@ -217,6 +179,7 @@ def test_falling_quadruped_hits_the_ground_and_saturates(falling_quadruped):
     assert np.any(sat == MotorSaturation.NONE)
 
 
+@pytest.mark.slow
 def test_applied_motor_torques_stay_in_their_regions(falling_quadruped):
     """Every step, every actuator: the motor speed is T u at the step's beginning, the motor torque is the
     command clipped to the region there, and it lies inside the region to 1e-12 of the peak torque,
@@ -231,7 +194,7 @@ def test_applied_motor_torques_stay_in_their_regions(falling_quadruped):
     assert violation.shape == (FALL_STEPS, 12)
     assert violation.max() <= 1e-12 * QD_PEAK, violation.max()
 
-    lower, upper = region(act.motor_speed, QD_R, QD_KT, QD_KV, QD_V, QD_PEAK)
+    lower, upper = motor_region(act.motor_speed, QD_R, QD_KT, QD_KV, QD_V, QD_PEAK)
     tol = 1e-12 * QD_PEAK
     assert np.all(act.motor_torque >= lower - tol) and np.all(act.motor_torque <= upper + tol)
     commanded = falling_quadruped["controls"] / QD_GEAR
@@ -245,6 +208,7 @@ def test_applied_motor_torques_stay_in_their_regions(falling_quadruped):
     assert np.abs(act.motor_speed).max() > QD_KV * (QD_V - QD_R * QD_PEAK / QD_KT)  # above the corner speed
 
 
+@pytest.mark.slow
 def test_monitor_mode_applies_the_commands_and_reports_violations(falling_quadruped):
     model, traj = falling_quadruped["model"], falling_quadruped["traj"]
     act = jax.tree_util.tree_map(lambda x: x[1], traj.actuator_state)
@@ -256,7 +220,7 @@ def test_monitor_mode_applies_the_commands_and_reports_violations(falling_quadru
 
     motor = model.actuators.motor.replace(bus_voltage=jnp.asarray(falling_quadruped["bus_voltage"][1]))
     violation = np.asarray(jaxmor.motor_operating_region_violation(motor, act.motor_speed, act.motor_torque))
-    lower, upper = region(act.motor_speed, QD_R, QD_KT, QD_KV, QD_V, QD_PEAK)
+    lower, upper = motor_region(act.motor_speed, QD_R, QD_KT, QD_KV, QD_V, QD_PEAK)
     by_hand = np.maximum(lower - commanded, 0.0) + np.maximum(commanded - upper, 0.0)
     np.testing.assert_allclose(violation, by_hand, rtol=1e-12, atol=1e-12)
     outside = by_hand > 1e-9
@@ -276,7 +240,7 @@ def turntable_recurrence(h, n_steps, command_motor):
     (no damping, friction, PD, gravity torque or Coriolis term on a single vertical axis)."""
     u, us, torques = 0.0, [], []
     for _ in range(n_steps):
-        lower, upper = region(TT_G * u, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK)
+        lower, upper = motor_region(TT_G * u, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK)
         tau = float(np.clip(command_motor, lower, upper))
         torques.append(tau)
         u = u + h / TT_I * TT_G * tau
@@ -308,7 +272,7 @@ def test_voltage_limit_settles_below_the_time_step_bound(turntable, h):
     np.testing.assert_allclose(act.motor_torque, expected_tau, rtol=0, atol=1e-9)
     np.testing.assert_allclose(u, expected_u, rtol=0, atol=1e-9)
 
-    lower, upper = region(act.motor_speed, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK)
+    lower, upper = motor_region(act.motor_speed, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK)
     tol = 1e-12 * TT_PEAK
     assert np.all(act.motor_torque <= upper + tol) and np.all(act.motor_torque >= lower - tol)
 
@@ -407,7 +371,7 @@ def test_one_step_matches_the_contact_free_oracle(quadruped_ground, quadruped_pi
     damping = np.concatenate([np.zeros(6), np.full(12, QD_DAMPING)])
 
     speed = QD_T @ u
-    lower, upper = region(speed, QD_R, QD_KT, QD_KV, QD_V, QD_PEAK)
+    lower, upper = motor_region(speed, QD_R, QD_KT, QD_KV, QD_V, QD_PEAK)
     saturated = np.arange(12) % 2 == 1
     inside = lower + rng.uniform(0.1, 0.9, size=12) * (upper - lower)
     command_motor = np.where(saturated, rng.choice([-100.0, 100.0], size=12), inside)
@@ -439,8 +403,7 @@ def test_one_step_matches_the_contact_free_oracle(quadruped_ground, quadruped_pi
     q_next[7:] += h * u_next[6:]
     q_next[0:3] += h * u_next[0:3]
     rot = h * u_next[3:6]
-    angle = np.linalg.norm(rot)
-    dq = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * rot / angle])
+    dq = quat_of_axis_angle(rot, np.linalg.norm(rot))
     q_next[3:7] = quat_multiply(dq, q[3:7])
     got = np.asarray(after.q)
     if got[3:7] @ q_next[3:7] < 0:  # q and -q are the same rotation
@@ -498,6 +461,7 @@ def pendulum_model(damping: float, gravity: float = 0.0):
     return model.replace(opt=model.opt.replace(gravity=jnp.array([0.0, 0.0, -gravity])))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eta", [0.1, 1.0, 10.0, 100.0])
 def test_trapezoidal_damping_recurrence(eta):
     """I u' = I u - h D (u + u') / 2  =>  u' = u (1 - eta) / (1 + eta), eta = D h / (2 I): 0.818, 0,
@@ -519,6 +483,7 @@ def test_trapezoidal_damping_recurrence(eta):
     )
 
 
+@pytest.mark.slow
 def test_trapezoidal_damping_follows_the_exponential_for_small_eta():
     """A3: v(t) ~ exp(-D t / I) for eta << 1; after 1 s at eta = 1e-3 the relative error is
     ``2 n eta^3 / 3`` = 6.7e-7."""
@@ -532,6 +497,7 @@ def test_trapezoidal_damping_follows_the_exponential_for_small_eta():
     assert abs(v_1s / exact - 1.0) == pytest.approx(2 * 1000 * 1e-9 / 3, rel=0.01)
 
 
+@pytest.mark.slow
 def test_implicit_pd_is_stable_at_kp_h2_over_i_1e4():
     """A1: implicit PD, no damping, Kd = 0: with e = q - q*, y = h u and k = Kp h^2 / I,
     ``y' = (y - k e) / (1 + k)``, ``e' = e + y'``; the eigenvalues have modulus 1/sqrt(1 + k) = 0.01, so
@@ -563,6 +529,7 @@ def test_implicit_pd_is_stable_at_kp_h2_over_i_1e4():
     assert err[-5000:].max() <= err[:5000].max()  # no growth
 
 
+@pytest.mark.slow
 def test_critically_damped_pd_step_response():
     """A2 with the pendulum's I = 1/3: Kp = I w^2, Kd = 2 I w (w = 10, critical). The discrete recurrence
     ``(I + h Kd + h^2 Kp) u' = I u + h Kp (q* - q)`` (u* = 0), ``q' = q + h u'`` holds to round-off, and the
@@ -596,13 +563,14 @@ N_WORLDS = 1024
 VMAP_STEPS = 5
 
 
+@pytest.mark.slow
 def test_vmap_over_worlds_and_models_equals_single_worlds(quadruped_ground):
     """1024 quadrupeds standing on the ground with random joint angles and velocities, each with its own
     random motor resistance (the model batched on ``actuators.motor.resistance``) and its own saturating
     command; five steps in one vmapped rollout against four worlds stepped alone."""
     model = quadruped_ground
     rng = np.random.default_rng(7)
-    q = np.tile(quadruped_standing_q(model, QD_STAND_HEIGHT), (N_WORLDS, 1))
+    q = np.tile(quadruped_standing_q(model), (N_WORLDS, 1))
     q[:, 7:] += rng.uniform(-0.3, 0.3, size=(N_WORLDS, 12))
     u = np.zeros((N_WORLDS, 18))
     u[:, :6] = rng.uniform(-0.5, 0.5, size=(N_WORLDS, 6))
@@ -627,7 +595,7 @@ def test_vmap_over_worlds_and_models_equals_single_worlds(quadruped_ground):
     first_torque = np.asarray(traj.actuator_state.motor_torque[:, 0])  # (worlds, 12), step 1
 
     # Step 1's motor torques by hand, with each world's resistance, at T u0.
-    lower, upper = region(u @ QD_T.T, resistance, QD_KT, QD_KV, QD_V, QD_PEAK)
+    lower, upper = motor_region(u @ QD_T.T, resistance, QD_KT, QD_KV, QD_V, QD_PEAK)
     np.testing.assert_allclose(first_torque, np.clip(torques / QD_GEAR, lower, upper), rtol=0, atol=1e-12)
     assert np.any(np.abs(first_torque) < QD_PEAK - 1e-3), "some worlds should be voltage-limited"
     assert not np.any(final.nonfinite)
@@ -654,6 +622,7 @@ def test_vmap_over_worlds_and_models_equals_single_worlds(quadruped_ground):
 GRAD_STEPS = 100
 
 
+@pytest.mark.slow
 def test_grad_of_a_rollout_wrt_motor_constants_and_bus_voltage(turntable):
     """The turntable at 22 rad/s (220 rad/s at the motor, above the 210 rad/s corner speed), commanded far
     beyond the region, stays on the voltage line: the joint torque is ``G Kt/R (V - G u / Kv)``, so with
@@ -742,10 +711,10 @@ def test_bad_input_raises_argument_error_naming_it(quadruped_ground, quadruped_s
         call(quadruped_ground, quadruped_state)
 
 
-def test_nonfinite_world_is_flagged_and_keeps_its_state():
+def test_nonfinite_world_is_flagged_and_keeps_its_state(pendulum):
     """Under jit and vmap, NaNs injected past the setters (``state.replace``) flag only their world; it keeps
     its previous q and u and does not advance in time, while the healthy world steps on as if alone."""
-    model = jaxmor.load_urdf(PENDULUM_URDF)
+    model = pendulum
     good = jaxmor.init_state(model, q=jnp.array([0.7]), u=jnp.array([0.3]))
     bad_force = good.replace(feedforward_force=jnp.array([jnp.nan]))
     bad_u = good.replace(u=jnp.array([jnp.nan]))

@@ -8,16 +8,14 @@ marker ``<!--@-->`` (never by asking the code), and checks that the message star
 
 from __future__ import annotations
 
-import glob
 import math
-import os
-import site
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from oracles import rot_z, rpy
+from reference import missing_robot_reason, robot_urdf
 
 import jaxmor
 from jaxmor import ArgumentError, GeomType, JaxmorError, JointType, ModelError, load_urdf
@@ -68,26 +66,6 @@ def load_quietly(arg, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return load_urdf(arg, **kwargs)
-
-
-def rot_x(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
-
-
-def rot_y(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-
-
-def rot_z(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-
-
-def rpy(r, p, y):
-    """URDF fixed-axis roll, pitch, yaw."""
-    return rot_z(y) @ rot_y(p) @ rot_x(r)
 
 
 def inertia_matrix(ixx, ixy, ixz, iyy, iyz, izz):
@@ -1153,24 +1131,12 @@ ERD_ROBOTS = {
 }
 
 
-def _erd_dir() -> Path | None:
-    roots = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
-    for root in roots:
-        hits = glob.glob(os.path.join(root, "cmeel.prefix", "share", "example-robot-data", "robots"))
-        if hits:
-            return Path(hits[0])
-    return None
-
-
 @pytest.mark.parametrize("robot_name", list(ERD_ROBOTS))
 def test_example_robot_data_loads(robot_name):
-    base = _erd_dir()
-    if base is None:
-        pytest.skip("example-robot-data is not installed")
     rel, n_joints = ERD_ROBOTS[robot_name]
-    path = base / rel
-    if not path.is_file():
-        pytest.skip(f"{rel} is not in this example-robot-data")
+    path = robot_urdf(rel)
+    if path is None:
+        pytest.skip(missing_robot_reason(rel))
     model = load_quietly(path)
     assert model.source == str(path)
     assert model.floating_base  # none of the four is rooted at 'world'
