@@ -28,6 +28,10 @@ at zero there, so no energy is added. Instead a second, frictionless problem on 
 rows of the same ``A`` gives a *pseudo-velocity* ``u_pos = M_eff^-1 J^T lam_pos`` that removes a fraction
 ``POSITION_CORRECTION`` of the error beyond ``PENETRATION_ALLOWANCE`` per step; it moves ``q`` only and
 is discarded afterwards (split impulses).
+Known defects of the position pass (kept in 0.2, whose restructuring changed no arithmetic): a joint row
+without a violation gets the bounds ``0 <= v <= 0`` and a contact without penetration the target
+``v_n >= 0``, so the pass moves no joint and no contact approaches, however far: only a floating base is
+corrected (``tests/test_stages.py`` holds a strict ``xfail`` for a fixed-base arm).
 
 Layout. This module owns the row layout: :class:`Problem` knows where a contact's and a joint's rows
 are, and converts between its rows and :class:`Impulses`, so the solver and the step never compute
