@@ -21,7 +21,6 @@ from jaxmor.build import compile_actuators
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, actuators_from_xml, actuators_to_xml
 from jaxmor.io.xml import looks_like_xml
-from jaxmor.model import joint_index
 from jaxmor.motor import DcMotorParameters
 from jaxmor.state import zero_actuator_state
 from jaxmor.types import Model, State
@@ -82,11 +81,12 @@ def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefi
         state: an unbatched state whose bus voltages (set since loading) replace the model's.
     """
     act = model.actuators
-    t = np.asarray(act.transmission)
+    ratios = np.asarray(act.coupling_ratio, dtype=float)
     volts = np.asarray(act.motor.bus_voltage if state is None else state.bus_voltage, dtype=float)
     out = []
     for i, name in enumerate(act.names):
-        couplings = tuple(ActuatorCoupling(j, float(t[i, joint_index(model, j)])) for j in act.couplings[i])
+        mine = [k for k, a in enumerate(act.coupling_actuator) if a == i]
+        couplings = tuple(ActuatorCoupling(j, float(ratios[k])) for j, k in zip(act.couplings[i], mine, strict=True))
         motor = DcMotorParameters(
             resistance=float(act.motor.resistance[i]),
             torque_constant=float(act.motor.torque_constant[i]),
@@ -126,7 +126,12 @@ def export_actuators(model: Model, state: State) -> str:
 
 
 def import_actuators(
-    model: Model, state: State, path_or_xml: str | os.PathLike, *, resource_dir: str | os.PathLike | None = None
+    model: Model,
+    state: State,
+    path_or_xml: str | os.PathLike,
+    *,
+    resource_dir: str | os.PathLike | None = None,
+    actuator_dirs: Sequence[str | os.PathLike] = (),
 ) -> tuple[Model, State]:
     """Replace a model's actuators with those of an ``<actuators>`` element (see :func:`export_actuators`).
 
@@ -137,7 +142,9 @@ def import_actuators(
         model: the model.
         state: a state of a world of it.
         path_or_xml: a file or the XML text.
-        resource_dir: directory searched for actuator files linked by relative paths.
+        resource_dir: directory searched for actuator files linked by relative paths (defaults to the
+            element's file's directory).
+        actuator_dirs: more directory trees where linked actuator files may be read.
 
     Raises:
         ModelError: an invalid element or actuator (file and line named), or actuators that do not fit
@@ -146,7 +153,7 @@ def import_actuators(
     base_dir = resource_dir
     if base_dir is None and not (isinstance(path_or_xml, str) and looks_like_xml(path_or_xml)):
         base_dir = os.path.dirname(os.path.abspath(path_or_xml))
-    definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir)
+    definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir, extra_dirs=actuator_dirs)
     new_model = set_actuators(model, definitions)
     new_state = _reset_motor_inputs(new_model, state)
     dtype = new_state.actuator_torque.dtype

@@ -36,12 +36,14 @@ def rollout_batch(
 ) -> tuple[State, State]:
     """:func:`rollout` of a batch of worlds, ``chunk_size`` worlds at a time.
 
-    The same as ``jax.vmap(lambda m, s, c: rollout(m, s, c, n_steps), in_axes=(model_axes, 0, 0))``,
+    The same computation as ``jax.vmap(lambda m, s, c: rollout(m, s, c, n_steps), in_axes=(model_axes, 0, 0))``,
     but the worlds are vmapped in chunks of ``chunk_size`` that run one after the other
     (``lax.scan`` over the chunks; the remainder, if any, is one more vmapped call). On a CPU a
     chunk's working set stays in the caches for all its steps, which is faster than one vmap over
     thousands of worlds (bench/README.md). On a GPU, prefer ``chunk_size`` = the number of worlds,
-    which is the plain vmap.
+    which is the plain vmap. XLA compiles a chunk and a whole batch separately, so the results agree to
+    floating-point rounding, not bit for bit, and contact dynamics amplify rounding: the README gives
+    the measured differences.
 
     Args:
         model: the model; with ``model_axes``, some of its leaves carry a leading world axis.

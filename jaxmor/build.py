@@ -52,6 +52,7 @@ def load_urdf(
     *,
     resource_dir: str | os.PathLike | None = None,
     floating_base: bool | None = None,
+    actuator_dirs: Sequence[str | os.PathLike] = (),
 ) -> Model:
     """Load a URDF file or string into a :class:`Model` (:func:`~jaxmor.io.urdf.parse_urdf`, then :func:`build_model`).
 
@@ -59,6 +60,10 @@ def load_urdf(
         path_or_xml: a file path, or the URDF text itself (a string starting with ``<``).
         resource_dir: directory that takes the place of the URDF's directory for a URDF string
             (actuator files are searched relative to it). For a file, defaults to its directory.
+        actuator_dirs: more directory trees where actuator files may be read. Without them, a robot
+            description reads actuator files only within its own directory tree and the spec's search
+            path (:func:`jaxmor.io.actuators.resolve_actuator_file`): a downloaded file cannot open
+            ``/etc/passwd``.
         floating_base: ``None`` (default): the base floats unless the tree is rooted at a link named
             ``world``. ``False``: weld the root link to the world (a ``floating`` joint from ``world``
             becomes fixed). ``True``: make the fixed joint from ``world`` a free joint.
@@ -68,8 +73,10 @@ def load_urdf(
 
     Raises:
         ModelError: the description is invalid; the message names the file and line.
+        ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``.
     """
-    return build_model(parse_urdf(path_or_xml, resource_dir=resource_dir), floating_base=floating_base)
+    description = parse_urdf(path_or_xml, resource_dir=resource_dir, actuator_dirs=actuator_dirs)
+    return build_model(description, floating_base=floating_base)
 
 
 @dataclass
@@ -214,7 +221,7 @@ def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointT
         body_joint_type: each body's joint type.
 
     Returns:
-        A dict of Model fields: ``nq``, ``nv``, ``body_q_start``, ``body_v_start``, ``body_dofs``,
+        A dict of Model fields: ``nq``, ``nv``, ``body_q_start``, ``body_v_start``,
         ``dof_body``, ``dof_rotational``, ``joint_q``, ``joint_u``, ``free_body``, ``free_q``, ``free_u``.
     """
     q_start, v_start, dof_body, rotational = [], [], [], []
@@ -226,10 +233,6 @@ def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointT
         nv += kind.dof_width()
         dof_body += [b] * kind.dof_width()
         rotational += [False] * 3 + [True] * 3 if kind == JointType.FREE else [kind == JointType.REVOLUTE]
-    dofs = np.zeros((len(body_parent) + 1, nv), dtype=int)
-    for b, parent in enumerate(body_parent):
-        dofs[b + 1] = dofs[parent + 1]
-        dofs[b + 1, v_start[b] : v_start[b] + body_joint_type[b].dof_width()] = 1
     free = [b for b, kind in enumerate(body_joint_type) if kind == JointType.FREE]
     hinges = [b for b, kind in enumerate(body_joint_type) if kind != JointType.FREE]
     return {
@@ -237,7 +240,6 @@ def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointT
         "nv": nv,
         "body_q_start": tuple(q_start),
         "body_v_start": tuple(v_start),
-        "body_dofs": tuple(tuple(int(x) for x in row) for row in dofs),
         "dof_body": tuple(dof_body),
         "dof_rotational": tuple(rotational),
         "joint_q": tuple(q_start[b] for b in hinges),
@@ -290,6 +292,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
     links = {link.name: link for link in description.links}
     geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
+    geom_lines = []
     # Geoms of the 'world' link itself (static obstacles) come first, with link index -1.
     owners = ([(-1, "world")] if description.root == "world" else []) + list(enumerate(link_names))
     for li, name in owners:
@@ -300,6 +303,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
                 continue
             geom_type.append(GeomType[g.kind.upper()])
             geom_names.append(g.name)
+            geom_lines.append(links[name].line)
             geom_link.append(li)
             geom_size.append(g.size)
             geom_rot.append(r_lb @ g.rotation)
@@ -311,8 +315,16 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             stacklevel=3,
         )
 
-    def arr(x, shape):
-        return jnp.asarray(np.asarray(x, dtype=np.float64).reshape(shape))
+    dtype = jnp.asarray(0.0).dtype  # the model's float dtype: float32 unless jax_enable_x64
+    joint_lines = [b.joint.line if b.joint else links[b.link].line for b in bodies]
+    link_lines = [links[b.link].line for b in bodies]
+    dof_lines = [line for b, line in zip(bodies, joint_lines, strict=True) for _ in range(b.kind.dof_width())]
+
+    def arr(x, shape, what: str = "", lines: Sequence[int] = ()):
+        values = np.asarray(x, dtype=np.float64).reshape(shape)
+        if lines:
+            check_representable(values, dtype, source, lines, what)
+        return jnp.asarray(values)
 
     ng, nl = len(geom_type), len(link_names)
     model = Model(
@@ -338,26 +350,30 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             gravity=arr(DEFAULT_GRAVITY, (3,)),
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
         ),
-        body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3)),
-        body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3)),
+        body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3), "joint origin rpy", joint_lines),
+        body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3), "joint origin xyz", joint_lines),
         body_axis=arr([np.zeros(3) if b.kind == JointType.FREE else b.joint.axis for b in bodies], (nb, 3)),
-        body_mass=arr(mass, (nb,)),
-        body_com=arr(com, (nb, 3)),
-        body_inertia=arr(inertia, (nb, 3, 3)),
-        link_rotation=arr([tree.link_frame[n][0] for n in link_names], (nl, 3, 3)),
-        link_translation=arr([tree.link_frame[n][1] for n in link_names], (nl, 3)),
-        geom_size=arr(geom_size, (ng, 3)),
-        geom_rotation=arr(geom_rot, (ng, 3, 3)),
-        geom_translation=arr(geom_pos, (ng, 3)),
+        body_mass=arr(mass, (nb,), "body mass", link_lines),
+        body_com=arr(com, (nb, 3), "body centre of mass", link_lines),
+        body_inertia=arr(inertia, (nb, 3, 3), "body inertia", link_lines),
+        link_rotation=arr(
+            [tree.link_frame[n][0] for n in link_names], (nl, 3, 3), "link frame", [links[n].line for n in link_names]
+        ),
+        link_translation=arr(
+            [tree.link_frame[n][1] for n in link_names], (nl, 3), "link frame", [links[n].line for n in link_names]
+        ),
+        geom_size=arr(geom_size, (ng, 3), "collision geometry size", geom_lines),
+        geom_rotation=arr(geom_rot, (ng, 3, 3), "collision origin", geom_lines),
+        geom_translation=arr(geom_pos, (ng, 3), "collision origin", geom_lines),
         geom_friction=arr([DEFAULT_FRICTION] * ng, (ng,)),
         geom_restitution=arr([0.0] * ng, (ng,)),
-        dof_armature=arr(dof["armature"], (nv,)),
-        dof_damping=arr(dof["damping"], (nv,)),
-        dof_friction=arr(dof["friction"], (nv,)),
-        dof_effort_limit=arr(dof["effort"], (nv,)),
-        dof_velocity_limit=arr(dof["velocity"], (nv,)),
-        dof_lower=arr(dof["lower"], (nv,)),
-        dof_upper=arr(dof["upper"], (nv,)),
+        dof_armature=arr(dof["armature"], (nv,), "joint rotor_inertia", dof_lines),
+        dof_damping=arr(dof["damping"], (nv,), "joint damping", dof_lines),
+        dof_friction=arr(dof["friction"], (nv,), "joint friction", dof_lines),
+        dof_effort_limit=arr(dof["effort"], (nv,), "joint effort limit", dof_lines),
+        dof_velocity_limit=arr(dof["velocity"], (nv,), "joint velocity limit", dof_lines),
+        dof_lower=arr(dof["lower"], (nv,), "joint lower limit", dof_lines),
+        dof_upper=arr(dof["upper"], (nv,), "joint upper limit", dof_lines),
         ground_height=arr(0.0, ()),
         ground_friction=arr(DEFAULT_FRICTION, ()),
         ground_restitution=arr(0.0, ()),
@@ -368,6 +384,35 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     if description.actuators:
         model = model.replace(actuators=compile_actuators(model, description.actuators))
     return model
+
+
+def check_representable(values: np.ndarray, dtype, source: str, lines: Sequence[int | None], what: str) -> None:
+    """Refuse a value that the model's dtype cannot hold: a finite one that overflows, a nonzero one that
+    underflows to zero (e.g. a rotor inertia of 1e39 in float32 would freeze its joint without a word).
+
+    Args:
+        values: float64 values, the leading axis matching ``lines``.
+        dtype: the model's float dtype.
+        source, lines: the file and the line of each leading entry, for the message.
+        what: the quantity, for the message.
+
+    Raises:
+        ModelError: at the first entry that does not survive the conversion.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        cast = values.astype(dtype)
+    bad = (np.isfinite(values) & ~np.isfinite(cast)) | ((values != 0) & (cast == 0))
+    if not bad.any():
+        return
+    index = np.unravel_index(int(np.argmax(bad)), values.shape)
+    value = float(values[index])
+    change = "overflows" if np.isfinite(value) and not np.isfinite(cast[index]) else "underflows to zero"
+    raise ModelError(
+        source,
+        lines[index[0]] if values.ndim else lines[0],
+        f"{what} {value!r} {change} in {np.dtype(dtype).name}, the model's dtype "
+        "(enable jax_enable_x64 before loading for float64, or rescale the model)",
+    )
 
 
 def _warn_massless_leaves(description, tree: ReducedTree, mass, armature, v_start) -> None:
@@ -397,8 +442,11 @@ def empty_actuators(nv: int) -> MotorActuators:
         joints=(),
         couplings=(),
         joint_v_index=(),
-        transmission=jnp.zeros((0, nv)),
+        coupling_actuator=(),
+        coupling_v_index=(),
+        nv=nv,
         gear_ratio=zero,
+        coupling_ratio=zero,
         motor=DcMotorParameters(zero, zero, zero, zero, zero),
         output_damping=zero,
         output_friction=zero,
@@ -446,11 +494,24 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
                 f"actuator '{d.label}': joint '{d.joint}' is already driven by the affine actuator "
                 f"'{affine_on[v_index[d.joint]]}' (one actuator per joint)"
             )
-    t = np.zeros((len(definitions), model.nv))
-    for i, d in enumerate(definitions):
-        t[i, v_index[d.joint]] = d.gear_ratio
-        for c in d.couplings:
-            t[i, v_index[c.joint]] = c.ratio
+    couplings = [(i, v_index[c.joint], c.ratio) for i, d in enumerate(definitions) for c in d.couplings]
+    dtype = jnp.asarray(0.0).dtype
+    for d in definitions:
+        m = d.motor
+        numbers = {
+            "gear_ratio": d.gear_ratio,
+            "resistance": m.resistance,
+            "torque_constant": m.torque_constant,
+            "velocity_constant": m.velocity_constant,
+            "bus_voltage": m.bus_voltage,
+            "peak_torque": m.peak_torque,
+            "output_damping": d.output_damping,
+            "output_friction": d.output_friction,
+            **{f"ratio of the coupling to joint '{c.joint}'": c.ratio for c in d.couplings},
+        }
+        source = d.source if d.source is not None else API_SOURCE
+        for what, value in numbers.items():
+            check_representable(np.asarray([float(value)]), dtype, source, [d.line], f"actuator '{d.label}': {what}")
 
     def col(values):
         return jnp.asarray(np.asarray(values, dtype=np.float64))
@@ -462,8 +523,11 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         joints=tuple(d.joint for d in definitions),
         couplings=tuple(tuple(c.joint for c in d.couplings) for d in definitions),
         joint_v_index=tuple(v_index[d.joint] for d in definitions),
-        transmission=jnp.asarray(t),
+        coupling_actuator=tuple(i for i, _, _ in couplings),
+        coupling_v_index=tuple(v for _, v, _ in couplings),
+        nv=model.nv,
         gear_ratio=col([d.gear_ratio for d in definitions]),
+        coupling_ratio=col([r for _, _, r in couplings]),
         motor=DcMotorParameters(
             resistance=col([float(m.resistance) for m in motors]),
             torque_constant=col([float(m.torque_constant) for m in motors]),

@@ -3,9 +3,12 @@
 Every check raises :class:`jaxmor.ArgumentError` whose message starts with the argument's name.
 
 * Shapes are checked whenever the function runs, eagerly or while being traced (shapes are static).
-* Values (finite, non-negative, in a range) are checked only when the value is concrete; a traced
-  value (inside ``jit``, ``vmap``, ``grad`` or ``scan``) passes unchecked, since its value does not
-  exist yet. The functions that use these checks say so in their docstrings.
+* Values (finite, non-negative, in a range) are checked when the value is concrete: a Python number, a
+  NumPy array, or a JAX array that exists (also one closed over by a function being traced). The check
+  reads the value with NumPy, never with a JAX operation, so it works the same inside a trace. A traced
+  value (an argument of a function under ``jit``, ``vmap``, ``grad`` or ``scan``) has no value yet and
+  passes unchecked; the simulation step guards what it would otherwise apply silently (see
+  ``State.nonfinite`` and ``State.invalid``).
 * Plain-Python checks (``as_real``, ``as_finite``, ...) validate numbers of definitions made in Python
   (affine actuators, options) and return Python floats.
 """
@@ -27,17 +30,42 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
+def concrete(x: Any) -> np.ndarray | None:
+    """The value of ``x`` as a NumPy array, or ``None`` when it is traced (or not array-like)."""
+    if is_traced(x):
+        return None
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def as_array(x: Any, name: str, dtype: Any = None) -> jax.Array:
+    """``x`` as a JAX array of ``dtype`` (``None``: keep its dtype).
+
+    Raises:
+        ArgumentError: ``x`` is not numeric array-like (a string, ``None``, an object...).
+    """
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ArgumentError(f"{name} must be a number or an array of numbers, got {x!r}")
+    try:
+        return jnp.asarray(x, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{name} must be a number or an array of numbers, got {x!r}") from None
+
+
 def as_vector(x: Any, n: int, name: str, dtype: Any = None, *, finite: bool = False) -> jax.Array:
     """``x`` as an ``(n,)`` array of ``dtype`` (``None``: keep its dtype).
 
     Raises:
-        ArgumentError: the shape is not ``(n,)``; with ``finite``, a concrete non-finite entry.
+        ArgumentError: not numeric, the shape is not ``(n,)``; with ``finite``, a concrete non-finite entry.
     """
-    arr = jnp.asarray(x, dtype=dtype)
+    arr = as_array(x, name, dtype)
     if arr.shape != (n,):
         raise ArgumentError(f"{name} must have shape ({n},), got {arr.shape}")
-    if finite and not is_traced(arr) and not bool(jnp.all(jnp.isfinite(arr))):
-        raise ArgumentError(f"{name} must be finite, got {arr.tolist()}")
+    value = concrete(x)
+    if finite and value is not None and not np.all(np.isfinite(value.astype(float))):
+        raise ArgumentError(f"{name} must be finite, got {value.tolist()}")
     return arr
 
 
@@ -137,3 +165,26 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
     if lo > hi:
         raise ArgumentError(f"{name} has lo > hi: ({lo!r}, {hi!r})")
     return (lo, hi)
+
+
+def check_options(opt: Any, where: str) -> None:
+    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` an int ``>= 1`` (static,
+    always checked), ``timestep`` a positive finite scalar and ``gravity`` a finite 3-vector (checked when
+    concrete; a traced time step is guarded by the step: ``State.invalid``).
+
+    Raises:
+        ArgumentError: naming the option.
+    """
+    iterations = opt.solver_iterations
+    if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ArgumentError(f"{where}: opt.solver_iterations must be an int >= 1, got {iterations!r}")
+    timestep = concrete(opt.timestep)
+    if timestep is None and not is_traced(opt.timestep):
+        raise ArgumentError(f"{where}: opt.timestep must be a number, got {opt.timestep!r}")
+    if timestep is not None and (timestep.shape != () or not np.isfinite(timestep) or not timestep > 0):
+        raise ArgumentError(f"{where}: opt.timestep must be a positive finite scalar [s], got {timestep!r}")
+    gravity = concrete(opt.gravity)
+    if gravity is None and not is_traced(opt.gravity):
+        raise ArgumentError(f"{where}: opt.gravity must be a 3-vector, got {opt.gravity!r}")
+    if gravity is not None and (gravity.shape != (3,) or not np.all(np.isfinite(gravity))):
+        raise ArgumentError(f"{where}: opt.gravity must be a finite 3-vector [m/s^2], got {gravity!r}")

@@ -183,6 +183,13 @@ def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> jax.A
     return jnp.einsum("kij,kdj->kid", contacts.frame, cols).reshape(3 * nc, model.nv)
 
 
+def _bound_velocity(bound: jax.Array, q: jax.Array, h: jax.Array) -> jax.Array:
+    """``(bound - q) / h``, the velocity that reaches a limit in one step; ``+-inf`` for an infinite bound,
+    computed so that its derivatives stay finite there (a double ``where``: no ``inf * 0``)."""
+    finite = jnp.isfinite(bound)
+    return jnp.where(finite, (jnp.where(finite, bound, 0.0) - q) / h, bound)
+
+
 def restitution_targets(
     target: jax.Array, gap: jax.Array, approach: jax.Array, restitution: jax.Array, h: jax.Array
 ) -> jax.Array:
@@ -221,7 +228,7 @@ def constraints(
         :class:`Constraints`.
     """
     dtype = state.u.dtype
-    h = model.opt.timestep.astype(dtype)
+    h = jnp.asarray(model.opt.timestep, dtype)
     nc, nj = contacts.distance.shape[0], model.nj
     dofs = np.array(model.joint_u, dtype=np.int32)
     rows = contact_jacobian(model, kin, contacts)
@@ -240,8 +247,8 @@ def constraints(
         contact_target=target,
         friction=contacts.friction.astype(dtype),
         friction_bound=frc.friction[dofs] * h,
-        limit_low=jnp.minimum((lower - q_joint) / h, 0.0),
-        limit_high=jnp.maximum((upper - q_joint) / h, 0.0),
+        limit_low=jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0),
+        limit_high=jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0),
     )
     # The position pass: normal and joint rows, frictionless, targets from the penetration and violation.
     keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj)]).astype(np.int32)

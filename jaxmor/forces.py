@@ -33,7 +33,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor.affine import affine_generalized_force
-from jaxmor.motor import DcMotorParameters, motor_torque_bounds
+from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_torque_bounds, motor_validity
 from jaxmor.types import ActuatorState, Model, State
 
 
@@ -84,7 +84,7 @@ def motor_speeds(model: Model, u: jax.Array) -> jax.Array:
 def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
     """Admissible actuator torques now, at the gear outputs: the motor region at the current motor
     speeds times the gear ratio. Exactly the bounds the next step clips to; ``(-inf, inf)`` in
-    monitor mode.
+    monitor mode; ``(0, 0)`` for an actuator that is not valid now (it applies no torque).
 
     Returns:
         ``(lower, upper)``, each (na,) [Nm or N].
@@ -94,7 +94,25 @@ def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.A
     inf = jnp.asarray(jnp.inf, state.u.dtype)
     lower = jnp.where(state.mor_enforced, gear * bounds.lower, -inf)
     upper = jnp.where(state.mor_enforced, gear * bounds.upper, inf)
-    return lower, upper
+    valid = actuator_validity(model, state)
+    return jnp.where(valid, lower, 0.0), jnp.where(valid, upper, 0.0)
+
+
+def actuator_validity(model: Model, state: State) -> jax.Array:
+    """(na,) bool: whether each actuator can act now: its motor is valid with the state's bus voltage
+    (:func:`jaxmor.motor.motor_validity`, the rule the setters apply outside ``jit``) and its gear ratio is
+    positive and finite. Values that only exist under ``jit`` (a traced bus voltage, per-world motor
+    constants) are checked here, every step."""
+    valid = jnp.asarray(True)
+    for _, _, ok in motor_validity(_motor_now(model, state), jnp):
+        valid = valid & ok
+    gear = model.actuators.gear_ratio
+    return valid & jnp.isfinite(gear) & (gear > 0)
+
+
+#: The motor that stands in for an invalid one while the bounds are computed (its torque is discarded), so
+#: that no infinity or NaN of the invalid constants enters the values or the gradients.
+_STAND_IN = DcMotorParameters(resistance=1.0, torque_constant=1.0, velocity_constant=1.0, bus_voltage=1.0)
 
 
 def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
@@ -102,29 +120,36 @@ def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
 
     Motor speeds ``w = T u_t``; commanded motor torques ``tau_a / G``; motor torques clipped to the
     region at ``w`` with the state's bus voltages (or as commanded in monitor mode); joint torques
-    ``T^T tau_m``, constant over the step.
+    ``T^T tau_m``, constant over the step. An actuator that is not valid now (:func:`actuator_validity`:
+    e.g. a negative bus voltage or a zero gear ratio set under ``jit``) applies no torque, whatever the
+    mode, and its ``ActuatorState.valid`` is false.
 
     Returns:
         ``(joint_torque (nv,), actuator_state)``. The actuator state holds the fields known before
-        integration (``motor_speed``, ``commanded_motor_torque``, ``motor_torque``, ``saturation``);
-        ``average_motor_speed`` is set to ``motor_speed`` and ``joint_loss_torque`` to zero until the
-        step completes them.
+        integration (``motor_speed``, ``commanded_motor_torque``, ``motor_torque``, ``saturation``,
+        ``valid``); ``average_motor_speed`` is set to ``motor_speed`` and ``joint_loss_torque`` to zero
+        until the step completes them.
     """
     dtype = state.u.dtype
     act = model.actuators
-    speed = motor_speeds(model, state.u)
-    commanded = state.actuator_torque / act.gear_ratio.astype(dtype)
-    bounds = motor_torque_bounds(_motor_now(model, state), speed)
-    clipped, saturation = bounds.clip(commanded)
-    motor_torque = jnp.where(state.mor_enforced, clipped, commanded)
-    joint_torque = act.transmission.astype(dtype).T @ motor_torque
+    transmission = act.transmission.astype(dtype)
+    speed = transmission @ state.u
+    valid = actuator_validity(model, state)
+    gear = act.gear_ratio.astype(dtype)
+    commanded = jnp.where(valid, state.actuator_torque / jnp.where(valid, gear, 1.0), 0.0)
+    motor = _motor_now(model, state)
+    motor = jax.tree.map(lambda m, s: jnp.where(valid, m, s), motor, _STAND_IN)
+    clipped, saturation = motor_torque_bounds(motor, speed).clip(commanded)
+    motor_torque = jnp.where(valid, jnp.where(state.mor_enforced, clipped, commanded), 0.0)
+    joint_torque = transmission.T @ motor_torque
     states = ActuatorState(
         motor_speed=speed,
         average_motor_speed=speed,
         commanded_motor_torque=commanded,
         motor_torque=motor_torque,
         joint_loss_torque=jnp.zeros_like(speed),
-        saturation=saturation.astype(jnp.int32),
+        saturation=jnp.where(valid, saturation, int(MotorSaturation.NONE)).astype(jnp.int32),
+        valid=valid,
     )
     return joint_torque, states
 
@@ -150,7 +175,7 @@ def affine_joint_force(model: Model, state: State) -> jax.Array:
 
 def explicit_pd(model: Model, state: State) -> jax.Array:
     """(nv,) explicit part of the built-in PD torque: ``kp (q_ref - q - h u) + kd (u_ref - u)`` on joints."""
-    h = model.opt.timestep.astype(state.u.dtype)
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
     q_joint = _joint_coordinates(model, state.q)
     mask = _joint_mask(model, state.u.dtype)
     pd = state.pd_p_gain * (state.pd_position_target - q_joint - h * state.u) + state.pd_d_gain * (
@@ -188,7 +213,7 @@ def forces(model: Model, state: State) -> Forces:
         :class:`Forces`.
     """
     dtype = state.u.dtype
-    h = model.opt.timestep.astype(dtype)
+    h = jnp.asarray(model.opt.timestep, dtype)
     act_torque, act_state = actuate(model, state)
     damping = joint_damping(model).astype(dtype)
     applied = clamped_force(model, state) + act_torque + affine_joint_force(model, state) + state.external_force

@@ -13,9 +13,14 @@ Velocity level, with ``h = model.opt.timestep``:
 * the constraint impulses then give ``u_{t+1}``, and ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``
   (:func:`integrate_positions`; ``u_pos`` the position-correction pseudo-velocity).
 
-Non-finite states. If a step yields a non-finite ``q`` or ``u`` (a diverging model, NaN inputs under
-``jit``), the world keeps its previous ``q`` and ``u``, does not advance in time, and
-``State.nonfinite`` is set, per world, so one bad world cannot poison a batch silently.
+The guard. A world that cannot run (:func:`runnable`: already flagged, non-finite inputs, coordinates or
+velocities beyond :data:`DIVERGENCE_BOUND`, a time step that is not positive) or whose step yields a
+non-finite ``q`` or ``u`` keeps its previous state (``q``, ``u``, time, impulses, actuator states), and
+``State.nonfinite`` (``State.invalid`` for the time step) is set, per world, so one bad world cannot
+poison a batch silently; a flagged world stays where it is until the flag is cleared. A world that cannot
+run is stepped at a harmless stand-in (a "double where"), so its derivatives are zero rather than NaN and
+a diverged world masked out of a loss leaves the batch's gradient finite. (A step that overflows from
+inputs within the bound is still rejected, but its derivatives can be NaN.)
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ class FreeMotion:
 def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeMotion:
     """The effective mass stage: ``u_free`` and ``M_eff^-1`` (see the module docstring)."""
     dtype = state.u.dtype
-    h = model.opt.timestep.astype(dtype)
+    h = jnp.asarray(model.opt.timestep, dtype)
     m_eff = dyn.mass + h * jnp.diag(frc.implicit) + h * base_velocity_jacobian(model, dyn.mass, state.u)
     rhs = jnp.concatenate([h * (frc.applied - dyn.bias)[:, None], jnp.eye(model.nv, dtype=dtype)], axis=1)
     solved = jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(m_eff), rhs)
@@ -93,11 +98,11 @@ def integrate_positions(model: Model, q: jax.Array, u: jax.Array, dt: ArrayLike)
 
 
 def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: jax.Array, impulses: Impulses) -> State:
-    """The last stage: the state at the end of the step, with its bookkeeping.
+    """The state at the end of the step, as computed: the step's last stage before :func:`accept`.
 
-    Integrates the positions, stores the impulses (the next warm start), completes the actuator states
-    (average motor speed, joint loss torque), clears the external forces, and keeps a world whose step
-    went non-finite where it was (see the module docstring).
+    Integrates the positions, adds the time step to the time with compensated (Kahan) summation, stores
+    the impulses (the next warm start), completes the actuator states (average motor speed, joint loss
+    torque) and clears the external forces.
 
     Args:
         model: the model.
@@ -108,29 +113,92 @@ def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: j
         impulses: the velocity problem's impulses.
     """
     dtype = state.u.dtype
-    h = model.opt.timestep.astype(dtype)
+    h = jnp.asarray(model.opt.timestep, dtype)
     q, u = state.q, state.u
-    q_next = integrate_positions(model, q, u_next + u_pos, h)
     dofs = np.array(model.joint_u, dtype=np.int32)
     friction_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(impulses.friction)
     limit_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(impulses.limit)
-
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h
     drive = np.asarray(model.actuators.joint_v_index, dtype=np.int32)
     act_state = frc.actuator_state.replace(
         average_motor_speed=model.actuators.transmission.astype(dtype) @ (0.5 * (u + u_next)),
         joint_loss_torque=loss[drive],
     )
-
-    finite = jnp.all(jnp.isfinite(q_next)) & jnp.all(jnp.isfinite(u_next))
+    increment = h - state.time_compensation
+    time = state.time + increment
     return state.replace(
-        q=jnp.where(finite, q_next, q),
-        u=jnp.where(finite, u_next, u),
-        time=jnp.where(finite, state.time + h, state.time),
+        q=integrate_positions(model, q, u_next + u_pos, h),
+        u=u_next,
+        time=time,
+        time_compensation=(time - state.time) - increment,
         actuator_state=act_state,
         external_force=jnp.zeros_like(state.external_force),
-        contact_impulse=jnp.where(finite, impulses.contact, state.contact_impulse),
-        friction_impulse=jnp.where(finite, friction_impulse, state.friction_impulse),
-        limit_impulse=jnp.where(finite, limit_impulse, state.limit_impulse),
-        nonfinite=state.nonfinite | ~finite,
+        contact_impulse=impulses.contact,
+        friction_impulse=friction_impulse,
+        limit_impulse=limit_impulse,
+        invalid=state.invalid | ~jnp.all(frc.actuator_state.valid),
+    )
+
+
+#: A world whose coordinates or velocities exceed this (in SI units) has diverged: it is stopped before
+#: its numbers overflow (in float32 the square of a velocity overflows near 1.8e19), which keeps the
+#: gradient of a batch finite when a diverging world is masked out of the loss.
+DIVERGENCE_BOUND = 1e8
+
+
+def runnable(model: Model, state: State) -> jax.Array:
+    """() bool: whether a world can take a step: not flagged ``nonfinite``, a positive finite time step,
+    finite ``q`` and ``u`` within :data:`DIVERGENCE_BOUND`, finite inputs and warm start, and no NaN
+    actuation limit. Decided from the inputs alone, so a world that cannot run is stepped at a stand-in
+    (:func:`stand_in`) and no NaN or infinite partial derivative of its own values enters the gradient."""
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    ok = ~state.nonfinite & jnp.isfinite(h) & (h > 0)
+    for x in (state.q, state.u):
+        ok = ok & jnp.all(jnp.isfinite(x) & (jnp.abs(x) < DIVERGENCE_BOUND))
+    inputs = (
+        state.actuator_torque,
+        state.ctrl,
+        state.feedforward_force,
+        state.external_force,
+        state.pd_p_gain,
+        state.pd_d_gain,
+        state.pd_position_target,
+        state.pd_velocity_target,
+        state.bus_voltage,
+        state.contact_impulse,
+        state.friction_impulse,
+        state.limit_impulse,
+    )
+    for x in inputs:
+        ok = ok & jnp.all(jnp.isfinite(x))
+    return ok & ~jnp.any(jnp.isnan(state.actuation_limit))
+
+
+def stand_in(model: Model, state: State) -> State:
+    """A harmless state of the same shapes, stepped in place of a world that cannot run: the neutral pose
+    at rest, every input and impulse zero, the settings (flags, enforcement) of ``state``."""
+    q = jnp.zeros(model.nq, state.q.dtype).at[np.array(model.free_q, dtype=np.int32) + 3].set(1.0)
+    zeros = jax.tree.map(lambda x: jnp.zeros_like(x) if jnp.issubdtype(x.dtype, jnp.inexact) else x, state)
+    return zeros.replace(q=q)
+
+
+def finite(state: State) -> jax.Array:
+    """() bool: whether ``q`` and ``u`` are finite."""
+    return jnp.all(jnp.isfinite(state.q)) & jnp.all(jnp.isfinite(state.u))
+
+
+def accept(model: Model, state: State, candidate: State, ok: jax.Array) -> State:
+    """The guard of the step: ``candidate`` where ``ok``, else ``state`` kept (see the module docstring).
+
+    A rejected step changes only the flags and clears the external forces: ``invalid`` for a time step
+    that is not positive and finite, ``nonfinite`` otherwise (the world could not run, or its step went
+    non-finite).
+    """
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    good_step = jnp.isfinite(h) & (h > 0)
+    kept = state.replace(external_force=candidate.external_force)
+    out = jax.tree.map(lambda new, old: jnp.where(ok, new, old), candidate, kept)
+    return out.replace(
+        nonfinite=state.nonfinite | (good_step & ~ok),
+        invalid=jnp.where(ok, candidate.invalid, state.invalid) | ~good_step,
     )

@@ -212,6 +212,17 @@ def dof_axes(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
     return jnp.concatenate(axes), jnp.concatenate(origins)
 
 
+def ancestor_mask(model: Model) -> np.ndarray:
+    """(nb + 1, nv) bool: row ``b + 1`` marks the velocities that move body ``b`` (its joint's and its
+    ancestors'); row 0 is the world. From the static tables, in NumPy (O(nb nv), at trace time)."""
+    mask = np.zeros((model.nb + 1, model.nv), dtype=bool)
+    for b, (parent, kind) in enumerate(zip(model.body_parent, model.body_joint_type, strict=True)):
+        v = model.body_v_start[b]
+        mask[b + 1] = mask[parent + 1]
+        mask[b + 1, v : v + kind.dof_width()] = True
+    return mask
+
+
 def relative_point_jacobians(
     model: Model, bodies: Poses, points: jax.Array, body_a: tuple[int, ...], body_b: tuple[int, ...]
 ) -> jax.Array:
@@ -228,7 +239,7 @@ def relative_point_jacobians(
         unit velocity ``d`` (the transpose of each point's (3, nv) Jacobian).
     """
     axis, origin = dof_axes(model, bodies)
-    dofs = np.array(model.body_dofs, dtype=float)
+    dofs = ancestor_mask(model).astype(float)
     select = dofs[np.array(body_b) + 1] - dofs[np.array(body_a) + 1]
     arm = points[:, None, :] - origin[None]
     rotational = np.array(model.dof_rotational, dtype=bool)
@@ -275,6 +286,6 @@ def point_jacobian(
     if not angular:
         return lin
     axis, _ = dof_axes(model, bodies)
-    moves = np.array(model.body_dofs[body + 1], dtype=bool) & np.array(model.dof_rotational, dtype=bool)
+    moves = ancestor_mask(model)[body + 1] & np.array(model.dof_rotational, dtype=bool)
     ang = jnp.where(moves[None, :], axis.T, 0.0)
     return jnp.concatenate([lin, ang])

@@ -54,8 +54,15 @@ def _largest_eigenvalue(block: jax.Array) -> jax.Array:
 
 
 def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, diag: jax.Array) -> jax.Array:
-    """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``."""
-    return jnp.maximum(safe_div(low - v0, diag), 0.0) + jnp.minimum(safe_div(high - v0, diag), 0.0)
+    """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``.
+
+    An infinite bound (a joint without that limit) contributes nothing, with finite derivatives: the bound
+    is replaced before the division (a double ``where``), so no ``inf * 0`` reaches the gradient of ``diag``.
+    """
+    has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
+    push = jnp.maximum(safe_div(jnp.where(has_low, low, v0) - v0, diag), 0.0)
+    pull = jnp.minimum(safe_div(jnp.where(has_high, high, v0) - v0, diag), 0.0)
+    return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
 
 
 def _velocity_sweep(params: tuple[Problem, jax.Array], carry: tuple[jax.Array, jax.Array]):

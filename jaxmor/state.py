@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxmor.checks import as_vector, is_traced
+from jaxmor.checks import as_array, as_vector, concrete
 from jaxmor.collision import contact_count
 from jaxmor.errors import ArgumentError
 from jaxmor.kinematics import point_jacobian
@@ -39,6 +39,7 @@ def zero_actuator_state(na: int, dtype: Any = None) -> ActuatorState:
         motor_torque=zero,
         joint_loss_torque=zero,
         saturation=jnp.zeros((na,), jnp.int32),
+        valid=jnp.ones((na,), bool),
     )
 
 
@@ -67,6 +68,7 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         q=q,
         u=u,
         time=jnp.zeros((), dtype),
+        time_compensation=jnp.zeros((), dtype),
         actuator_torque=jnp.zeros((model.na,), dtype),
         ctrl=jnp.zeros((model.nu,), dtype),
         feedforward_force=zero_v,
@@ -83,6 +85,7 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         limit_impulse=zero_v,
         actuator_state=zero_actuator_state(model.na, dtype),
         nonfinite=jnp.asarray(False),
+        invalid=jnp.asarray(False),
     )
 
 
@@ -93,6 +96,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
         "q": (nq,),
         "u": (nv,),
         "time": (),
+        "time_compensation": (),
         "actuator_torque": (na,),
         "ctrl": (model.nu,),
         "feedforward_force": (nv,),
@@ -108,6 +112,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
         "friction_impulse": (nv,),
         "limit_impulse": (nv,),
         "nonfinite": (),
+        "invalid": (),
     }
     for name in ActuatorState.__dataclass_fields__:
         shapes[f"actuator_state.{name}"] = (na,)
@@ -153,12 +158,13 @@ def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> 
 # Joint inputs: feed-forward force, built-in PD, actuation limits, external forces.
 
 
-def _joint_only(model: Model, arr: jax.Array, name: str) -> None:
-    if not model.floating_base or is_traced(arr):
+def _joint_only(model: Model, value: np.ndarray | None, name: str) -> None:
+    """Refuse nonzero (concrete) entries on a floating base's velocities."""
+    if not model.floating_base or value is None:
         return
     base = np.concatenate([np.arange(v, v + 6) for v in model.free_u])
-    if bool(jnp.any(arr[base] != 0)):
-        raise ArgumentError(f"{name} must be zero on the floating base's six velocities, got {arr[base].tolist()}")
+    if np.any(value[base] != 0):
+        raise ArgumentError(f"{name} must be zero on the floating base's six velocities, got {value[base].tolist()}")
 
 
 def set_generalized_force(model: Model, state: State, force: ArrayLike) -> State:
@@ -170,6 +176,7 @@ def set_generalized_force(model: Model, state: State, force: ArrayLike) -> State
     Raises:
         ArgumentError: wrong shape, or non-finite (checked outside ``jit``).
     """
+    check_state(model, state, "set_generalized_force")
     return state.replace(feedforward_force=as_vector(force, model.nv, "force", state.u.dtype, finite=True))
 
 
@@ -182,12 +189,14 @@ def set_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain: ArrayLik
     Raises:
         ArgumentError: wrong shapes, negative or non-finite gains, or gains on a floating base.
     """
+    check_state(model, state, "set_pd_gains")
     kp = as_vector(p_gain, model.nv, "p_gain", state.u.dtype, finite=True)
     kd = as_vector(d_gain, model.nv, "d_gain", state.u.dtype, finite=True)
-    for name, arr in (("p_gain", kp), ("d_gain", kd)):
-        if not is_traced(arr) and bool(jnp.any(arr < 0)):
-            raise ArgumentError(f"{name} must not be negative, got {arr.tolist()}")
-        _joint_only(model, arr, name)
+    for name, given in (("p_gain", p_gain), ("d_gain", d_gain)):
+        value = concrete(given)
+        if value is not None and np.any(value < 0):
+            raise ArgumentError(f"{name} must not be negative, got {value.tolist()}")
+        _joint_only(model, value, name)
     return state.replace(pd_p_gain=kp, pd_d_gain=kd)
 
 
@@ -198,6 +207,7 @@ def set_pd_targets(model: Model, state: State, position_target: ArrayLike, veloc
     Raises:
         ArgumentError: wrong shapes or non-finite values.
     """
+    check_state(model, state, "set_pd_targets")
     qt = as_vector(position_target, model.nq, "position_target", state.u.dtype, finite=True)
     vt = as_vector(velocity_target, model.nv, "velocity_target", state.u.dtype, finite=True)
     q_idx, v_idx = np.array(model.joint_q, dtype=np.int32), np.array(model.joint_u, dtype=np.int32)
@@ -213,9 +223,11 @@ def set_actuation_limits(model: Model, state: State, limit: ArrayLike) -> State:
     Raises:
         ArgumentError: wrong shape, or a negative or NaN limit.
     """
+    check_state(model, state, "set_actuation_limits")
     arr = as_vector(limit, model.nv, "limit", state.u.dtype)
-    if not is_traced(arr) and bool(jnp.any(jnp.isnan(arr) | (arr < 0))):
-        raise ArgumentError(f"limit must be non-negative (inf allowed), got {arr.tolist()}")
+    value = concrete(limit)
+    if value is not None and np.any(np.isnan(value) | (value < 0)):
+        raise ArgumentError(f"limit must be non-negative (inf allowed), got {value.tolist()}")
     return state.replace(actuation_limit=arr)
 
 
@@ -241,6 +253,7 @@ def set_external_force(
     Raises:
         ArgumentError: unknown link, wrong shapes or non-finite values.
     """
+    check_state(model, state, "set_external_force")
     f = as_vector(force, 3, "force", state.u.dtype, finite=True)
     p = None if point is None else as_vector(point, 3, "point", state.u.dtype, finite=True)
     jac = point_jacobian(model, state.q, link, p, angular=True)
@@ -253,11 +266,14 @@ def set_external_force(
 
 
 def _actuator(model: Model, name_or_index: str | int) -> int:
+    """The index of an actuator given by name or by index (a Python or NumPy integer, not a bool or float)."""
     if isinstance(name_or_index, str):
         i = actuator_index(model, name_or_index)
         if i < 0:
             raise ArgumentError(f"unknown actuator {name_or_index!r}; the actuators are {list(model.actuators.names)}")
         return i
+    if isinstance(name_or_index, (bool, np.bool_)) or not isinstance(name_or_index, (int, np.integer)):
+        raise ArgumentError(f"an actuator is given by its name or its int index, got {name_or_index!r}")
     i = int(name_or_index)
     if not 0 <= i < model.na:
         raise ArgumentError(f"actuator index {i} is out of range [0, {model.na})")
@@ -290,6 +306,8 @@ def set_actuator_torques(model: Model, state: State, torques: ArrayLike = _MISSI
         ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
     """
     model, state, torques = _old_form("set_actuator_torques", model, state, torques)
+    if model is not None:
+        check_state(model, state, "set_actuator_torques")
     n = state.actuator_torque.shape[-1] if model is None else model.na
     return state.replace(actuator_torque=as_vector(torques, n, "torques", state.actuator_torque.dtype, finite=True))
 
@@ -300,13 +318,15 @@ def set_actuator_torque(model: Model, state: State, name_or_index: str | int, to
     Raises:
         ArgumentError: unknown actuator, or a non-scalar or non-finite torque.
     """
+    check_state(model, state, "set_actuator_torque")
     i = _actuator(model, name_or_index)
-    value = jnp.asarray(torque, dtype=state.actuator_torque.dtype)
+    value = as_array(torque, "torque", state.actuator_torque.dtype)
     if value.shape != ():
         raise ArgumentError(f"torque must be a scalar, got shape {value.shape}")
-    if not is_traced(value) and not bool(jnp.isfinite(value)):
-        raise ArgumentError(f"torque must be finite, got {float(value)}")
-    return state.replace(actuator_torque=state.actuator_torque.at[..., i].set(value))
+    given = concrete(torque)
+    if given is not None and not np.isfinite(given.astype(float)):
+        raise ArgumentError(f"torque must be finite, got {float(given)}")
+    return state.replace(actuator_torque=state.actuator_torque.at[i].set(value))
 
 
 def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
@@ -317,11 +337,11 @@ def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
     (..., na)) is checked in every world.
     """
     m = model.actuators.motor
-    leaves = (voltage, m.resistance, m.torque_constant, m.velocity_constant, m.peak_torque)
-    if any(is_traced(x) for x in leaves):
+    values = [concrete(x) for x in (voltage, m.resistance, m.torque_constant, m.velocity_constant, m.peak_torque)]
+    if any(v is None for v in values):
         return
-    v = float(voltage)
-    r, kt, kv, peak = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in leaves[1:]))
+    v = float(values[0])
+    r, kt, kv, peak = np.broadcast_arrays(*(x.astype(float) for x in values[1:]))
     for i in np.flatnonzero(which):
         for world in np.ndindex(r.shape[:-1]):
             at = (*world, i)
@@ -348,15 +368,16 @@ def set_bus_voltage(model: Model, state: State, voltage: ArrayLike, name: str | 
             (not positive and finite, or overflowing its stall torque or no-load speed; checked
             outside ``jit``).
     """
-    value = jnp.asarray(voltage, dtype=state.bus_voltage.dtype)
+    check_state(model, state, "set_bus_voltage")
+    value = as_array(voltage, "voltage", state.bus_voltage.dtype)
     if value.shape != ():
         raise ArgumentError(f"voltage must be a scalar, got shape {value.shape}")
     if name is None:
-        _check_voltage(model, value, np.ones(model.na, bool))
+        _check_voltage(model, voltage, np.ones(model.na, bool))
         return state.replace(bus_voltage=jnp.full_like(state.bus_voltage, value))
     i = _actuator(model, name)
-    _check_voltage(model, value, np.arange(model.na) == i)
-    return state.replace(bus_voltage=state.bus_voltage.at[..., i].set(value))
+    _check_voltage(model, voltage, np.arange(model.na) == i)
+    return state.replace(bus_voltage=state.bus_voltage.at[i].set(value))
 
 
 def set_motor_operating_region_enforced(model: Model, state: State, enforce: bool | ArrayLike = _MISSING) -> State:
@@ -364,7 +385,12 @@ def set_motor_operating_region_enforced(model: Model, state: State, enforce: boo
     monitor them (``False``: torques are applied as commanded, the states still report the motor
     quantities and the bound that the command exceeds)."""
     model, state, enforce = _old_form("set_motor_operating_region_enforced", model, state, enforce)
-    return state.replace(mor_enforced=jnp.asarray(enforce, dtype=bool))
+    if model is not None:
+        check_state(model, state, "set_motor_operating_region_enforced")
+    flag = None if isinstance(enforce, (str, bytes)) or enforce is None else jnp.asarray(enforce)
+    if flag is None or flag.dtype != jnp.bool_ or flag.shape != ():
+        raise ArgumentError(f"enforce must be a bool (or a bool array of shape ()), got {enforce!r}")
+    return state.replace(mor_enforced=flag)
 
 
 def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
@@ -379,6 +405,8 @@ def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
         ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
     """
     model, state, ctrl = _old_form("set_ctrl", model, state, ctrl)
+    if model is not None:
+        check_state(model, state, "set_ctrl")
     n = state.ctrl.shape[-1] if model is None else model.nu
     return state.replace(ctrl=as_vector(ctrl, n, "ctrl", state.ctrl.dtype, finite=True))
 

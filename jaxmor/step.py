@@ -14,7 +14,10 @@ stages before it produced, and lives in the module named after it:
    then the velocity problem (contacts, joint friction, joint limits) and the position-correction problem;
 6. :func:`~jaxmor.solver.solve`: projected Gauss-Seidel on each problem;
 7. :func:`~jaxmor.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
-   the next warm start, the actuator states of the completed step.
+   the next warm start, the actuator states of the completed step;
+8. :func:`~jaxmor.integrator.accept`: the guard that keeps a world that could not run or whose step went
+   non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", so its
+   derivatives are zero rather than NaN).
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxmor.checks import check_options
 from jaxmor.collision import collide
 from jaxmor.constraint import constraints, position_change, velocity_change, warm_start
 from jaxmor.dynamics import dynamics
 from jaxmor.errors import ArgumentError
 from jaxmor.forces import forces
-from jaxmor.integrator import advance, free_motion
+from jaxmor.integrator import accept, advance, finite, free_motion, runnable, stand_in
 from jaxmor.kinematics import kinematics
 from jaxmor.solver import solve
 from jaxmor.state import check_state
@@ -37,7 +41,10 @@ from jaxmor.types import Model, State
 def step(model: Model, state: State) -> State:
     """Advance one world by one time step (``model.opt.timestep``).
 
-    Pure: jit-, vmap- (over states, and over models for randomized worlds) and grad-able.
+    Pure: jit-, vmap- (over states, and over models for randomized worlds) and grad-able. A world that
+    cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.integrator.runnable`)
+    or whose step goes non-finite keeps its state (:func:`jaxmor.integrator.accept`); the former gets a
+    zero derivative, never a NaN one.
 
     Args:
         model: the model.
@@ -49,9 +56,19 @@ def step(model: Model, state: State) -> State:
 
     Raises:
         ArgumentError: the state does not fit the model (a field of the wrong shape, e.g. a state made
-            before ``add_ground``, or a batch of states without ``vmap``); checked when traced.
+            before ``add_ground``, or a batch of states without ``vmap``), or the options are invalid
+            (a time step that is not positive and finite when it is concrete, a sweep count below 1);
+            checked when traced.
     """
     check_state(model, state, "step")
+    check_options(model.opt, "step")
+    healthy = runnable(model, state)
+    candidate = _stages(model, jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state)))
+    return accept(model, state, candidate, healthy & finite(candidate))
+
+
+def _stages(model: Model, state: State) -> State:
+    """The step's stages, without the guard."""
     kin = kinematics(model, state.q)
     dyn = dynamics(model, kin, state.u)
     frc = forces(model, state)

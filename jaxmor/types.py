@@ -19,8 +19,11 @@ import enum
 import warnings
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
+from jaxmor.checks import check_options
 from jaxmor.motor import DcMotorParameters
 
 
@@ -64,7 +67,8 @@ class GeomType(enum.IntEnum):
 
 @struct.dataclass
 class Options:
-    """Simulation options of a model.
+    """Simulation options of a model. ``replace`` checks the new values (when concrete): a positive finite
+    time step, a finite gravity 3-vector, at least one solver sweep.
 
     Attributes:
         timestep: () time step ``h`` [s].
@@ -80,19 +84,20 @@ class Options:
 
 @struct.dataclass
 class MotorActuators:
-    """DC-motor actuators compiled for the step (``na`` actuators, ``nv`` velocities).
+    """DC-motor actuators compiled for the step (``na`` actuators, ``nv`` velocities, ``nk`` couplings).
 
     Attributes:
         names: actuator names, in the order of every per-actuator array (static).
         models: model names of the actuators, informational (static).
         joints: name of each actuator's driven joint (static).
-        couplings: per actuator, the names of the coupled joints (static); their ratios are in
-            ``transmission``.
+        couplings: per actuator, the names of the coupled joints (static); their ratios are
+            ``coupling_ratio``.
         joint_v_index: velocity index of each driven joint (static).
-        transmission: (na, nv) transmission matrix ``T``: motor speeds ``w_m = T u`` [rad/s],
-            joint torques ``T^T tau_m``. Gear ratio at the driven joint's column, coupling ratios at
-            the coupled joints' columns.
+        coupling_actuator: the actuator of each coupling, in the order of ``coupling_ratio`` (static).
+        coupling_v_index: velocity index of each coupling's joint (static).
+        nv: number of velocities of the model (static).
         gear_ratio: (na,) gear ratio ``G`` [-], motor speed per unit speed of the driven joint.
+        coupling_ratio: (nk,) motor speed per unit speed of each coupled joint [-].
         motor: motor constants, each field of shape (na,); its ``bus_voltage`` is the default the
             robot description gave. The bus voltage used by the step lives in :class:`State`.
         output_damping: (na,) viscous damping of each actuator at its output [Nm s/rad or N s/m].
@@ -104,11 +109,27 @@ class MotorActuators:
     joints: tuple[str, ...] = struct.field(pytree_node=False)
     couplings: tuple[tuple[str, ...], ...] = struct.field(pytree_node=False)
     joint_v_index: tuple[int, ...] = struct.field(pytree_node=False)
-    transmission: jax.Array
+    coupling_actuator: tuple[int, ...] = struct.field(pytree_node=False)
+    coupling_v_index: tuple[int, ...] = struct.field(pytree_node=False)
+    nv: int = struct.field(pytree_node=False)
     gear_ratio: jax.Array
+    coupling_ratio: jax.Array
     motor: DcMotorParameters
     output_damping: jax.Array
     output_friction: jax.Array
+
+    @property
+    def transmission(self) -> jax.Array:
+        """(..., na, nv) transmission matrix ``T``, built from ``gear_ratio`` and ``coupling_ratio`` whenever it is
+        read (so it never goes stale): motor speeds ``w_m = T u`` [rad/s], joint torques ``T^T tau_m``.
+        The gear ratio sits at the driven joint's column, the coupling ratios at the coupled joints'."""
+        gear = jnp.asarray(self.gear_ratio)
+        ratio = jnp.asarray(self.coupling_ratio, gear.dtype)
+        na = len(self.names)
+        t = jnp.zeros(gear.shape[:-1] + (na, self.nv), gear.dtype)
+        t = t.at[..., np.arange(na), np.array(self.joint_v_index, dtype=np.int32)].set(gear)
+        couplings = (np.array(self.coupling_actuator, dtype=np.int32), np.array(self.coupling_v_index, dtype=np.int32))
+        return t.at[(..., *couplings)].set(ratio)
 
 
 @struct.dataclass
@@ -167,8 +188,6 @@ class Model:
         body_joint_name: the description's joint moving each body, ``""`` for an implicit floating
             base (static).
         body_q_start, body_v_start: first coordinate / velocity index of each body's joint (static).
-        body_dofs: (nb + 1) rows of ``nv`` 0/1 flags: row ``b + 1`` marks the velocities that move body
-            ``b`` (its joint's and its ancestors'); row 0 is the world (static).
         dof_body: body moved by each velocity (static, ``nv``).
         dof_rotational: whether each velocity rotates its body (revolute joints, a free joint's angular
             velocity) rather than translating it (static, ``nv``).
@@ -232,7 +251,6 @@ class Model:
     body_joint_name: tuple[str, ...] = struct.field(pytree_node=False)
     body_q_start: tuple[int, ...] = struct.field(pytree_node=False)
     body_v_start: tuple[int, ...] = struct.field(pytree_node=False)
-    body_dofs: tuple[tuple[int, ...], ...] = struct.field(pytree_node=False)
     dof_body: tuple[int, ...] = struct.field(pytree_node=False)
     dof_rotational: tuple[bool, ...] = struct.field(pytree_node=False)
     joint_names: tuple[str, ...] = struct.field(pytree_node=False)
@@ -350,6 +368,8 @@ class ActuatorState:
         joint_loss_torque: friction and damping torque on the driven joint over the step
             [Nm or N, joint side].
         saturation: int32 :class:`jaxmor.MotorSaturation` value of the bound that limited the command.
+        valid: bool, whether the actuator could act: its motor valid with the bus voltage and its gear
+            ratio positive (an invalid one applied no torque; see :func:`jaxmor.forces.actuator_validity`).
     """
 
     motor_speed: jax.Array
@@ -358,6 +378,7 @@ class ActuatorState:
     motor_torque: jax.Array
     joint_loss_torque: jax.Array
     saturation: jax.Array
+    valid: jax.Array
 
 
 @struct.dataclass
@@ -367,7 +388,9 @@ class State:
     Attributes:
         q: (nq,) generalized coordinates.
         u: (nv,) generalized velocities.
-        time: () simulated time [s].
+        time: () simulated time [s], summed with compensation (``time_compensation``), so it stays exact
+            to the dtype's resolution over long runs.
+        time_compensation: () the rounding error of ``time`` still to be added [s] (Kahan summation).
         actuator_torque: (na,) commanded actuator torques at the gear outputs [Nm or N]; they hold
             until set again.
         ctrl: (nu,) controls of the affine actuators.
@@ -392,14 +415,21 @@ class State:
         friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
         actuator_state: the actuator states of the last step.
-        nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``; the world then keeps
-            its last finite ``q`` and ``u`` (it stops advancing) until the state is reset.
+        nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``. The world then keeps
+            its last ``q``, ``u``, time, impulses and actuator states, and it stops: later steps change
+            nothing but clear the external forces, until the flag is cleared
+            (``state.replace(nonfinite=False)``, with finite ``q`` and ``u``).
+        invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
+            ``jit``, where the setters cannot check values): a time step that is not positive and finite
+            (the world does not advance, as for ``nonfinite``), or an actuator that is not valid (it
+            applied no torque; ``actuator_state.valid`` says which). Stays set until cleared.
     """
 
     # The dynamic state.
     q: jax.Array
     u: jax.Array
     time: jax.Array
+    time_compensation: jax.Array
     # Inputs, held until set again (external_force: for the next step only).
     actuator_torque: jax.Array
     ctrl: jax.Array
@@ -420,6 +450,7 @@ class State:
     # Outputs of the last step.
     actuator_state: ActuatorState
     nonfinite: jax.Array
+    invalid: jax.Array
 
     # Deprecated names (see the README's rename table); removed in 0.3.
     @property
@@ -452,6 +483,13 @@ def _model_replace(self: Model, **updates) -> Model:
     return dataclasses.replace(self, **updates)
 
 
+def _options_replace(self: Options, **updates) -> Options:
+    """A copy with options replaced, each checked (:func:`jaxmor.checks.check_options`) when concrete."""
+    new = dataclasses.replace(self, **updates)
+    check_options(new, "Options.replace")
+    return new
+
+
 def _state_replace(self: State, **updates) -> State:
     """A copy with fields replaced (flax's ``replace``); ``generalized_force`` goes to ``feedforward_force``."""
     if "generalized_force" in updates:
@@ -461,4 +499,5 @@ def _state_replace(self: State, **updates) -> State:
 
 
 Model.replace = _model_replace
+Options.replace = _options_replace
 State.replace = _state_replace

@@ -307,10 +307,23 @@ def test_urdf_string_uses_the_resource_dir(tmp_path):
     assert d.gear_ratio == 11.0 and d.source == "<string>"
 
 
-def test_absolute_file_is_used_as_is(tmp_path):
+def test_absolute_file_is_read_only_from_an_allowed_directory(tmp_path):
+    """Robot files are untrusted: an absolute path outside the robot's tree is read only when the caller
+    allows its directory (``extra_dirs``, ``load_urdf(actuator_dirs=...)``); otherwise it gets the error of a
+    missing file, which does not tell whether the file exists."""
     path = write(tmp_path / "elsewhere" / "m.xml", f'<actuator_model gear_ratio="12"><motor {MOTOR}/></actuator_model>')
-    (d,) = parse_string(robot_text(f'<actuator joint="hip" file="{path}"/>'), base_dir=None)
+    text = robot_text(f'<actuator joint="hip" file="{path}"/>')
+    root, source = parse_xml(text)
+    (d,) = parse_actuators(root, source, base_dir=None, extra_dirs=[tmp_path / "elsewhere"])
     assert d.gear_ratio == 12.0
+    with pytest.raises(ModelError) as refused:
+        parse_string(text, base_dir=None)
+    missing = robot_text(f'<actuator joint="hip" file="{tmp_path / "elsewhere" / "no_such.xml"}"/>')
+    with pytest.raises(ModelError) as absent:
+        parse_string(missing, base_dir=None)
+    assert str(refused.value).replace(str(path), "F") == str(absent.value).replace(
+        str(tmp_path / "elsewhere" / "no_such.xml"), "F"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------

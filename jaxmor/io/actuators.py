@@ -58,8 +58,11 @@ Search path
 -----------
 A relative ``file`` is searched, first hit wins, in ``base_dir``, ``base_dir/actuator``,
 ``base_dir/actuators``, ``base_dir/..`` and ``base_dir/../actuators``, where ``base_dir`` is the
-directory of the URDF file, or, for a URDF given as a string, the ``resource_dir`` passed by the caller.
-Without a ``base_dir`` only absolute paths resolve. An absolute ``file`` is used as is. Actuator files
+directory of the URDF file, or, for a URDF given as a string, the ``resource_dir`` passed by the caller,
+then in the caller's ``actuator_dirs``. Robot files are untrusted: a file is read only where it really
+lies (links resolved) in the robot's tree (``base_dir`` and below), in ``base_dir/../actuators`` and
+below, directly in ``base_dir/..``, or in an ``actuator_dirs`` tree; an absolute ``file`` too. A file
+outside them, missing or unreadable gets one and the same error, which does not tell them apart. Actuator files
 are parsed with :func:`jaxmor.io.xml.parse_xml` (no entities, no DTD, no network, size limit), and a file
 linked by several actuators is read once per call.
 
@@ -275,21 +278,44 @@ def actuator_search_dirs(base_dir: str | os.PathLike) -> list[Path]:
     return [Path(os.path.normpath(base / sub)) for sub in _SEARCH_SUBDIRS]
 
 
-def resolve_actuator_file(file: str, base_dir: str | os.PathLike | None) -> Path | None:
-    """The path of an actuator file, or ``None`` if it is not found.
+def _inside(path: Path, tree: Path) -> bool:
+    return path == tree or tree in path.parents
 
-    An absolute ``file`` is used as is; a relative one is searched in :func:`actuator_search_dirs`
-    (first hit wins), and not at all without a ``base_dir``.
+
+def resolve_actuator_file(
+    file: str, base_dir: str | os.PathLike | None, extra_dirs: Sequence[str | os.PathLike] = ()
+) -> Path | None:
+    """The path of an actuator file, or ``None`` if it is not found, not readable or not allowed.
+
+    A relative ``file`` is searched in :func:`actuator_search_dirs` (first hit wins), then in
+    ``extra_dirs``. Whatever the path says (``..``, symbolic links, an absolute path), the file is
+    accepted only where it really lies (after resolving links) in the robot's directory tree
+    (``base_dir`` and below), in ``base_dir/../actuators`` and below, directly in ``base_dir/..``, or
+    in an ``extra_dirs`` tree, and only if it is a readable regular file.
     """
+    trees = [Path(d).resolve() for d in extra_dirs]
+    parents = []
+    if base_dir is not None:
+        base = Path(base_dir).resolve()
+        trees += [base, (base.parent / "actuators").resolve()]
+        parents.append(base.parent)
+
+    def allowed(candidate: Path) -> bool:
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError):
+            return False
+        where = any(_inside(real, t) for t in trees) or real.parent in parents
+        return where and real.is_file() and os.access(real, os.R_OK)
+
     path = Path(file)
     if path.is_absolute():
-        return path if path.is_file() else None
-    if base_dir is None:
-        return None
-    for directory in actuator_search_dirs(base_dir):
+        return path.resolve() if allowed(path) else None
+    dirs = ([] if base_dir is None else actuator_search_dirs(base_dir)) + [Path(d) for d in extra_dirs]
+    for directory in dirs:
         candidate = directory / path
-        if candidate.is_file():
-            return candidate
+        if allowed(candidate):
+            return candidate.resolve()
     return None
 
 
@@ -393,22 +419,22 @@ def _read_model_file(path: Path) -> _Model:
     return _parse_model(root, root.get("name", ""), file_source)
 
 
-def _locate(file: str, base_dir: str | os.PathLike | None, source: str, element) -> Path:
-    path = resolve_actuator_file(file, base_dir)
+def _locate(
+    file: str, base_dir: str | os.PathLike | None, extra_dirs: Sequence[str | os.PathLike], source: str, element
+) -> Path:
+    """The actuator file, or one ModelError for "missing", "not readable" and "not allowed" alike, so the
+    message never tells whether a file exists outside the allowed directories."""
+    path = resolve_actuator_file(file, base_dir, extra_dirs)
     if path is not None:
         return path
-    line = element.sourceline
-    if Path(file).is_absolute():
-        raise ModelError(source, line, f"actuator file '{file}' not found")
-    if base_dir is None:
-        raise ModelError(
-            source,
-            line,
-            f"actuator file '{file}' is a relative path, but there is no directory to search it in: "
-            "pass a resource_dir with a URDF given as a string, or use an absolute path",
-        )
-    searched = ", ".join(str(d) for d in actuator_search_dirs(base_dir))
-    raise ModelError(source, line, f"actuator file '{file}' not found; searched {searched}")
+    dirs = ([] if base_dir is None else actuator_search_dirs(base_dir)) + [Path(d) for d in extra_dirs]
+    where = ", ".join(str(d) for d in dirs) or "none (pass a resource_dir with a URDF given as a string)"
+    raise ModelError(
+        source,
+        element.sourceline,
+        f"actuator file '{file}' not found or not readable in the allowed directories (searched: {where}; "
+        "files are read only within the robot's directory tree and the search path, or actuator_dirs)",
+    )
 
 
 def parse_actuators(
@@ -416,6 +442,7 @@ def parse_actuators(
     source: str,
     *,
     base_dir: str | os.PathLike | None,
+    extra_dirs: Sequence[str | os.PathLike] = (),
 ) -> list[ActuatorDefinition]:
     """Read the ``<actuator>`` elements that are direct children of ``robot_root``.
 
@@ -424,7 +451,8 @@ def parse_actuators(
             ``<actuator>`` elements (inside ``<transmission>``, ``<gazebo>``, ...) are ignored.
         source: the name of the robot description in messages (its path or ``"<string>"``).
         base_dir: the directory searched for relative actuator files: the URDF file's directory, or the
-            caller's resource directory for a URDF string. ``None``: only absolute paths resolve.
+            caller's resource directory for a URDF string (see :func:`resolve_actuator_file`).
+        extra_dirs: more directory trees where actuator files may be read (searched after the spec's).
 
     Returns:
         One definition per ``<actuator>``, in document order. Names default to the joint name; a linked
@@ -458,7 +486,7 @@ def parse_actuators(
                 )
             if not file.strip():
                 raise ModelError(source, line, f"<actuator> for joint '{joint}' has an empty file attribute")
-            path = _locate(file, base_dir, source, element)
+            path = _locate(file, base_dir, extra_dirs, source, element)
             key = path.resolve()
             if key not in cache:
                 cache[key] = _read_model_file(path)
@@ -618,7 +646,10 @@ def actuators_to_xml(
 
 
 def actuators_from_xml(
-    path_or_xml: str | os.PathLike, *, base_dir: str | os.PathLike | None = None
+    path_or_xml: str | os.PathLike,
+    *,
+    base_dir: str | os.PathLike | None = None,
+    extra_dirs: Sequence[str | os.PathLike] = (),
 ) -> tuple[list[ActuatorDefinition], list[float], bool]:
     """Read an ``<actuators>`` element written by :func:`actuators_to_xml` (or by hand).
 
@@ -647,5 +678,5 @@ def actuators_from_xml(
             continue
         text = element.attrib.pop("torque", None)
         torques.append(0.0 if text is None else parse_float(text, source, element, "actuator torque"))
-    definitions = parse_actuators(root, source, base_dir=base_dir)
+    definitions = parse_actuators(root, source, base_dir=base_dir, extra_dirs=extra_dirs)
     return definitions, torques, flag == "true"

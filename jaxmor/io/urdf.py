@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,10 @@ from jaxmor.errors import ModelError
 from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.description import JOINT_TYPES, Geom, Inertial, Joint, Link, RobotDescription
 from jaxmor.io.xml import STRING_SOURCE, nonnegative, parse_float, parse_vector, parse_xml
+
+#: Most links a robot description may have. Loading is linear in the file's size: the largest file the
+#: readers accept (16 MiB, ``jaxmor.io.xml.MAX_XML_BYTES``) loads within seconds (README, "Robot descriptions").
+MAX_LINKS = 100_000
 
 
 def rpy_to_rotation(rpy) -> np.ndarray:
@@ -229,13 +234,20 @@ def _parse_joint(el, source: str, links: dict) -> Joint:
     )
 
 
-def parse_urdf(path_or_xml: str | os.PathLike, *, resource_dir: str | os.PathLike | None = None) -> RobotDescription:
+def parse_urdf(
+    path_or_xml: str | os.PathLike,
+    *,
+    resource_dir: str | os.PathLike | None = None,
+    actuator_dirs: Sequence[str | os.PathLike] = (),
+) -> RobotDescription:
     """Read a URDF file or string into a :class:`RobotDescription`.
 
     Args:
         path_or_xml: a file path, or the URDF text itself (a string starting with ``<``).
         resource_dir: directory that takes the place of the URDF's directory for a URDF string
             (actuator files are searched relative to it). For a file, defaults to its directory.
+        actuator_dirs: more directory trees where actuator files may be read (see
+            :func:`jaxmor.io.actuators.resolve_actuator_file`).
 
     Returns:
         The description: links and joints in document order, the root link, the actuators.
@@ -254,6 +266,8 @@ def parse_urdf(path_or_xml: str | os.PathLike, *, resource_dir: str | os.PathLik
 
     links: dict[str, Link] = {}
     for el in root.findall("link"):
+        if len(links) == MAX_LINKS:
+            raise ModelError(source, el.sourceline, f"the robot has more than {MAX_LINKS} links")
         name = el.get("name")
         if not name:
             raise ModelError(source, el.sourceline, "<link> has no name")
@@ -283,7 +297,7 @@ def parse_urdf(path_or_xml: str | os.PathLike, *, resource_dir: str | os.PathLik
         parent_joint[joint.child] = joint
 
     root_link = _tree_root(links, joints, parent_joint, source)
-    actuators = parse_actuators(root, source, base_dir=resource_dir)
+    actuators = parse_actuators(root, source, base_dir=resource_dir, extra_dirs=actuator_dirs)
     return RobotDescription(
         robot_name, source, root.sourceline, list(links.values()), list(joints.values()), root_link, actuators
     )

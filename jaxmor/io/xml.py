@@ -4,8 +4,10 @@ Robot descriptions are often downloaded, so they are parsed as untrusted input:
 
 * no external entities are resolved (an XXE entity naming a local file does not leak it),
 * no DTD is loaded and nothing is fetched from the network,
-* entity definitions are refused outright, which also refuses entity-expansion bombs
-  ("billion laughs"); URDF never needs them,
+* a document type declaration with an internal subset (entity, element or attribute declarations) is
+  refused outright: no entity is ever defined (which also refuses entity-expansion bombs, "billion
+  laughs") and no DTD attribute default ever fills in a value the file does not write; URDF never needs
+  them,
 * files larger than :data:`MAX_XML_BYTES` (16 MiB) are refused before parsing.
 
 Numbers are parsed with Python's ``float`` (locale independent) and must be finite.
@@ -15,17 +17,22 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from lxml import etree
 
-from jaxmor.errors import ModelError
+from jaxmor.errors import ArgumentError, ModelError
 
 #: Largest robot description accepted, in bytes. Real URDFs are a few hundred KiB at most.
 MAX_XML_BYTES = 16 * 1024 * 1024
 
 STRING_SOURCE = "<string>"
+
+#: A document type declaration's internal subset, and a declaration inside it.
+_INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^\[>]*\[(.*?)\]\s*>", re.DOTALL)
+_DECLARATION = re.compile(rb"<!(ENTITY|ATTLIST|ELEMENT|NOTATION)")
 
 
 def _parser() -> etree.XMLParser:
@@ -34,6 +41,7 @@ def _parser() -> etree.XMLParser:
         no_network=True,
         load_dtd=False,
         dtd_validation=False,
+        attribute_defaults=False,
         huge_tree=False,
         remove_comments=True,
         remove_pis=True,
@@ -57,8 +65,14 @@ def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES
         (the path as given, or ``"<string>"``).
 
     Raises:
-        ModelError: the file is missing, too large, not well-formed XML, or declares entities.
+        ModelError: the file is missing, too large, not well-formed XML, or has a DTD with declarations.
+        ArgumentError: ``path_or_text`` is neither a string nor an ``os.PathLike``.
     """
+    if not isinstance(path_or_text, (str, os.PathLike)):
+        raise ArgumentError(
+            f"a robot description must be given as a path (str or os.PathLike) or as XML text (str), "
+            f"got {type(path_or_text).__name__}"
+        )
     if isinstance(path_or_text, str) and looks_like_xml(path_or_text):
         source = STRING_SOURCE
         data = path_or_text.encode("utf-8")
@@ -78,10 +92,14 @@ def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if exc.lineno else None
         raise ModelError(source, line, f"malformed XML: {exc.msg}") from None
-    tree = root.getroottree()
-    doctype = tree.docinfo.internalDTD
-    if doctype is not None and len(list(doctype.iterentities())) > 0:
-        raise ModelError(source, 1, "entity declarations are not allowed in robot descriptions")
+    doctype = root.getroottree().docinfo.internalDTD
+    subset = _INTERNAL_SUBSET.search(data)
+    declared = subset is not None and _DECLARATION.search(subset.group(1)) is not None
+    if doctype is not None and (declared or any(True for _ in doctype.iterentities())):
+        line = data[: subset.start()].count(b"\n") + 1 if subset is not None else 1
+        raise ModelError(
+            source, line, "DTD declarations (entities, elements, attribute lists) are not allowed in robot descriptions"
+        )
     for el in root.iter():
         if isinstance(el, etree._Entity):
             raise ModelError(source, el.sourceline, f"unresolved entity reference &{el.name};")

@@ -1,0 +1,472 @@
+"""Reliability: hostile and huge files, setters under tracing, finite gradients, a Model that cannot go
+stale, runtime values that are refused or flagged, exact time, clear errors, and a fuzz test of the loader.
+
+Sources of the expected values (never the code under test):
+
+* the turntable's constants from its URDF comment and the spec (G = 10, R = 0.2, Kt = 0.1, Kv = 10,
+  V = 24, peak 1.5, I = 0.042 kg m^2, no damping), with the region of ``oracles.motor_region``;
+* for gradients, the same loss computed without the diverged world (its gradient must be identical);
+* for time, exact arithmetic: n steps of h add up to n h; a plain float32 running sum is the counterexample;
+* for files, what the file says (line numbers counted in the text written by the test).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import PENDULUM_URDF, QUADRUPED_URDF, ROBOTS, TURNTABLE_URDF, quadruped_standing_q
+from oracles import motor_region
+
+import jaxmor
+import jaxmor.io.urdf
+from jaxmor import ArgumentError, ModelError
+
+TT_G, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK, TT_I = 10.0, 0.2, 0.1, 10.0, 24.0, 1.5, 0.042
+STEP = jax.jit(jaxmor.step)
+
+
+def _bad_leaves(tree) -> list[str]:
+    return [
+        jax.tree_util.keystr(path)
+        for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]
+        if not np.all(np.isfinite(np.asarray(x)))
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. Huge and deep files: the loader is linear and iterative.
+
+
+def _star(n: int) -> str:
+    inertial = '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial>'
+    head = f'<robot name="star">\n<link name="base">{inertial}</link>\n'
+    weld = '<joint name="weld_{0}" type="fixed"><parent link="base"/><child link="leaf_{0}"/></joint>'
+    body = "".join(f'<link name="leaf_{i}"/>{weld.format(i)}\n' for i in range(n))
+    return head + body + "</robot>\n"
+
+
+def _chain(n: int) -> str:
+    inertial = '<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"/></inertial>'
+    parts = ['<robot name="chain">', f'<link name="l0">{inertial}</link>']
+    for i in range(1, n):
+        parts.append(f'<link name="l{i}">{inertial}</link>')
+        parts.append(
+            f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/>'
+            '<origin xyz="0 0 0.1"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        )
+    return "\n".join(parts + ["</robot>"]) + "\n"
+
+
+@pytest.mark.slow
+def test_a_star_of_86034_fixed_links_loads(tmp_path):
+    """The file that took 467 s (a quadratic sort key) now loads in seconds (README: about 5 s here)."""
+    path = tmp_path / "star.urdf"
+    path.write_text(_star(86_034))
+    assert path.stat().st_size < jaxmor.io.xml.MAX_XML_BYTES
+    model = jaxmor.load_urdf(path, floating_base=False)
+    assert model.nl == 86_035 and model.nb == 0
+
+
+@pytest.mark.slow
+def test_a_serial_chain_of_5000_links_loads():
+    """1,000 links used to raise RecursionError; the reduction is iterative now."""
+    model = jaxmor.load_urdf(_chain(5000), floating_base=False)
+    assert model.nb == 4999 and model.nv == 4999 and model.body_parent[-1] == 4997
+
+
+def test_more_links_than_the_bound_are_refused_at_the_first_extra_link(monkeypatch):
+    monkeypatch.setattr(jaxmor.io.urdf, "MAX_LINKS", 10)
+    text = _star(12)
+    line = text.splitlines().index(next(x for x in text.splitlines() if 'name="leaf_9"' in x)) + 1
+    with pytest.raises(ModelError, match=rf"^<string>:{line}: the robot has more than 10 links"):
+        jaxmor.load_urdf(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Setters inside jit and scan, with arrays made outside (closed over) and with traced arguments.
+
+
+def test_every_setter_works_inside_a_jitted_scan_with_closed_over_arrays(quadruped_ground):
+    model = quadruped_ground
+    state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model)))
+    kp = jnp.zeros(18).at[6:].set(40.0)  # made outside the traced function: concrete jax Arrays
+    kd = jnp.zeros(18).at[6:].set(1.0)
+    targets = jnp.asarray(quadruped_standing_q(model))
+    velocity_targets = jnp.zeros(18)
+    limits = jnp.full(18, 50.0)
+    feedforward = jnp.zeros(18).at[7].set(0.5)
+    torques = jnp.linspace(-3.0, 3.0, 12)
+    force, point, torque = jnp.array([0.0, 0.0, 5.0]), jnp.array([0.1, 0.0, 0.0]), jnp.array([0.0, 0.1, 0.0])
+    volts, enforce = jnp.asarray(22.0), jnp.asarray(True)
+
+    def set_all(s):
+        s = jaxmor.set_pd_gains(model, s, kp, kd)
+        s = jaxmor.set_pd_targets(model, s, targets, velocity_targets)
+        s = jaxmor.set_actuation_limits(model, s, limits)
+        s = jaxmor.set_generalized_force(model, s, feedforward)
+        s = jaxmor.set_external_force(model, s, "base", force, point, torque)
+        s = jaxmor.set_actuator_torques(model, s, torques)
+        s = jaxmor.set_actuator_torque(model, s, "LF_KFE", torques[0])
+        s = jaxmor.set_bus_voltage(model, s, volts)
+        s = jaxmor.set_bus_voltage(model, s, volts, "RH_HAA")
+        s = jaxmor.set_motor_operating_region_enforced(model, s, enforce)
+        return jaxmor.set_ctrl(model, s, jnp.zeros(0))
+
+    def body(s, _):
+        s = set_all(s)
+        return jaxmor.step(model, s), s.external_force
+
+    _, traced_sets = jax.jit(lambda s: jax.lax.scan(body, s, None, length=2))(state)
+    eager = set_all(state)
+    np.testing.assert_allclose(traced_sets[0], eager.external_force, rtol=1e-14, atol=1e-14)
+    for field in ("pd_p_gain", "pd_d_gain", "actuation_limit", "feedforward_force", "actuator_torque", "bus_voltage"):
+        assert np.all(np.isfinite(np.asarray(getattr(eager, field)))), field
+    # The same setters with traced arguments (values passed into jit) do not crash either.
+    traced = jax.jit(lambda s, t, v: jaxmor.set_bus_voltage(model, jaxmor.set_actuator_torques(model, s, t), v))
+    np.testing.assert_array_equal(traced(state, torques, volts).actuator_torque, torques)
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. Finite gradients.
+
+
+def _robot_world(name: str):
+    if name == "pendulum":
+        model = jaxmor.load_urdf(PENDULUM_URDF)
+        return model, jaxmor.init_state(model, q=jnp.array([0.3]))
+    if name == "turntable":
+        model = jaxmor.load_urdf(TURNTABLE_URDF)
+        return model, jaxmor.set_actuator_torque(model, jaxmor.init_state(model, u=jnp.array([5.0])), "spin", 3.0)
+    model = jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF))
+    state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model, 0.54)))
+    return model, jaxmor.set_actuator_torques(model, state, jnp.linspace(-5.0, 5.0, 12))
+
+
+@pytest.mark.parametrize("robot", ["pendulum", "turntable", "quadruped"])
+def test_gradients_are_finite_wrt_every_model_leaf(robot):
+    """Continuous joints (infinite limits) used to give NaN gradients w.r.t. masses, inertias, axes, armature,
+    damping and the time step; every leaf's gradient of a short rollout is finite now."""
+    model, state = _robot_world(robot)
+
+    def loss(m):
+        final, _ = jaxmor.rollout(m, state, n_steps=3)
+        return jnp.sum(final.q) + jnp.sum(final.u)
+
+    grads = jax.jit(jax.grad(loss))(model)
+    assert not _bad_leaves(grads), _bad_leaves(grads)
+    assert sum(float(jnp.abs(x).sum()) for x in jax.tree.leaves(grads)) > 0.0  # not trivially zero
+
+
+@pytest.mark.parametrize("bad_velocity", [np.nan, 1e12], ids=["nan", "diverged"])
+def test_a_diverged_world_masked_in_a_batch_of_8_leaves_the_gradient_as_without_it(bad_velocity):
+    """One world of 8 pendulums diverges (a NaN or a velocity beyond ``DIVERGENCE_BOUND``); the loss masks it.
+    The batch's gradient w.r.t. the shared model equals the gradient of the 7 healthy worlds alone."""
+    model = jaxmor.load_urdf(PENDULUM_URDF)
+    u = np.linspace(-1.0, 1.0, 8)
+    u[3] = bad_velocity
+    q = np.linspace(0.1, 0.8, 8)
+
+    def loss(m, q, u):
+        states = jax.vmap(lambda qi, ui: jaxmor.init_state(m, q=qi[None], u=ui[None]))(q, u)
+        final, _ = jax.vmap(lambda s: jaxmor.rollout(m, s, n_steps=10))(states)
+        return jnp.sum(jnp.where(final.nonfinite, 0.0, final.q[:, 0]))
+
+    grad = jax.jit(jax.grad(loss))
+    batch = grad(model, jnp.asarray(q), jnp.asarray(u))
+    healthy = np.arange(8) != 3
+    alone = grad(model, jnp.asarray(q[healthy]), jnp.asarray(u[healthy]))
+    assert not _bad_leaves(batch), _bad_leaves(batch)
+    for (path, got), want in zip(jax.tree_util.tree_flatten_with_path(batch)[0], jax.tree.leaves(alone), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=jax.tree_util.keystr(path))
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Runtime values only seen under jit are flagged, never applied silently; the Model cannot go stale.
+
+
+def test_a_negative_bus_voltage_set_under_jit_is_flagged_and_applies_no_torque(turntable):
+    state = jaxmor.set_actuator_torque(turntable, jaxmor.init_state(turntable), "spin", 3.0)
+    run = jax.jit(lambda s, v: jaxmor.step(turntable, jaxmor.set_bus_voltage(turntable, s, v)))
+    bad = run(state, -24.0)
+    assert bool(bad.invalid) and not bool(bad.actuator_state.valid[0])
+    assert float(bad.actuator_state.motor_torque[0]) == 0.0 and float(bad.u[0]) == 0.0  # nothing applied
+    good = run(state, 24.0)  # the same command with a valid voltage: 0.3 Nm motor torque, 3 Nm at the joint
+    assert not bool(good.invalid) and bool(good.actuator_state.valid[0])
+    assert float(good.u[0]) == pytest.approx(1e-3 * 3.0 / TT_I, rel=1e-12)
+    with pytest.raises(ArgumentError, match="voltage"):  # outside jit the setter refuses it
+        jaxmor.set_bus_voltage(turntable, state, -24.0)
+
+
+@pytest.mark.parametrize("gear", [5.0, 20.0])
+def test_a_changed_gear_ratio_gives_the_torque_of_the_new_gear(turntable, gear):
+    """The transmission is built from the gear ratio whenever it is used: T = [gear], and at 2 rad/s with a
+    command of 100 Nm the joint gets gear * clip(100 / gear, region(gear * 2 rad/s))."""
+    model = turntable.replace(actuators=turntable.actuators.replace(gear_ratio=jnp.array([gear])))
+    np.testing.assert_array_equal(jaxmor.transmission_matrix(model), [[gear]])
+    state = jaxmor.set_actuator_torque(model, jaxmor.init_state(model, u=jnp.array([2.0])), "spin", 100.0)
+    lower, upper = motor_region(gear * 2.0, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK)
+    expected = gear * np.clip(100.0 / gear, lower, upper)
+    tau, _ = jaxmor.actuate(model, state)
+    assert float(tau[0]) == pytest.approx(float(expected), rel=1e-12)
+    lo, hi = jaxmor.actuator_torque_bounds(model, state)
+    assert (float(lo[0]), float(hi[0])) == pytest.approx((gear * float(lower), gear * float(upper)), rel=1e-12)
+
+
+def test_per_world_gear_ratios_and_a_zero_gear_under_vmap(turntable):
+    gears = jnp.array([5.0, 10.0, 0.0, 20.0])
+    models = turntable.replace(actuators=turntable.actuators.replace(gear_ratio=gears[:, None]))
+    axes = jax.tree.map(lambda _: None, turntable)
+    axes = axes.replace(actuators=axes.actuators.replace(gear_ratio=0))
+    state = jaxmor.set_actuator_torque(turntable, jaxmor.init_state(turntable, u=jnp.array([2.0])), "spin", 100.0)
+    after = jax.jit(jax.vmap(jaxmor.step, in_axes=(axes, None)))(models, state)
+    for i, gear in enumerate(np.asarray(gears)):
+        if gear == 0.0:
+            assert bool(after.invalid[i]) and not bool(after.actuator_state.valid[i, 0])
+            assert float(after.u[i, 0]) == 2.0  # no torque, no damping: the speed stays
+            continue
+        lower, upper = motor_region(gear * 2.0, TT_R, TT_KT, TT_KV, TT_V, TT_PEAK)
+        torque = gear * float(np.clip(100.0 / gear, lower, upper))
+        assert float(after.u[i, 0]) == pytest.approx(2.0 + 1e-3 * torque / TT_I, rel=1e-12), gear
+
+
+def test_the_transmission_cannot_be_replaced_on_its_own(turntable):
+    with pytest.raises(TypeError, match="transmission"):
+        turntable.actuators.replace(transmission=jnp.ones((1, 1)))
+
+
+def test_options_are_checked_where_they_are_set(pendulum):
+    with pytest.raises(ArgumentError, match=r"opt\.timestep must be a positive finite scalar"):
+        pendulum.opt.replace(timestep=-1e-3)
+    with pytest.raises(ArgumentError, match=r"opt\.solver_iterations must be an int >= 1"):
+        pendulum.opt.replace(solver_iterations=0)
+    with pytest.raises(ArgumentError, match=r"opt\.gravity must be a finite 3-vector"):
+        pendulum.opt.replace(gravity=jnp.array([0.0, np.nan, -9.81]))
+    with pytest.raises(ArgumentError, match=r"step: opt\.timestep"):  # built around replace: step checks it
+        jaxmor.step(
+            pendulum.replace(opt=jaxmor.Options(jnp.asarray(0.0), pendulum.opt.gravity, 30)),
+            jaxmor.init_state(pendulum),
+        )
+    # A Python float is a fine time step (it used to end in an AttributeError).
+    model = pendulum.replace(opt=pendulum.opt.replace(timestep=0.002))
+    assert float(jaxmor.step(model, jaxmor.init_state(model)).time) == pytest.approx(0.002)
+
+
+def test_a_traced_negative_time_step_flags_the_world_and_it_does_not_move(pendulum):
+    state = jaxmor.init_state(pendulum, q=jnp.array([0.4]), u=jnp.array([0.2]))
+    run = jax.jit(lambda h: jaxmor.step(pendulum.replace(opt=pendulum.opt.replace(timestep=h)), state))
+    after = run(-1e-3)
+    assert bool(after.invalid) and not bool(after.nonfinite)
+    assert float(after.q[0]) == 0.4 and float(after.u[0]) == 0.2 and float(after.time) == 0.0
+    assert not bool(run(1e-3).invalid)
+
+
+@pytest.mark.parametrize(
+    "old, new, element, message",
+    [
+        ('rotor_inertia="0"', 'rotor_inertia="1e39"', "<joint", r"joint rotor_inertia 1e\+39 overflows in float32"),
+        ('<mass value="1.0"/>', '<mass value="1e-50"/>', "<link", r"body mass 1e-50 underflows to zero in float32"),
+    ],
+    ids=["overflow", "underflow"],
+)
+def test_values_that_overflow_or_underflow_the_models_dtype_are_refused_at_load(tmp_path, old, new, element, message):
+    """Finite in float64, not in float32: refused at load with the file and the line of the element (the
+    joint, or the link whose mass it is), instead of a frozen joint or a massless link later."""
+    text = PENDULUM_URDF.read_text()
+    changed = text.replace(old, new, 1)
+    assert changed != text
+    lines = changed.splitlines()
+    at = next(i for i, x in enumerate(lines) if new in x)
+    line = max(i for i in range(at + 1) if lines[i].lstrip().startswith(element)) + 1
+    path = tmp_path / "pendulum.urdf"
+    path.write_text(changed)
+    with jax.enable_x64(False):
+        with pytest.raises(ModelError, match=rf"^{re.escape(str(path))}:{line}: {message}"):
+            jaxmor.load_urdf(path)
+    assert jaxmor.load_urdf(path).body_mass.dtype == jnp.float64  # float64 holds it
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Time, flagged worlds, rollout_batch.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_time_after_100000_steps_of_1_ms_is_the_exact_sum(dtype):
+    """Compensated summation: after n = 100,000 steps of h = 1 ms the time is n h correctly rounded, where a
+    plain float32 running sum ends about 0.05 s away. In float64 that is 100.0 s to 1e-12. In float32, 1 ms
+    itself is h = 1.0000000475e-3 and n h = 100.00000475 s, whose nearest float32 (the spacing there is
+    7.6e-6 s) is what the step must return: exact to the dtype's resolution (1e-9 relative is below it)."""
+    model = jaxmor.load_urdf(PENDULUM_URDF)
+    model = jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, model)
+    model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(1e-3, dtype)))
+    state = jaxmor.init_state(model, q=jnp.array([0.3], dtype))
+    assert state.time.dtype == dtype
+    final, _ = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=100_000))(state)
+    h = np.float64(np.asarray(model.opt.timestep))  # the time step as the dtype holds it, exactly
+    exact = np.asarray(100_000 * h, dtype=dtype)  # n h, correctly rounded to the dtype
+    assert float(final.time) == float(exact)
+    if dtype == jnp.float64:
+        assert float(final.time) == pytest.approx(100.0, rel=1e-12)
+    naive = np.float32(0.0)
+    for _ in range(100_000):
+        naive = np.float32(naive + np.float32(1e-3))
+    assert abs(float(naive) - 100.0) > 1e-3  # what the compensation avoids
+
+
+def test_a_flagged_world_stops_until_the_flag_is_cleared(pendulum):
+    state = jaxmor.init_state(pendulum, q=jnp.array([0.7]), u=jnp.array([0.3])).replace(nonfinite=jnp.asarray(True))
+    after = STEP(pendulum, STEP(pendulum, state))
+    assert float(after.q[0]) == 0.7 and float(after.u[0]) == 0.3 and float(after.time) == 0.0
+    resumed = STEP(pendulum, after.replace(nonfinite=jnp.asarray(False)))
+    assert float(resumed.time) == pytest.approx(1e-3) and float(resumed.q[0]) != 0.7
+
+
+# --------------------------------------------------------------------------------------------------
+# 6. Files: actuator files only from the robot's tree, no DTD, clear errors for bad paths.
+
+
+def _robot_with_actuator_file(root: Path, file: str) -> Path:
+    shutil.copytree(TURNTABLE_URDF.parent, root / "robot")
+    path = root / "robot" / "turntable.urdf"
+    path.write_text(path.read_text().replace('file="spin_actuator.xml"', f'file="{file}"'))
+    return path
+
+
+def _message(path: Path, file: str, **kwargs) -> str:
+    with pytest.raises(ModelError) as error:
+        jaxmor.load_urdf(path, **kwargs)
+    return str(error.value).replace(file, "<FILE>")
+
+
+@pytest.mark.parametrize("file", ["/etc/passwd", "../../outside.xml", "link_out.xml"])
+def test_actuator_files_outside_the_robots_tree_are_refused_like_missing_ones(tmp_path, file):
+    outside = tmp_path / "outside.xml"  # a real actuator file, two levels above the URDF's directory
+    outside.write_text((TURNTABLE_URDF.parent / "actuators" / "spin_actuator.xml").read_text())
+    path = _robot_with_actuator_file(tmp_path / "a", file)  # the URDF is tmp/a/robot/turntable.urdf
+    if file == "link_out.xml":
+        os.symlink(outside, path.parent / "link_out.xml")  # a link inside the tree that points out of it
+    assert file == "/etc/passwd" or (path.parent / file).resolve() == outside.resolve()
+    missing = _message(_robot_with_actuator_file(tmp_path / "b", "no_such_file.xml"), "no_such_file.xml")
+    refused = _message(path, file)
+    assert refused.replace(str(tmp_path / "a"), "<DIR>") == missing.replace(str(tmp_path / "b"), "<DIR>")
+    assert "not found or not readable" in refused and "<actuator_model>" not in refused
+
+
+def test_an_allowed_directory_lets_a_file_outside_the_tree_load(tmp_path):
+    shared = tmp_path / "shared_actuators"
+    shared.mkdir()
+    (shared / "spin.xml").write_text((TURNTABLE_URDF.parent / "actuators" / "spin_actuator.xml").read_text())
+    path = _robot_with_actuator_file(tmp_path, str(shared / "spin.xml"))
+    with pytest.raises(ModelError, match="not found or not readable"):
+        jaxmor.load_urdf(path)
+    assert jaxmor.load_urdf(path, actuator_dirs=[shared]).na == 1
+
+
+def test_a_dtd_with_attribute_defaults_is_refused():
+    text = (
+        '<?xml version="1.0"?>\n<!DOCTYPE robot [ <!ATTLIST mass value CDATA "7.5"> ]>\n'
+        '<robot name="r"><link name="a"><inertial><mass/></inertial></link></robot>\n'
+    )
+    with pytest.raises(ModelError, match=r"^<string>:2: DTD declarations .* are not allowed"):
+        jaxmor.load_urdf(text)
+
+
+@pytest.mark.parametrize("path", [b"<robot/>", None, 3])
+def test_a_path_of_the_wrong_type_is_an_argument_error(path):
+    with pytest.raises(ArgumentError, match=f"got {type(path).__name__}"):
+        jaxmor.load_urdf(path)
+
+
+def test_bad_indices_and_flags_are_refused(turntable):
+    state = jaxmor.init_state(turntable)
+    with pytest.raises(ArgumentError, match="int index, got 0.9"):
+        jaxmor.set_actuator_torque(turntable, state, 0.9, 1.0)
+    with pytest.raises(ArgumentError, match="int index, got True"):
+        jaxmor.set_actuator_torque(turntable, state, True, 1.0)
+    with pytest.raises(ArgumentError, match="enforce must be a bool"):
+        jaxmor.set_motor_operating_region_enforced(turntable, state, "false")
+    with pytest.raises(ArgumentError, match="enforce must be a bool"):
+        jaxmor.set_motor_operating_region_enforced(turntable, state, 0)
+    other = jaxmor.init_state(jaxmor.load_urdf(QUADRUPED_URDF))
+    with pytest.raises(ArgumentError, match=r"set_actuator_torque: state\.q has shape \(19,\)"):
+        jaxmor.set_actuator_torque(turntable, other, "spin", 1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# 7. A fuzz test of the loader: every mutated file loads or gives a clean ModelError with file and line.
+
+FUZZ_SEED = 20261130
+FUZZ_CASES = 300
+_NUMBER = re.compile(r'(?<=")-?\d+(\.\d+)?(e-?\d+)?(?=[" ])')
+
+
+def _mutate(text: str, rng: random.Random) -> str:
+    lines = text.splitlines(keepends=True)
+    kind = rng.randrange(8)
+    if kind == 0 and len(lines) > 1:  # drop a line
+        del lines[rng.randrange(len(lines))]
+    elif kind == 1:  # duplicate a line
+        i = rng.randrange(len(lines))
+        lines.insert(i, lines[i])
+    elif kind == 2:  # a number becomes something else
+        spans = [m.span() for m in _NUMBER.finditer(text)]
+        if spans:
+            a, b = rng.choice(spans)
+            bad = rng.choice(["nan", "inf", "-1", "1e39", "0", "1e-50", "abc", "", "1 2", "1e400", "-0"])
+            return text[:a] + bad + text[b:]
+    elif kind == 3:  # an attribute disappears
+        spans = [m.span() for m in re.finditer(r' \w+="[^"]*"', text)]
+        if spans:
+            a, b = rng.choice(spans)
+            return text[:a] + text[b:]
+    elif kind == 4:  # a tag is renamed
+        names = ["link", "joint", "inertial", "collision", "actuator", "limit", "origin", "robot", "mass"]
+        return text.replace(f"<{rng.choice(names)}", f"<{rng.choice(names)}", 1)
+    elif kind == 5:  # truncated
+        return text[: rng.randrange(len(text))]
+    elif kind == 6:  # a stray character
+        i = rng.randrange(len(text))
+        return text[:i] + rng.choice('<>&"/=x\n') + text[i:]
+    else:  # a joint changes its type
+        return re.sub(
+            r'type="\w+"', f'type="{rng.choice(["fixed", "floating", "planar", "prismatic", "x"])}"', text, count=1
+        )
+    return "".join(lines)
+
+
+@pytest.mark.slow
+def test_fuzzed_robot_files_load_or_fail_cleanly(tmp_path):
+    """A few hundred seeded mutations of the quadruped (its URDF or an actuator file): each loads, or raises a
+    ModelError that names one of the robot's files and a line."""
+    robot = tmp_path / "quadruped"
+    shutil.copytree(ROBOTS / "quadruped", robot)
+    files = [robot / "quadruped.urdf", *sorted((robot / "actuators").glob("*.xml"))]
+    originals = {f: f.read_text() for f in files}
+    rng = random.Random(FUZZ_SEED)
+    outcomes = {"loaded": 0, "refused": 0}
+    for case in range(FUZZ_CASES):
+        target = files[0] if rng.random() < 0.8 else rng.choice(files[1:])
+        mutated = _mutate(originals[target], rng)
+        target.write_text(mutated)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                jaxmor.load_urdf(files[0])
+            outcomes["loaded"] += 1
+        except ModelError as error:
+            assert error.source in {str(f) for f in files}, (case, str(error))
+            assert isinstance(error.line, int) and error.line >= 1, (case, str(error))
+            assert str(error).startswith(f"{error.source}:{error.line}: "), (case, str(error))
+            outcomes["refused"] += 1
+        finally:
+            target.write_text(originals[target])
+    assert outcomes["loaded"] > 0 and outcomes["refused"] > 0, outcomes
