@@ -30,6 +30,9 @@ MAX_XML_BYTES = 16 * 1024 * 1024
 
 STRING_SOURCE = "<string>"
 
+#: Line count from which libxml2 needs help to report line numbers (see ``parse_xml``).
+_BIG_LINES = 65535
+
 #: A document type declaration's internal subset, and a declaration inside it.
 _INTERNAL_SUBSET = re.compile(rb"<!DOCTYPE[^\[>]*\[(.*?)\]\s*>", re.DOTALL)
 _DECLARATION = re.compile(rb"<!(ENTITY|ATTLIST|ELEMENT|NOTATION)")
@@ -87,6 +90,11 @@ def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES
         if size > max_bytes:
             raise ModelError(source, None, f"file of {size} bytes exceeds the limit of {max_bytes} bytes")
         data = path.read_bytes()
+    if data.count(b"\n") >= _BIG_LINES:
+        # libxml2 keeps a line number above 65535 only in the text node after an element; with none (as in
+        # "<a/><b>") it reports 65535. A space between adjacent tags (where "<" cannot be part of an
+        # attribute value) gives every element such a text node without moving any line.
+        data = data.replace(b"><", b"> <")
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
