@@ -18,7 +18,7 @@ from jaxmor.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
-from jaxmor.batch import rollout_batch
+from jaxmor.batch import init_states, rollout_batch
 from jaxmor.build import load_urdf
 from jaxmor.collision import Contacts, collide, contact_count
 from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
@@ -55,7 +55,8 @@ from jaxmor.motor import (
     motor_torque_bounds,
     motor_torque_bounds_from_constants,
 )
-from jaxmor.scene import add_ground, enable_self_collision, set_geom_properties
+from jaxmor.randomize import Distribution, log_uniform, normal, randomize, scale, uniform
+from jaxmor.scene import add_ground, enable_self_collision, set_battery, set_geom_properties
 from jaxmor.state import (
     actuator_states,
     actuator_torques,
@@ -77,6 +78,7 @@ from jaxmor.step import rollout, step
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
+    Battery,
     GeomType,
     JointType,
     Model,
@@ -92,17 +94,19 @@ __all__ = [
     "AffineActuatorDefinition",
     "AffineActuators",
     "ArgumentError",
-    "GeomType",
-    "JointType",
-    "Options",
+    "Battery",
     "Contacts",
     "DcMotorParameters",
+    "Distribution",
+    "GeomType",
     "JaxmorError",
+    "JointType",
     "Model",
     "ModelError",
     "MotorActuators",
     "MotorSaturation",
     "MotorTorqueBounds",
+    "Options",
     "Poses",
     "State",
     "actuate",
@@ -122,14 +126,15 @@ __all__ = [
     "collide",
     "contact_count",
     "enable_self_collision",
+    "export_actuators",
     "forward_dynamics",
     "forward_kinematics",
     "generalized_force",
     "geom_index",
-    "export_actuators",
     "get_actuators",
     "import_actuators",
     "init_state",
+    "init_states",
     "integrate_positions",
     "inverse_dynamics",
     "is_motor_operating_region_enforced",
@@ -140,21 +145,26 @@ __all__ = [
     "joint_q_index",
     "link_jacobian",
     "load_urdf",
+    "log_uniform",
     "mass_matrix",
     "motor_operating_region_violation",
     "motor_speeds",
     "motor_torque_bounds",
     "motor_torque_bounds_from_constants",
     "neutral_q",
+    "normal",
     "point_jacobian",
+    "randomize",
     "reset_actuator_state",
     "rollout",
     "rollout_batch",
+    "scale",
     "set_actuation_limits",
     "set_actuator_torque",
     "set_actuator_torques",
     "set_actuators",
     "set_affine_actuators",
+    "set_battery",
     "set_bus_voltage",
     "set_ctrl",
     "set_external_force",
@@ -166,4 +176,5 @@ __all__ = [
     "step",
     "summary",
     "transmission_matrix",
+    "uniform",
 ]

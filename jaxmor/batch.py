@@ -7,7 +7,7 @@ import jax.numpy as jnp
 
 from jaxmor.checks import as_positive_int
 from jaxmor.errors import ArgumentError
-from jaxmor.state import check_state
+from jaxmor.state import check_state, init_state
 from jaxmor.step import rollout
 from jaxmor.types import Model, State
 
@@ -123,3 +123,41 @@ def rollout_batch(
     if len(outs) == 1:
         return outs[0]
     return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), *outs)
+
+
+def init_states(
+    models: Model, axes: Model | None, n_worlds: int, q: jax.Array | None = None, u: jax.Array | None = None
+) -> State:
+    """One :func:`jaxmor.init_state` per world of a batch of models (``jaxmor.randomize``'s ``(models, axes)``).
+
+    Each world's State starts with its own model's values (the bus voltages of ``motor.bus_voltage`` or of
+    the battery, the effort limits).
+
+    Args:
+        models: the models; with ``axes``, some leaves carry a leading world axis of size ``n_worlds``.
+        axes: ``0`` on the batched leaves, ``None`` elsewhere (``None``: one model for all worlds).
+        n_worlds: number of worlds.
+        q: (nq,) coordinates for every world, or (n_worlds, nq) per world; default the neutral pose.
+        u: (nv,) or (n_worlds, nv) velocities; default zero.
+
+    Returns:
+        The States, every leaf with a leading axis of size ``n_worlds``.
+
+    Raises:
+        ArgumentError: ``q`` or ``u`` of a wrong shape, or a bad ``n_worlds``.
+    """
+    n = as_positive_int(n_worlds, "n_worlds")
+
+    def per_world(x, name, size):
+        if x is None:
+            return None, None
+        x = jnp.asarray(x)
+        if x.shape == (size,):
+            return x, None
+        if x.shape == (n, size):
+            return x, 0
+        raise ArgumentError(f"{name} must have shape ({size},) or ({n}, {size}), got {x.shape}")
+
+    q, q_axis = per_world(q, "q", models.nq)
+    u, u_axis = per_world(u, "u", models.nv)
+    return jax.vmap(init_state, in_axes=(axes, q_axis, u_axis), axis_size=n)(models, q, u)

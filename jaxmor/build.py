@@ -34,7 +34,7 @@ from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuato
 from jaxmor.io.description import Joint, RobotDescription
 from jaxmor.io.urdf import parse_urdf
 from jaxmor.motor import DcMotorParameters
-from jaxmor.types import GeomType, JointType, Model, MotorActuators, Options
+from jaxmor.types import Battery, GeomType, JointType, Model, MotorActuators, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
 #: with ``jaxmor.set_geom_properties``.
@@ -341,6 +341,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         geom_link=tuple(geom_link),
         geom_names=tuple(geom_names),
         geom_body=tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geom_link),
+        geom_friction_given=(False,) * len(geom_type),
         mesh_geoms=tuple(mesh_geoms),
         urdf_joints=tuple((j.name, j.kind) for j in description.joints),
         ground=False,
@@ -378,6 +379,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         ground_friction=arr(DEFAULT_FRICTION, ()),
         ground_restitution=arr(0.0, ()),
         actuators=empty_actuators(nv),
+        battery=Battery(arr(0.0, ()), arr(0.0, ())),
         affine=empty_affine(),
         **tables,
     )

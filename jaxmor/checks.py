@@ -168,23 +168,34 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
 
 
 def check_options(opt: Any, where: str) -> None:
-    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` an int ``>= 1`` (static,
-    always checked), ``timestep`` a positive finite scalar and ``gravity`` a finite 3-vector (checked when
-    concrete; a traced time step is guarded by the step: ``State.invalid``).
+    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` an int ``>= 1`` and a known
+    ``friction_rule`` (static, always checked), ``timestep`` positive and finite and ``gravity`` a finite
+    3-vector (checked when concrete, every world of a batch; a traced time step is guarded by the step:
+    ``State.invalid``).
 
     Raises:
         ArgumentError: naming the option.
     """
+    rules = ("geometric_mean", "mean", "min", "max")
+    if opt.friction_rule not in rules:
+        raise ArgumentError(f"{where}: opt.friction_rule must be one of {rules}, got {opt.friction_rule!r}")
     iterations = opt.solver_iterations
     if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ArgumentError(f"{where}: opt.solver_iterations must be an int >= 1, got {iterations!r}")
     timestep = concrete(opt.timestep)
     if timestep is None and not is_traced(opt.timestep):
         raise ArgumentError(f"{where}: opt.timestep must be a number, got {opt.timestep!r}")
-    if timestep is not None and (timestep.shape != () or not np.isfinite(timestep) or not timestep > 0):
-        raise ArgumentError(f"{where}: opt.timestep must be a positive finite scalar [s], got {timestep!r}")
+    if timestep is not None and (not np.all(np.isfinite(timestep)) or not np.all(timestep > 0)):
+        raise ArgumentError(f"{where}: opt.timestep must be positive and finite [s], got {_brief(timestep)}")
     gravity = concrete(opt.gravity)
     if gravity is None and not is_traced(opt.gravity):
         raise ArgumentError(f"{where}: opt.gravity must be a 3-vector, got {opt.gravity!r}")
-    if gravity is not None and (gravity.shape != (3,) or not np.all(np.isfinite(gravity))):
-        raise ArgumentError(f"{where}: opt.gravity must be a finite 3-vector [m/s^2], got {gravity!r}")
+    if gravity is not None and (gravity.shape[-1:] != (3,) or not np.all(np.isfinite(gravity))):
+        raise ArgumentError(f"{where}: opt.gravity must be a finite 3-vector [m/s^2], got {_brief(gravity)}")
+
+
+def _brief(value: np.ndarray) -> str:
+    """A value for a message: itself if small, else its shape and the offending entries' count."""
+    if value.size <= 6:
+        return repr(value.tolist())
+    return f"an array of shape {value.shape}"

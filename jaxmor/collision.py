@@ -39,11 +39,13 @@ position lies on B's surface and ``position - distance n`` on A's. The tangents 
 function of ``n`` (Frisvad's basis, built about ``+z`` for ``n_z >= -0.5`` and about ``-z`` below);
 for the ground's ``n = +z`` they are the world ``x`` and ``y`` axes.
 
-Combination rule: the friction coefficient of a contact is the geometric mean ``sqrt(mu_a mu_b)``
-of the two geoms' coefficients (so a frictionless geom is frictionless against everything) and its
-coefficient of restitution is the larger of the two, ``max(e_a, e_b)``. Ground contacts combine the
-ground's ``ground_friction`` / ``ground_restitution`` with the geom's in the same way. A URDF has no
-such properties: geoms default to friction 0.8 and restitution 0 (:func:`set_geom_properties`).
+Combination rules (:func:`combine_friction`). Friction: a surface whose description gives no friction
+(every URDF geom: ``Model.geom_friction_given`` is false until :func:`jaxmor.set_geom_properties` or
+:func:`jaxmor.randomize` sets it) takes the other surface's, so ``add_ground(friction=mu)`` gives ``mu``
+on a URDF robot; two given coefficients combine by ``model.opt.friction_rule``: the geometric mean
+``sqrt(mu_a mu_b)`` (default; a frictionless surface is then frictionless against everything), the
+mean, the minimum or the maximum. The ground's friction is always given. Restitution: the larger of the
+two, ``max(e_a, e_b)`` (URDF geoms have 0, which leaves the other surface's).
 
 Degenerate geometry (coincident sphere centres, a sphere centre on a capsule's axis, intersecting
 capsule axes, zero-length segments, zero-size boxes) yields finite values and finite gradients:
@@ -345,8 +347,31 @@ def _ground_points(kind: GeomType, centre, rotation, size):
     return centre[:, None, :] + jnp.einsum("nij,nkj->nki", rotation, local)
 
 
-def _combine(mu_a, mu_b, e_a, e_b):
-    return safe_sqrt(mu_a * mu_b), jnp.maximum(e_a, e_b)
+#: The rules that combine two given friction coefficients (``Options.friction_rule``).
+FRICTION_RULES = {
+    "geometric_mean": lambda a, b: safe_sqrt(a * b),
+    "mean": lambda a, b: 0.5 * (a + b),
+    "min": jnp.minimum,
+    "max": jnp.maximum,
+}
+
+
+def combine_friction(
+    rule: str, mu_a: jax.Array, given_a: np.ndarray, mu_b: jax.Array, given_b: np.ndarray
+) -> jax.Array:
+    """The friction coefficient of contacts between surfaces A and B.
+
+    Both given: ``rule`` combines them. One given: that one (a surface whose description gives no friction,
+    like every URDF geom, takes the other surface's). Neither: :data:`jaxmor.build.DEFAULT_FRICTION`,
+    which is what a geom without a given friction holds.
+
+    Args:
+        rule: a key of :data:`FRICTION_RULES`.
+        mu_a, mu_b: the coefficients, broadcastable.
+        given_a, given_b: static bool arrays of the same shapes: whether each coefficient was given.
+    """
+    both = FRICTION_RULES[rule](mu_a, mu_b)
+    return jnp.where(given_a & given_b, both, jnp.where(given_a, mu_a, mu_b))
 
 
 def collide(model: Model, poses: Poses) -> Contacts:
@@ -398,6 +423,7 @@ def collide(model: Model, poses: Poses) -> Contacts:
     geom_p = body_p + jnp.einsum("gij,gj->gi", body_r, model.geom_translation.astype(dtype))
     size = model.geom_size.astype(dtype)
     mu = model.geom_friction.astype(dtype)
+    given = np.array(model.geom_friction_given, dtype=bool)
     rest = model.geom_restitution.astype(dtype)
 
     distance, point, normal, friction, restitution = [], [], [], [], []
@@ -423,14 +449,15 @@ def collide(model: Model, poses: Poses) -> Contacts:
         distance.append(pts[:, 2] - model.ground_height.astype(dtype))
         point.append(pts)
         normal.append(_z(dtype, (n_ground,)))
-        f, e = _combine(
+        f = combine_friction(
+            model.opt.friction_rule,
             model.ground_friction.astype(dtype),
+            np.True_,
             mu[geom_of_slot],
-            model.ground_restitution.astype(dtype),
-            rest[geom_of_slot],
+            given[geom_of_slot],
         )
         friction.append(jnp.broadcast_to(f, (n_ground,)))
-        restitution.append(jnp.broadcast_to(e, (n_ground,)))
+        restitution.append(jnp.maximum(model.ground_restitution.astype(dtype), rest[geom_of_slot]))
 
     # 2. Pairs, grouped by canonical type pair (and whether the pair is given the other way round).
     pairs = model.contact_pairs
@@ -455,9 +482,8 @@ def collide(model: Model, poses: Poses) -> Contacts:
         distance.append(jnp.concatenate([o[0] for o in outs])[inverse])
         normal.append(jnp.concatenate([o[1] for o in outs])[inverse])
         point.append(jnp.concatenate([o[2] for o in outs])[inverse])
-        f, e = _combine(mu[ga], mu[gb_], rest[ga], rest[gb_])
-        friction.append(f)
-        restitution.append(e)
+        friction.append(combine_friction(model.opt.friction_rule, mu[ga], given[ga], mu[gb_], given[gb_]))
+        restitution.append(jnp.maximum(rest[ga], rest[gb_]))
 
     normal = jnp.concatenate(normal)
     return Contacts(

@@ -126,7 +126,16 @@ def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: j
     )
     increment = h - state.time_compensation
     time = state.time + increment
+    bus_voltage = state.bus_voltage
+    if model.battery.enabled:
+        battery = model.battery
+        current = supply_current(model, state, act_state)
+        sag = (
+            jnp.asarray(battery.open_circuit_voltage, dtype) - jnp.asarray(battery.internal_resistance, dtype) * current
+        )
+        bus_voltage = jnp.broadcast_to(sag, bus_voltage.shape)
     return state.replace(
+        bus_voltage=bus_voltage,
         q=integrate_positions(model, q, u_next + u_pos, h),
         u=u_next,
         time=time,
@@ -144,6 +153,24 @@ def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: j
 #: its numbers overflow (in float32 the square of a velocity overflows near 1.8e19), which keeps the
 #: gradient of a batch finite when a diverging world is masked out of the loss.
 DIVERGENCE_BOUND = 1e8
+
+
+def supply_current(model: Model, state: State, act_state) -> jax.Array:
+    """() the current [A] the DC motors drew from their supply over a step.
+
+    Each motor's winding current is ``i = tau_m / Kt``; it takes the electrical power ``(R i + w / Kv) i``
+    (``w`` the step's average motor speed), drawn from the bus at its voltage, so the supply current is the
+    sum of ``(R i + w / Kv) i / V_bus`` (negative when braking motors return energy). An invalid actuator
+    draws nothing.
+    """
+    dtype = state.u.dtype
+    motor = model.actuators.motor
+    kt = jnp.asarray(motor.torque_constant, dtype)
+    valid = act_state.valid
+    current = jnp.where(valid, act_state.motor_torque / jnp.where(valid, kt, 1.0), 0.0)
+    emf = act_state.average_motor_speed / jnp.where(valid, jnp.asarray(motor.velocity_constant, dtype), 1.0)
+    power = (jnp.asarray(motor.resistance, dtype) * current + emf) * current
+    return jnp.sum(jnp.where(valid, power / jnp.where(valid, state.bus_voltage, 1.0), 0.0))
 
 
 def runnable(model: Model, state: State) -> jax.Array:

@@ -49,14 +49,11 @@ def joint_q_index(model: Model, name: str) -> int:
 def neutral_q(model: Model) -> jax.Array:
     """The default configuration: base at the origin with the identity orientation, joints at 0
     (clipped into their position limits)."""
-    q = np.zeros(model.nq)
-    lower = np.asarray(model.dof_lower)
-    upper = np.asarray(model.dof_upper)
-    for qs in model.free_q:
-        q[qs + 3] = 1.0
-    for qi, vi in zip(model.joint_q, model.joint_u, strict=True):
-        q[qi] = min(max(0.0, lower[vi]), upper[vi])
-    return jnp.asarray(q, dtype=model.body_mass.dtype)
+    dtype = model.body_mass.dtype
+    q = jnp.zeros(model.nq, dtype).at[np.array(model.free_q, dtype=np.int32) + 3].set(1.0)
+    joints = np.array(model.joint_u, dtype=np.int32)
+    neutral = jnp.clip(0.0, model.dof_lower[joints], model.dof_upper[joints]).astype(dtype)
+    return q.at[np.array(model.joint_q, dtype=np.int32)].set(neutral)
 
 
 def actuator_names(model: Model) -> list[str]:

@@ -15,7 +15,7 @@ from jaxmor.checks import as_scalar
 from jaxmor.collision import check_pairs
 from jaxmor.errors import ArgumentError
 from jaxmor.model import geom_index
-from jaxmor.types import JointType, Model
+from jaxmor.types import Battery, JointType, Model
 
 
 def add_ground(
@@ -26,8 +26,9 @@ def add_ground(
     Args:
         model: the model.
         height: height of the plane [m] (finite).
-        friction: the ground's Coulomb friction coefficient (``>= 0``), combined with each geom's
-            as ``sqrt(mu_ground mu_geom)``.
+        friction: the ground's Coulomb friction coefficient (``>= 0``): the contacts' friction for geoms
+            whose description gives none (every URDF geom), else combined with the geom's by
+            ``model.opt.friction_rule`` (:func:`jaxmor.collision.combine_friction`).
         restitution: the ground's coefficient of restitution in ``[0, 1]``, combined with each
             geom's as the maximum.
 
@@ -53,7 +54,8 @@ def set_geom_properties(
     Args:
         model: the model.
         name: the geom's name (``model.geom_names``).
-        friction: its Coulomb friction coefficient (``>= 0``); ``None`` keeps it.
+        friction: its Coulomb friction coefficient (``>= 0``); ``None`` keeps it. Once set, it is a given
+            friction: combined with the other surface's by ``model.opt.friction_rule``.
         restitution: its coefficient of restitution in ``[0, 1]``; ``None`` keeps it.
 
     Raises:
@@ -62,7 +64,8 @@ def set_geom_properties(
     i = geom_index(model, name)
     if friction is not None:
         friction = as_scalar(friction, "friction", lower=0.0)
-        model = model.replace(geom_friction=model.geom_friction.at[i].set(friction))
+        given = tuple(g or k == i for k, g in enumerate(model.geom_friction_given))
+        model = model.replace(geom_friction=model.geom_friction.at[i].set(friction), geom_friction_given=given)
     if restitution is not None:
         restitution = as_scalar(restitution, "restitution", lower=0.0, upper=1.0)
         model = model.replace(geom_restitution=model.geom_restitution.at[i].set(restitution))
@@ -117,3 +120,28 @@ def enable_self_collision(model: Model, enabled: bool = True, exclude: Iterable 
             pairs.append((i, j))
     check_pairs(model, pairs)
     return model.replace(contact_pairs=tuple(pairs))
+
+
+def set_battery(model: Model, open_circuit_voltage: float, internal_resistance: float) -> Model:
+    """A copy of ``model`` whose actuators share a battery: their bus voltage sags with the current drawn.
+
+    After every step the bus voltage of every actuator becomes ``V_oc - R_int I``, with ``I`` the current the
+    motors drew from the supply in that step (:func:`jaxmor.integrator.supply_current`: each motor's
+    electrical power ``(R i + w / Kv) i`` over the bus voltage, ``i = tau_m / Kt``; braking motors give
+    current back). A new State starts at ``V_oc``. Both values are leaves (``model.battery``), so they can be
+    randomized per world.
+
+    Args:
+        model: the model.
+        open_circuit_voltage: ``V_oc`` [V] (``> 0``).
+        internal_resistance: ``R_int`` [Ohm] (``>= 0``).
+
+    Raises:
+        ArgumentError: a value out of range; the message names it.
+    """
+    voltage = as_scalar(open_circuit_voltage, "open_circuit_voltage", lower=0.0)
+    resistance = as_scalar(internal_resistance, "internal_resistance", lower=0.0)
+    if float(voltage) <= 0.0:
+        raise ArgumentError(f"open_circuit_voltage must be positive, got {float(voltage)}")
+    dtype = model.body_mass.dtype
+    return model.replace(battery=Battery(jnp.asarray(voltage, dtype), jnp.asarray(resistance, dtype), enabled=True))

@@ -77,7 +77,7 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         pd_position_target=zero_v,
         pd_velocity_target=zero_v,
         external_force=zero_v,
-        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
+        bus_voltage=_initial_bus_voltage(model, dtype),
         mor_enforced=jnp.asarray(True),
         actuation_limit=jnp.asarray(model.dof_effort_limit, dtype),
         contact_impulse=jnp.zeros((contact_count(model), 3), dtype),
@@ -87,6 +87,13 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         nonfinite=jnp.asarray(False),
         invalid=jnp.asarray(False),
     )
+
+
+def _initial_bus_voltage(model: Model, dtype) -> jax.Array:
+    """(na,) the description's bus voltages, or the battery's open-circuit voltage when the model has one."""
+    if model.battery.enabled:
+        return jnp.broadcast_to(jnp.asarray(model.battery.open_circuit_voltage, dtype), (model.na,))
+    return jnp.asarray(model.actuators.motor.bus_voltage, dtype)
 
 
 def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
@@ -424,7 +431,7 @@ def reset_actuator_state(model: Model, state: State) -> State:
     dtype = state.q.dtype
     return state.replace(
         actuator_torque=jnp.zeros((model.na,), dtype),
-        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
+        bus_voltage=_initial_bus_voltage(model, dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
         ctrl=jnp.zeros((model.nu,), dtype),
     )

@@ -75,11 +75,31 @@ class Options:
         gravity: (3,) gravitational acceleration in the world frame [m/s^2].
         solver_iterations: projected Gauss-Seidel sweeps per step, of the velocity pass and of the
             position pass each (static, ``>= 1``).
+        friction_rule: how two given friction coefficients combine: ``"geometric_mean"`` (default),
+            ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.collision.combine_friction`).
     """
 
     timestep: jax.Array
     gravity: jax.Array
     solver_iterations: int = struct.field(pytree_node=False)
+    friction_rule: str = struct.field(pytree_node=False, default="geometric_mean")
+
+
+@struct.dataclass
+class Battery:
+    """The supply of the DC-motor actuators (``jaxmor.set_battery``).
+
+    Attributes:
+        open_circuit_voltage: () ``V_oc`` [V].
+        internal_resistance: () ``R_int`` [Ohm]; after every step the bus voltage becomes
+            ``V_oc - R_int I`` with ``I`` the current drawn in that step.
+        enabled: whether the model has a battery; without one the bus voltages are what the State holds
+            (static).
+    """
+
+    open_circuit_voltage: jax.Array
+    internal_resistance: jax.Array
+    enabled: bool = struct.field(pytree_node=False, default=False)
 
 
 @struct.dataclass
@@ -222,7 +242,9 @@ class Model:
             ``(r, half length, 0)`` [m].
         geom_rotation: (ng, 3, 3) geom orientation in its body's frame.
         geom_translation: (ng, 3) geom centre in its body's frame [m].
-        geom_friction: (ng,) Coulomb friction coefficient of each geom [-] (URDF has none: default 0.8).
+        geom_friction: (ng,) Coulomb friction coefficient of each geom [-] (URDF gives none: 0.8, not given).
+        geom_friction_given: whether each geom's friction was given (by the description or a setter) rather
+            than defaulted; a geom without one takes the other surface's (static).
         geom_restitution: (ng,) coefficient of restitution of each geom [-] (default 0).
         dof_armature: (nv,) reflected rotor inertia added to the mass matrix diagonal
             [kg m^2 or kg], URDF ``<dynamics rotor_inertia>``.
@@ -237,6 +259,7 @@ class Model:
         ground_friction: () friction coefficient of the ground [-].
         ground_restitution: () coefficient of restitution of the ground [-].
         actuators: the DC-motor actuators.
+        battery: the actuators' supply; disabled unless ``jaxmor.set_battery`` gave one.
         affine: the affine (MuJoCo-style) actuators.
     """
 
@@ -265,6 +288,7 @@ class Model:
     geom_link: tuple[int, ...] = struct.field(pytree_node=False)
     geom_names: tuple[str, ...] = struct.field(pytree_node=False)
     geom_body: tuple[int, ...] = struct.field(pytree_node=False)
+    geom_friction_given: tuple[bool, ...] = struct.field(pytree_node=False)
     mesh_geoms: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     ground: bool = struct.field(pytree_node=False)
@@ -299,6 +323,7 @@ class Model:
     ground_restitution: jax.Array
     # Actuators.
     actuators: MotorActuators
+    battery: Battery
     affine: AffineActuators
 
     @property

@@ -11,19 +11,21 @@ import jaxmor
 
 PUBLIC = [
     "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
-    "ArgumentError", "Contacts", "DcMotorParameters", "GeomType", "JaxmorError", "JointType", "Model", "ModelError",
-    "MotorActuators", "MotorSaturation", "MotorTorqueBounds", "Options", "Poses", "State", "actuate",
-    "actuator_index", "actuator_names", "actuator_states", "actuator_torque_bounds", "actuator_torques", "add_ground",
-    "affine_force", "affine_force_at", "affine_generalized_force", "affine_joint_force", "bias_force", "clamp_ctrl",
-    "clip_motor_torque", "collide", "contact_count", "enable_self_collision", "export_actuators", "forward_dynamics",
-    "forward_kinematics", "generalized_force", "geom_index", "get_actuators", "import_actuators", "init_state",
-    "integrate_positions", "inverse_dynamics", "is_motor_operating_region_enforced", "joint_damping",
-    "joint_friction", "joint_index", "joint_names", "joint_q_index", "link_jacobian", "load_urdf", "mass_matrix",
+    "ArgumentError", "Battery", "Contacts", "DcMotorParameters", "Distribution", "GeomType", "JaxmorError",
+    "JointType", "Model", "ModelError", "MotorActuators", "MotorSaturation", "MotorTorqueBounds", "Options", "Poses",
+    "State", "actuate", "actuator_index", "actuator_names", "actuator_states", "actuator_torque_bounds",
+    "actuator_torques", "add_ground", "affine_force", "affine_force_at", "affine_generalized_force",
+    "affine_joint_force", "bias_force", "clamp_ctrl", "clip_motor_torque", "collide", "contact_count",
+    "enable_self_collision", "export_actuators", "forward_dynamics", "forward_kinematics", "generalized_force",
+    "geom_index", "get_actuators", "import_actuators", "init_state", "init_states", "integrate_positions",
+    "inverse_dynamics", "is_motor_operating_region_enforced", "joint_damping", "joint_friction", "joint_index",
+    "joint_names", "joint_q_index", "link_jacobian", "load_urdf", "log_uniform", "mass_matrix",
     "motor_operating_region_violation", "motor_speeds", "motor_torque_bounds", "motor_torque_bounds_from_constants",
-    "neutral_q", "point_jacobian", "reset_actuator_state", "rollout", "rollout_batch", "set_actuation_limits",
-    "set_actuator_torque", "set_actuator_torques", "set_actuators", "set_affine_actuators", "set_bus_voltage",
-    "set_ctrl", "set_external_force", "set_generalized_force", "set_geom_properties",
-    "set_motor_operating_region_enforced", "set_pd_gains", "set_pd_targets", "step", "summary", "transmission_matrix",
+    "neutral_q", "normal", "point_jacobian", "randomize", "reset_actuator_state", "rollout", "rollout_batch", "scale",
+    "set_actuation_limits", "set_actuator_torque", "set_actuator_torques", "set_actuators", "set_affine_actuators",
+    "set_battery", "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force",
+    "set_geom_properties", "set_motor_operating_region_enforced", "set_pd_gains", "set_pd_targets", "step", "summary",
+    "transmission_matrix", "uniform",
 ]  # fmt: skip
 
 

@@ -254,7 +254,7 @@ def test_the_transmission_cannot_be_replaced_on_its_own(turntable):
 
 
 def test_options_are_checked_where_they_are_set(pendulum):
-    with pytest.raises(ArgumentError, match=r"opt\.timestep must be a positive finite scalar"):
+    with pytest.raises(ArgumentError, match=r"opt\.timestep must be positive and finite"):
         pendulum.opt.replace(timestep=-1e-3)
     with pytest.raises(ArgumentError, match=r"opt\.solver_iterations must be an int >= 1"):
         pendulum.opt.replace(solver_iterations=0)

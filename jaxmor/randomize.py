@@ -1,0 +1,322 @@
+"""Domain randomization: many worlds' models drawn from one model, ready for ``vmap`` and ``rollout_batch``.
+
+``randomize(model, key, n_worlds, {parameter: distribution, ...})`` returns ``(models, axes)``: a Model
+whose randomized leaves carry a leading world axis of size ``n_worlds`` (every other leaf is shared, so
+memory grows only with what is randomized) and the ``in_axes``-style pytree that says which leaves those
+are. Use them as::
+
+    models, axes = jaxmor.randomize(model, key, 256, {"motor.resistance": jaxmor.scale(0.9, 1.1)})
+    states = jaxmor.init_states(models, axes, n_worlds=256)     # bus voltages etc. from each world's model
+    final, _ = jaxmor.rollout_batch(models, states, n_steps=100, model_axes=axes)
+    jax.vmap(jaxmor.step, in_axes=(axes, 0))(models, states)
+
+Parameters (``select`` picks elements by name; without it every element is drawn):
+
+=========================================  ======================================  ===================
+name                                       what                                    ``select`` by
+=========================================  ======================================  ===================
+``body.mass``                              a body's mass, its inertia scaled along  link or body name
+                                           (the same mass distribution, heavier)
+``geom.friction``, ``geom.restitution``    contact properties (drawn frictions      geom name
+                                           count as given, ``Model.geom_friction_given``)
+``joint.damping``, ``joint.friction``,     per 1-DoF joint                          joint name
+``joint.armature``
+``motor.resistance``, ``.torque_constant``,  the motor constants; ``motor.bus_voltage``  actuator name
+``.velocity_constant``, ``.peak_torque``,  (alias ``bus_voltage``) is the voltage a
+``.bus_voltage``                           new State starts with
+``actuator.gear_ratio``,                   the transmission and output losses       actuator name
+``actuator.output_damping``,
+``actuator.output_friction``
+``gravity``                                the 3-vector (elements are x, y, z)       --
+``timestep``                               the time step                            --
+``ground.friction``, ``ground.restitution``, ``ground.height``                      --
+``battery.open_circuit_voltage``,          the supply (``jaxmor.set_battery``)       --
+``battery.internal_resistance``
+=========================================  ======================================  ===================
+
+Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute values) and :func:`scale`
+(the nominal value times a uniform factor). Each draws every selected element independently, or one
+value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
+spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear
+ratio or time step that is not positive raise an :class:`~jaxmor.ArgumentError` naming the parameter, the
+world, the element and the rule, before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.checks import as_positive_int, as_real
+from jaxmor.errors import ArgumentError
+from jaxmor.motor import DcMotorParameters, motor_problem
+from jaxmor.types import Model
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """How to draw a parameter (made by :func:`uniform`, :func:`normal`, :func:`log_uniform`, :func:`scale`).
+
+    Attributes:
+        kind: ``"uniform"``, ``"normal"``, ``"log_uniform"`` or ``"scale"``.
+        a, b: the bounds (uniform, log-uniform, scale) or the mean and standard deviation (normal); floats
+            or sequences that broadcast against the selected elements.
+        select: names of the elements to draw (``None``: all).
+        shared: one draw per world for all selected elements.
+    """
+
+    kind: str
+    a: Any
+    b: Any
+    select: tuple[str, ...] | None = None
+    shared: bool = False
+
+    def sample(self, key: jax.Array, shape: tuple[int, ...], nominal: np.ndarray) -> np.ndarray:
+        """Draws of ``shape`` (worlds, elements...) for the nominal values ``nominal`` (elements...)."""
+        draw_shape = (shape[0],) + (1,) * (len(shape) - 1) if self.shared else shape
+        a, b = np.asarray(self.a, np.float64), np.asarray(self.b, np.float64)
+        if self.kind == "normal":
+            out = a + b * np.asarray(jax.random.normal(key, draw_shape), np.float64)
+            return np.broadcast_to(out, shape).astype(np.float64)
+        unit = np.asarray(jax.random.uniform(key, draw_shape), np.float64)
+        if self.kind == "uniform":
+            out = a + (b - a) * unit
+        elif self.kind == "log_uniform":
+            out = np.exp(np.log(a) + (np.log(b) - np.log(a)) * unit)
+        else:  # scale
+            out = nominal * (a + (b - a) * unit)
+        return np.broadcast_to(out, shape).astype(np.float64)
+
+
+def _bounds(kind: str, low: Any, high: Any, select, shared) -> Distribution:
+    for name, value in (("low", low), ("high", high)):
+        for x in np.ravel(np.asarray(value, dtype=object)):
+            as_real(x, f"{kind}: {name}")
+    if np.any(np.asarray(low, float) > np.asarray(high, float)):
+        raise ArgumentError(f"{kind}: low must not exceed high, got {low!r} > {high!r}")
+    if kind == "log_uniform" and np.any(np.asarray(low, float) <= 0):
+        raise ArgumentError(f"log_uniform: the bounds must be positive, got low={low!r}")
+    return Distribution(kind, low, high, None if select is None else tuple(select), bool(shared))
+
+
+def uniform(low: Any, high: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
+    """Values uniform in ``[low, high]`` (in the parameter's units)."""
+    return _bounds("uniform", low, high, select, shared)
+
+
+def log_uniform(low: Any, high: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
+    """Values whose logarithm is uniform in ``[log low, log high]`` (``0 < low <= high``)."""
+    return _bounds("log_uniform", low, high, select, shared)
+
+
+def scale(low: Any, high: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
+    """The nominal value times a factor uniform in ``[low, high]``."""
+    return _bounds("scale", low, high, select, shared)
+
+
+def normal(mean: Any, std: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
+    """Values normal with ``mean`` and standard deviation ``std`` (``>= 0``)."""
+    for name, value in (("mean", mean), ("std", std)):
+        for x in np.ravel(np.asarray(value, dtype=object)):
+            as_real(x, f"normal: {name}")
+    if np.any(np.asarray(std, float) < 0):
+        raise ArgumentError(f"normal: std must not be negative, got {std!r}")
+    return Distribution("normal", mean, std, None if select is None else tuple(select), bool(shared))
+
+
+# --------------------------------------------------------------------------------------------------
+# The parameters: where each lives in the Model, how its elements are named, what a valid value is.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Parameter:
+    path: tuple[str, ...]  # attribute path in the Model
+    names: Callable[[Model], tuple[str, ...]]  # element names (empty: a scalar or an unnamed vector)
+    rule: str  # the validity rule, for messages: "positive", "non-negative", "in [0, 1]", "finite", "motor"
+
+
+def _joints(model: Model) -> tuple[str, ...]:
+    return model.joint_names
+
+
+def _actuators(model: Model) -> tuple[str, ...]:
+    return model.actuators.names
+
+
+def _none(model: Model) -> tuple[str, ...]:
+    return ()
+
+
+PARAMETERS: dict[str, _Parameter] = {
+    "body.mass": _Parameter(("body_mass",), lambda m: m.body_names, "positive"),
+    "geom.friction": _Parameter(("geom_friction",), lambda m: m.geom_names, "non-negative"),
+    "geom.restitution": _Parameter(("geom_restitution",), lambda m: m.geom_names, "in [0, 1]"),
+    "joint.damping": _Parameter(("dof_damping",), _joints, "non-negative"),
+    "joint.friction": _Parameter(("dof_friction",), _joints, "non-negative"),
+    "joint.armature": _Parameter(("dof_armature",), _joints, "non-negative"),
+    "motor.resistance": _Parameter(("actuators", "motor", "resistance"), _actuators, "motor"),
+    "motor.torque_constant": _Parameter(("actuators", "motor", "torque_constant"), _actuators, "motor"),
+    "motor.velocity_constant": _Parameter(("actuators", "motor", "velocity_constant"), _actuators, "motor"),
+    "motor.peak_torque": _Parameter(("actuators", "motor", "peak_torque"), _actuators, "motor"),
+    "motor.bus_voltage": _Parameter(("actuators", "motor", "bus_voltage"), _actuators, "motor"),
+    "actuator.gear_ratio": _Parameter(("actuators", "gear_ratio"), _actuators, "positive"),
+    "actuator.output_damping": _Parameter(("actuators", "output_damping"), _actuators, "non-negative"),
+    "actuator.output_friction": _Parameter(("actuators", "output_friction"), _actuators, "non-negative"),
+    "gravity": _Parameter(("opt", "gravity"), lambda m: ("x", "y", "z"), "finite"),
+    "timestep": _Parameter(("opt", "timestep"), _none, "positive"),
+    "ground.friction": _Parameter(("ground_friction",), _none, "non-negative"),
+    "ground.restitution": _Parameter(("ground_restitution",), _none, "in [0, 1]"),
+    "ground.height": _Parameter(("ground_height",), _none, "finite"),
+    "battery.open_circuit_voltage": _Parameter(("battery", "open_circuit_voltage"), _none, "positive"),
+    "battery.internal_resistance": _Parameter(("battery", "internal_resistance"), _none, "non-negative"),
+}
+ALIASES = {"bus_voltage": "motor.bus_voltage"}
+
+
+def _get(tree: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        tree = getattr(tree, part)
+    return tree
+
+
+def _set(tree: Any, path: tuple[str, ...], value: Any) -> Any:
+    """``tree`` with the leaf at ``path`` replaced (plain dataclass replace: the draws are checked here)."""
+    if len(path) == 1:
+        return dataclasses.replace(tree, **{path[0]: value})
+    return dataclasses.replace(tree, **{path[0]: _set(getattr(tree, path[0]), path[1:], value)})
+
+
+def _selection(model: Model, name: str, parameter: _Parameter, dist: Distribution) -> np.ndarray:
+    """Indices of the selected elements."""
+    names = parameter.names(model)
+    if dist.select is None:
+        return np.arange(max(len(names), 1))
+    if not names:
+        raise ArgumentError(f"randomize: {name} has no named elements to select; drop select={dist.select!r}")
+    if name == "body.mass":  # a link name selects the body that carries it
+        lookup = dict(zip(model.body_names, range(model.nb), strict=True))
+        lookup |= {link: b for link, b in zip(model.link_names, model.link_body, strict=True) if b >= 0}
+    else:
+        lookup = {n: i for i, n in enumerate(names)}
+    unknown = [s for s in dist.select if s not in lookup]
+    if unknown:
+        raise ArgumentError(f"randomize: {name}: unknown element(s) {unknown}; the elements are {list(names)}")
+    return np.array(sorted({lookup[s] for s in dist.select}), dtype=np.int64)
+
+
+def _check(name: str, parameter: _Parameter, values: np.ndarray, labels: Sequence[str]) -> None:
+    """Raise for the first world and element whose draw breaks the parameter's rule."""
+    rule = parameter.rule
+    bad = np.isnan(values) if rule == "motor" else ~np.isfinite(values)  # a motor's peak torque may be inf
+    if rule in ("positive", "motor"):
+        bad |= values <= 0
+    elif rule == "non-negative":
+        bad |= values < 0
+    elif rule == "in [0, 1]":
+        bad |= (values < 0) | (values > 1)
+    if bad.any():
+        world, *element = np.unravel_index(int(np.argmax(bad)), values.shape)
+        which = f", {labels[element[0]]}" if element and labels else ""
+        must = {"finite": "finite", "motor": "positive (the motor validity rule)"}.get(rule, f"{rule} and finite")
+        raise ArgumentError(
+            f"randomize: {name}: world {world}{which}: drew {float(values[(world, *element)])!r}, which must be {must}"
+        )
+
+
+def _check_support(name: str, parameter: _Parameter, dist: Distribution, nominal: np.ndarray) -> None:
+    """Refuse a bounded distribution whose range reaches values the parameter cannot take (a resistance
+    range reaching 0, say), even where no world happened to draw one."""
+    if dist.kind == "normal":
+        return
+    low = np.min(np.asarray(dist.a, np.float64) * (nominal if dist.kind == "scale" else 1.0))
+    rule = "positive" if parameter.rule == "motor" else parameter.rule
+    if (rule == "positive" and low <= 0) or (rule in ("non-negative", "in [0, 1]") and low < 0):
+        reach = f"{dist.kind}({dist.a!r}, {dist.b!r}) reaches {float(low)!r} in any world"
+        raise ArgumentError(f"randomize: {name}: {reach}, which must be {rule}")
+    high = np.max(np.asarray(dist.b, np.float64) * (nominal if dist.kind == "scale" else 1.0))
+    if rule == "in [0, 1]" and high > 1:
+        reach = f"{dist.kind}({dist.a!r}, {dist.b!r}) reaches {float(high)!r} in any world"
+        raise ArgumentError(f"randomize: {name}: {reach}, which must be {rule}")
+
+
+def _check_motors(model: Model, motor: DcMotorParameters, drawn: set[str]) -> None:
+    """Every world's motors must pass the spec's validity rule (:func:`jaxmor.motor.motor_problem`)."""
+    fields = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
+    values = np.broadcast_arrays(*(np.asarray(getattr(motor, f), np.float64) for f in fields))
+    worlds = values[0].shape[0] if values[0].ndim == 2 else 1
+    for world in range(worlds):
+        for i, actuator in enumerate(model.actuators.names):
+            at = (world, i) if values[0].ndim == 2 else (i,)
+            problem = motor_problem(DcMotorParameters(*(float(v[at]) for v in values)))
+            if problem is not None:
+                parameters = ", ".join(sorted(drawn))
+                where = f"world {world}, actuator '{actuator}'"
+                raise ArgumentError(f"randomize: {parameters}: {where}: the drawn motor is invalid: {problem}")
+
+
+def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Distribution]) -> tuple[Model, Model]:
+    """Per-world models drawn from ``model`` (see the module docstring for the parameters).
+
+    Args:
+        model: the nominal model (unbatched).
+        key: a ``jax.random`` key; the same key gives the same worlds.
+        n_worlds: number of worlds (``>= 1``).
+        spec: parameter name -> :class:`Distribution`.
+
+    Returns:
+        ``(models, axes)``: the model with a leading axis of ``n_worlds`` on each randomized leaf, and the
+        pytree of the model's structure holding ``0`` on those leaves and ``None`` elsewhere (the
+        ``model_axes`` of :func:`jaxmor.rollout_batch`, the ``in_axes`` of ``jax.vmap``).
+
+    Raises:
+        ArgumentError: an unknown parameter or element name, a distribution that is not one, or a draw that
+            breaks a rule (naming the parameter, the world, the element and the rule).
+    """
+    n = as_positive_int(n_worlds, "n_worlds")
+    if not isinstance(spec, Mapping):
+        raise ArgumentError(f"spec must map parameter names to distributions, got {type(spec).__name__}")
+    axes = jax.tree.map(lambda _: None, model)
+    keys = jax.random.split(key, max(len(spec), 1))
+    drawn_motor: set[str] = set()
+    given = list(model.geom_friction_given)
+    for (name, dist), sub in zip(spec.items(), keys, strict=False):
+        name = ALIASES.get(name, name)
+        if name not in PARAMETERS:
+            raise ArgumentError(f"randomize: unknown parameter {name!r}; the parameters are {sorted(PARAMETERS)}")
+        if not isinstance(dist, Distribution):
+            raise ArgumentError(f"randomize: {name} needs a distribution (jaxmor.uniform, ...), got {dist!r}")
+        parameter = PARAMETERS[name]
+        nominal = np.asarray(_get(model, parameter.path), np.float64)
+        if _get(axes, parameter.path) is not None:
+            raise ArgumentError(f"randomize: {name} is given twice")
+        index = _selection(model, name, parameter, dist)
+        base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
+        draws = dist.sample(sub, (n, index.size), base[index])
+        labels = [parameter.names(model)[i] for i in index] if parameter.names(model) else []
+        _check(name, parameter, draws, labels)
+        _check_support(name, parameter, dist, base[index])
+        values = np.broadcast_to(base, (n, base.size)).copy()
+        values[:, index] = draws
+        values = values.reshape((n, *nominal.shape))
+        dtype = jnp.asarray(_get(model, parameter.path)).dtype
+        model = _set(model, parameter.path, jnp.asarray(values, dtype))
+        axes = _set(axes, parameter.path, 0)
+        if name == "body.mass":  # the inertia follows the mass: the same distribution of mass, heavier
+            ratio = np.where(nominal > 0, values / np.where(nominal > 0, nominal, 1.0), 1.0)
+            inertia = np.asarray(model.body_inertia, np.float64) * ratio[..., None, None]
+            model = _set(model, ("body_inertia",), jnp.asarray(inertia, model.body_inertia.dtype))
+            axes = _set(axes, ("body_inertia",), 0)
+        if name == "geom.friction":
+            for i in index:
+                given[int(i)] = True
+        if name.startswith("motor."):
+            drawn_motor.add(name)
+    if drawn_motor:
+        _check_motors(model, model.actuators.motor, drawn_motor)
+    given = tuple(given)
+    return dataclasses.replace(model, geom_friction_given=given), dataclasses.replace(axes, geom_friction_given=given)
