@@ -4,6 +4,7 @@ The public API is re-exported here; nothing is defined in this module, and impor
 global setting (x64, print options).
 """
 
+from jaxmor import sysid
 from jaxmor.actuators import (
     export_actuators,
     get_actuators,
@@ -175,6 +176,7 @@ __all__ = [
     "set_pd_targets",
     "step",
     "summary",
+    "sysid",
     "transmission_matrix",
     "uniform",
 ]

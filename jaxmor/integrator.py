@@ -7,9 +7,8 @@ Velocity level, with ``h = model.opt.timestep``:
   terms (:class:`jaxmor.forces.Forces`) and the linearized velocity-dependent forces of a floating base
   (:func:`jaxmor.dynamics.base_velocity_jacobian`; with ``b`` explicit, a torque-free spinning body gains
   energy and a fast spin about its major axis diverges). ``M_eff`` is not symmetric (the gyroscopic
-  block), so it is factorized with LU; one factorization and one solve with ``nv + 1`` right-hand sides
-  give both ``u_free = u_t + M_eff^-1 h (tau - b)`` and ``M_eff^-1`` (a single chain of batched LAPACK
-  calls per step: ``docs/design/cpu-deadlock.md``).
+  block); one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array operations, no LAPACK) with
+  ``nv + 1`` right-hand sides gives both ``u_free = u_t + M_eff^-1 h (tau - b)`` and ``M_eff^-1``.
 * the constraint impulses then give ``u_{t+1}``, and ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``
   (:func:`integrate_positions`; ``u_pos`` the position-correction pseudo-velocity).
 
@@ -62,8 +61,49 @@ def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeM
     h = jnp.asarray(model.opt.timestep, dtype)
     m_eff = dyn.mass + h * jnp.diag(frc.implicit) + h * base_velocity_jacobian(model, dyn.mass, state.u)
     rhs = jnp.concatenate([h * (frc.applied - dyn.bias)[:, None], jnp.eye(model.nv, dtype=dtype)], axis=1)
-    solved = jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(m_eff), rhs)
+    solved = gauss_jordan(m_eff, rhs)
     return FreeMotion(velocity=state.u + solved[:, 0], inverse_mass=solved[:, 1:])
+
+
+#: Largest number of velocities whose elimination is unrolled (above it, a ``fori_loop`` of the same steps).
+UNROLL_LIMIT = 64
+
+
+def gauss_jordan(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a^-1 b`` by Gauss-Jordan elimination without pivoting, in plain array operations (no LAPACK).
+
+    ``a`` is the effective mass: the symmetric positive-definite mass matrix plus positive diagonal terms
+    and ``h`` times the floating base's gyroscopic block, a small non-symmetric perturbation. Elimination
+    without pivoting is stable for such matrices (every leading block stays positive definite for the
+    symmetric part). Each of the ``n`` steps scales the pivot row and subtracts it from every other row of
+    ``[a | b]``: ``n (n + k) n`` multiply-adds, unrolled for ``n <= UNROLL_LIMIT``, a ``fori_loop``
+    above (18 velocities: 18 fused steps). Plain operations batch and differentiate like any others, and
+    avoid jaxlib 0.10.2's batched LAPACK kernels, which can deadlock a small CPU (``docs/design/cpu-deadlock.md``).
+
+    Args:
+        a: (n, n) the matrix.
+        b: (n, k) the right-hand sides.
+
+    Returns:
+        (n, k) the solution.
+    """
+    n = a.shape[0]
+    aug = jnp.concatenate([a, b], axis=1)
+
+    def eliminate(i, aug):
+        pivot_row = jax.lax.dynamic_index_in_dim(aug, i, keepdims=False)
+        pivot_row = pivot_row / jax.lax.dynamic_index_in_dim(pivot_row, i, keepdims=False)
+        column = jax.lax.dynamic_index_in_dim(aug, i, axis=1, keepdims=False)
+        factors = column.at[i].set(0.0)
+        aug = aug - factors[:, None] * pivot_row[None, :]
+        return jax.lax.dynamic_update_index_in_dim(aug, pivot_row, i, axis=0)
+
+    if n <= UNROLL_LIMIT:
+        for i in range(n):
+            aug = eliminate(i, aug)
+    else:
+        aug = jax.lax.fori_loop(0, n, eliminate, aug)
+    return aug[:, n:]
 
 
 def integrate_positions(model: Model, q: jax.Array, u: jax.Array, dt: ArrayLike) -> jax.Array:

@@ -25,6 +25,7 @@ PUBLIC = [
     "set_actuation_limits", "set_actuator_torque", "set_actuator_torques", "set_actuators", "set_affine_actuators",
     "set_battery", "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force",
     "set_geom_properties", "set_motor_operating_region_enforced", "set_pd_gains", "set_pd_targets", "step", "summary",
+    "sysid",
     "transmission_matrix", "uniform",
 ]  # fmt: skip
 

@@ -1,0 +1,494 @@
+"""System identification of motor constants by gradient descent through the simulator.
+
+``fit(model, recordings, actuators=[...])`` finds the motor constants of the chosen actuators that make the
+simulator reproduce recorded motion (and, when recorded, motor currents). The simulation is differentiated
+end to end (:func:`jaxmor.rollout`); parameters are fitted in log space (they stay positive and a step
+is relative); long recordings are cut into short windows, each started from the recorded state (multiple
+shooting), so the fit stays well conditioned however long the recording; several recordings are fitted
+at once (all windows run in one ``vmap``).
+
+What the data can tell. Inside the motor operating region a commanded torque is applied as is: motion
+then says nothing about the motor. On the voltage band the torque is ``(Kt / R) (V - w / Kv)``: motion
+tells ``Kt / R`` and ``Kv`` (and ``V``), not ``R`` and ``Kt`` apart. Recorded currents (``i = tau_m / Kt``)
+separate them, and so does the ideal-motor identity ``Kt = 1 / Kv`` (SI units: it holds for a motor
+without losses, where the electrical power ``w tau / Kt`` equals the mechanical ``w tau`` times ``Kv Kt``;
+``ideal_motor=True`` imposes it). The result says which parameters and combinations the data determine:
+from the Gauss-Newton approximation ``J^T J`` of the loss's Hessian at the optimum (``J`` the Jacobian of
+the residuals), directions with (near) zero curvature are reported as not identifiable, and the others get
+standard deviations ``sigma^2 (J^T J)^-1`` with the residual variance ``sigma^2``.
+
+Methods. ``method="gauss_newton"`` (default) is Levenberg-Marquardt on the residuals, with their Jacobian by
+forward-mode differentiation (a few parameters: one pass with a handful of tangents); it converges in a few
+tens of iterations. ``method="optax"`` runs any ``optax`` optimizer on the loss's gradient (reverse mode),
+for many parameters; it needs more iterations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.checks import as_positive_int
+from jaxmor.errors import ArgumentError
+from jaxmor.model import actuator_index
+from jaxmor.state import init_state
+from jaxmor.step import rollout
+from jaxmor.types import Model, State
+
+#: The parameters ``fit`` can identify, per actuator.
+PARAMETERS = (
+    "resistance",
+    "torque_constant",
+    "velocity_constant",
+    "bus_voltage",
+    "output_damping",
+    "output_friction",
+    "rotor_inertia",
+)
+
+#: Curvature (relative to the largest eigenvalue of ``J^T J``) below which a direction is not identified.
+IDENTIFIABILITY_THRESHOLD = 1e-8
+
+
+@dataclasses.dataclass(frozen=True)
+class Recording:
+    """One recorded run, sampled at the model's time step.
+
+    Attributes:
+        q: (T + 1, nq) generalized coordinates at every sample, the start included.
+        u: (T + 1, nv) generalized velocities at every sample.
+        torque: (T, na) actuator torques commanded over each step [Nm or N] (at the gear outputs).
+        current: optional (T, na) measured winding current of each motor during each step [A].
+    """
+
+    q: np.ndarray
+    u: np.ndarray
+    torque: np.ndarray
+    current: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("q", "u", "torque", "current"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, np.asarray(value, dtype=np.float64))
+        steps = self.torque.shape[0] if self.torque.ndim == 2 else -1
+        shapes = {"q": self.q.shape, "u": self.u.shape, "torque": self.torque.shape}
+        if (
+            self.q.ndim != 2
+            or self.u.ndim != 2
+            or steps < 1
+            or self.q.shape[0] != steps + 1
+            or self.u.shape[0] != steps + 1
+        ):
+            raise ArgumentError(f"a Recording needs q (T+1, nq), u (T+1, nv) and torque (T, na), got {shapes}")
+        if self.current is not None and self.current.shape != self.torque.shape:
+            raise ArgumentError(f"current must have the shape of torque {self.torque.shape}, got {self.current.shape}")
+
+
+def record(model: Model, state: State, torque: Any, *, noise: float = 0.0, key: jax.Array | None = None) -> Recording:
+    """Simulate ``model`` from ``state`` under commanded actuator torques and record it (synthetic data).
+
+    Args:
+        model: the model.
+        state: the initial state.
+        torque: (T, na) commanded actuator torques, one row per step.
+        noise: measurement noise: Gaussian, with a standard deviation of ``noise`` times each recorded
+            channel's own standard deviation over the run (``0.01`` is "1% noise").
+        key: the random key for the noise (required when ``noise > 0``).
+
+    Returns:
+        The :class:`Recording`, with the currents ``tau_m / Kt`` the motors drew.
+    """
+    torque = jnp.asarray(torque, state.u.dtype)
+    final, traj = jax.jit(lambda s, c: rollout(model, s, c))(state, torque)
+    del final
+    q = np.concatenate([np.asarray(state.q)[None], np.asarray(traj.q)])
+    u = np.concatenate([np.asarray(state.u)[None], np.asarray(traj.u)])
+    current = np.asarray(traj.actuator_state.motor_torque) / np.asarray(model.actuators.motor.torque_constant)
+    channels = [q, u, current]
+    if noise:
+        if key is None:
+            raise ArgumentError("record needs a key when noise > 0")
+        keys = jax.random.split(key, 3)
+        channels = [
+            x + noise * np.std(x, axis=0) * np.asarray(jax.random.normal(k, x.shape), np.float64)
+            for x, k in zip(channels, keys, strict=True)
+        ]
+    return Recording(channels[0], channels[1], np.asarray(torque), channels[2])
+
+
+@dataclasses.dataclass
+class SysidResult:
+    """What :func:`fit` found.
+
+    Attributes:
+        actuators: the identified actuators.
+        parameters: the identified parameters (per actuator).
+        values: parameter -> (n_actuators,) fitted values (SI units).
+        initial: parameter -> the values the fit started from.
+        relative_std: parameter -> (n_actuators,) standard deviation relative to the value; ``nan`` where the
+            parameter is not identifiable.
+        identifiable: parameter -> (n_actuators,) bool: the data determine it on its own.
+        findings: one sentence per actuator on what the data do and do not determine.
+        loss_history: the loss after every iteration (the first entry: at the start).
+        model: the model with the fitted values.
+    """
+
+    actuators: tuple[str, ...]
+    parameters: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    initial: dict[str, np.ndarray]
+    relative_std: dict[str, np.ndarray]
+    identifiable: dict[str, np.ndarray]
+    findings: list[str]
+    loss_history: np.ndarray
+    model: Model
+
+    def summary(self) -> str:
+        """A table of the fitted values with their uncertainties, then the findings."""
+        lines = [f"{'actuator':>10} {'parameter':>18} {'initial':>12} {'fitted':>12} {'rel. std':>10}"]
+        for a, name in enumerate(self.actuators):
+            for p in self.parameters:
+                std = self.relative_std[p][a]
+                shown = "not ident." if not self.identifiable[p][a] else f"{100 * std:.3g}%"
+                lines.append(f"{name:>10} {p:>18} {self.initial[p][a]:12.6g} {self.values[p][a]:12.6g} {shown:>10}")
+        return "\n".join(lines + [""] + self.findings)
+
+
+# --------------------------------------------------------------------------------------------------
+# Where each parameter lives in the model and the state.
+
+
+def _get(model: Model, name: str, index: np.ndarray) -> jax.Array:
+    act = model.actuators
+    if name == "rotor_inertia":
+        return model.dof_armature[np.asarray(act.joint_v_index)[index]]
+    if name in ("output_damping", "output_friction"):
+        return getattr(act, name)[index]
+    return getattr(act.motor, name)[index]
+
+
+def _set(model: Model, name: str, index: np.ndarray, value: jax.Array) -> Model:
+    act = model.actuators
+    if name == "rotor_inertia":
+        joints = np.asarray(act.joint_v_index)[index]
+        return model.replace(dof_armature=model.dof_armature.at[joints].set(value))
+    if name in ("output_damping", "output_friction"):
+        return model.replace(actuators=act.replace(**{name: getattr(act, name).at[index].set(value)}))
+    motor = act.motor.replace(**{name: getattr(act.motor, name).at[index].set(value)})
+    return model.replace(actuators=act.replace(motor=motor))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Windows:
+    """All windows of all recordings, stacked (leading axis: the windows)."""
+
+    q0: jax.Array
+    u0: jax.Array
+    torque: jax.Array
+    q: jax.Array
+    u: jax.Array
+    current: jax.Array | None
+
+
+def _windows(recordings: Sequence[Recording], window: int, dtype) -> _Windows:
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("q0", "u0", "torque", "q", "u", "current")}
+    with_current = all(r.current is not None for r in recordings)
+    for r in recordings:
+        steps = r.torque.shape[0]
+        for start in range(0, steps - window + 1, window):
+            end = start + window
+            parts["q0"].append(r.q[start])
+            parts["u0"].append(r.u[start])
+            parts["torque"].append(r.torque[start:end])
+            parts["q"].append(r.q[start + 1 : end + 1])
+            parts["u"].append(r.u[start + 1 : end + 1])
+            if with_current:
+                parts["current"].append(r.current[start:end])
+    if not parts["q0"]:
+        raise ArgumentError(f"the recordings are shorter than one window of {window} steps")
+    arrays = {k: jnp.asarray(np.stack(v), dtype) for k, v in parts.items() if v}
+    return _Windows(**{k: arrays.get(k) for k in parts})
+
+
+def _scale(x: jax.Array) -> jax.Array:
+    """Per-channel scale of recorded samples: their standard deviation, at least 1e-3 of the largest channel's
+    (a joint resting at its limit has a tiny spread; dividing by it would magnify round-off into the loss)."""
+    flat = x.reshape(-1, x.shape[-1])
+    std = jnp.std(flat, axis=0)
+    floor = 1e-3 * jnp.max(std)
+    return jnp.where(floor > 0, jnp.maximum(std, floor), 1.0)
+
+
+def residual_function(
+    model: Model,
+    recordings: Sequence[Recording],
+    actuators: Sequence[str],
+    parameters: Sequence[str] = ("resistance", "torque_constant", "velocity_constant"),
+    *,
+    state: State | None = None,
+    window: int = 50,
+    use_currents: bool = True,
+    ideal_motor: bool = False,
+):
+    """The fit's residuals as a function of the log-parameters (see :func:`fit` for the arguments).
+
+    Returns:
+        ``(residuals, unpack, size)``: ``residuals(theta)`` is the (N,) vector of normalized errors of the
+        simulated windows (coordinates, velocities and, when recorded and used, currents) for the
+        log-parameters ``theta`` (``p = p0 exp(theta)``, shape (size,), zero at the model's values; with
+        ``ideal_motor`` the torque constant has no entry); ``unpack(theta)`` gives the model with those
+        values. The loss of :func:`fit` is ``0.5 * mean(residuals(theta) ** 2)``.
+    """
+    names = tuple(actuators)
+    index = np.array([actuator_index(model, a) for a in names], dtype=np.int64)
+    unknown = [a for a, i in zip(names, index, strict=True) if i < 0]
+    if unknown or not names:
+        raise ArgumentError(
+            f"actuators must name the model's actuators {list(model.actuators.names)}, got {unknown or names}"
+        )
+    bad = [p for p in parameters if p not in PARAMETERS]
+    if bad or not parameters:
+        raise ArgumentError(f"parameters must be among {PARAMETERS}, got {list(parameters)}")
+    if ideal_motor and not {"torque_constant", "velocity_constant"} <= set(parameters):
+        raise ArgumentError("ideal_motor ties torque_constant = 1 / velocity_constant: fit both")
+    recordings = list(recordings)
+    if not recordings or not all(isinstance(r, Recording) for r in recordings):
+        raise ArgumentError("recordings must be a non-empty sequence of jaxmor.sysid.Recording")
+    for r in recordings:
+        if r.q.shape[1] != model.nq or r.u.shape[1] != model.nv or r.torque.shape[1] != model.na:
+            raise ArgumentError(
+                f"a recording of q {r.q.shape}, u {r.u.shape}, torque {r.torque.shape} does not fit the model "
+                f"(nq={model.nq}, nv={model.nv}, na={model.na})"
+            )
+    window = as_positive_int(window, "window")
+    dtype = model.body_mass.dtype
+    data = _windows(recordings, window, dtype)
+    currents = use_currents and data.current is not None
+    template = init_state(model) if state is None else state
+    scale_q, scale_u = _scale(data.q), _scale(data.u)
+    scale_i = _scale(data.current[..., index]) if currents else None
+    initial = {p: _get(model, p, index) for p in parameters}
+    free = [p for p in parameters if not (ideal_motor and p == "torque_constant")]
+
+    def unpack(theta: jax.Array) -> Model:
+        out = model
+        theta = theta.reshape(len(free), len(names))
+        for row, p in enumerate(free):
+            out = _set(out, p, index, initial[p] * jnp.exp(theta[row]))
+        if ideal_motor:
+            kv = _get(out, "velocity_constant", index)
+            out = _set(out, "torque_constant", index, 1.0 / kv)
+        return out
+
+    def residuals(theta: jax.Array) -> jax.Array:
+        m = unpack(theta)
+        voltage = template.bus_voltage
+        if "bus_voltage" in parameters:
+            voltage = voltage.at[index].set(_get(m, "bus_voltage", index))
+
+        def one(q0, u0, torque):
+            s = template.replace(q=q0, u=u0, bus_voltage=voltage)
+            return rollout(m, s, torque)[1]
+
+        traj = jax.vmap(one)(data.q0, data.u0, data.torque)
+        parts = [((traj.q - data.q) / scale_q).reshape(-1), ((traj.u - data.u) / scale_u).reshape(-1)]
+        if currents:
+            kt = _get(m, "torque_constant", index)
+            simulated = traj.actuator_state.motor_torque[..., index] / kt
+            parts.append(((simulated - data.current[..., index]) / scale_i).reshape(-1))
+        return jnp.concatenate(parts)
+
+    return residuals, unpack, len(free) * len(names)
+
+
+def fit(
+    model: Model,
+    recordings: Sequence[Recording] | Recording,
+    actuators: Sequence[str],
+    parameters: Sequence[str] = ("resistance", "torque_constant", "velocity_constant"),
+    *,
+    state: State | None = None,
+    window: int = 50,
+    iterations: int = 50,
+    method: str = "gauss_newton",
+    optimizer: Any = None,
+    use_currents: bool = True,
+    ideal_motor: bool = False,
+    progress: bool = True,
+) -> SysidResult:
+    """Identify motor constants of ``actuators`` from recordings (see the module docstring).
+
+    Args:
+        model: the model, whose values of the identified parameters are the starting point.
+        recordings: one :class:`Recording` or several (fitted together).
+        actuators: names of the actuators whose parameters are identified; the others keep the model's.
+        parameters: which of :data:`PARAMETERS` to identify, for each of those actuators.
+        state: the template of a window's initial state (its ``q`` and ``u`` are replaced by the recorded
+            ones): PD gains, limits, the monitor flag. Default ``init_state(model)``.
+        window: steps per window (multiple shooting): short enough to keep the gradient well conditioned,
+            long enough for the parameters to show and for the noise of the recorded state that starts each
+            window to matter little (that noise biases slope-like quantities such as ``Kt / R`` a little, an
+            errors-in-variables effect the reported standard deviations do not include).
+        iterations: most iterations.
+        method: ``"gauss_newton"`` (Levenberg-Marquardt) or ``"optax"``.
+        optimizer: the ``optax`` optimizer of ``method="optax"`` (default ``optax.adam(0.05)``).
+        use_currents: fit the recorded currents too, when every recording has them.
+        ideal_motor: impose ``Kt = 1 / Kv`` (SI units; a lossless motor), which separates ``R`` and ``Kt``
+            from motion alone.
+        progress: print one line per iteration (loss and step) to stderr.
+
+    Returns:
+        :class:`SysidResult`.
+
+    Raises:
+        ArgumentError: unknown actuators or parameters, recordings that do not fit the model, a bad method.
+    """
+    if isinstance(recordings, Recording):
+        recordings = [recordings]
+    residuals, unpack, size = residual_function(
+        model, recordings, actuators, parameters, state=state, window=window,
+        use_currents=use_currents, ideal_motor=ideal_motor,
+    )  # fmt: skip
+    iterations = as_positive_int(iterations, "iterations")
+    dtype = model.body_mass.dtype
+    theta = jnp.zeros(size, dtype)
+    res = jax.jit(residuals)
+    jac = jax.jit(jax.jacfwd(residuals))
+
+    def loss_of(r: jax.Array) -> float:
+        return 0.5 * float(jnp.mean(r * r))
+
+    history = [loss_of(res(theta))]
+    if method == "gauss_newton":
+        theta, history = _levenberg_marquardt(res, jac, theta, history, iterations, progress, loss_of)
+    elif method == "optax":
+        theta, history = _optax(residuals, theta, history, iterations, progress, optimizer)
+    else:
+        raise ArgumentError(f"method must be 'gauss_newton' or 'optax', got {method!r}")
+    return _result(model, actuators, parameters, unpack, res, jac, theta, history, ideal_motor)
+
+
+def _log(progress: bool, k: int, loss: float, note: str = "") -> None:
+    if progress:
+        print(f"sysid: iteration {k:3d}  loss {loss:.6e}  {note}", file=sys.stderr, flush=True)
+
+
+def _levenberg_marquardt(res, jac, theta, history, iterations, progress, loss_of):
+    damping = 1e-3
+    r = res(theta)
+    for k in range(1, iterations + 1):
+        j = np.asarray(jac(theta), np.float64)
+        rv = np.asarray(r, np.float64)
+        h = j.T @ j
+        g = j.T @ rv
+        diag = np.diag(h).copy()
+        diag[diag <= 0] = 1.0
+        improved = False
+        for _ in range(12):
+            step = np.linalg.solve(h + damping * np.diag(diag), -g)
+            trial = theta + jnp.asarray(step, theta.dtype)
+            r_trial = res(trial)
+            if loss_of(r_trial) < history[-1]:
+                theta, r = trial, r_trial
+                damping = max(damping / 3.0, 1e-9)
+                improved = True
+                break
+            damping *= 4.0
+        history.append(loss_of(r))
+        _log(progress, k, history[-1], f"damping {damping:.1e}")
+        if not improved or history[-2] - history[-1] <= 1e-12 * max(history[-2], 1e-300):
+            break
+    return theta, history
+
+
+def _optax(residuals, theta, history, iterations, progress, optimizer):
+    import optax
+
+    optimizer = optax.adam(0.05) if optimizer is None else optimizer
+
+    def loss(t):
+        r = residuals(t)
+        return 0.5 * jnp.mean(r * r)
+
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
+    opt_state = optimizer.init(theta)
+    for k in range(1, iterations + 1):
+        value, grad = value_and_grad(theta)
+        updates, opt_state = optimizer.update(grad, opt_state, theta)
+        theta = optax.apply_updates(theta, updates)
+        history.append(float(value))
+        _log(progress, k, float(value))
+    history.append(float(loss(theta)))
+    return theta, history
+
+
+def _result(model, actuators, parameters, unpack, res, jac, theta, history, ideal_motor) -> SysidResult:
+    names = tuple(actuators)
+    index = np.array([actuator_index(model, a) for a in names], dtype=np.int64)
+    fitted = unpack(theta)
+    values = {p: np.asarray(_get(fitted, p, index), np.float64) for p in parameters}
+    initial = {p: np.asarray(_get(model, p, index), np.float64) for p in parameters}
+    free = [p for p in parameters if not (ideal_motor and p == "torque_constant")]
+
+    # Gauss-Newton: J^T J at the optimum, its near-null directions, and the covariance sigma^2 (J^T J)^-1.
+    j = np.asarray(jac(theta), np.float64)
+    r = np.asarray(res(theta), np.float64)
+    n, p = j.shape
+    h = j.T @ j
+    eigenvalues, vectors = np.linalg.eigh(h)
+    top = max(float(eigenvalues[-1]), 1e-300)
+    null = eigenvalues <= IDENTIFIABILITY_THRESHOLD * top
+    sigma2 = float(r @ r) / max(n - p, 1)
+    inverse = sum(np.outer(vectors[:, i], vectors[:, i]) / eigenvalues[i] for i in range(p) if not null[i])
+    variance = np.diag(inverse) * sigma2 if p else np.zeros(0)
+    exposure = (vectors[:, null] ** 2).sum(axis=1) if null.any() else np.zeros(p)
+    alone = exposure < 1e-6  # not involved in any unidentified direction
+
+    relative_std = {q: np.full(len(names), np.nan) for q in parameters}
+    identifiable = {q: np.zeros(len(names), bool) for q in parameters}
+    for row, q in enumerate(free):
+        for a in range(len(names)):
+            k = row * len(names) + a
+            identifiable[q][a] = bool(alone[k])
+            if alone[k]:
+                relative_std[q][a] = math.sqrt(max(variance[k], 0.0))
+    if ideal_motor:  # Kt = 1 / Kv: the same relative uncertainty
+        identifiable["torque_constant"] = identifiable["velocity_constant"].copy()
+        relative_std["torque_constant"] = relative_std["velocity_constant"].copy()
+    findings = _findings(names, free, vectors[:, null], alone)
+    return SysidResult(
+        names, tuple(parameters), values, initial, relative_std, identifiable, findings, np.asarray(history), fitted
+    )
+
+
+def _findings(names, free, null_vectors, alone) -> list[str]:
+    """Sentences on what the data do not determine, per actuator, from the near-null directions of ``J^T J``."""
+    out = []
+    for a, name in enumerate(names):
+        rows = [row * len(names) + a for row in range(len(free))]
+        lost = [free[i] for i, k in enumerate(rows) if not alone[k]]
+        if not lost:
+            out.append(f"{name}: every parameter is identified.")
+            continue
+        if len(lost) == len(free) and null_vectors.shape[1] >= len(free):
+            sub = null_vectors[rows]
+            if np.linalg.matrix_rank(sub, tol=1e-3) >= len(free):
+                out.append(f"{name}: not identifiable at all: the data do not depend on its {', '.join(free)}.")
+                continue
+        pair = {"resistance", "torque_constant"} <= set(lost)
+        if pair and len(lost) == 2:
+            out.append(
+                f"{name}: resistance and torque_constant are not separately identifiable (only their ratio "
+                "torque_constant / resistance is): record the currents, or use ideal_motor=True."
+            )
+        else:
+            out.append(f"{name}: not identifiable from these data: {', '.join(lost)} (only combinations of them).")
+    return out
