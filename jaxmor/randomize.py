@@ -192,7 +192,7 @@ def _set(tree: Any, path: tuple[str, ...], value: Any) -> Any:
 
 
 def _selection(model: Model, name: str, parameter: _Parameter, dist: Distribution) -> np.ndarray:
-    """Indices of the selected elements."""
+    """Indices (in the parameter's element list) of the selected elements."""
     names = parameter.names(model)
     if dist.select is None:
         return np.arange(max(len(names), 1))
@@ -295,13 +295,14 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         if _get(axes, parameter.path) is not None:
             raise ArgumentError(f"randomize: {name} is given twice")
         index = _selection(model, name, parameter, dist)
-        base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
-        draws = dist.sample(sub, (n, index.size), base[index])
         labels = [parameter.names(model)[i] for i in index] if parameter.names(model) else []
+        slots = np.asarray(model.joint_u, dtype=np.int64)[index] if name.startswith("joint.") else index
+        base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
+        draws = dist.sample(sub, (n, slots.size), base[slots])
         _check(name, parameter, draws, labels)
-        _check_support(name, parameter, dist, base[index])
+        _check_support(name, parameter, dist, base[slots])
         values = np.broadcast_to(base, (n, base.size)).copy()
-        values[:, index] = draws
+        values[:, slots] = draws
         values = values.reshape((n, *nominal.shape))
         dtype = jnp.asarray(_get(model, parameter.path)).dtype
         model = _set(model, parameter.path, jnp.asarray(values, dtype))
@@ -312,7 +313,7 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
             model = _set(model, ("body_inertia",), jnp.asarray(inertia, model.body_inertia.dtype))
             axes = _set(axes, ("body_inertia",), 0)
         if name == "geom.friction":
-            for i in index:
+            for i in slots:
                 given[int(i)] = True
         if name.startswith("motor."):
             drawn_motor.add(name)
