@@ -39,8 +39,11 @@ from jaxmor.types import Battery, GeomType, JointType, Model, MotorActuators, Op
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
 #: with ``jaxmor.set_geom_properties``.
 DEFAULT_FRICTION = 0.8
-#: Projected Gauss-Seidel sweeps per step (``Model.opt.solver_iterations``).
-DEFAULT_SOLVER_ITERATIONS = 30
+#: Projected Gauss-Seidel sweeps per step of the velocity pass (``Model.opt.solver_iterations``) and of
+#: the position pass (``Model.opt.position_iterations``), chosen from measured residuals
+#: (``docs/design/solver.md``).
+DEFAULT_SOLVER_ITERATIONS = 20
+DEFAULT_POSITION_ITERATIONS = 10
 #: Time step [s] (``Model.opt.timestep``).
 DEFAULT_TIMESTEP = 1e-3
 #: Gravitational acceleration [m/s^2] (``Model.opt.gravity``).
@@ -350,6 +353,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             timestep=arr(DEFAULT_TIMESTEP, ()),
             gravity=arr(DEFAULT_GRAVITY, (3,)),
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
+            position_iterations=DEFAULT_POSITION_ITERATIONS,
         ),
         body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3), "joint origin rpy", joint_lines),
         body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3), "joint origin xyz", joint_lines),

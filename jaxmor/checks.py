@@ -168,7 +168,8 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
 
 
 def check_options(opt: Any, where: str) -> None:
-    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` an int ``>= 1`` and a known
+    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` and ``position_iterations``
+    ints ``>= 1`` and a known
     ``friction_rule`` (static, always checked), ``timestep`` positive and finite and ``gravity`` a finite
     3-vector (checked when concrete, every world of a batch; a traced time step is guarded by the step:
     ``State.invalid``).
@@ -179,9 +180,10 @@ def check_options(opt: Any, where: str) -> None:
     rules = ("geometric_mean", "mean", "min", "max")
     if opt.friction_rule not in rules:
         raise ArgumentError(f"{where}: opt.friction_rule must be one of {rules}, got {opt.friction_rule!r}")
-    iterations = opt.solver_iterations
-    if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ArgumentError(f"{where}: opt.solver_iterations must be an int >= 1, got {iterations!r}")
+    for name in ("solver_iterations", "position_iterations"):
+        iterations = getattr(opt, name)
+        if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+            raise ArgumentError(f"{where}: opt.{name} must be an int >= 1, got {iterations!r}")
     timestep = concrete(opt.timestep)
     if timestep is None and not is_traced(opt.timestep):
         raise ArgumentError(f"{where}: opt.timestep must be a number, got {opt.timestep!r}")

@@ -13,7 +13,8 @@ Slot layout, in this order:
 
    * sphere, 1: its lowest point, ``centre - r z``;
    * capsule, 2: the lowest points of its two end spheres, ``end - r z``;
-   * box, 8: its corners;
+   * box, 4: the corners of its face nearest the ground (:data:`BOX_CORNERS`; see "Box ground
+     contacts" below);
    * cylinder, 16: 8 points evenly spaced on each rim circle (at angles ``k pi / 4`` from the
      geom's local ``x`` axis). A cylinder on the ground is approximated by these points: resting
      on its flat face it is supported by 8 of them; lying on its side it touches the ground
@@ -58,11 +59,47 @@ not supported yet, and asking for one (:func:`enable_self_collision`, or a hand-
 than being ignored. One slot per pair: two long capsules lying side by side touch at a single point
 (the middle of their overlap), which holds them apart but resists their relative rotation only through
 friction. Ground contacts are sampled points: exact for spheres, capsules and boxes (their lowest
-points are among the samples), approximate for cylinders (see above). Gaps are computed for every
-slot whatever its size; the solver decides which candidates are active. Meshes are not simulated.
+points are among the samples; for boxes see below), approximate for cylinders (see above). Gaps are
+computed for every slot whatever its size; the solver decides which candidates are active. Meshes are
+not simulated.
+
+Box ground contacts. Let the box have axes ``r_i`` (the columns of its world rotation), half-extents
+``h_i >= 0``, let ``n = +z`` be the ground normal, ``a_i = r_i . n`` and ``c_i = h_i |a_i|``. The
+4 slots are the corners of the face perpendicular to the axis ``k`` that maximizes ``c_i`` (exact ties
+go to the axis with the larger ``|a_i|``, then to the lower index), on the side facing the ground: its
+corners have the sign ``s_k = -1`` on axis ``k`` if ``a_k > 0``, else ``+1``. The 4 slots hold these
+corners in the order they have among the 8 sign vectors ``(s_x, s_y, s_z)`` in ``{-1, 1}^3`` with
+``s_x`` varying slowest and ``s_z`` fastest (:data:`BOX_CORNERS`); the corner is ``centre + R (s * h)``.
+The choice is piecewise constant in the pose (integer selection, no gradient flows through it), so
+distances and positions have the gradients of the chosen corners, finite at the ties too.
+
+What this keeps, exactly. A corner with signs ``s`` lies ``sum_i s_i h_i a_i`` above the centre, so
+its height above the lowest corner (``s_i = -sign(a_i)`` for all ``i``) is ``sum of 2 c_i`` over the
+axes ``i`` on which it is on the upper side. With ``j, l`` the two axes other than ``k``, the chosen
+corners are therefore ``0, 2 c_j, 2 c_l, 2 c_j + 2 c_l`` above the lowest corner, and each of the 4
+other corners is the mirror image of a chosen one across the box's mid-plane perpendicular to ``r_k``,
+exactly ``2 c_k`` higher than it. Hence:
+
+* the lowest corner is always one of the 4 slots, so the box's lowest point and smallest gap are the
+  same as with all 8 corners;
+* every corner not in a slot is at least ``2 c_k = 2 max_i h_i |a_i|`` above the lowest corner, and since
+  ``sum_i a_i^2 = 1``, ``max_i h_i |a_i| >= 1 / sqrt(sum_i h_i^-2) >= h_min / sqrt(3)`` (``h_min`` the
+  smallest half-extent, the middle term 0 if some ``h_i = 0``; the first bound is attained when all
+  ``c_i`` are equal, both for a cube standing on a corner). So for any threshold ``delta``, a corner
+  left out has a gap ``<= delta`` only if the lowest corner's gap is ``<= delta - 2 h_min / sqrt(3)``:
+  the 8 corners put a corner in contact that the 4 slots miss only when the box already penetrates
+  the ground by at least ``2 h_min / sqrt(3)`` (58 % of its shortest edge) beyond ``delta``;
+* the 4 slots are exactly the 4 lowest corners (as a multiset of heights) if and only if
+  ``c_k >= c_j + c_l``, which holds whenever one box axis is horizontal (resting on a face or an edge:
+  some ``c_i = 0``). Otherwise they are not, whatever the gap between the 4th and 5th lowest heights: a cube
+  standing on a corner (``c_i`` all equal, ``c``) has the corners ``0, 2c, 2c, 2c, 4c, 4c, 4c, 6c``
+  above the lowest and the slots hold ``0, 2c, 2c, 4c``; the corners left out are still ``2c``
+  (``= 2 h / sqrt(3)``) or more above the lowest.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -75,7 +112,14 @@ from jaxmor.math import safe_div, safe_sqrt
 from jaxmor.types import GeomType, Model
 
 #: Geom types and the number of ground-contact points of each.
-GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 8, GeomType.CYLINDER: 16}
+GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 4, GeomType.CYLINDER: 16}
+
+#: The 8 corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
+_BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+
+#: ``BOX_CORNERS[k, side]`` (4, 3): the sign vectors of the corners of the box face perpendicular to
+#: axis ``k`` on the side ``-1`` (``side = 0``) or ``+1`` (``side = 1``), in their order in ``_BOX_SIGNS``.
+BOX_CORNERS = np.array([[_BOX_SIGNS[_BOX_SIGNS[:, k] == s] for s in (-1.0, 1.0)] for k in range(3)])
 
 _CYLINDER_RIM = 8  # points per rim circle
 
@@ -326,6 +370,21 @@ def check_pairs(model: Model, pairs) -> None:
 # collide
 
 
+def _box_face_signs(rotation, size):
+    """(n, 4, 3) corner signs of the face of each of ``n`` boxes nearest the ground (module docstring).
+
+    ``rotation`` (n, 3, 3) world rotations; ``size`` (n, 3) half-extents. The selection is integer-valued
+    and carries no gradient.
+    """
+    a = jax.lax.stop_gradient(rotation[:, 2, :])  # r_i . z
+    c = jax.lax.stop_gradient(size) * jnp.abs(a)
+    top = c >= jnp.max(c, axis=-1, keepdims=True)
+    k = jnp.argmax(jnp.where(top, jnp.abs(a), -1.0), axis=-1)  # ties: larger |a_i|, then lower index
+    a_k = jnp.take_along_axis(a, k[:, None], axis=-1)[:, 0]
+    side = jnp.where(a_k > 0, 0, 1)  # the face whose outward normal points down: s_k = -sign(a_k)
+    return jnp.asarray(BOX_CORNERS, rotation.dtype)[k, side]
+
+
 def _ground_points(kind: GeomType, centre, rotation, size):
     """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring)."""
     dtype = centre.dtype
@@ -336,8 +395,7 @@ def _ground_points(kind: GeomType, centre, rotation, size):
         e0, e1 = _ends(centre, rotation, size[:, 1])
         return jnp.stack([e0, e1], 1) - size[:, None, :1] * z
     if kind == GeomType.BOX:
-        signs = jnp.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype)
-        local = signs[None] * size[:, None, :]
+        local = _box_face_signs(rotation, size) * size[:, None, :]
     else:  # cylinder
         ang = np.arange(_CYLINDER_RIM) * (2.0 * np.pi / _CYLINDER_RIM)
         rim = np.array([[np.cos(t), np.sin(t), sz] for sz in (-1.0, 1.0) for t in ang])

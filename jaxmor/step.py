@@ -33,7 +33,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.forces import forces
 from jaxmor.integrator import accept, advance, finite, free_motion, runnable, stand_in
 from jaxmor.kinematics import kinematics
-from jaxmor.solver import solve
+from jaxmor.solver import solve_all
 from jaxmor.state import check_state
 from jaxmor.types import Model, State
 
@@ -75,9 +75,11 @@ def _stages(model: Model, state: State) -> State:
     free = free_motion(model, state, dyn, frc)
     contacts = collide(model, kin.body)
     cons = constraints(model, state, kin, contacts, free, frc)
-    iterations = model.opt.solver_iterations
-    impulses = solve(cons.velocity, warm_start(model, state), iterations)
-    correction = solve(cons.position, cons.position.zero_impulses(), iterations)
+    impulses, correction = solve_all(
+        (cons.velocity, cons.position),
+        (warm_start(model, state), cons.position.zero_impulses()),
+        (model.opt.solver_iterations, model.opt.position_iterations),
+    )
     u_next = free.velocity + velocity_change(cons, impulses)
     return advance(model, state, frc, u_next, position_change(cons, correction), impulses)
 

@@ -73,8 +73,9 @@ class Options:
     Attributes:
         timestep: () time step ``h`` [s].
         gravity: (3,) gravitational acceleration in the world frame [m/s^2].
-        solver_iterations: projected Gauss-Seidel sweeps per step, of the velocity pass and of the
-            position pass each (static, ``>= 1``).
+        solver_iterations: projected Gauss-Seidel sweeps per step of the velocity pass (static, ``>= 1``).
+        position_iterations: sweeps per step of the position-correction pass (static, ``>= 1``). The two
+            passes share their loop: a step's dependent loop iterations are the larger count.
         friction_rule: how two given friction coefficients combine: ``"geometric_mean"`` (default),
             ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.collision.combine_friction`).
     """
@@ -82,6 +83,7 @@ class Options:
     timestep: jax.Array
     gravity: jax.Array
     solver_iterations: int = struct.field(pytree_node=False)
+    position_iterations: int = struct.field(pytree_node=False, default=10)
     friction_rule: str = struct.field(pytree_node=False, default="geometric_mean")
 
 

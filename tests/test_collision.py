@@ -160,10 +160,13 @@ def test_ground_box_corners_at_rotated_pose():
     r_body = rot_of_quat(quat)
     r_geom = r_body @ rpy(0.4, -0.3, 1.1)
     centre = p + r_body @ [0.05, -0.02, 0.1]
-    corners = np.array([centre + r_geom @ (np.array(s) * half) for s in itertools.product((-1, 1), repeat=3)])
-    assert contact_count(model) == 8
-    match_points(c.position, corners)
+    signs = box_face_signs(r_geom, half)
+    corners = np.array([centre + r_geom @ (s * half) for s in signs])
+    assert contact_count(model) == 4
+    np.testing.assert_allclose(c.position, corners, atol=TOL)  # the documented slot order
     np.testing.assert_allclose(c.distance, np.asarray(c.position)[:, 2] + 0.1, atol=TOL)
+    all_corners = np.array([centre + r_geom @ (np.array(s) * half) for s in itertools.product((-1, 1), repeat=3)])
+    assert np.min(np.asarray(c.distance)) == pytest.approx(all_corners[:, 2].min() + 0.1, abs=TOL)
     assert np.min(np.asarray(c.distance)) < 0.3  # some corners are lower than the centre
 
 
@@ -171,7 +174,122 @@ def test_ground_box_resting_flat():
     model = add_ground(floating(col(box(0.4, 0.2, 0.1))))
     c = run(model, free_q([0, 0, 0.05], quat_of_axis_angle([0, 0, 1], 0.5)))
     d = np.sort(np.asarray(c.distance))
-    np.testing.assert_allclose(d, [0] * 4 + [0.1] * 4, atol=TOL)
+    np.testing.assert_allclose(d, [0] * 4, atol=TOL)  # the bottom face's 4 corners
+
+
+def box_face_signs(rot, half) -> np.ndarray:
+    """(4, 3) corner signs of the box face nearest the ground by collision.py's documented rule: the axis
+    maximizing ``h_i |r_i . z|`` (ties: larger ``|r_i . z|``, then lower index), the side facing down, the
+    corners in their order among ``itertools.product((-1, 1), repeat=3)``."""
+    a = np.asarray(rot)[2]
+    c = np.asarray(half) * np.abs(a)
+    k = max(range(3), key=lambda i: (c[i], abs(a[i]), -i))
+    side = -1 if a[k] > 0 else 1
+    return np.array([s for s in itertools.product((-1, 1), repeat=3) if s[k] == side], float)
+
+
+def random_rotations(rng, n):
+    quats = rng.normal(size=(n, 4))
+    return quats / np.linalg.norm(quats, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("half", [(0.1, 0.2, 0.3), (0.2, 0.2, 0.2), (0.5, 0.05, 0.2)])
+def test_ground_box_face_holds_the_lowest_corners(half):
+    """For random orientations, against all 8 corner heights computed here: the 4 slots are corners, include
+    the lowest one, every other corner is at least ``2 max_i h_i |a_i| >= 2 / sqrt(sum h_i^-2) >= 2 h_min /
+    sqrt(3)`` above the lowest, and the slots are the 4 lowest corners exactly when ``c_k >= c_j + c_l``
+    (``c_i = h_i |a_i|``, ``k`` the largest), as the module docstring proves."""
+    half = np.array(half)
+    h_min = half.min()
+    model = add_ground(floating(col(box(*(2 * half)))), height=-0.05)
+    rng = np.random.default_rng(7)
+    p = np.array([0.1, -0.2, 0.3])
+    jitted = jax.jit(lambda q: collide(model, body_poses(model, q)))
+    exact_cases = other_cases = 0
+    for quat in random_rotations(rng, 200):
+        c = jitted(free_q(p, quat))
+        rot = rot_of_quat(quat)
+        corners = np.array([p + rot @ (np.array(s) * half) for s in itertools.product((-1, 1), repeat=3)])
+        heights = corners[:, 2] + 0.05
+        chosen = np.asarray(c.position)
+        np.testing.assert_allclose(c.distance, chosen[:, 2] + 0.05, atol=TOL)
+        # which of the 8 corners each slot is
+        which = [int(np.argmin(np.linalg.norm(corners - x, axis=1))) for x in chosen]
+        np.testing.assert_allclose(chosen, corners[which], atol=TOL)
+        assert len(set(which)) == 4
+        others = np.setdiff1d(np.arange(8), which)
+        lowest = heights.min()
+        assert np.min(np.asarray(c.distance)) == pytest.approx(lowest, abs=TOL)
+        cs = np.sort(half * np.abs(rot[2]))  # c_i, ascending
+        gap = heights[others].min() - lowest
+        assert gap >= 2 * cs[2] - TOL
+        assert 2 * cs[2] >= 2 / np.sqrt(np.sum(half**-2.0)) - TOL
+        assert 2 / np.sqrt(np.sum(half**-2.0)) >= 2 * h_min / np.sqrt(3) - TOL
+        four_lowest = np.sort(heights)[:4]
+        if cs[2] >= cs[0] + cs[1] + 1e-9:
+            np.testing.assert_allclose(np.sort(np.asarray(c.distance)), four_lowest, atol=TOL)
+            exact_cases += 1
+        elif cs[2] < cs[0] + cs[1] - 1e-9:
+            assert np.sort(np.asarray(c.distance))[-1] > four_lowest[-1] + 1e-9  # not the 4 lowest
+            other_cases += 1
+    assert exact_cases > 10 and other_cases > 10
+
+
+def test_ground_cube_on_a_corner_keeps_a_face():
+    """The docstring's example: a cube standing on a corner has corners 0, 2c, 2c, 2c, 4c, 4c, 4c, 6c above
+    the lowest (c = h / sqrt(3)); the slots hold 0, 2c, 2c, 4c."""
+    h = 0.1
+    model = add_ground(floating(col(box(2 * h, 2 * h, 2 * h))))
+    # rotate the diagonal (1, 1, 1) onto +z
+    axis = np.cross([1.0, 1.0, 1.0], [0.0, 0.0, 1.0])
+    angle = math.acos(1 / math.sqrt(3))
+    c = run(model, free_q([0, 0, math.sqrt(3) * h], quat_of_axis_angle(axis, angle)))
+    cc = 2 * h / math.sqrt(3)
+    np.testing.assert_allclose(np.sort(np.asarray(c.distance)), [0, cc, cc, 2 * cc], atol=1e-12)
+
+
+def test_ground_flat_plate_gets_its_four_corners():
+    """A zero-thickness plate lying flat: every ``c_i = h_i |a_i|`` is 0, and the tie goes to the axis most
+    aligned with the normal (its normal), so the slots are the plate's 4 distinct corners, not an edge."""
+    model = add_ground(floating(col(box(0.4, 0.2, 0.0))))
+    c = run(model, free_q([0.1, 0.2, 0.0], quat_of_axis_angle([0, 0, 1], 0.3)))
+    rot = rot_of_quat(quat_of_axis_angle([0, 0, 1], 0.3))
+    corners = [[0.1, 0.2, 0.0] + rot @ [sx * 0.2, sy * 0.1, 0.0] for sx in (-1, 1) for sy in (-1, 1)]
+    np.testing.assert_allclose(c.position, corners, atol=TOL)
+    np.testing.assert_allclose(c.distance, 0.0, atol=TOL)
+
+
+BOX_TIES = {
+    "axis-aligned": (1.0, 0.0, 0.0, 0.0),
+    "flat, 45 deg about z": tuple(quat_of_axis_angle([0, 0, 1], math.pi / 4)),
+    "45 deg about x": tuple(quat_of_axis_angle([1, 0, 0], math.pi / 4)),
+    "on an edge, 45 deg about y": tuple(quat_of_axis_angle([0, 1, 0], math.pi / 4)),
+    "on a corner": tuple(quat_of_axis_angle(np.cross([1.0, 1.0, 1.0], [0, 0, 1.0]), math.acos(1 / math.sqrt(3)))),
+    "upside down": tuple(quat_of_axis_angle([1, 0, 0], math.pi)),
+}
+
+
+@pytest.mark.parametrize("half", [(0.1, 0.1, 0.1), (0.2, 0.1, 0.1), (0.1, 0.1, 0.0)], ids=["cube", "bar", "plate"])
+@pytest.mark.parametrize("name", list(BOX_TIES))
+def test_ground_box_gradients_finite_at_ties(name, half):
+    """Orientations where two or three axes tie for the face choice (and a zero-thickness plate, all ties at
+    0 when flat): finite gradients of the slots' distances wrt the pose; d(sum of distances)/dz = 4."""
+    half = np.array(half)
+    model = add_ground(floating(col(box(*(2 * half)))))
+    q = free_q([0.1, 0.2, 0.3], BOX_TIES[name])
+    c = run(model, q)
+    assert np.all(np.isfinite(np.asarray(c.distance))) and np.all(np.isfinite(np.asarray(c.position)))
+    for g in grad_distance(model, q):
+        assert np.all(np.isfinite(g)), name
+    poses = body_poses(model, q)
+    gp = jax.grad(lambda p: jnp.sum(collide(model, poses.replace(position=p)).distance))(poses.position)
+    np.testing.assert_allclose(gp, [[0, 0, 4.0]], atol=1e-12)
+    gq = jax.jit(jax.grad(lambda q: jnp.sum(collide(model, body_poses(model, q)).distance)))(q)
+    assert np.all(np.isfinite(np.asarray(gq)))
+    # the lowest corner is among the slots
+    rot = rot_of_quat(np.asarray(BOX_TIES[name]))
+    lowest = 0.3 - np.sum(half * np.abs(rot[2]))
+    assert np.min(np.asarray(c.distance)) == pytest.approx(lowest, abs=1e-12)
 
 
 def test_ground_cylinder_upright_and_tilted():
@@ -219,10 +337,10 @@ def test_ground_slots_only_for_moving_geoms_in_geom_order():
     assert model.geom_type == (GeomType.BOX, GeomType.SPHERE, GeomType.BOX, GeomType.CAPSULE, GeomType.CYLINDER)
     assert model.geom_body == (-1, 0, 0, 1, 1)
     c = run(model, jnp.zeros(2))
-    assert contact_count(model) == 1 + 8 + 2 + 16
-    assert c.body_a == (-1,) * 27
-    assert c.body_b == (0,) * 9 + (1,) * 18
-    assert c.friction.shape == c.restitution.shape == (27,)
+    assert contact_count(model) == 1 + 4 + 2 + 16
+    assert c.body_a == (-1,) * 23
+    assert c.body_b == (0,) * 5 + (1,) * 18
+    assert c.friction.shape == c.restitution.shape == (23,)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -627,7 +745,7 @@ def mixed_model():
 
 def test_mixed_model_layout():
     model = mixed_model()
-    assert contact_count(model) == 1 + 2 + 8 + 16 + len(model.contact_pairs)
+    assert contact_count(model) == 1 + 2 + 4 + 16 + len(model.contact_pairs)
     assert len(model.contact_pairs) == 6
 
 

@@ -582,8 +582,8 @@ def expected_targets(contacts, approach, h, restitution) -> np.ndarray:
 
 def geom_of_slots(model) -> list[tuple[int, int]]:
     """(geom A, geom B) of every slot from jaxmor/collision.py's documented layout, ``-1`` for the ground:
-    the ground slots (box: 8, sphere: 1) in geom order, then ``contact_pairs``."""
-    points = {jaxmor.GeomType.BOX: 8, jaxmor.GeomType.SPHERE: 1}
+    the ground slots (box: 4, sphere: 1) in geom order, then ``contact_pairs``."""
+    points = {jaxmor.GeomType.BOX: 4, jaxmor.GeomType.SPHERE: 1}
     slots = [(-1, g) for g in range(model.ng) for _ in range(points[model.geom_type[g]])]
     return slots + list(model.contact_pairs)
 
@@ -633,7 +633,7 @@ def test_the_constraint_stage_assembles_the_velocity_problem(quadruped, contact_
     )
     # The state covers the rule's cases: a penetrating foot (LF), an impact with restitution (RF), open contacts.
     d = contacts.distance
-    lf, rf = 8, 9  # the ground slots of the LF and RF feet (after the box's 8 corners)
+    lf, rf = 4, 5  # the ground slots of the LF and RF feet (after the box's 4 face corners)
     assert d[lf] < -PENETRATION_ALLOWANCE and problem.contact_target[lf] == 0.0, "penetrating LF foot"
     assert d[rf] == pytest.approx(IMPACT_GAP, abs=1e-9), "RF foot gap"
     assert problem.contact_target[rf] == pytest.approx(-0.6 * approach[rf], rel=FORMULA_TOL), "RF bounce"
