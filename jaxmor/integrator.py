@@ -60,9 +60,29 @@ def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeM
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
     m_eff = dyn.mass + h * jnp.diag(frc.implicit) + h * base_velocity_jacobian(model, dyn.mass, state.u)
-    rhs = jnp.concatenate([h * (frc.applied - dyn.bias)[:, None], jnp.eye(model.nv, dtype=dtype)], axis=1)
-    solved = gauss_jordan(m_eff, rhs)
-    return FreeMotion(velocity=state.u + solved[:, 0], inverse_mass=solved[:, 1:])
+    inverse_mass = inverse(m_eff)
+    return FreeMotion(velocity=state.u + inverse_mass @ (h * (frc.applied - dyn.bias)), inverse_mass=inverse_mass)
+
+
+@jax.custom_jvp
+def inverse(a: jax.Array) -> jax.Array:
+    """``a^-1`` by :func:`gauss_jordan`, with the derivative ``d(a^-1) = -a^-1 da a^-1`` (two products: the
+    elimination itself is not differentiated, which keeps the compiled gradient small).
+
+    Args:
+        a: (n, n) the effective mass (see :func:`gauss_jordan` for the matrices it handles).
+
+    Returns:
+        (n, n) its inverse.
+    """
+    return gauss_jordan(a, jnp.eye(a.shape[0], dtype=a.dtype))
+
+
+@inverse.defjvp
+def _inverse_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    inv = inverse(a)
+    return inv, -inv @ da @ inv
 
 
 #: Largest number of velocities whose elimination is unrolled (above it, a ``fori_loop`` of the same steps).

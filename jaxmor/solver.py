@@ -63,16 +63,50 @@ def _largest_eigenvalue(block: jax.Array) -> jax.Array:
     return mean + safe_sqrt(half * half + off * off)
 
 
-def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, diag: jax.Array) -> jax.Array:
-    """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``.
+def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, inv_diag: jax.Array) -> jax.Array:
+    """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``;
+    ``inv_diag`` is ``1 / A_rr`` (0 for a row that nothing moves).
 
     An infinite bound (a joint without that limit) contributes nothing, with finite derivatives: the bound
-    is replaced before the division (a double ``where``), so no ``inf * 0`` reaches the gradient of ``diag``.
+    is replaced before the product (a double ``where``), so no ``inf * 0`` reaches the gradient.
     """
     has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
-    push = jnp.maximum(safe_div(jnp.where(has_low, low, v0) - v0, diag), 0.0)
-    pull = jnp.minimum(safe_div(jnp.where(has_high, high, v0) - v0, diag), 0.0)
+    push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
+    pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
     return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
+
+
+# The row updates, shared by both forms of a sweep below.
+
+
+def _contact_impulse(problem: Problem, inv_eig: jax.Array, k, inv_nn, a_tn, v: jax.Array, old: jax.Array):
+    """New (3,) impulses of contact ``k``: the normal row, then the tangential pair on the disk.
+
+    ``inv_nn`` is ``1 /`` the normal row's diagonal entry of ``A``, ``a_tn`` (2,) the tangent rows' entries
+    in the normal's column, ``v`` (3,) the rows' velocities at the impulses ``old`` (3,).
+    """
+    lam_n = jnp.maximum(old[0] - (v[0] - problem.contact_target[k]) * inv_nn, 0.0)
+    v_t = v[1:] + a_tn * (lam_n - old[0])
+    lam_t = _project_disk(old[1:] - v_t * inv_eig[k], problem.friction[k] * lam_n)
+    return jnp.concatenate([lam_n[None], lam_t])
+
+
+def _joint_impulse(problem: Problem, i, diag, inv_diag, v_other, limit):
+    """New ``(friction + limit, limit)`` impulses of joint ``i``'s row (diagonal entry ``diag``, its inverse
+    ``inv_diag``) from the velocity ``v_other`` without its impulses and its previous limit impulse:
+    friction first, then the limit."""
+    bound = problem.friction_bound[i]
+    friction = jnp.clip(-v_other * inv_diag - limit, -bound, bound)
+    new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other + diag * friction, inv_diag)
+    return friction + new_limit, new_limit
+
+
+def _normal_impulse(problem: Problem, k, inv_nn, v, old):
+    """New normal impulse of contact ``k`` of a frictionless problem (``inv_nn`` as above)."""
+    return jnp.maximum(old - (v - problem.contact_target[k]) * inv_nn, 0.0)
+
+
+# The sweep as straight-line code carrying the row velocities: the forward solve.
 
 
 @struct.dataclass
@@ -83,7 +117,7 @@ class _Sweeping:
         velocity: (R,) ``v = A lam + b``.
         contact: nc arrays (rows_per_contact,), each contact's impulses.
         joint: nj scalars, each joint row's impulse (friction plus limit).
-        limit: nj scalars, the limit part of each joint row's impulse (empty for a frictionless problem).
+        limit: nj scalars, the limit part of each joint row's impulse (all of it for a frictionless problem).
     """
 
     velocity: jax.Array
@@ -93,119 +127,133 @@ class _Sweeping:
 
 
 def _start(problem: Problem, rows: jax.Array, limit: jax.Array) -> _Sweeping:
-    """The iterate at impulses ``rows`` (R,) and ``limit`` (nj or 0,)."""
+    """The iterate at impulses ``rows`` (R,) and ``limit`` (nj,)."""
     m = problem.rows_per_contact
     return _Sweeping(
         velocity=problem.delassus @ rows + problem.free_velocity,
         contact=tuple(rows[m * k : m * k + m] for k in range(problem.nc)),
         joint=tuple(rows[problem.joint_row(i)] for i in range(problem.nj)),
-        limit=tuple(limit[i] for i in range(limit.shape[0])),
+        limit=tuple(limit[i] for i in range(problem.nj)),
     )
 
 
 def _finish(it: _Sweeping) -> tuple[jax.Array, jax.Array]:
-    """The (R,) row impulses and (nj or 0,) limit impulses of an iterate."""
+    """The (R,) row impulses and (nj,) limit impulses of an iterate."""
     dtype = it.velocity.dtype
     rows = jnp.concatenate([*it.contact, jnp.stack(it.joint) if it.joint else jnp.zeros(0, dtype)])
     limit = jnp.stack(it.limit) if it.limit else jnp.zeros(0, dtype)
     return rows, limit
 
 
-def _velocity_sweep(params: tuple[Problem, jax.Array, jax.Array], it: _Sweeping) -> _Sweeping:
-    """One Gauss-Seidel sweep with friction: contacts in slot order, then each joint (friction, limit).
-
-    ``params`` is the problem, ``A`` transposed (its columns as rows) and the (nc,) inverse largest
-    eigenvalues of the contacts' tangential blocks.
-    """
-    problem, columns, inv_eig = params
+def _fast_sweep(params: tuple[Problem, jax.Array, jax.Array], it: _Sweeping) -> _Sweeping:
+    """One sweep, rows unrolled: contacts in slot order, then each joint; a changed impulse ``d`` adds
+    ``A[:, row] d`` to the carried velocities. ``params`` is the problem, ``A`` transposed (its columns as
+    rows), the (nc,) inverse largest eigenvalues of the tangential blocks (unused when frictionless) and the
+    (R,) inverse diagonal of ``A``."""
+    problem, columns, inv_eig, inv_diag = params
     a = problem.delassus
     v, contact, joint, limit = it.velocity, list(it.contact), list(it.joint), list(it.limit)
     for k in range(problem.nc):
         n, old = problem.contact_row(k), contact[k]
-        lam_n = jnp.maximum(old[0] - safe_div(v[n] - problem.contact_target[k], a[n, n]), 0.0)
-        v_t = v[n + 1 : n + 3] + a[n + 1 : n + 3, n] * (lam_n - old[0])
-        lam_t = _project_disk(old[1:] - v_t * inv_eig[k], problem.friction[k] * lam_n)
-        contact[k] = jnp.concatenate([lam_n[None], lam_t])
-        change = contact[k] - old
-        v = v + columns[n] * change[0] + columns[n + 1] * change[1] + columns[n + 2] * change[2]
+        if problem.with_friction:
+            contact[k] = _contact_impulse(problem, inv_eig, k, inv_diag[n], a[n + 1 : n + 3, n], v[n : n + 3], old)
+        else:
+            contact[k] = _normal_impulse(problem, k, inv_diag[n], v[n : n + 1], old)
+        v = v + (contact[k] - old) @ columns[n : n + problem.rows_per_contact]
     for i in range(problem.nj):
         r = problem.joint_row(i)
-        diag = a[r, r]
-        v_other = v[r] - diag * joint[i]  # the velocity without this joint's impulses
-        bound = problem.friction_bound[i]
-        friction = jnp.clip(-safe_div(v_other, diag) - limit[i], -bound, bound)
-        limit[i] = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other + diag * friction, diag)
-        v = v + columns[r] * (friction + limit[i] - joint[i])
-        joint[i] = friction + limit[i]
+        v_other = v[r] - a[r, r] * joint[i]
+        if problem.with_friction:
+            new, limit[i] = _joint_impulse(problem, i, a[r, r], inv_diag[r], v_other, limit[i])
+        else:
+            new = limit[i] = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other, inv_diag[r])
+        v = v + columns[r] * (new - joint[i])
+        joint[i] = new
     return _Sweeping(v, tuple(contact), tuple(joint), tuple(limit))
 
 
-def _frictionless_sweep(params: tuple[Problem, jax.Array], it: _Sweeping) -> _Sweeping:
-    """One Gauss-Seidel sweep of a frictionless problem: normal rows, then joint limit rows."""
-    problem, columns = params
-    a = problem.delassus
-    v, contact, joint = it.velocity, list(it.contact), list(it.joint)
-    for k in range(problem.nc):
-        new = jnp.maximum(contact[k] - safe_div(v[k] - problem.contact_target[k], a[k, k]), 0.0)
-        v = v + columns[k] * (new[0] - contact[k][0])
-        contact[k] = new
-    for i in range(problem.nj):
+# The same sweep as loops over the rows, from the impulses alone: the map the derivative linearizes
+# (compact to compile; the fast form's carried velocities are ``A lam + b`` of these impulses).
+
+
+def _compact_sweep(params: tuple[Problem, jax.Array, jax.Array], x: tuple[jax.Array, jax.Array]):
+    """One sweep as ``(rows, limit) -> (rows, limit)`` with ``fori_loop``s over the contacts and joints."""
+    problem, _, inv_eig, inv_diag = params
+    a, b, m = problem.delassus, problem.free_velocity, problem.rows_per_contact
+
+    def contact(k, x):
+        lam, limit = x
+        n = problem.contact_row(k)
+        rows = jax.lax.dynamic_slice_in_dim(a, n, m)
+        v = rows @ lam + jax.lax.dynamic_slice_in_dim(b, n, m)
+        old = jax.lax.dynamic_slice_in_dim(lam, n, m)
+        if problem.with_friction:
+            a_tn = jax.lax.dynamic_index_in_dim(rows[1:], n, axis=1, keepdims=False)
+            new = _contact_impulse(problem, inv_eig, k, inv_diag[n], a_tn, v, old)
+        else:
+            new = _normal_impulse(problem, k, inv_diag[n], v, old)
+        return jax.lax.dynamic_update_slice_in_dim(lam, new, n, 0), limit
+
+    def joint(i, x):
+        lam, limit = x
         r = problem.joint_row(i)
-        new = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v[r] - a[r, r] * joint[i], a[r, r])
-        v = v + columns[r] * (new - joint[i])
-        joint[i] = new
-    return _Sweeping(v, tuple(contact), tuple(joint), it.limit)
+        row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
+        diag = row[r]
+        v_other = row @ lam + b[r] - diag * lam[r]
+        if problem.with_friction:
+            new, new_limit = _joint_impulse(problem, i, diag, inv_diag[r], v_other, limit[i])
+        else:
+            new = new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other, inv_diag[r])
+        return lam.at[r].set(new), limit.at[i].set(new_limit)
 
-
-def _impulse_map(sweep):
-    """One sweep as a map of the impulses alone (the iteration the derivative linearizes)."""
-
-    def apply(params, x):
-        return _finish(sweep(params, _start(params[0], *x)))
-
-    return apply
+    if problem.nc:
+        x = jax.lax.fori_loop(0, problem.nc, contact, x)
+    if problem.nj:
+        x = jax.lax.fori_loop(0, problem.nj, joint, x)
+    return x
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _iterate(plan, params, x0):
-    """Each sweep of ``plan`` (pairs ``(sweep, count)``) applied ``count`` times to its problem's impulses.
+def _iterate(counts, params, x0):
+    """``counts[j]`` sweeps of problem ``j`` (``params[j]``) from its impulses ``x0[j] = (rows, limit)``.
 
-    The problems are independent, so their sweeps share loops: the first loop runs every problem for the
-    smallest count, the next the remaining ones for the next count, and so on; the dependent iterations
-    are the largest count. ``x0[j]`` and the result are ``(row impulses, limit impulses)``.
+    The problems are independent, so their sweeps share one loop of ``max(counts)`` iterations, in which
+    a problem with fewer sweeps is skipped (a ``lax.cond`` on the loop index, which stays a branch under
+    ``vmap``) once it has had its count: the dependent iterations are the largest count, and each sweep's
+    code is compiled once.
     """
-    its = [_start(p[0], *x) for p, x in zip(params, x0, strict=True)]
-    done = 0
-    for count in sorted({c for _, c in plan}):
-        live = [j for j, (_, c) in enumerate(plan) if c >= count]
+    its = tuple(_start(p[0], *x) for p, x in zip(params, x0, strict=True))
+    total = max(counts)
 
-        def body(_, xs, live=live):
-            return tuple(plan[j][0](params[j], xj) for j, xj in zip(live, xs, strict=True))
+    def body(i, its):
+        out = []
+        for p, it, count in zip(params, its, counts, strict=True):
+            if count == total:
+                out.append(_fast_sweep(p, it))
+            else:
+                out.append(jax.lax.cond(i < count, _fast_sweep, lambda _, it: it, p, it))
+        return tuple(out)
 
-        out = jax.lax.fori_loop(0, count - done, body, tuple(its[j] for j in live))
-        for j, xj in zip(live, out, strict=True):
-            its[j] = xj
-        done = count
-    return tuple(_finish(it) for it in its)
+    return tuple(_finish(it) for it in jax.lax.fori_loop(0, total, body, its))
 
 
 @_iterate.defjvp
-def _iterate_jvp(plan, primals, tangents):
+def _iterate_jvp(counts, primals, tangents):
     """Derivative of the sweeps with every sweep's Jacobians taken at the final iterate ``x_K``.
 
-    With ``S_x``, ``S_p`` the Jacobians of one sweep (a map of the impulses) at ``x_K``, the tangent of
-    ``x_K`` is ``S_x^K dx_0 + sum_{j<K} S_x^j S_p dp``: the exact derivative of the K sweeps whenever the
-    iterates have converged (``x_k = x_K``), and otherwise different only in evaluating the Jacobians
-    at ``x_K`` instead of at each ``x_k``. The tangent recursion is linear, so reverse mode transposes
-    it without storing anything per sweep, and the compiled derivative holds one linearized sweep per
-    problem instead of K.
+    With ``S_x``, ``S_p`` the Jacobians of one sweep (:func:`_compact_sweep`, a map of the impulses) at
+    ``x_K``, the tangent of ``x_K`` is ``S_x^K dx_0 + sum_{j<K} S_x^j S_p dp``: the exact derivative of the
+    K sweeps whenever the iterates have converged (``x_k = x_K``), and otherwise different only in
+    evaluating the Jacobians at ``x_K`` instead of at each ``x_k``. The tangent recursion is linear, so
+    reverse mode transposes it without storing anything per sweep, and the compiled derivative holds one
+    linearized sweep per problem instead of K.
     """
     params, x0 = primals
     d_params, d_x0 = tangents
-    x = _iterate(plan, params, x0)
+    x = _iterate(counts, params, x0)
     d_x = []
-    for (sweep, count), p, xj, dp, dxj in zip(plan, params, x, d_params, d_x0, strict=True):
-        _, linear = jax.linearize(_impulse_map(sweep), p, xj)
+    for count, p, xj, dp, dxj in zip(counts, params, x, d_params, d_x0, strict=True):
+        _, linear = jax.linearize(_compact_sweep, p, xj)
         zero_x = jax.tree.map(jnp.zeros_like, xj)
         zero_p = jax.tree.map(jnp.zeros_like, p)
         drive = linear(dp, zero_x)
@@ -237,26 +285,24 @@ def solve_all(
     live = [j for j, p in enumerate(problems) if p.free_velocity.shape[0] > 0]
     if not live:
         return tuple(out)
-    plan, params, x0 = [], [], []
+    counts, params, x0 = [], [], []
     for j in live:
         problem, warm = problems[j], warm_starts[j]
-        columns = problem.delassus.T
+        rows = problem.rows(warm)
         if problem.with_friction:
             # 1 / the largest eigenvalue of each contact's tangential 2x2 block: the friction pair's step.
             inv_eig = safe_div(1.0, _largest_eigenvalue(problem.tangent_blocks()))
-            plan.append((_velocity_sweep, int(iterations[j])))
-            params.append((problem, columns, inv_eig))
-            x0.append((problem.rows(warm), warm.limit))
+            limit = warm.limit
         else:
-            plan.append((_frictionless_sweep, int(iterations[j])))
-            params.append((problem, columns))
-            x0.append((problem.rows(warm), jnp.zeros(0, problem.free_velocity.dtype)))
-    x = _iterate(tuple(plan), tuple(params), tuple(x0))
-    for j, (rows, limit) in zip(live, x, strict=True):
-        problem = problems[j]
-        if not problem.with_friction:
+            inv_eig = jnp.zeros(problem.nc, rows.dtype)
             limit = rows[problem.joint_row(0) :]
-        out[j] = problem.impulses(rows, limit)
+        counts.append(int(iterations[j]))
+        inv_diag = safe_div(1.0, jnp.diagonal(problem.delassus))
+        params.append((problem, problem.delassus.T, inv_eig, inv_diag))
+        x0.append((rows, limit))
+    x = _iterate(tuple(counts), tuple(params), tuple(x0))
+    for j, (rows, limit) in zip(live, x, strict=True):
+        out[j] = problems[j].impulses(rows, limit)
     return tuple(out)
 
 
