@@ -258,6 +258,8 @@ def test_options_are_checked_where_they_are_set(pendulum):
         pendulum.opt.replace(timestep=-1e-3)
     with pytest.raises(ArgumentError, match=r"opt\.solver_iterations must be an int >= 1"):
         pendulum.opt.replace(solver_iterations=0)
+    with pytest.raises(ArgumentError, match=r"opt\.position_iterations must be an int >= 1"):
+        pendulum.opt.replace(position_iterations=2.5)
     with pytest.raises(ArgumentError, match=r"opt\.gravity must be a finite 3-vector"):
         pendulum.opt.replace(gravity=jnp.array([0.0, np.nan, -9.81]))
     with pytest.raises(ArgumentError, match=r"step: opt\.timestep"):  # built around replace: step checks it

@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 from jaxmor.constraint import Impulses, Problem
-from jaxmor.solver import contact_residuals, solve
+from jaxmor.solver import contact_residuals, solve, solve_all
 
 #: Relative tolerance for closed forms the solver reproduces in a few floating-point operations.
 ROUND_OFF = 1e-13
@@ -633,3 +633,35 @@ def test_the_derivative_of_a_sliding_contact_is_the_rim_derivative():
         )
         fd[:, i] /= 2 * FD_STEP
     np.testing.assert_allclose(jac, fd, rtol=0, atol=FD_TOL * MASS, err_msg="d lam / d b (central differences)")
+
+
+def test_problems_solved_together_equal_each_solved_alone():
+    """``solve_all`` runs the problems in one loop over sweeps (the one with fewer sweeps skipped once it
+    has had them): each result must be what ``solve`` gives that problem alone with its own count, and the
+    sweeps must not leak from one problem into the other (different counts, coupled rows, a non-symmetric
+    ``A``, warm starts, a joint with friction and limits)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(8, 8))
+    a = x @ x.T / 8 + np.eye(8) + 0.05 * rng.normal(size=(8, 8))  # non-symmetric, like the effective mass's
+    velocity = problem(a, rng.normal(size=8), [0.01, -0.02], [0.8, 0.5], [0.3, 0.0], [-0.5, -np.inf], [0.4, np.inf])
+    keep = np.array([0, 3, 6, 7])
+    position = problem(
+        a[np.ix_(keep, keep)],
+        np.zeros(4),
+        [0.2, 0.0],
+        [0.0, 0.0],
+        [0.0, 0.0],
+        [0.1, 0.0],
+        [0.0, 0.0],
+        rows_per_contact=1,
+    )
+    warm = impulses([[0.1, 0.01, -0.02], [0.0, 0.0, 0.0]], [0.05, 0.0], [0.0, 0.0])
+    together = jax.jit(lambda: solve_all((velocity, position), (warm, position.zero_impulses()), (7, 3)))()
+    alone = (SOLVE(velocity, warm, 7), SOLVE(position, position.zero_impulses(), 3))
+    for got, want, name in zip(together, alone, ("velocity", "position"), strict=True):
+        for field in ("contact", "friction", "limit"):
+            np.testing.assert_allclose(
+                getattr(got, field), getattr(want, field), rtol=ROUND_OFF, atol=1e-15, err_msg=f"{name}.{field}"
+            )
+    # and both differ from their converged solutions (the counts were applied, not more sweeps)
+    assert not np.allclose(together[1].contact, SOLVE(position, position.zero_impulses(), ITERATIONS).contact)
