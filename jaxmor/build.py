@@ -32,7 +32,7 @@ from jaxmor.affine import empty_affine
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.io.description import Joint, RobotDescription
-from jaxmor.io.urdf import parse_urdf
+from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.motor import DcMotorParameters
 from jaxmor.types import Battery, GeomType, JointType, Model, MotorActuators, Options
 
@@ -56,6 +56,7 @@ def load_urdf(
     resource_dir: str | os.PathLike | None = None,
     floating_base: bool | None = None,
     actuator_dirs: Sequence[str | os.PathLike] = (),
+    strict: bool = False,
 ) -> Model:
     """Load a URDF file or string into a :class:`Model` (:func:`~jaxmor.io.urdf.parse_urdf`, then :func:`build_model`).
 
@@ -70,6 +71,8 @@ def load_urdf(
         floating_base: ``None`` (default): the base floats unless the tree is rooted at a link named
             ``world``. ``False``: weld the root link to the world (a ``floating`` joint from ``world``
             becomes fixed). ``True``: make the fixed joint from ``world`` a free joint.
+        strict: refuse an indefinite inertia tensor (:class:`ModelError`) instead of repairing it with
+            a warning (:mod:`jaxmor.io.urdf`).
 
     Returns:
         The compiled model, with the actuators the URDF's ``<actuator>`` elements define.
@@ -78,7 +81,7 @@ def load_urdf(
         ModelError: the description is invalid; the message names the file and line.
         ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``.
     """
-    description = parse_urdf(path_or_xml, resource_dir=resource_dir, actuator_dirs=actuator_dirs)
+    description = parse_urdf(path_or_xml, resource_dir=resource_dir, actuator_dirs=actuator_dirs, strict=strict)
     return build_model(description, floating_base=floating_base)
 
 
@@ -323,10 +326,10 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     link_lines = [links[b.link].line for b in bodies]
     dof_lines = [line for b, line in zip(bodies, joint_lines, strict=True) for _ in range(b.kind.dof_width())]
 
-    def arr(x, shape, what: str = "", lines: Sequence[int] = ()):
+    def arr(x, shape, what: str = "", lines: Sequence[int] = (), coordinates: bool = False):
         values = np.asarray(x, dtype=np.float64).reshape(shape)
         if lines:
-            check_representable(values, dtype, source, lines, what)
+            check_representable(values, dtype, source, lines, what, coordinates)
         return jnp.asarray(values)
 
     ng, nl = len(geom_type), len(link_names)
@@ -355,21 +358,33 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,
         ),
-        body_tree_rotation=arr([b.tree_rotation for b in bodies], (nb, 3, 3), "joint origin rpy", joint_lines),
-        body_tree_translation=arr([b.tree_translation for b in bodies], (nb, 3), "joint origin xyz", joint_lines),
+        body_tree_rotation=arr(
+            [b.tree_rotation for b in bodies], (nb, 3, 3), "joint origin rpy", joint_lines, coordinates=True
+        ),
+        body_tree_translation=arr(
+            [b.tree_translation for b in bodies], (nb, 3), "joint origin xyz", joint_lines, coordinates=True
+        ),
         body_axis=arr([np.zeros(3) if b.kind == JointType.FREE else b.joint.axis for b in bodies], (nb, 3)),
         body_mass=arr(mass, (nb,), "body mass", link_lines),
-        body_com=arr(com, (nb, 3), "body centre of mass", link_lines),
-        body_inertia=arr(inertia, (nb, 3, 3), "body inertia", link_lines),
+        body_com=arr(com, (nb, 3), "body centre of mass", link_lines, coordinates=True),
+        body_inertia=arr(_drop_round_off(inertia, mass), (nb, 3, 3), "body inertia", link_lines),
         link_rotation=arr(
-            [tree.link_frame[n][0] for n in link_names], (nl, 3, 3), "link frame", [links[n].line for n in link_names]
+            [tree.link_frame[n][0] for n in link_names],
+            (nl, 3, 3),
+            "link frame",
+            [links[n].line for n in link_names],
+            coordinates=True,
         ),
         link_translation=arr(
-            [tree.link_frame[n][1] for n in link_names], (nl, 3), "link frame", [links[n].line for n in link_names]
+            [tree.link_frame[n][1] for n in link_names],
+            (nl, 3),
+            "link frame",
+            [links[n].line for n in link_names],
+            coordinates=True,
         ),
         geom_size=arr(geom_size, (ng, 3), "collision geometry size", geom_lines),
-        geom_rotation=arr(geom_rot, (ng, 3, 3), "collision origin", geom_lines),
-        geom_translation=arr(geom_pos, (ng, 3), "collision origin", geom_lines),
+        geom_rotation=arr(geom_rot, (ng, 3, 3), "collision origin", geom_lines, coordinates=True),
+        geom_translation=arr(geom_pos, (ng, 3), "collision origin", geom_lines, coordinates=True),
         geom_friction=arr([DEFAULT_FRICTION] * ng, (ng,)),
         geom_restitution=arr([0.0] * ng, (ng,)),
         dof_armature=arr(dof["armature"], (nv,), "joint rotor_inertia", dof_lines),
@@ -392,22 +407,43 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     return model
 
 
-def check_representable(values: np.ndarray, dtype, source: str, lines: Sequence[int | None], what: str) -> None:
+def _drop_round_off(tensors, masses) -> list[np.ndarray]:
+    """Inertia tensors with the entries below ``1e-12`` of each tensor's largest, or below a point mass's
+    (``mass x POINT_MASS_RADIUS^2``, :mod:`jaxmor.io.urdf`), set to zero: the round-off of rotating and
+    merging tensors (iCub's reach 1e-67), which would otherwise be refused as underflowing float32 although
+    they mean nothing."""
+    out = []
+    for tensor, mass in zip(tensors, masses, strict=True):
+        tensor = np.asarray(tensor, dtype=np.float64)
+        floor = max(1e-12 * np.abs(tensor).max(), float(mass) * POINT_MASS_RADIUS**2, POINT_MASS_FLOOR)
+        out.append(np.where(np.abs(tensor) <= floor, 0.0, tensor))
+    return out
+
+
+def check_representable(
+    values: np.ndarray, dtype, source: str, lines: Sequence[int | None], what: str, coordinates: bool = False
+) -> None:
     """Refuse a value that the model's dtype cannot hold: a finite one that overflows, a nonzero one that
     underflows to zero (e.g. a rotor inertia of 1e39 in float32 would freeze its joint without a word).
+    For ``coordinates`` (origins, centres of mass: zero means nothing special there) an underflow is a
+    displacement below the dtype's smallest normal number (1e-38 m in float32) and is accepted (iCub has a
+    joint origin of -2.7e-51 m).
 
     Args:
         values: float64 values, the leading axis matching ``lines``.
         dtype: the model's float dtype.
         source, lines: the file and the line of each leading entry, for the message.
         what: the quantity, for the message.
+        coordinates: accept underflows (see above).
 
     Raises:
         ModelError: at the first entry that does not survive the conversion.
     """
     with np.errstate(over="ignore", under="ignore"):
         cast = values.astype(dtype)
-    bad = (np.isfinite(values) & ~np.isfinite(cast)) | ((values != 0) & (cast == 0))
+    bad = np.isfinite(values) & ~np.isfinite(cast)
+    if not coordinates:
+        bad |= (values != 0) & (cast == 0)
     if not bad.any():
         return
     index = np.unravel_index(int(np.argmax(bad)), values.shape)
@@ -422,17 +458,25 @@ def check_representable(values: np.ndarray, dtype, source: str, lines: Sequence[
 
 
 def _warn_massless_leaves(description, tree: ReducedTree, mass, armature, v_start) -> None:
-    """Warn about leaf bodies with neither mass nor rotor inertia: they make the mass matrix singular."""
-    parents = {b.parent for b in tree.bodies}
+    """Warn, once, naming every joint that moves no mass (its body and all below it are massless) and has
+    no rotor inertia: each makes the mass matrix singular."""
+    subtree = [float(m) for m in mass]
+    for b in reversed(range(len(tree.bodies))):  # children come after their parents
+        parent = tree.bodies[b].parent
+        if parent >= 0:
+            subtree[parent] += subtree[b]
     lines = {link.name: link.line for link in description.links}
+    found = []
     for b, body in enumerate(tree.bodies):
-        if mass[b] <= 0.0 and b not in parents and armature[v_start[b]] <= 0:
-            joint = body.joint
-            warnings.warn(
-                f"{description.source}:{lines[body.link]}: body '{body.link}' moved by joint "
-                f"'{joint.name if joint else 'free'}' has no mass and no rotor inertia: the mass matrix is singular",
-                stacklevel=4,
-            )
+        if subtree[b] <= 0.0 and armature[v_start[b]] <= 0:
+            joint = body.joint.name if body.joint else "free"
+            found.append(f"'{joint}' (body '{body.link}', line {lines[body.link]})")
+    if found:
+        warnings.warn(
+            f"{description.source}: {len(found)} joint(s) move no mass and have no rotor inertia: "
+            f"{', '.join(found)}; the mass matrix is singular",
+            stacklevel=4,
+        )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ MODELS = {
     "solo12": ("solo_description/robots/solo12.urdf", True),
     "panda": ("panda_description/urdf/panda.urdf", False),  # root 'panda_link0' is welded to the world
     "talos_reduced": ("talos_data/robots/talos_reduced.urdf", True),
+    # a zero inertia with a 2.4e-35 entry and round-off offsets down to 1e-66: loads, same dynamics
+    "icub": ("icub_description/robots/icub.urdf", True),
 }
 
 

@@ -566,7 +566,7 @@ def test_bad_urdf_is_refused_with_its_line(text, names, mode, tmp_path):
         path.write_text(text)
         arg = source = str(path)
     with pytest.raises(ModelError) as info:
-        load_quietly(arg)
+        load_quietly(arg, strict=True)  # strict: an indefinite inertia is refused, not repaired
     check_error(info.value, source, line, names)
 
 
@@ -1226,3 +1226,96 @@ def test_floating_base_true_on_an_offset_fixed_joint_says_why():
     with pytest.raises(ModelError) as info:
         load_quietly(text, floating_base=True)
     check_error(info.value, "<string>", expected_line(text), ["'j'", "floating_base=True", "identity origin"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Inertia round-off, repair of indefinite tensors, massless joints (jaxmor/io/urdf.py's docstring)
+
+
+def test_an_indefinite_inertia_is_repaired_with_a_warning_or_refused_when_strict():
+    given = inertia_matrix(1.0, 0.0, 0.0, 0.5, 0.3, -0.2)  # principal moments: one negative
+    attrs = 'ixx="1" ixy="0" ixz="0" iyy="0.5" iyz="0.3" izz="-0.2"'
+    text = robot(
+        link("base"),
+        link("arm", f'<inertial><mass value="1"/><inertia {attrs}/></inertial>'),
+        joint("j1", "base", "arm"),
+    )
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if 'izz="-0.2"' in x)
+    eig, axes = np.linalg.eigh(given)
+    assert eig[0] < -0.1  # truly indefinite, not round-off
+    with pytest.warns(
+        UserWarning,
+        match=rf"<string>:{line}: link 'arm' has an inertia that is not positive "
+        r"definite .* repaired to the principal moments \[0\.0, ",
+    ):
+        description = jaxmor.io.urdf.parse_urdf(text)
+    repaired = next(k for k in description.links if k.name == "arm").inertial.inertia
+    # the documented repair: the negative principal moment set to zero, the principal axes kept
+    np.testing.assert_allclose(np.linalg.eigvalsh(repaired), np.maximum(np.sort(eig), 0.0), atol=1e-15)
+    np.testing.assert_allclose(repaired @ axes[:, 1:], axes[:, 1:] * eig[1:], atol=1e-14)
+    np.testing.assert_allclose(repaired @ axes[:, 0], 0.0, atol=1e-14)
+    with pytest.raises(ModelError, match=rf"<string>:{line}: link 'arm' has an inertia that is not positive"):
+        load_quietly(text, strict=True)
+
+
+def test_inertia_round_off_is_accepted():
+    """iCub's head: a zero tensor with one stray 2.4e-35 entry (moments -2.4e-35, 0, 2.4e-35) is a point
+    mass, taken silently; a negative moment within 1e-9 of the largest is round-off: accepted (as the
+    singular tensor it is, with that warning), not refused."""
+    stray = '<inertial><mass value="1.3"/><inertia ixx="0" ixz="2.40741e-35" iyy="0" izz="0"/></inertial>'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = load_urdf(robot(link("head", stray)))
+    assert np.all(np.asarray(model.body_inertia) == 0.0)
+    assert -1e-9 < np.linalg.eigvalsh(inertia_matrix(1, 1.000000000001, 0, 1, 0, 1))[0] < 0
+    rod = '<inertial><mass value="1"/><inertia ixx="1" ixy="1.000000000001" iyy="1" izz="1"/></inertial>'
+    with pytest.warns(UserWarning, match="'rod' has a singular inertia"):
+        load_urdf(robot(link("rod", rod)), strict=True)
+
+
+def test_the_massless_joint_warning_names_every_joint_that_moves_no_mass():
+    """A chain of two massless links below a massive one: both joints move no mass (the first moves the
+    second link, massless too); the leaf-only rule named one of them. A massless link with a massive
+    child is not named."""
+    text = robot(
+        link("base"),
+        link("hand", ""),
+        link("finger", ""),
+        link("wrist", ""),
+        link("tool"),
+        joint("j_hand", "base", "hand"),
+        joint("j_finger", "hand", "finger"),
+        joint("j_wrist", "base", "wrist"),
+        joint("j_tool", "wrist", "tool"),
+    )
+    with pytest.warns(UserWarning) as record:
+        load_urdf(text, floating_base=False)
+    messages = [str(w.message) for w in record if "move no mass" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert "2 joint(s)" in messages[0] and "'j_hand'" in messages[0] and "'j_finger'" in messages[0]
+    assert "'j_wrist'" not in messages[0] and "singular" in messages[0]
+
+
+@pytest.mark.parametrize(
+    "relative, repaired",
+    [
+        ("icub_description/robots/icub.urdf", ()),
+        ("tiago_description/robots/tiago.urdf", ("base_antenna_left_link", "base_antenna_right_link")),
+    ],
+    ids=["icub", "tiago"],
+)
+def test_icub_and_tiago_load(relative, repaired):
+    """Both used to be refused over round-off (iCub: a 2.4e-35 entry, offsets of 1e-51 m that underflow
+    float32) or a 1 mg link's indefinite tensor (TIAGo's antennas); Pinocchio loads both. iCub's dynamics
+    are compared with Pinocchio in tests/test_dynamics.py."""
+    path = robot_urdf(relative)
+    if path is None:
+        pytest.skip(missing_robot_reason(relative))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model = load_urdf(path)
+    fixed = sorted(
+        n for n in repaired if any(f"link '{n}'" in str(w.message) and "repaired" in str(w.message) for w in record)
+    )
+    assert fixed == sorted(repaired)
+    assert model.nv > 30 and np.all(np.isfinite(np.asarray(model.body_inertia)))

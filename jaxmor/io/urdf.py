@@ -22,12 +22,19 @@ compiling arrays is the model builder's work (:mod:`jaxmor.build`).
 
 Validation: every error names the file (or ``"<string>"``) and the line of the offending element:
 malformed XML, missing or duplicate names, unknown links or joint types, a link with two parents,
-cycles, several roots, negative mass, an inertia with a negative principal moment (beyond a
-round-off of 1e-9 of the largest), non-finite or malformed numbers, negative limits or
-losses, ``lower > upper``. An inertia that breaks the triangle inequality of its principal
-moments, or a singular one (a point mass or a thin rod; example-robot-data's Go1 base has one), is
-physically degenerate but common in shipped models: it is accepted with a warning. An all-zero
-tensor is a point mass and accepted silently.
+cycles, several roots, negative mass, non-finite or malformed numbers, negative limits or
+losses, ``lower > upper``.
+
+Inertia tensors. A negative principal moment within round-off, ``1e-9`` of the largest moment's
+magnitude, is accepted as given. A tensor whose moments are all below ``mass x (1 um)^2`` (a radius of
+gyration under a micrometre; absolute floor ``1e-20`` kg m^2) is a point mass: taken as zero, silently
+(iCub's head has a zero tensor with a stray ``2.4e-35`` entry). A truly indefinite tensor (TIAGo's 1 mg
+antenna links: moments ``-3.5e-8, 3.5e-8, 9.1e-8``) is *repaired* by default: its negative principal
+moments become zero (the tensor keeps its principal axes), with a warning naming the file, the line and
+the moments before and after; ``strict=True`` refuses it with a :class:`~jaxmor.errors.ModelError`
+instead. An inertia that breaks the triangle inequality of its principal moments, or a singular one (a
+thin rod; example-robot-data's Go1 base has one), is physically degenerate but common in shipped models:
+it is accepted with a warning. An all-zero tensor is a point mass and accepted silently.
 """
 
 from __future__ import annotations
@@ -70,7 +77,13 @@ def _origin(element, source: str, owner: str) -> tuple[np.ndarray, np.ndarray]:
     return rpy_to_rotation(rpy), np.array(xyz)
 
 
-def _parse_inertial(link_el, name: str, source: str) -> Inertial | None:
+#: Radius of gyration [m] below which an inertia tensor is a point mass's (round-off), and the absolute
+#: floor [kg m^2] of that test for a massless link.
+POINT_MASS_RADIUS = 1e-6
+POINT_MASS_FLOOR = 1e-20
+
+
+def _parse_inertial(link_el, name: str, source: str, strict: bool) -> Inertial | None:
     el = link_el.find("inertial")
     if el is None:
         return None
@@ -99,15 +112,22 @@ def _parse_inertial(link_el, name: str, source: str) -> Inertial | None:
             ]
         )
     if np.any(tensor != 0.0):
-        eig = np.linalg.eigvalsh(tensor)
+        eig, axes = np.linalg.eigh(tensor)
         scale = max(abs(eig[-1]), abs(eig[0]))
+        if scale <= max(mass * POINT_MASS_RADIUS**2, POINT_MASS_FLOOR):
+            return Inertial(mass, xyz, np.zeros((3, 3)))  # a point mass; the entries are round-off
         if eig[0] < -1e-9 * scale:
-            raise ModelError(
-                source,
-                in_line,
-                f"link '{name}' has an inertia that is not positive definite (principal moments {eig.tolist()})",
+            message = f"link '{name}' has an inertia that is not positive definite (principal moments {eig.tolist()})"
+            if strict:
+                raise ModelError(source, in_line, message)
+            repaired = np.maximum(eig, 0.0)
+            warnings.warn(
+                f"{source}:{in_line}: {message}; repaired to the principal moments {repaired.tolist()} "
+                "(the negative ones set to zero, same axes; strict=True refuses it)",
+                stacklevel=4,
             )
-        if eig[0] <= 1e-9 * scale:
+            tensor = axes @ np.diag(repaired) @ axes.T
+        elif eig[0] <= 1e-9 * scale:
             warnings.warn(
                 f"{source}:{in_line}: link '{name}' has a singular inertia (principal moments {eig.tolist()}); "
                 "accepted as given",
@@ -239,6 +259,7 @@ def parse_urdf(
     *,
     resource_dir: str | os.PathLike | None = None,
     actuator_dirs: Sequence[str | os.PathLike] = (),
+    strict: bool = False,
 ) -> RobotDescription:
     """Read a URDF file or string into a :class:`RobotDescription`.
 
@@ -248,6 +269,8 @@ def parse_urdf(
             (actuator files are searched relative to it). For a file, defaults to its directory.
         actuator_dirs: more directory trees where actuator files may be read (see
             :func:`jaxmor.io.actuators.resolve_actuator_file`).
+        strict: refuse an indefinite inertia tensor instead of repairing it with a warning (module
+            docstring).
 
     Returns:
         The description: links and joints in document order, the root link, the actuators.
@@ -273,7 +296,9 @@ def parse_urdf(
             raise ModelError(source, el.sourceline, "<link> has no name")
         if name in links:
             raise ModelError(source, el.sourceline, f"duplicate link name '{name}'")
-        links[name] = Link(name, el.sourceline, _parse_inertial(el, name, source), _parse_geoms(el, name, source))
+        links[name] = Link(
+            name, el.sourceline, _parse_inertial(el, name, source, strict), _parse_geoms(el, name, source)
+        )
     if not links:
         raise ModelError(source, root.sourceline, "the robot has no links")
 
