@@ -12,11 +12,14 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   ``t1``, ``t2``). Normal: ``lam_n >= 0`` complementary to ``v_n >= v_target``. The target is
   *speculative*: ``v_target = -max(d, 0) / h`` for a gap ``d``, so a contact that would close during the
   step lands exactly at contact, and far contacts stay inactive without masks. Restitution ``e > 0``
-  acts on an impact (:func:`restitution_targets`): a contact that is open at the beginning of the step
-  (``d > PENETRATION_ALLOWANCE``) and closes within it (``d + h v_n^- <= 0``) at an approach speed
-  ``v_n^- < -RESTITUTION_THRESHOLD`` gets ``v_target = max(-d/h, -e v_n^-)``: it leaves with ``e`` times
-  its approach speed from at most ``h |v_n^-|`` above the surface, an ``O(h v)`` error in the bounce
-  height. Resting contacts (``d ~ 0``) never bounce. Friction: ``|lam_t| <= mu lam_n`` on the disk,
+  acts on an impact (:func:`restitution_targets`), decided by the approach velocity and the time of
+  impact, not by the gap: a contact that approaches at ``v_n^- < -RESTITUTION_THRESHOLD`` and reaches
+  the surface within the step (``d + h v_n^- <= 0``, its time of impact ``d / -v_n^-`` in ``[0, h]``; a
+  gap down to ``-PENETRATION_ALLOWANCE``, the resting band, counts as reached at the start) gets
+  ``v_target = max(-d/h, -e v_n^-)``: it leaves with ``e`` times its approach speed from at most
+  ``h |v_n^-|`` above the surface, an ``O(h v)`` error in the bounce height, whatever the last
+  free-flight gap. Resting contacts (approach speed below the threshold) never bounce; a contact
+  penetrating beyond the allowance is left to the position pass. Friction: ``|lam_t| <= mu lam_n`` on the disk,
   with maximum dissipation (the solver's projection, :mod:`jaxmor.solver`).
 * **joints** (one row per 1-DoF joint, its Jacobian the unit row of its velocity): the joint's Coulomb
   friction ``|lam_f| <= (tau_c_joint + tau_c_out) h`` with target ``v = 0`` (stiction is exact), and its
@@ -204,7 +207,7 @@ def restitution_targets(
     """
     impact = (
         (approach < -RESTITUTION_THRESHOLD)
-        & (gap > PENETRATION_ALLOWANCE)
+        & (gap >= -PENETRATION_ALLOWANCE)
         & (gap + h * approach <= 0.0)
         & (restitution > 0)
     )

@@ -78,3 +78,32 @@ def test_bouncing_ball_apex_heights(restitution):
     for k, apex in enumerate(apexes[:2], start=1):
         expected = restitution ** (2 * k) * height
         assert abs(apex - expected) <= 2 * h * v_impact, (k, apex, expected)
+
+
+@pytest.mark.slow
+def test_no_bounce_is_lost_whatever_the_last_free_flight_gap():
+    """Drops from heights spread over one step's travel (so the last free-flight step ends at every gap
+    from 0 to h v above the ground), plus one whose last free flight ends 5 um above it (inside the 1e-5 m
+    allowance that used to be taken for a resting contact: the ball stopped dead). Every ball must bounce to
+    e^2 H within O(h v) (closed form of the first apex), the test of the bounce's own discretization.
+
+    With ``u += h g`` then ``z += h u`` from rest, the ball's height after n free-flight steps is
+    ``z_0 - g h^2 n (n + 1) / 2``; ``z_0`` is chosen from it so that step ``N`` starts at the gap wanted."""
+    e, h, radius, n_fall = 0.9, 1e-3, 0.1, 450  # about 1 m of fall, 4.4 m/s at impact
+    model = jaxmor.add_ground(jaxmor.load_urdf(BALL), restitution=e)
+    model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(h)))
+    fall = G * h * h * n_fall * (n_fall + 1) / 2
+    v_impact = G * h * n_fall
+    gaps = np.r_[np.arange(20) / 20 * h * v_impact, 5e-6]
+    heights = fall + gaps  # the drop heights: the ball starts this far above the ground
+    q0 = np.tile(np.asarray(jaxmor.neutral_q(model)), (gaps.size, 1))
+    q0[:, 2] = radius + heights
+    states = jax.vmap(lambda q: jaxmor.init_state(model, q=q))(jnp.asarray(q0))
+    _, traj = jax.jit(jax.vmap(lambda s: jaxmor.rollout(model, s, n_steps=1800)))(states)
+    z = np.asarray(traj.q[:, :, 2]) - radius
+    vz = np.asarray(traj.u[:, :, 2])
+    for k, height in enumerate(heights):
+        rising = np.flatnonzero((vz[k, :-1] > 0) & (vz[k, 1:] <= 0))
+        assert rising.size >= 1, f"drop {k} (last free-flight gap {gaps[k]:.2e} m): no bounce"
+        apex = z[k, rising[0] + 1]
+        assert abs(apex - e**2 * height) <= 2 * h * v_impact, (k, gaps[k], apex, e**2 * height)

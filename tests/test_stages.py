@@ -575,7 +575,10 @@ def expected_targets(contacts, approach, h, restitution) -> np.ndarray:
     d = contacts.distance
     target = -np.maximum(d, 0.0) / h
     impact = (
-        (approach < -RESTITUTION_THRESHOLD) & (d > PENETRATION_ALLOWANCE) & (d + h * approach <= 0) & (restitution > 0)
+        (approach < -RESTITUTION_THRESHOLD)
+        & (d >= -PENETRATION_ALLOWANCE)
+        & (d + h * approach <= 0)
+        & (restitution > 0)
     )
     return np.where(impact, np.maximum(target, -restitution * approach), target)
 
@@ -723,19 +726,33 @@ def test_velocity_and_position_changes_map_impulses_through_the_response(quadrup
     [
         (5e-4, -1.0, 0.5, 0.5),  # impact: leaves at e |v| = 0.5 m/s
         (5e-4, -1.0, 0.0, -0.5),  # no restitution: lands at contact, -d / h
-        (0.0, -1.0, 0.5, 0.0),  # resting (d = 0): never bounces
-        (5e-6, -1.0, 0.5, -5e-3),  # within the allowance: no bounce
+        (0.0, -1.0, 0.5, 0.5),  # at the surface, approaching at 1 m/s: an impact (the gap does not decide)
+        (5e-6, -1.0, 0.5, 0.5),  # the last free flight ended 5 um above: an impact
+        (-5e-6, -1.0, 0.5, 0.5),  # 5 um into the resting band, approaching: an impact
+        (0.0, -0.005, 0.5, 0.0),  # resting (approach below the threshold): never bounces
         (5e-4, -0.4, 0.5, -0.5),  # does not close within the step (d + h v > 0)
         (1e-5 + 1e-9, -0.05, 0.9, 0.045),  # slow but above the 0.01 m/s threshold
         (5e-6, -0.005, 0.9, -5e-3),  # below the threshold
         (-0.002, -1.0, 0.5, 0.0),  # penetrating: target clamped at 0
     ],
-    ids=["impact", "e=0", "resting", "allowance", "not-closing", "slow", "below-threshold", "penetrating"],
+    ids=[
+        "impact",
+        "e=0",
+        "at-surface",
+        "in-allowance",
+        "resting-band",
+        "resting",
+        "not-closing",
+        "slow",
+        "below-threshold",
+        "penetrating",
+    ],
 )
 def test_restitution_targets_follow_the_impact_rule(gap, approach, e, expected):
-    """``restitution_targets`` with ``h = 1 ms`` on the speculative target ``-max(d, 0) / h``: a contact open by
-    more than the allowance (1e-5 m) that closes within the step (``d + h v <= 0``) faster than 0.01 m/s
-    leaves at ``max(-d / h, -e v)``; every other contact keeps its speculative target."""
+    """``restitution_targets`` with ``h = 1 ms`` on the speculative target ``-max(d, 0) / h``: a contact that
+    approaches faster than 0.01 m/s and reaches the surface within the step (``d + h v <= 0``, from a gap of
+    at least ``-1e-5`` m, the resting band) leaves at ``max(-d / h, -e v)``; every other contact keeps its
+    speculative target."""
     h = 1e-3
     speculative = -max(gap, 0.0) / h
     out = RESTITUTION(jnp.array([speculative]), jnp.array([gap]), jnp.array([approach]), jnp.array([e]), jnp.asarray(h))
