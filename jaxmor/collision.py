@@ -15,10 +15,13 @@ Slot layout, in this order:
    * capsule, 2: the lowest points of its two end spheres, ``end - r z``;
    * box, 4: the corners of its face nearest the ground (:data:`BOX_CORNERS`; see "Box ground
      contacts" below);
-   * cylinder, 16: 8 points evenly spaced on each rim circle (at angles ``k pi / 4`` from the
-     geom's local ``x`` axis). A cylinder on the ground is approximated by these points: resting
-     on its flat face it is supported by 8 of them; lying on its side it touches the ground
-     between them and may sink by at most ``r (1 - cos(pi / 8))`` (7.6 % of its radius).
+   * cylinder, 8: on each of its two rim circles, the circle's lowest point (its centre plus ``r``
+     times ``-z`` projected onto the face plane, normalized) and the points a quarter, a half and three
+     quarters of the circle from it. Exact: the lowest point of a cylinder is the lowest point of one
+     of its rims, so lying on its side it touches the ground along its two lowest rim points and rolls
+     like the closed form; tilted, the lower rim's lowest point touches; standing on a face (axis
+     within 1e-6 of vertical, where the lowest direction is undefined) the four points of that rim
+     start from the geom's local ``x`` axis and support it as a square inscribed in the face.
 
    Each has ``body_a = -1`` (the ground), ``body_b`` the geom's body, the normal ``+z``, the
    distance ``point_z - ground_height`` and the position the point itself. Geoms welded to the
@@ -58,8 +61,8 @@ not supported yet, and asking for one (:func:`enable_self_collision`, or a hand-
 ``contact_pairs`` given to :func:`collide`) raises an :class:`~jaxmor.errors.ArgumentError` rather
 than being ignored. One slot per pair: two long capsules lying side by side touch at a single point
 (the middle of their overlap), which holds them apart but resists their relative rotation only through
-friction. Ground contacts are sampled points: exact for spheres, capsules and boxes (their lowest
-points are among the samples; for boxes see below), approximate for cylinders (see above). Gaps are
+friction. Ground contacts are points: exact for spheres, capsules, boxes and cylinders (their lowest
+points are among them; for boxes see below). Gaps are
 computed for every slot whatever its size; the solver decides which candidates are active. Meshes are
 not simulated.
 
@@ -112,7 +115,7 @@ from jaxmor.math import safe_div, safe_sqrt
 from jaxmor.types import GeomType, Model
 
 #: Geom types and the number of ground-contact points of each.
-GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 4, GeomType.CYLINDER: 16}
+GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 4, GeomType.CYLINDER: 8}
 
 #: The 8 corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
 _BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
@@ -121,7 +124,9 @@ _BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
 #: axis ``k`` on the side ``-1`` (``side = 0``) or ``+1`` (``side = 1``), in their order in ``_BOX_SIGNS``.
 BOX_CORNERS = np.array([[_BOX_SIGNS[_BOX_SIGNS[:, k] == s] for s in (-1.0, 1.0)] for k in range(3)])
 
-_CYLINDER_RIM = 8  # points per rim circle
+#: Below this sine of the tilt of its axis from the vertical, a cylinder's rim points start from its local
+#: x axis instead of its lowest direction (which is undefined when it stands upright).
+_CYLINDER_UPRIGHT = 1e-6
 
 
 @struct.dataclass
@@ -397,12 +402,26 @@ def _ground_points(kind: GeomType, centre, rotation, size):
     if kind == GeomType.BOX:
         local = _box_face_signs(rotation, size) * size[:, None, :]
     else:  # cylinder
-        ang = np.arange(_CYLINDER_RIM) * (2.0 * np.pi / _CYLINDER_RIM)
-        rim = np.array([[np.cos(t), np.sin(t), sz] for sz in (-1.0, 1.0) for t in ang])
-        rim = jnp.asarray(rim, dtype)
-        r, hl = size[:, None, 0:1], size[:, None, 1:2]
-        local = jnp.concatenate([rim[None, :, :2] * r, rim[None, :, 2:] * hl], -1)
+        return _cylinder_points(centre, rotation, size)
     return centre[:, None, :] + jnp.einsum("nij,nkj->nki", rotation, local)
+
+
+def _cylinder_points(centre, rotation, size):
+    """(n, 8, 3) the ground points of ``n`` cylinders: on each rim circle, the lowest point and the points a
+    quarter, a half and three quarters of the circle from it (module docstring)."""
+    dtype = centre.dtype
+    axis, local_x = rotation[:, :, 2], rotation[:, :, 0]
+    down = jnp.array([0.0, 0.0, -1.0], dtype)
+    # -z projected onto the face plane: the direction from a rim's centre to its lowest point.
+    proj = down[None, :] - jnp.sum(axis * down, -1, keepdims=True) * axis
+    norm2 = jnp.sum(proj * proj, -1, keepdims=True)
+    tilted = norm2 > _CYLINDER_UPRIGHT**2
+    d = jnp.where(tilted, proj / jnp.sqrt(jnp.where(tilted, norm2, 1.0)), local_x)  # upright: the local x axis
+    e = jnp.cross(axis, d)
+    r, hl = size[:, None, 0:1], size[:, None, 1:2]
+    rim = jnp.stack([d, e, -d, -e], 1) * r  # (n, 4, 3)
+    faces = jnp.stack([-axis, axis], 1)[:, :, None, :] * hl[:, :, None]  # (n, 2, 1, 3)
+    return (centre[:, None, None, :] + faces + rim[:, None, :, :]).reshape(-1, 8, 3)
 
 
 #: The rules that combine two given friction coefficients (``Options.friction_rule``).

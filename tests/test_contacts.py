@@ -1,5 +1,7 @@
 """Contacts in the step beyond the ground scenes: self-collision and restitution (float64)."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -107,3 +109,41 @@ def test_no_bounce_is_lost_whatever_the_last_free_flight_gap():
         assert rising.size >= 1, f"drop {k} (last free-flight gap {gaps[k]:.2e} m): no bounce"
         apex = z[k, rising[0] + 1]
         assert abs(apex - e**2 * height) <= 2 * h * v_impact, (k, gaps[k], apex, e**2 * height)
+
+
+CYLINDER_R, CYLINDER_L = 0.1, 0.2
+CYLINDER = f"""<robot name="wheel"><link name="wheel"><inertial><mass value="1"/>
+<inertia ixx="{(3 * CYLINDER_R**2 + CYLINDER_L**2) / 12}" iyy="{(3 * CYLINDER_R**2 + CYLINDER_L**2) / 12}"
+ izz="{CYLINDER_R**2 / 2}"/></inertial>
+<collision><geometry><cylinder radius="{CYLINDER_R}" length="{CYLINDER_L}"/></geometry></collision></link></robot>"""
+
+
+def _rolling(gravity, speed: float, n_steps: int):
+    """A solid cylinder (I = m r^2 / 2 about its axis) on its side, axis along world y, on ground with
+    friction 0.8, launched rolling at ``speed`` along x; its x velocity over ``n_steps`` steps of 1 ms."""
+    model = jaxmor.add_ground(jaxmor.load_urdf(CYLINDER), friction=0.8)
+    model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(1e-3), gravity=jnp.asarray(gravity)))
+    half = math.sqrt(0.5)
+    q = jnp.array([0.0, 0.0, CYLINDER_R, half, half, 0.0, 0.0])  # 90 degrees about x: the axis along -y
+    u = jnp.array([speed, 0.0, 0.0, 0.0, speed / CYLINDER_R, 0.0])  # rolling: v = w_y r
+    _, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=n_steps))(jaxmor.init_state(model, q=q, u=u))
+    return np.asarray(traj.u[:, 0]), np.asarray(traj.q[:, 2])
+
+
+@pytest.mark.slow
+def test_a_cylinder_rolls_down_an_incline_like_the_closed_form():
+    """On a 20 degree incline (gravity tilted; tan 20 = 0.36 < 3 mu, so it rolls without slipping) a solid
+    cylinder accelerates at (2/3) g sin(theta) = 2.237 m/s^2 (the 16 sampled rim points gave 0.098)."""
+    theta = math.radians(20.0)
+    vx, z = _rolling([G * math.sin(theta), 0.0, -G * math.cos(theta)], 0.0, 1500)
+    acceleration = (vx[1499] - vx[499]) / 1.0
+    assert acceleration == pytest.approx(2.0 / 3.0 * G * math.sin(theta), rel=1e-2)
+    assert np.all(np.abs(z - CYLINDER_R) < 1e-4)  # on the ground, no bumps
+
+
+@pytest.mark.slow
+def test_a_rolling_cylinder_keeps_its_speed_on_flat_ground():
+    """Launched rolling at 1 m/s on flat ground: no rolling resistance in the model, so it keeps above
+    0.99 m/s after 2 s (the octagon of sampled rim points had slowed it to 0.05 m/s)."""
+    vx, _ = _rolling([0.0, 0.0, -G], 1.0, 2000)
+    assert vx[-1] > 0.99, vx[-1]
