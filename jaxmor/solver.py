@@ -80,12 +80,15 @@ def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, inv_diag: jax
 
 
 def _contact_impulse(problem: Problem, inv_eig: jax.Array, k, inv_nn, a_tn, v: jax.Array, old: jax.Array):
-    """New (3,) impulses of contact ``k``: the normal row, then the tangential pair on the disk.
+    """New (rows_per_contact,) impulses of contact ``k``: the normal row, then (with friction) the tangential
+    pair on the disk.
 
     ``inv_nn`` is ``1 /`` the normal row's diagonal entry of ``A``, ``a_tn`` (2,) the tangent rows' entries
-    in the normal's column, ``v`` (3,) the rows' velocities at the impulses ``old`` (3,).
+    in the normal's column (unused when frictionless), ``v`` the rows' velocities at the impulses ``old``.
     """
     lam_n = jnp.maximum(old[0] - (v[0] - problem.contact_target[k]) * inv_nn, 0.0)
+    if not problem.with_friction:
+        return lam_n[None]
     v_t = v[1:] + a_tn * (lam_n - old[0])
     lam_t = _project_disk(old[1:] - v_t * inv_eig[k], problem.friction[k] * lam_n)
     return jnp.concatenate([lam_n[None], lam_t])
@@ -94,16 +97,14 @@ def _contact_impulse(problem: Problem, inv_eig: jax.Array, k, inv_nn, a_tn, v: j
 def _joint_impulse(problem: Problem, i, diag, inv_diag, v_other, limit):
     """New ``(friction + limit, limit)`` impulses of joint ``i``'s row (diagonal entry ``diag``, its inverse
     ``inv_diag``) from the velocity ``v_other`` without its impulses and its previous limit impulse:
-    friction first, then the limit."""
+    friction first, then the limit (a frictionless problem: the limit alone)."""
+    if not problem.with_friction:
+        new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other, inv_diag)
+        return new_limit, new_limit
     bound = problem.friction_bound[i]
     friction = jnp.clip(-v_other * inv_diag - limit, -bound, bound)
     new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other + diag * friction, inv_diag)
     return friction + new_limit, new_limit
-
-
-def _normal_impulse(problem: Problem, k, inv_nn, v, old):
-    """New normal impulse of contact ``k`` of a frictionless problem (``inv_nn`` as above)."""
-    return jnp.maximum(old - (v - problem.contact_target[k]) * inv_nn, 0.0)
 
 
 # The sweep as straight-line code carrying the row velocities: the forward solve.
@@ -145,7 +146,7 @@ def _finish(it: _Sweeping) -> tuple[jax.Array, jax.Array]:
     return rows, limit
 
 
-def _fast_sweep(params: tuple[Problem, jax.Array, jax.Array], it: _Sweeping) -> _Sweeping:
+def _fast_sweep(params: tuple[Problem, jax.Array, jax.Array, jax.Array], it: _Sweeping) -> _Sweeping:
     """One sweep, rows unrolled: contacts in slot order, then each joint; a changed impulse ``d`` adds
     ``A[:, row] d`` to the carried velocities. ``params`` is the problem, ``A`` transposed (its columns as
     rows), the (nc,) inverse largest eigenvalues of the tangential blocks (unused when frictionless) and the
@@ -155,18 +156,13 @@ def _fast_sweep(params: tuple[Problem, jax.Array, jax.Array], it: _Sweeping) -> 
     v, contact, joint, limit = it.velocity, list(it.contact), list(it.joint), list(it.limit)
     for k in range(problem.nc):
         n, old = problem.contact_row(k), contact[k]
-        if problem.with_friction:
-            contact[k] = _contact_impulse(problem, inv_eig, k, inv_diag[n], a[n + 1 : n + 3, n], v[n : n + 3], old)
-        else:
-            contact[k] = _normal_impulse(problem, k, inv_diag[n], v[n : n + 1], old)
-        v = v + (contact[k] - old) @ columns[n : n + problem.rows_per_contact]
+        m = problem.rows_per_contact
+        contact[k] = _contact_impulse(problem, inv_eig, k, inv_diag[n], a[n + 1 : n + 3, n], v[n : n + m], old)
+        v = v + (contact[k] - old) @ columns[n : n + m]
     for i in range(problem.nj):
         r = problem.joint_row(i)
         v_other = v[r] - a[r, r] * joint[i]
-        if problem.with_friction:
-            new, limit[i] = _joint_impulse(problem, i, a[r, r], inv_diag[r], v_other, limit[i])
-        else:
-            new = limit[i] = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other, inv_diag[r])
+        new, limit[i] = _joint_impulse(problem, i, a[r, r], inv_diag[r], v_other, limit[i])
         v = v + columns[r] * (new - joint[i])
         joint[i] = new
     return _Sweeping(v, tuple(contact), tuple(joint), tuple(limit))
@@ -176,7 +172,7 @@ def _fast_sweep(params: tuple[Problem, jax.Array, jax.Array], it: _Sweeping) -> 
 # (compact to compile; the fast form's carried velocities are ``A lam + b`` of these impulses).
 
 
-def _compact_sweep(params: tuple[Problem, jax.Array, jax.Array], x: tuple[jax.Array, jax.Array]):
+def _compact_sweep(params: tuple[Problem, jax.Array, jax.Array, jax.Array], x: tuple[jax.Array, jax.Array]):
     """One sweep as ``(rows, limit) -> (rows, limit)`` with ``fori_loop``s over the contacts and joints."""
     problem, _, inv_eig, inv_diag = params
     a, b, m = problem.delassus, problem.free_velocity, problem.rows_per_contact
@@ -187,11 +183,8 @@ def _compact_sweep(params: tuple[Problem, jax.Array, jax.Array], x: tuple[jax.Ar
         rows = jax.lax.dynamic_slice_in_dim(a, n, m)
         v = rows @ lam + jax.lax.dynamic_slice_in_dim(b, n, m)
         old = jax.lax.dynamic_slice_in_dim(lam, n, m)
-        if problem.with_friction:
-            a_tn = jax.lax.dynamic_index_in_dim(rows[1:], n, axis=1, keepdims=False)
-            new = _contact_impulse(problem, inv_eig, k, inv_diag[n], a_tn, v, old)
-        else:
-            new = _normal_impulse(problem, k, inv_diag[n], v, old)
+        a_tn = jax.lax.dynamic_index_in_dim(rows[1:], n, axis=1, keepdims=False)
+        new = _contact_impulse(problem, inv_eig, k, inv_diag[n], a_tn, v, old)
         return jax.lax.dynamic_update_slice_in_dim(lam, new, n, 0), limit
 
     def joint(i, x):
@@ -200,10 +193,7 @@ def _compact_sweep(params: tuple[Problem, jax.Array, jax.Array], x: tuple[jax.Ar
         row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
         diag = row[r]
         v_other = row @ lam + b[r] - diag * lam[r]
-        if problem.with_friction:
-            new, new_limit = _joint_impulse(problem, i, diag, inv_diag[r], v_other, limit[i])
-        else:
-            new = new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other, inv_diag[r])
+        new, new_limit = _joint_impulse(problem, i, diag, inv_diag[r], v_other, limit[i])
         return lam.at[r].set(new), limit.at[i].set(new_limit)
 
     if problem.nc:
