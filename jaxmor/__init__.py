@@ -57,7 +57,7 @@ from jaxmor.motor import (
     motor_torque_bounds_from_constants,
 )
 from jaxmor.randomize import Distribution, log_uniform, normal, randomize, scale, uniform
-from jaxmor.scene import add_ground, enable_self_collision, set_battery, set_geom_properties
+from jaxmor.scene import add_ground, enable_self_collision, set_battery, set_geom_properties, set_ground_contact
 from jaxmor.state import (
     actuator_states,
     actuator_torques,
@@ -171,6 +171,7 @@ __all__ = [
     "set_external_force",
     "set_generalized_force",
     "set_geom_properties",
+    "set_ground_contact",
     "set_motor_operating_region_enforced",
     "set_pd_gains",
     "set_pd_targets",

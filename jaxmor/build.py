@@ -32,7 +32,9 @@ from jaxmor.affine import empty_affine
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.io.description import Joint, RobotDescription
+from jaxmor.io.mesh import padded
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
+from jaxmor.model import match_geoms
 from jaxmor.motor import DcMotorParameters
 from jaxmor.types import Battery, GeomType, JointType, Model, MotorActuators, Options
 
@@ -57,6 +59,8 @@ def load_urdf(
     floating_base: bool | None = None,
     actuator_dirs: Sequence[str | os.PathLike] = (),
     strict: bool = False,
+    meshes: str = "convex_hull",
+    package_dirs: Sequence[str | os.PathLike] = (),
 ) -> Model:
     """Load a URDF file or string into a :class:`Model` (:func:`~jaxmor.io.urdf.parse_urdf`, then :func:`build_model`).
 
@@ -73,15 +77,27 @@ def load_urdf(
             becomes fixed). ``True``: make the fixed joint from ``world`` a free joint.
         strict: refuse an indefinite inertia tensor (:class:`ModelError`) instead of repairing it with
             a warning (:mod:`jaxmor.io.urdf`).
+        meshes: ``"convex_hull"`` (default): ``<mesh>`` collisions are simulated as their convex hulls
+            (:mod:`jaxmor.io.mesh`; needs ``pip install 'jaxmor[mesh]'``); ``"ignore"``: they are kept by
+            name (``Model.mesh_geoms``) with a warning and do not collide.
+        package_dirs: folders where ``package://`` mesh URIs are looked up first (:mod:`jaxmor.io.mesh`).
 
     Returns:
         The compiled model, with the actuators the URDF's ``<actuator>`` elements define.
 
     Raises:
-        ModelError: the description is invalid; the message names the file and line.
-        ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``.
+        ModelError: the description is invalid, or a mesh file is missing or unreadable, or ``trimesh`` is
+            not installed; the message names the file and line.
+        ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``; ``meshes`` is unknown.
     """
-    description = parse_urdf(path_or_xml, resource_dir=resource_dir, actuator_dirs=actuator_dirs, strict=strict)
+    description = parse_urdf(
+        path_or_xml,
+        resource_dir=resource_dir,
+        actuator_dirs=actuator_dirs,
+        strict=strict,
+        meshes=meshes,
+        package_dirs=package_dirs,
+    )
     return build_model(description, floating_base=floating_base)
 
 
@@ -298,25 +314,32 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
     links = {link.name: link for link in description.links}
     geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
-    geom_lines = []
+    geom_lines, geom_mesh, hulls = [], [], []
     # Geoms of the 'world' link itself (static obstacles) come first, with link index -1.
     owners = ([(-1, "world")] if description.root == "world" else []) + list(enumerate(link_names))
     for li, name in owners:
         r_lb, p_lb = tree.link_frame[name]
         for g in links[name].geoms:
-            if g.kind == "mesh":
+            if g.kind == "mesh" and g.hull is None:
                 mesh_geoms.append((name, g.mesh))
                 continue
+            size = g.size
+            if g.kind == "mesh":
+                geom_mesh.append(len(hulls))
+                hulls.append(g.hull)
+                size = 0.5 * np.ptp(g.hull.vertices, axis=0)
+            else:
+                geom_mesh.append(-1)
             geom_type.append(GeomType[g.kind.upper()])
             geom_names.append(g.name)
             geom_lines.append(links[name].line)
             geom_link.append(li)
-            geom_size.append(g.size)
+            geom_size.append(size)
             geom_rot.append(r_lb @ g.rotation)
             geom_pos.append(r_lb @ g.translation + p_lb)
     if mesh_geoms:
         warnings.warn(
-            f"{source}: {len(mesh_geoms)} mesh collision geom(s) are kept by name but not simulated "
+            f"{source}: {len(mesh_geoms)} mesh collision geom(s) are kept by name but not simulated (meshes='ignore') "
             f"(first: link '{mesh_geoms[0][0]}', {mesh_geoms[0][1]})",
             stacklevel=3,
         )
@@ -333,6 +356,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         return jnp.asarray(values)
 
     ng, nl = len(geom_type), len(link_names)
+    mesh_vertices, mesh_planes = padded(hulls)
+    mesh_lines = [line for line, m in zip(geom_lines, geom_mesh, strict=True) if m >= 0]
     model = Model(
         name=description.name,
         source=source,
@@ -348,6 +373,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         geom_names=tuple(geom_names),
         geom_body=tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geom_link),
         geom_friction_given=(False,) * len(geom_type),
+        geom_mesh=tuple(geom_mesh),
+        geom_ground=(True,) * len(geom_type),
         mesh_geoms=tuple(mesh_geoms),
         urdf_joints=tuple((j.name, j.kind) for j in description.joints),
         ground=False,
@@ -387,6 +414,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         geom_translation=arr(geom_pos, (ng, 3), "collision origin", geom_lines, coordinates=True),
         geom_friction=arr([DEFAULT_FRICTION] * ng, (ng,)),
         geom_restitution=arr([0.0] * ng, (ng,)),
+        mesh_vertices=arr(mesh_vertices, mesh_vertices.shape, "mesh vertex", mesh_lines, coordinates=True),
+        mesh_planes=arr(mesh_planes, mesh_planes.shape, "mesh plane", mesh_lines, coordinates=True),
         dof_armature=arr(dof["armature"], (nv,), "joint rotor_inertia", dof_lines),
         dof_damping=arr(dof["damping"], (nv,), "joint damping", dof_lines),
         dof_friction=arr(dof["friction"], (nv,), "joint friction", dof_lines),
@@ -402,6 +431,12 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         affine=empty_affine(),
         **tables,
     )
+    if description.ground_contact is not None:
+        try:
+            chosen = set(match_geoms(geom_names, geom_link, link_names, description.ground_contact, "<ground_contact>"))
+        except ArgumentError as err:
+            raise ModelError(source, description.ground_contact_line, str(err)) from None
+        model = model.replace(geom_ground=tuple(g in chosen for g in range(ng)))
     if description.actuators:
         model = model.replace(actuators=compile_actuators(model, description.actuators))
     return model

@@ -9,7 +9,8 @@ runs under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` in any float dtype (that o
 Slot layout, in this order:
 
 1. Ground contacts, only when the model has a ground (:func:`add_ground`): for every geom on a
-   moving body (``geom_body >= 0``), in geom order, a fixed number of points of the geom:
+   moving body (``geom_body >= 0``) that touches the ground (``Model.geom_ground``:
+   :func:`jaxmor.set_ground_contact`), in geom order, a fixed number of points of the geom:
 
    * sphere, 1: its lowest point, ``centre - r z``;
    * capsule, 2: the lowest points of its two end spheres, ``end - r z``;
@@ -21,7 +22,12 @@ Slot layout, in this order:
      of its rims, so lying on its side it touches the ground along its two lowest rim points and rolls
      like the closed form; tilted, the lower rim's lowest point touches; standing on a face (axis
      within 1e-6 of vertical, where the lowest direction is undefined) the four points of that rim
-     start from the geom's local ``x`` axis and support it as a square inscribed in the face.
+     start from the geom's local ``x`` axis and support it as a square inscribed in the face;
+   * mesh (a convex hull, :mod:`jaxmor.io.mesh`), 4: its 4 lowest vertices, lowest first (ties to the
+     lower vertex index; the choice carries no gradient, the points carry the pose's). Exact for the
+     lowest point and for a hull resting on an edge or a face of at most 4 vertices; on a larger face
+     the 4 chosen span part of it, and the hull tips until another vertex comes lower (by at most the
+     face's flatness: the hull stands still once the 4 lowest support it).
 
    Each has ``body_a = -1`` (the ground), ``body_b`` the geom's body, the normal ``+z``, the
    distance ``point_z - ground_height`` and the position the point itself. Geoms welded to the
@@ -63,8 +69,8 @@ than being ignored. One slot per pair: two long capsules lying side by side touc
 (the middle of their overlap), which holds them apart but resists their relative rotation only through
 friction. Ground contacts are points: exact for spheres, capsules, boxes and cylinders (their lowest
 points are among them; for boxes see below). Gaps are
-computed for every slot whatever its size; the solver decides which candidates are active. Meshes are
-not simulated.
+computed for every slot whatever its size; the solver decides which candidates are active. Meshes touch
+the ground only (no pair with a mesh is supported yet).
 
 Box ground contacts. Let the box have axes ``r_i`` (the columns of its world rotation), half-extents
 ``h_i >= 0``, let ``n = +z`` be the ground normal, ``a_i = r_i . n`` and ``c_i = h_i |a_i|``. The
@@ -115,7 +121,7 @@ from jaxmor.math import safe_div, safe_sqrt
 from jaxmor.types import GeomType, Model
 
 #: Geom types and the number of ground-contact points of each.
-GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 4, GeomType.CYLINDER: 8}
+GROUND_POINTS = {GeomType.SPHERE: 1, GeomType.CAPSULE: 2, GeomType.BOX: 4, GeomType.CYLINDER: 8, GeomType.MESH: 4}
 
 #: The 8 corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
 _BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
@@ -160,7 +166,7 @@ class Contacts:
 def _ground_geoms(model: Model) -> list[int]:
     if not model.ground:
         return []
-    return [g for g in range(model.ng) if model.geom_body[g] >= 0]
+    return [g for g in range(model.ng) if model.geom_body[g] >= 0 and model.geom_ground[g]]
 
 
 def _check_types(model: Model) -> None:
@@ -390,10 +396,13 @@ def _box_face_signs(rotation, size):
     return jnp.asarray(BOX_CORNERS, rotation.dtype)[k, side]
 
 
-def _ground_points(kind: GeomType, centre, rotation, size):
-    """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring)."""
+def _ground_points(kind: GeomType, centre, rotation, size, vertices):
+    """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring); ``vertices`` (n, V, 3)
+    the hull vertices of mesh geoms in their frames (``None`` for other types)."""
     dtype = centre.dtype
     z = jnp.array([0.0, 0.0, 1.0], dtype)
+    if kind == GeomType.MESH:
+        return _lowest_vertices(centre, rotation, vertices, GROUND_POINTS[GeomType.MESH])
     if kind == GeomType.SPHERE:
         return (centre - size[:, :1] * z)[:, None, :]
     if kind == GeomType.CAPSULE:
@@ -422,6 +431,14 @@ def _cylinder_points(centre, rotation, size):
     rim = jnp.stack([d, e, -d, -e], 1) * r  # (n, 4, 3)
     faces = jnp.stack([-axis, axis], 1)[:, :, None, :] * hl[:, :, None]  # (n, 2, 1, 3)
     return (centre[:, None, None, :] + faces + rim[:, None, :, :]).reshape(-1, 8, 3)
+
+
+def _lowest_vertices(centre, rotation, vertices, k: int):
+    """(n, k, 3) the ``k`` lowest of each hull's world vertices (lowest first; ties to the lower index). The
+    selection is integer-valued and carries no gradient; the points carry the pose's."""
+    world = centre[:, None, :] + jnp.einsum("nij,nvj->nvi", rotation, vertices)
+    _, index = jax.lax.top_k(-jax.lax.stop_gradient(world[..., 2]), k)
+    return jnp.take_along_axis(world, index[..., None], axis=1)
 
 
 #: The rules that combine two given friction coefficients (``Options.friction_rule``).
@@ -514,7 +531,10 @@ def collide(model: Model, poses: Poses) -> Contacts:
             if not idx:
                 continue
             sel = np.array(idx, dtype=np.int32)
-            blocks.append(_ground_points(kind, geom_p[sel], geom_r[sel], size[sel]).reshape(-1, 3))
+            verts = None
+            if kind == GeomType.MESH:
+                verts = model.mesh_vertices.astype(dtype)[np.array([model.geom_mesh[g] for g in idx], dtype=np.int32)]
+            blocks.append(_ground_points(kind, geom_p[sel], geom_r[sel], size[sel], verts).reshape(-1, 3))
             order += [(g, k) for g in idx for k in range(GROUND_POINTS[kind])]
         slot_of = {key: i for i, key in enumerate(order)}
         perm = np.array(

@@ -7,6 +7,8 @@ Lookups by name raise :class:`~jaxmor.ArgumentError` for an unknown name, except
 
 from __future__ import annotations
 
+import fnmatch
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -86,6 +88,39 @@ def geom_index(model: Model, name: str) -> int:
         except ValueError:
             pass
     raise ArgumentError(f"unknown geom {name!r}; the model's collision geoms are {list(model.geom_names)}")
+
+
+def match_geoms(geom_names, geom_link, link_names, names, what: str = "names") -> list[int]:
+    """Indices of the geoms that ``names`` select, in geom order: each entry is a geom name, a link name (all of
+    that link's geoms) or an ``fnmatch`` pattern over both (``"*_foot"``).
+
+    Args:
+        geom_names, geom_link, link_names: the model's (or a description's) tables.
+        names: the entries, an iterable of strings.
+        what: the argument's name, for messages.
+
+    Raises:
+        ArgumentError: ``names`` is a single string or holds a non-string, or an entry selects no geom (the
+            message lists the geoms and their links).
+    """
+    if isinstance(names, (str, bytes)):
+        raise ArgumentError(f"{what} must be a list of geom or link names or patterns, got the string {names!r}")
+    chosen: set[int] = set()
+    for entry in names:
+        if not isinstance(entry, str):
+            raise ArgumentError(f"{what} must hold geom or link names or patterns (strings), got {entry!r}")
+        hits = {
+            g
+            for g, (geom, link) in enumerate(zip(geom_names, geom_link, strict=True))
+            if fnmatch.fnmatchcase(geom, entry) or (link >= 0 and fnmatch.fnmatchcase(link_names[link], entry))
+        }
+        if not hits:
+            owners = [
+                f"{g} (link {link_names[k] if k >= 0 else 'world'})" for g, k in zip(geom_names, geom_link, strict=True)
+            ]
+            raise ArgumentError(f"{what}: {entry!r} matches no collision geom; the geoms are {owners}")
+        chosen |= hits
+    return sorted(chosen)
 
 
 def summary(model: Model) -> str:

@@ -14,7 +14,7 @@ from jaxmor.build import DEFAULT_FRICTION
 from jaxmor.checks import as_scalar
 from jaxmor.collision import check_pairs
 from jaxmor.errors import ArgumentError
-from jaxmor.model import geom_index
+from jaxmor.model import geom_index, match_geoms
 from jaxmor.types import Battery, JointType, Model
 
 
@@ -70,6 +70,28 @@ def set_geom_properties(
         restitution = as_scalar(restitution, "restitution", lower=0.0, upper=1.0)
         model = model.replace(geom_restitution=model.geom_restitution.at[i].set(restitution))
     return model
+
+
+def set_ground_contact(model: Model, names: Iterable[str] | None = None) -> Model:
+    """A copy of ``model`` in which only the selected geoms touch the ground (``Model.geom_ground``).
+
+    Each geom that touches the ground costs contact slots in every step (:func:`jaxmor.collision.contact_count`):
+    a robot whose feet alone meet the ground runs faster with only its feet selected.
+
+    Args:
+        model: the model.
+        names: geom names, link names (every geom of the link, including links merged into a body by a fixed
+            joint, e.g. a foot frame) or ``fnmatch`` patterns over both (``["*_foot"]``); ``None``: every geom
+            (the default of a loaded model).
+
+    Raises:
+        ArgumentError: a single string instead of a list, or an entry that matches no geom (the message lists
+            the geoms and their links).
+    """
+    if names is None:
+        return model.replace(geom_ground=(True,) * model.ng)
+    chosen = set(match_geoms(model.geom_names, model.geom_link, model.link_names, names))
+    return model.replace(geom_ground=tuple(g in chosen for g in range(model.ng)))
 
 
 def _adjacent(model: Model, a: int, b: int) -> bool:

@@ -58,6 +58,9 @@ class GeomType(enum.IntEnum):
     CAPSULE = 1
     BOX = 2
     CYLINDER = 3
+    MESH = 4
+    """A convex hull (a URDF ``<mesh>``; :mod:`jaxmor.io.mesh`): vertices and face planes in
+    ``Model.mesh_vertices`` and ``Model.mesh_planes``."""
 
     @property
     def label(self) -> str:
@@ -226,7 +229,11 @@ class Model:
         geom_names: name of each geom: the ``<collision name=...>``, or ``"<link>/<k>"`` for the k-th
             unnamed collision of a link (static).
         geom_body: body carrying each geom, ``-1`` for geoms welded to the world (static).
-        mesh_geoms: ``(link name, mesh file)`` of collision meshes, kept by name and not simulated (static).
+        geom_mesh: index of each geom's hull in ``mesh_vertices``/``mesh_planes``, ``-1`` for a primitive (static).
+        geom_ground: whether each geom touches the ground (static; all by default,
+            :func:`jaxmor.set_ground_contact` or the description's ``<ground_contact>`` choose).
+        mesh_geoms: ``(link name, mesh file)`` of collision meshes left out (``load_urdf(..., meshes="ignore")``),
+            kept by name and not simulated (static).
         urdf_joints: ``(name, type)`` of every joint of the description, fixed ones included, with the
             URDF's type names (static).
         ground: whether the world has a ground plane (``jaxmor.add_ground``) (static).
@@ -241,13 +248,17 @@ class Model:
         link_rotation: (nl, 3, 3) rotation of each link frame in its body's frame.
         link_translation: (nl, 3) origin of each link frame in its body's frame [m].
         geom_size: (ng, 3) box half sizes; sphere ``(r, 0, 0)``; cylinder and capsule
-            ``(r, half length, 0)`` [m].
+            ``(r, half length, 0)``; mesh: the half sizes of its hull's bounding box in the geom frame [m].
         geom_rotation: (ng, 3, 3) geom orientation in its body's frame.
         geom_translation: (ng, 3) geom centre in its body's frame [m].
         geom_friction: (ng,) Coulomb friction coefficient of each geom [-] (URDF gives none: 0.8, not given).
         geom_friction_given: whether each geom's friction was given (by the description or a setter) rather
             than defaulted; a geom without one takes the other surface's (static).
         geom_restitution: (ng,) coefficient of restitution of each geom [-] (default 0).
+        mesh_vertices: (nm, V, 3) vertices of each mesh geom's convex hull in the geom frame [m], padded
+            by repeating the first (``V = jaxmor.io.mesh.MAX_HULL_VERTICES``).
+        mesh_planes: (nm, P, 4) face planes ``(n, d)`` of each hull in the geom frame: unit outward normal
+            and offset, ``n . x <= d`` inside [-, m], padded by repeating the first.
         dof_armature: (nv,) reflected rotor inertia added to the mass matrix diagonal
             [kg m^2 or kg], URDF ``<dynamics rotor_inertia>``.
         dof_damping: (nv,) viscous joint damping [Nm s/rad or N s/m].
@@ -291,6 +302,8 @@ class Model:
     geom_names: tuple[str, ...] = struct.field(pytree_node=False)
     geom_body: tuple[int, ...] = struct.field(pytree_node=False)
     geom_friction_given: tuple[bool, ...] = struct.field(pytree_node=False)
+    geom_mesh: tuple[int, ...] = struct.field(pytree_node=False)
+    geom_ground: tuple[bool, ...] = struct.field(pytree_node=False)
     mesh_geoms: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     ground: bool = struct.field(pytree_node=False)
@@ -311,6 +324,8 @@ class Model:
     geom_translation: jax.Array
     geom_friction: jax.Array
     geom_restitution: jax.Array
+    mesh_vertices: jax.Array
+    mesh_planes: jax.Array
     # Per velocity.
     dof_armature: jax.Array
     dof_damping: jax.Array

@@ -73,10 +73,11 @@ def missing_robot_reason(relative: str) -> str:
 
 
 def load(path_or_xml, floating_base: bool) -> jaxmor.Model:
-    """Load with jaxmor, silencing its warnings about meshes kept by name (not simulated)."""
+    """Load with jaxmor for dynamics comparisons: meshes left out (``meshes="ignore"``; they collide, which these
+    comparisons do not need), its warnings about them silenced."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return jaxmor.load_urdf(str(path_or_xml), floating_base=floating_base)
+        return jaxmor.load_urdf(str(path_or_xml), floating_base=floating_base, meshes="ignore")
 
 
 def rel_err(value, ref) -> float:

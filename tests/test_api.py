@@ -24,8 +24,8 @@ PUBLIC = [
     "neutral_q", "normal", "point_jacobian", "randomize", "reset_actuator_state", "rollout", "rollout_batch", "scale",
     "set_actuation_limits", "set_actuator_torque", "set_actuator_torques", "set_actuators", "set_affine_actuators",
     "set_battery", "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force",
-    "set_geom_properties", "set_motor_operating_region_enforced", "set_pd_gains", "set_pd_targets", "step", "summary",
-    "sysid",
+    "set_geom_properties", "set_ground_contact", "set_motor_operating_region_enforced", "set_pd_gains",
+    "set_pd_targets", "step", "summary", "sysid",
     "transmission_matrix", "uniform",
 ]  # fmt: skip
 

@@ -1043,7 +1043,8 @@ def test_collision_geoms_in_body_frames():
     assert model.link_body[model.geom_link[g]] == model.body_names.index("arm")
 
 
-def test_mesh_collisions_are_kept_by_name_and_warned_about():
+def test_mesh_collisions_left_out_are_kept_by_name_and_warned_about():
+    """``meshes="ignore"``: the explicit fallback (tests/test_meshes.py tests the simulated hulls)."""
     text = robot(
         f'<link name="base">{I}',
         '  <collision><geometry><mesh filename="package://r/base.stl" scale="1 1 1"/></geometry></collision>',
@@ -1053,7 +1054,7 @@ def test_mesh_collisions_are_kept_by_name_and_warned_about():
         joint("j1", "base", "arm"),
     )
     with pytest.warns(UserWarning, match="mesh") as record:
-        model = load_urdf(text)
+        model = load_urdf(text, meshes="ignore")
     assert any("package://r/base.stl" in str(w.message) for w in record)
     assert model.mesh_geoms == (("base", "package://r/base.stl"), ("arm", "arm.obj"))
     assert model.geom_type == (GeomType.SPHERE,)

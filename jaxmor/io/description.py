@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxmor.io.actuators import ActuatorDefinition
+from jaxmor.io.mesh import Hull
 
 #: Joint types of a description, with the URDF's names.
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -47,6 +48,9 @@ class Geom:
         rotation: (3, 3) orientation in the link frame.
         translation: (3,) centre in the link frame [m].
         mesh: the mesh file of a ``"mesh"`` geom, as written in the description.
+        scale: (3,) the mesh's scale factors [-].
+        hull: the convex hull simulated for a ``"mesh"`` geom (:mod:`jaxmor.io.mesh`), ``None`` when the
+            meshes are left out (``meshes="ignore"``).
     """
 
     name: str
@@ -55,6 +59,8 @@ class Geom:
     rotation: np.ndarray
     translation: np.ndarray
     mesh: str = ""
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))
+    hull: Hull | None = None
 
 
 @dataclass
@@ -122,6 +128,9 @@ class RobotDescription:
         joints: every joint, in document order.
         root: the name of the root link of the tree (``"world"`` for a robot welded to the world).
         actuators: the DC-motor actuators, in document order.
+        ground_contact: the geoms that touch the ground, as geom or link names or ``fnmatch`` patterns
+            (jaxmor's ``<ground_contact names="...">`` element), ``None`` for every geom.
+        ground_contact_line: the line of that element.
     """
 
     name: str
@@ -131,3 +140,5 @@ class RobotDescription:
     joints: list[Joint]
     root: str
     actuators: list[ActuatorDefinition] = field(default_factory=list)
+    ground_contact: list[str] | None = None
+    ground_contact_line: int | None = None

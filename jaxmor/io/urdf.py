@@ -3,8 +3,9 @@
 What is read:
 
 * ``<link>``: ``<inertial>`` (origin xyz/rpy, mass, full inertia tensor) and every ``<collision>``
-  (box, sphere, cylinder, capsule; meshes are kept by name in ``Model.mesh_geoms`` and reported by
-  a warning, they are not simulated). ``<visual>`` is ignored.
+  (box, sphere, cylinder, capsule, and ``<mesh filename scale>``, simulated as its convex hull:
+  :mod:`jaxmor.io.mesh`; with ``meshes="ignore"`` meshes are kept by name in ``Model.mesh_geoms`` and
+  reported by a warning, not simulated). ``<visual>`` is ignored.
 * ``<joint>`` of type ``revolute``, ``continuous``, ``prismatic``, ``fixed`` and ``floating``
   (a floating joint is allowed only from the ``world`` link; it becomes the free base). ``planar``
   is rejected. Origin, axis (normalized; a zero axis is an error), ``<limit lower upper effort
@@ -13,6 +14,9 @@ What is read:
   ``rotor_inertia`` is jaxmor's extension: the reflected rotor inertia ``G^2 J_rotor`` added to
   the joint's diagonal of the mass matrix. ``<mimic>`` is not supported: the joint stays
   independent (as in Pinocchio) and a warning says so.
+* ``<ground_contact names="LF_FOOT RF_FOOT *_foot"/>``, jaxmor's extension (at most one, child of
+  ``<robot>``): only the geoms named, the geoms of the links named, or those matching the ``fnmatch``
+  patterns touch the ground (as :func:`jaxmor.set_ground_contact`); without it every geom does.
 * ``<actuator>`` elements (see :mod:`jaxmor.io.actuators`). ROS ``<transmission>`` and
   ``<gazebo>`` elements are ignored.
 
@@ -43,13 +47,15 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from jaxmor.errors import ModelError
+from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.description import JOINT_TYPES, Geom, Inertial, Joint, Link, RobotDescription
+from jaxmor.io.mesh import convex_hull, resolve_mesh
 from jaxmor.io.xml import STRING_SOURCE, nonnegative, parse_float, parse_vector, parse_xml
 
 #: Most links a robot description may have. Loading is linear in the file's size: the largest file the
@@ -142,7 +148,21 @@ def _parse_inertial(link_el, name: str, source: str, strict: bool) -> Inertial |
     return Inertial(mass, xyz, rot @ tensor @ rot.T)
 
 
-def _parse_geoms(link_el, name: str, source: str) -> list[Geom]:
+@dataclass(frozen=True)
+class MeshOptions:
+    """How a reader treats ``<mesh>`` collisions: ``mode`` ``"convex_hull"`` (simulate their hulls) or
+    ``"ignore"`` (keep them by name only); where their files are looked up (:mod:`jaxmor.io.mesh`)."""
+
+    mode: str = "convex_hull"
+    resource_dir: str | None = None
+    package_dirs: tuple[str, ...] = ()
+
+
+#: What ``meshes=`` accepts.
+MESH_MODES = ("convex_hull", "ignore")
+
+
+def _parse_geoms(link_el, name: str, source: str, meshes: MeshOptions) -> list[Geom]:
     geoms = []
     for k, col in enumerate(link_el.findall("collision")):
         geom_name = col.get("name") or f"{name}/{k}"
@@ -169,7 +189,18 @@ def _parse_geoms(link_el, name: str, source: str) -> list[Geom]:
             filename = shape.get("filename")
             if filename is None:
                 raise ModelError(source, shape.sourceline, f"link '{name}': <mesh> has no filename")
-            geoms.append(Geom(geom_name, "mesh", np.zeros(3), rot, xyz, mesh=filename))
+            scale = np.ones(3)
+            if shape.get("scale") is not None:
+                scale = np.array(parse_vector(shape.get("scale"), 3, source, shape, f"link '{name}' mesh scale"))
+                if np.any(scale == 0):  # a negative factor mirrors the mesh, as in Talos's right arm
+                    raise ModelError(
+                        source, shape.sourceline, f"link '{name}': mesh scale must be nonzero, got {scale.tolist()}"
+                    )
+            hull = None
+            if meshes.mode == "convex_hull":
+                path = resolve_mesh(filename, meshes.resource_dir, meshes.package_dirs, source, shape.sourceline)
+                hull = convex_hull(path, scale, source, shape.sourceline)
+            geoms.append(Geom(geom_name, "mesh", np.zeros(3), rot, xyz, mesh=filename, scale=scale, hull=hull))
             continue
         else:
             raise ModelError(source, shape.sourceline, f"link '{name}': unknown geometry <{tag}>")
@@ -260,6 +291,8 @@ def parse_urdf(
     resource_dir: str | os.PathLike | None = None,
     actuator_dirs: Sequence[str | os.PathLike] = (),
     strict: bool = False,
+    meshes: str = "convex_hull",
+    package_dirs: Sequence[str | os.PathLike] = (),
 ) -> RobotDescription:
     """Read a URDF file or string into a :class:`RobotDescription`.
 
@@ -271,6 +304,10 @@ def parse_urdf(
             :func:`jaxmor.io.actuators.resolve_actuator_file`).
         strict: refuse an indefinite inertia tensor instead of repairing it with a warning (module
             docstring).
+        meshes: ``"convex_hull"`` (default): every ``<mesh>`` collision is read and simulated as its convex
+            hull (:mod:`jaxmor.io.mesh`; needs the optional ``trimesh`` and ``scipy``); ``"ignore"``: meshes
+            are kept by name only (``Model.mesh_geoms``), with a warning, and do not collide.
+        package_dirs: folders where ``package://`` mesh URIs are looked up first (:mod:`jaxmor.io.mesh`).
 
     Returns:
         The description: links and joints in document order, the root link, the actuators.
@@ -286,6 +323,13 @@ def parse_urdf(
         raise ModelError(source, root.sourceline, "<robot> has no name")
     if resource_dir is None and source != STRING_SOURCE:
         resource_dir = str(Path(source).resolve().parent)
+    if meshes not in MESH_MODES:
+        raise ArgumentError(f"meshes must be one of {MESH_MODES}, got {meshes!r}")
+    if isinstance(package_dirs, (str, bytes, os.PathLike)):
+        raise ArgumentError(f"package_dirs must be a list of folders, got {package_dirs!r}")
+    mesh_options = MeshOptions(
+        meshes, None if resource_dir is None else str(resource_dir), tuple(str(d) for d in package_dirs)
+    )
 
     links: dict[str, Link] = {}
     for el in root.findall("link"):
@@ -297,7 +341,7 @@ def parse_urdf(
         if name in links:
             raise ModelError(source, el.sourceline, f"duplicate link name '{name}'")
         links[name] = Link(
-            name, el.sourceline, _parse_inertial(el, name, source, strict), _parse_geoms(el, name, source)
+            name, el.sourceline, _parse_inertial(el, name, source, strict), _parse_geoms(el, name, source, mesh_options)
         )
     if not links:
         raise ModelError(source, root.sourceline, "the robot has no links")
@@ -323,9 +367,26 @@ def parse_urdf(
 
     root_link = _tree_root(links, joints, parent_joint, source)
     actuators = parse_actuators(root, source, base_dir=resource_dir, extra_dirs=actuator_dirs)
-    return RobotDescription(
+    description = RobotDescription(
         robot_name, source, root.sourceline, list(links.values()), list(joints.values()), root_link, actuators
     )
+    _parse_ground_contact(root, source, description)
+    return description
+
+
+def _parse_ground_contact(root, source: str, description: RobotDescription) -> None:
+    """jaxmor's ``<ground_contact names="a b *_foot"/>``: the geoms that touch the ground (at most one element)."""
+    elements = root.findall("ground_contact")
+    if len(elements) > 1:
+        raise ModelError(source, elements[1].sourceline, "more than one <ground_contact> element")
+    if not elements:
+        return
+    el = elements[0]
+    names = (el.get("names") or "").split()
+    if not names:
+        raise ModelError(source, el.sourceline, '<ground_contact> needs names="..." (geom or link names or patterns)')
+    description.ground_contact = names
+    description.ground_contact_line = el.sourceline
 
 
 def _tree_root(links: dict[str, Link], joints: dict[str, Joint], parent_joint: dict[str, Joint], source: str) -> str:

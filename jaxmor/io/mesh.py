@@ -1,0 +1,182 @@
+"""Collision meshes: a URDF ``<mesh filename scale>`` becomes a convex hull with a bounded number of vertices.
+
+What a mesh geom is in the simulation. The mesh file is read (STL, OBJ, PLY, OFF, GLB, and DAE
+through ``pycollada``) through `trimesh <https://trimesh.org>`_, optional dependencies (``pip install
+'jaxmor[mesh]'`` installs trimesh, scipy and pycollada), scaled by the URDF's ``scale`` (a negative
+factor mirrors it), and replaced by its convex hull (qhull, through ``scipy``). A hull with more than
+:data:`MAX_HULL_VERTICES` vertices is simplified: a large tetrahedron of its vertices is chosen first,
+then, one at a time, the vertex farthest outside the hull of those chosen; the hull of the chosen ones
+is the geom. It lies inside the original; how far the original's vertices stick out of it (its largest
+deviation, :attr:`Hull.deviation`) is reported by :func:`convex_hull`: for the Unitree Go2's and
+Solo12's collision meshes (example-robot-data), 0.4 to 1.9 mm with 64 vertices, under 1 mm for their
+feet (``docs/design/meshes.md``).
+
+A hull is kept as its vertices and its face planes, both in the geom's frame (the URDF ``<collision>``
+origin): ``planes[k] = (n_k, d_k)`` with ``n_k`` the unit outward normal and ``n_k . x <= d_k`` inside.
+Coplanar triangles of the hull share one plane. Both are padded to fixed counts for the Model's arrays
+(vertices by repeating the first, planes by repeating the first), which changes neither the hull nor any
+support or plane distance computed from them.
+
+Where files are found (never the network): a ``package://PKG/path`` URI is looked up as ``DIR/PKG/path``
+and ``DIR/path`` for every ``DIR`` of ``package_dirs``, then as ``A/path`` for every ancestor folder
+``A`` of the description's folder (``resource_dir``) that is named ``PKG`` (how ROS installs a package:
+``.../share/PKG/robots/x.urdf`` finds ``package://PKG/meshes/m.stl``), then as ``A/PKG/path`` for every
+ancestor ``A``. A ``file://`` URI or a plain path is taken relative to ``resource_dir``. A file not found,
+a file that cannot be read, or a missing ``trimesh`` raises a :class:`~jaxmor.errors.ModelError` naming the
+description's file and line, the URI and every place searched; ``load_urdf(..., meshes="ignore")`` is
+the explicit fallback (the meshes are then kept by name in ``Model.mesh_geoms`` and not simulated).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from jaxmor.errors import ModelError
+
+#: Most vertices of a simulated mesh hull; a hull with more is simplified (module docstring).
+MAX_HULL_VERTICES = 64
+#: Most face planes of a hull of :data:`MAX_HULL_VERTICES` vertices (Euler: ``2 V - 4``).
+MAX_HULL_PLANES = 2 * MAX_HULL_VERTICES - 4
+
+
+@dataclass(frozen=True)
+class Hull:
+    """A convex hull in its geom's frame.
+
+    Attributes:
+        vertices: (V, 3) its vertices [m], ``V <= MAX_HULL_VERTICES``.
+        planes: (P, 4) its face planes ``(n, d)``: unit outward normal, ``n . x <= d`` inside [-, m].
+        deviation: how far the mesh's own hull sticks out of this one [m] (0 unless simplified).
+    """
+
+    vertices: np.ndarray
+    planes: np.ndarray
+    deviation: float
+
+
+def _candidates(uri: str, resource_dir: str | None, package_dirs: Sequence[str | os.PathLike]) -> list[Path]:
+    base = Path(resource_dir) if resource_dir is not None else Path.cwd()
+    if uri.startswith("package://"):
+        package, _, rest = uri[len("package://") :].partition("/")
+        out = []
+        for d in package_dirs:
+            out += [Path(d) / package / rest, Path(d) / rest]
+        ancestors = [base.resolve(), *base.resolve().parents]
+        out += [a / rest for a in ancestors if a.name == package]
+        out += [a / package / rest for a in ancestors]
+        return list(dict.fromkeys(out))
+    if uri.startswith("file://"):
+        uri = uri[len("file://") :]
+    path = Path(uri)
+    return [path if path.is_absolute() else base / path]
+
+
+def resolve_mesh(
+    uri: str, resource_dir: str | None, package_dirs: Sequence[str | os.PathLike], source: str, line: int | None
+) -> Path:
+    """The file a mesh URI names (module docstring: where files are found).
+
+    Raises:
+        ModelError: no such file; the message lists the places searched.
+    """
+    places = _candidates(uri, resource_dir, package_dirs)
+    for path in places:
+        if path.is_file():
+            return path
+    shown = "; ".join(str(p) for p in places[:8]) + ("; ..." if len(places) > 8 else "")
+    hint = " (pass package_dirs=[...] to load_urdf)" if uri.startswith("package://") else ""
+    raise ModelError(source, line, f"mesh file {uri!r} not found{hint}; searched: {shown}")
+
+
+def convex_hull(path: Path, scale: Sequence[float], source: str, line: int | None) -> Hull:
+    """The simulated convex hull of a mesh file scaled by ``scale`` (module docstring).
+
+    Raises:
+        ModelError: ``trimesh`` or ``scipy`` is missing, the file cannot be read, or its hull is degenerate
+            (fewer than 4 points not in a plane); the message names the description's file and line.
+    """
+    try:
+        return _hull(str(path), tuple(float(s) for s in scale))
+    except _HullError as err:
+        raise ModelError(source, line, f"mesh {str(path)!r}: {err}") from None
+
+
+class _HullError(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=256)
+def _hull(path: str, scale: tuple[float, float, float]) -> Hull:
+    try:
+        import trimesh
+        from scipy.spatial import ConvexHull, QhullError
+    except ImportError as err:
+        raise _HullError(
+            f"collision meshes need the optional dependencies trimesh and scipy ({err}); "
+            "pip install 'jaxmor[mesh]', or load_urdf(..., meshes='ignore') to leave the meshes out"
+        ) from None
+    try:
+        mesh = trimesh.load(path, force="mesh")
+        points = np.asarray(mesh.vertices, dtype=np.float64) * np.asarray(scale)
+    except Exception as err:  # trimesh raises many types for unreadable files
+        raise _HullError(f"cannot be read ({type(err).__name__}: {err})") from None
+    try:
+        full = points[ConvexHull(points).vertices]
+        chosen = full if len(full) <= MAX_HULL_VERTICES else _simplify(full, MAX_HULL_VERTICES, ConvexHull)
+        hull = ConvexHull(chosen)
+    except (QhullError, ValueError) as err:
+        raise _HullError(f"has no volume (its points are fewer than 4 or lie in a plane): {err}") from None
+    vertices = chosen[hull.vertices]
+    planes = _unique_planes(hull.equations, np.ptp(vertices, axis=0).max())
+    deviation = max(0.0, float(np.max(full @ planes[:, :3].T - planes[:, 3]))) if len(full) > len(vertices) else 0.0
+    return Hull(vertices, planes, deviation)
+
+
+def _simplify(points: np.ndarray, count: int, convex_hull) -> np.ndarray:
+    """``count`` of the hull vertices ``points``, chosen greedily: a large tetrahedron first (the point
+    farthest from the centroid, the point farthest from it, the point farthest from their line, the point
+    farthest from their plane), then, one at a time, the point farthest outside the hull of those chosen
+    (which shrinks the largest deviation fastest)."""
+    a = int(np.argmax(np.linalg.norm(points - points.mean(axis=0), axis=1)))
+    b = int(np.argmax(np.linalg.norm(points - points[a], axis=1)))
+    axis = (points[b] - points[a]) / np.linalg.norm(points[b] - points[a])
+    rel = points - points[a]
+    c = int(np.argmax(np.linalg.norm(rel - np.outer(rel @ axis, axis), axis=1)))
+    normal = np.cross(axis, points[c] - points[a])
+    d = int(np.argmax(np.abs(rel @ normal)))
+    chosen = [a, b, c, d]
+    while len(chosen) < count:
+        eq = convex_hull(points[chosen]).equations
+        outside = np.max(points @ eq[:, :3].T + eq[:, 3], axis=1)
+        outside[chosen] = -np.inf
+        chosen.append(int(np.argmax(outside)))
+    return points[np.sort(chosen)]
+
+
+def _unique_planes(equations: np.ndarray, size: float) -> np.ndarray:
+    """qhull's facet equations ``n . x + c <= 0`` as planes ``(n, d = -c)``, coplanar facets merged."""
+    planes = np.concatenate([equations[:, :3], -equations[:, 3:]], axis=1)
+    keep: list[np.ndarray] = []
+    for p in planes:
+        if not any(np.abs(p[:3] - k[:3]).max() < 1e-7 and abs(p[3] - k[3]) < 1e-7 * max(size, 1e-3) for k in keep):
+            keep.append(p)
+    return np.array(keep)
+
+
+def padded(hulls: Sequence[Hull]) -> tuple[np.ndarray, np.ndarray]:
+    """``(vertices (n, MAX_HULL_VERTICES, 3), planes (n, MAX_HULL_PLANES, 4))`` of ``n`` hulls, each padded by
+    repeating its first vertex and its first plane (module docstring)."""
+    vertices = np.zeros((len(hulls), MAX_HULL_VERTICES, 3))
+    planes = np.zeros((len(hulls), MAX_HULL_PLANES, 4))
+    for i, hull in enumerate(hulls):
+        vertices[i] = hull.vertices[0]
+        vertices[i, : len(hull.vertices)] = hull.vertices
+        planes[i] = hull.planes[0]
+        planes[i, : len(hull.planes)] = hull.planes
+    return vertices, planes

@@ -1,0 +1,286 @@
+"""Collision meshes (convex hulls) and ground-contact filtering (float64).
+
+The hulls are checked against what the files hold (a box's corners, a sphere's surface, computed here with
+numpy), the contacts against closed forms (a mesh box sliding down an incline), and whole robots against
+MuJoCo running the same URDF with its own convex hulls of the same meshes.
+"""
+
+import math
+import re
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import missing_robot_reason, robot_urdf
+
+import jaxmor
+from jaxmor.io import mesh as meshes
+
+trimesh = pytest.importorskip("trimesh")
+
+G = 9.81
+INERTIA = '<inertia ixx="1e-2" iyy="1e-2" izz="1e-2" ixy="0" ixz="0" iyz="0"/>'
+
+
+def mesh_urdf(filename: str, scale: str = "", extra: str = "") -> str:
+    scale_attr = f' scale="{scale}"' if scale else ""
+    return f"""<robot name="m">{extra}
+  <link name="body"><inertial><mass value="1"/>{INERTIA}</inertial>
+    <collision name="hull"><geometry><mesh filename="{filename}"{scale_attr}/></geometry></collision>
+  </link>
+</robot>"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    """A package tree ``pkg/meshes`` with a 0.2 x 0.4 x 0.6 box and a unit icosphere of 642 vertices."""
+    root = tmp_path_factory.mktemp("meshes")
+    folder = root / "pkg" / "meshes"
+    folder.mkdir(parents=True)
+    trimesh.creation.box(extents=(0.2, 0.4, 0.6)).export(folder / "box.stl")
+    trimesh.creation.icosphere(subdivisions=3, radius=1.0).export(folder / "sphere.stl")
+    (root / "pkg" / "robots").mkdir()
+    return root
+
+
+def load(text: str, folder: Path, **kwargs) -> jaxmor.Model:
+    return jaxmor.load_urdf(text, resource_dir=folder, **kwargs)
+
+
+def test_a_box_mesh_becomes_its_corners_and_six_planes(files):
+    model = load(mesh_urdf("../meshes/box.stl", scale="2 1 0.5"), files / "pkg" / "robots")
+    assert model.geom_type == (jaxmor.GeomType.MESH,) and model.geom_mesh == (0,) and model.mesh_geoms == ()
+    half = np.array([0.2, 0.2, 0.15])  # the scaled box's half extents
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
+    vertices = np.unique(np.asarray(model.mesh_vertices[0]).round(12), axis=0)
+    np.testing.assert_allclose(vertices, np.unique(corners, axis=0), atol=1e-12)
+    planes = np.unique(np.asarray(model.mesh_planes[0]).round(9), axis=0)
+    expected = [list(s * np.eye(3)[k]) + [half[k]] for k in range(3) for s in (-1.0, 1.0)]
+    np.testing.assert_allclose(planes, np.unique(np.array(expected), axis=0), atol=1e-9)
+    np.testing.assert_allclose(model.geom_size[0], half, atol=1e-12)
+
+
+def test_a_sphere_mesh_is_simplified_within_its_reported_deviation(files):
+    path = files / "pkg" / "meshes" / "sphere.stl"
+    points = np.asarray(trimesh.load(path, force="mesh").vertices)
+    hull = meshes.convex_hull(path, (1.0, 1.0, 1.0), "<test>", 1)
+    assert len(points) == 642 and len(hull.vertices) == meshes.MAX_HULL_VERTICES
+    assert len(hull.planes) <= meshes.MAX_HULL_PLANES
+    # The chosen vertices are the file's own points (on the unit sphere), so the hull lies inside the mesh.
+    np.testing.assert_allclose(np.linalg.norm(hull.vertices, axis=1), 1.0, atol=1e-6)
+    # Planes: unit normals, every vertex inside or on every plane, each plane touching the hull.
+    normals, offsets = hull.planes[:, :3], hull.planes[:, 3]
+    np.testing.assert_allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-12)
+    signed = hull.vertices @ normals.T - offsets
+    assert signed.max() < 1e-9 and np.all(signed.max(axis=0) > -1e-9)
+    # The deviation is how far the file's points stick out of the hull, computed here independently.
+    outside = (points @ normals.T - offsets).max(axis=1).max()
+    assert hull.deviation == pytest.approx(outside, rel=1e-9)
+    # 64 evenly spread points on a unit sphere span 124 triangles of area 4 pi / 124, circumradius 0.28, whose
+    # planes sit 1 - sqrt(1 - 0.28^2) = 0.04 inside the sphere; the greedy choice is allowed 75 % more.
+    assert 0.0 < hull.deviation < 0.07
+
+
+def test_package_uris_resolve_from_package_dirs_and_from_an_ancestor_named_like_the_package(files):
+    text = mesh_urdf("package://pkg/meshes/box.stl")
+    by_ancestor = load(text, files / "pkg" / "robots")
+    by_dirs = jaxmor.load_urdf(text, resource_dir=files / "elsewhere", package_dirs=[files])
+    np.testing.assert_array_equal(by_ancestor.mesh_vertices, by_dirs.mesh_vertices)
+    with pytest.raises(jaxmor.ArgumentError, match="package_dirs"):
+        jaxmor.load_urdf(text, resource_dir=files, package_dirs=str(files))
+
+
+def test_a_missing_mesh_is_an_error_naming_file_line_and_the_places_searched(files):
+    text = mesh_urdf("package://pkg/meshes/nothing.stl")
+    with pytest.raises(jaxmor.ModelError, match=r"<string>:3: .*'package://pkg/meshes/nothing.stl' not found.*"):
+        load(text, files / "pkg" / "robots")
+    with pytest.raises(jaxmor.ModelError, match="searched: .*nothing.stl"):
+        load(text, files / "pkg" / "robots")
+    bad_scale = mesh_urdf("../meshes/box.stl", scale="1 0 1")
+    with pytest.raises(jaxmor.ModelError, match="<string>:3: .*scale must be nonzero"):
+        load(bad_scale, files / "pkg" / "robots")
+    with pytest.raises(jaxmor.ArgumentError, match="meshes must be one of"):
+        load(text, files, meshes="hulls")
+
+
+def test_without_trimesh_loading_fails_clearly_and_ignore_is_the_explicit_fallback(files, monkeypatch):
+    meshes._hull.cache_clear()
+    monkeypatch.setitem(sys.modules, "trimesh", None)  # import trimesh now raises ImportError
+    text = mesh_urdf("../meshes/box.stl")
+    with pytest.raises(jaxmor.ModelError, match=r"<string>:3: .*pip install 'jaxmor\[mesh\]'.*meshes='ignore'"):
+        load(text, files / "pkg" / "robots")
+    with pytest.warns(UserWarning, match="not simulated"):
+        ignored = load(text, files / "pkg" / "robots", meshes="ignore")
+    assert ignored.ng == 0 and ignored.mesh_geoms == (("body", "../meshes/box.stl"),)
+    meshes._hull.cache_clear()
+
+
+def incline(model: jaxmor.Model, angle: float) -> jaxmor.Model:
+    """Tilt gravity by ``angle`` about y: the ground becomes an incline going down towards +x."""
+    gravity = G * np.array([math.sin(angle), 0.0, -math.cos(angle)])
+    return model.replace(opt=model.opt.replace(gravity=jnp.asarray(gravity)))
+
+
+@pytest.mark.slow
+def test_a_mesh_box_rests_on_its_face_and_slides_down_an_incline_like_the_closed_form(files):
+    mu, angle = 0.3, math.radians(25.0)
+    model = jaxmor.add_ground(load(mesh_urdf("../meshes/box.stl"), files / "pkg" / "robots"), friction=mu)
+    model = incline(model, angle)
+    # Resting on its 0.2 x 0.4 face: the centre 0.3 above the ground.
+    state = jaxmor.init_state(model, q=jnp.array([0.0, 0.0, 0.3, 1.0, 0.0, 0.0, 0.0]))
+    _, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=1000))(state)
+    q = np.asarray(traj.q)
+    t = np.arange(1, 1001) * 1e-3
+    accel = G * (math.sin(angle) - mu * math.cos(angle))
+    # x(t) = a t^2 / 2 (semi-implicit Euler: x_n = a h^2 n (n + 1) / 2, within a h t of it).
+    assert abs(q[-1, 0] - 0.5 * accel * t[-1] ** 2) < 0.01 * 0.5 * accel * t[-1] ** 2, q[-1, 0]
+    assert np.abs(q[:, 2] - 0.3).max() < 1e-6  # on its face, no sinking, no tipping
+    assert np.abs(q[:, 4:6]).max() < 1e-6
+    # Sliding, four corners share the friction; the sweeps' residual turns it by under 1 mrad per second.
+    assert 2.0 * np.abs(q[:, 6]).max() < 1e-3
+
+
+def test_ground_contact_filter_by_link_geom_and_pattern(files):
+    text = """<robot name="r">
+  <link name="base"><inertial><mass value="1"/>{i}</inertial>
+    <collision name="torso"><geometry><box size="0.4 0.2 0.1"/></geometry></collision></link>
+  <link name="leg"><inertial><mass value="0.1"/>{i}</inertial></link>
+  <link name="lf_foot"><collision name="toe"><geometry><sphere radius="0.02"/></geometry></collision>
+    <collision><geometry><sphere radius="0.01"/></geometry></collision></link>
+  <link name="rf_foot"><collision><geometry><sphere radius="0.02"/></geometry></collision></link>
+  <joint name="hip" type="continuous"><parent link="base"/><child link="leg"/><axis xyz="0 1 0"/></joint>
+  <joint name="a" type="fixed"><parent link="leg"/><child link="lf_foot"/><origin xyz="0 0.1 -0.3"/></joint>
+  <joint name="b" type="fixed"><parent link="leg"/><child link="rf_foot"/><origin xyz="0 -0.1 -0.3"/></joint>
+  {extra}
+</robot>""".replace("{i}", INERTIA)
+    model = jaxmor.add_ground(jaxmor.load_urdf(text.replace("{extra}", "")))
+    assert model.geom_ground == (True,) * 4 and jaxmor.contact_count(model) == 4 + 3
+    feet = jaxmor.set_ground_contact(model, ["*_foot"])
+    assert feet.geom_ground == (False, True, True, True) and jaxmor.contact_count(feet) == 3
+    assert jaxmor.set_ground_contact(model, ["toe", "rf_foot"]).geom_ground == (False, True, False, True)
+    assert jaxmor.set_ground_contact(feet).geom_ground == (True,) * 4
+    # The description says the same.
+    described = jaxmor.add_ground(jaxmor.load_urdf(text.replace("{extra}", '<ground_contact names="*_foot"/>')))
+    assert described.geom_ground == feet.geom_ground
+    # The slots are the feet's lowest points (r = 0.02, 0.01, 0.02; 0.3 below the base at z = 0.33).
+    contacts = jaxmor.collide(feet, jaxmor.kinematics.body_poses(feet, jnp.array([0, 0, 0.33, 1.0, 0, 0, 0, 0])))
+    assert contacts.body_b == (1, 1, 1)
+    np.testing.assert_allclose(contacts.distance, [0.01, 0.02, 0.01], atol=1e-12)
+    with pytest.raises(jaxmor.ArgumentError, match=r"'\*_hand' matches no collision geom.*toe"):
+        jaxmor.set_ground_contact(model, ["*_hand"])
+    with pytest.raises(jaxmor.ArgumentError, match="list of geom or link names"):
+        jaxmor.set_ground_contact(model, "toe")
+    with pytest.raises(jaxmor.ModelError, match=r"<string>:11: <ground_contact>: 'hand' matches no"):
+        jaxmor.load_urdf(text.replace("{extra}", '<ground_contact names="hand"/>'))
+    with pytest.raises(jaxmor.ModelError, match=r"<string>:11: <ground_contact> needs names"):
+        jaxmor.load_urdf(text.replace("{extra}", "<ground_contact/>"))
+
+
+# ------------------------------------------------------------------------------------------------
+# Whole robots with their mesh collisions, against MuJoCo running the same URDF.
+
+H = 1e-3
+DURATION = 5.0
+STAND = {
+    # URDF, PD gains (kp [Nm/rad], kd [Nm s/rad]), standing pose from the robot's SRDF.
+    "go2": ("go2_description/urdf/go2.urdf", 150.0, 3.0),
+    "solo12": ("solo_description/robots/solo12.urdf", 20.0, 0.5),
+}
+
+
+def standing_pose(robot: str, joint: str) -> float:
+    if robot == "go2":  # SRDF "standing": hip +-0.068, thigh 0.785, calf -1.44
+        left = joint.startswith(("FL", "RL"))
+        return {"hip": 0.068 if left else -0.068, "thigh": 0.785, "calf": -1.44}[joint.split("_")[1]]
+    front, left = joint.startswith("F"), joint[1] == "L"  # solo12 SRDF "standing"
+    return {"HAA": 0.1 if left else -0.1, "HFE": 0.8 if front else -0.8, "KFE": -1.6 if front else 1.6}[joint[3:]]
+
+
+def mujoco_stand(path: Path, model: jaxmor.Model, q0: np.ndarray, kp: float, kd: float, friction: float):
+    """Base heights of MuJoCo 4 running the same URDF (its own convex hulls of the collision meshes, elliptic
+    cones, implicitfast, position actuators with the same PD on every joint) from the same start."""
+    mujoco = pytest.importorskip("mujoco")
+    text = path.read_text()
+    assets = {}
+    for uri in set(re.findall(r'<mesh filename="([^"]+)"', text)):
+        file = meshes.resolve_mesh(uri, str(path.parent), (), str(path), None)
+        if file.suffix.lower() == ".stl":
+            assets[file.name] = file.read_bytes()
+    text = re.sub(r"<visual>.*?</visual>", "", text, flags=re.S)
+    text = re.sub(
+        r"<robot [^>]*>",
+        lambda m: m.group(0) + '<mujoco><compiler fusestatic="false" discardvisual="true" strippath="true"/></mujoco>',
+        text,
+        count=1,
+    )
+    spec = mujoco.MjSpec.from_string(text, assets=assets)
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+    spec.compiler.fusestatic = True
+    spec.worldbody.first_body().add_freejoint()
+    spec.option.timestep = H
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    for g in spec.geoms:
+        g.contype, g.conaffinity, g.friction = 1, 0, [friction, 0.005, 0.0001]
+    spec.worldbody.add_geom(
+        type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05], contype=0, conaffinity=1, friction=[friction, 0.005, 1e-4]
+    )
+    for name in model.joint_names:
+        act = spec.add_actuator(name=name, trntype=mujoco.mjtTrn.mjTRN_JOINT, target=name)
+        act.set_to_position(kp=kp, kv=kd)
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    assert sum(m.body_mass) == pytest.approx(float(np.sum(model.body_mass)), rel=1e-9)
+    d.qpos[:7] = q0[:7]
+    for name, jq in zip(model.joint_names, model.joint_q, strict=True):
+        d.qpos[m.jnt_qposadr[m.joint(name).id]] = q0[jq]
+        d.ctrl[m.actuator(name).id] = q0[jq]
+    heights = []
+    for _ in range(int(round(DURATION / H))):
+        mujoco.mj_step(m, d)
+        heights.append(d.qpos[2])
+    return np.array(heights)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", list(STAND))
+def test_robot_with_mesh_collisions_stands_like_mujoco(robot):
+    """Go2 and Solo12 (example-robot-data: mesh collisions only) stand under PD for 5 s: every hull stays above
+    -2 mm and the base height is within 5 mm of MuJoCo's (MuJoCo's soft contacts sink by about 1 mm and its
+    soft friction lets the legs' internal forces creep away, which jaxmor's exact stiction keeps; the hulls'
+    simplification lowers a foot by at most its deviation, under 1 mm for these feet)."""
+    relative, kp, kd = STAND[robot]
+    path = robot_urdf(relative)
+    if path is None:
+        pytest.skip(missing_robot_reason(relative))
+    friction = 1.0
+    model = jaxmor.add_ground(jaxmor.load_urdf(path), friction=friction)
+    assert model.ng == len(re.findall("<collision", path.read_text())) and set(model.geom_type) == {
+        jaxmor.GeomType.MESH
+    }
+    q0 = np.array(jaxmor.init_state(model).q)
+    targets = np.zeros(model.nv)
+    for name, jq, ju in zip(model.joint_names, model.joint_q, model.joint_u, strict=True):
+        q0[jq] = targets[ju] = standing_pose(robot, name)
+    gaps = jaxmor.collide(model, jaxmor.kinematics.body_poses(model, jnp.asarray(q0))).distance
+    q0[2] = -float(np.min(gaps))  # the lowest hull point touches the ground
+    joints = np.array(model.joint_u)
+    state = jaxmor.init_state(model, q=jnp.asarray(q0))
+    state = state.replace(
+        pd_p_gain=jnp.zeros(model.nv).at[joints].set(kp),
+        pd_d_gain=jnp.zeros(model.nv).at[joints].set(kd),
+        pd_position_target=jnp.asarray(targets),
+    )
+    n = int(round(DURATION / H))
+    final, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=n))(state)
+    assert not bool(final.nonfinite)
+    lowest = jax.jit(jax.vmap(lambda q: jaxmor.collide(model, jaxmor.kinematics.body_poses(model, q)).distance.min()))
+    assert float(lowest(traj.q[::50]).min()) > -2e-3
+    height = np.asarray(traj.q[:, 2])
+    reference = mujoco_stand(path, model, q0, kp, kd, friction)
+    last = slice(-1000, None)
+    assert np.std(height[last]) < 1e-4  # at rest
+    assert abs(height[last].mean() - reference[last].mean()) < 5e-3, (height[-1], reference[-1])
