@@ -173,10 +173,9 @@ IMPLICIT_BIAS = ("kahan", "euler", "base")
 
 def check_options(opt: Any, where: str) -> None:
     """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` and ``position_iterations``
-    ints ``>= 1`` and a known
-    ``friction_rule`` and ``implicit_bias`` (static, always checked), ``timestep`` positive and finite and ``gravity`` a finite
-    3-vector (checked when concrete, every world of a batch; a traced time step is guarded by the step:
-    ``State.invalid``).
+    ints ``>= 1``, a known ``friction_rule`` and ``implicit_bias`` (static, always checked), ``timestep``
+    positive and finite and ``gravity`` a finite 3-vector (checked when concrete, every world of a batch; a
+    traced time step is guarded by the step: ``State.invalid``).
 
     Raises:
         ArgumentError: naming the option.

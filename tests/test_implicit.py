@@ -51,9 +51,7 @@ def _rpy(r: float, p: float, y: float) -> np.ndarray:
 
 def _chunked(model: jaxmor.Model, chunk: int):
     """A compiled ``chunk``-step rollout with the time step as an argument: ``(h, state) -> (state, traj)``."""
-    return jax.jit(
-        lambda h, s: jaxmor.rollout(model.replace(opt=model.opt.replace(timestep=h)), s, n_steps=chunk)
-    )
+    return jax.jit(lambda h, s: jaxmor.rollout(model.replace(opt=model.opt.replace(timestep=h)), s, n_steps=chunk))
 
 
 def _run(run, h: float, state: jaxmor.State, seconds: float, chunk: int, every: int = 1):
@@ -204,9 +202,10 @@ def _top_tilt_band() -> tuple[float, float]:
     c_w = TOP_AXIAL * TOP_SPIN
 
     def f(theta):
-        return c_w**2 * (math.cos(TOP_TILT) - math.cos(theta)) - 2 * TOP_PIVOT * TOP_MASS * G * TOP_COM * math.sin(
-            theta
-        ) ** 2
+        return (
+            c_w**2 * (math.cos(TOP_TILT) - math.cos(theta))
+            - 2 * TOP_PIVOT * TOP_MASS * G * TOP_COM * math.sin(theta) ** 2
+        )
 
     return TOP_TILT, brentq(f, TOP_TILT + 1e-6, TOP_TILT + 0.5, xtol=1e-14)
 
