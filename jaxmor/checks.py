@@ -167,12 +167,15 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
     return (lo, hi)
 
 
+#: The values of ``Options.implicit_bias`` (:mod:`jaxmor.integrator`).
+IMPLICIT_BIAS = ("kahan", "euler", "base")
+
+
 def check_options(opt: Any, where: str) -> None:
     """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` and ``position_iterations``
-    ints ``>= 1`` and a known
-    ``friction_rule`` (static, always checked), ``timestep`` positive and finite and ``gravity`` a finite
-    3-vector (checked when concrete, every world of a batch; a traced time step is guarded by the step:
-    ``State.invalid``).
+    ints ``>= 1``, a known ``friction_rule`` and ``implicit_bias`` (static, always checked), ``timestep``
+    positive and finite and ``gravity`` a finite 3-vector (checked when concrete, every world of a batch; a
+    traced time step is guarded by the step: ``State.invalid``).
 
     Raises:
         ArgumentError: naming the option.
@@ -180,6 +183,8 @@ def check_options(opt: Any, where: str) -> None:
     rules = ("geometric_mean", "mean", "min", "max")
     if opt.friction_rule not in rules:
         raise ArgumentError(f"{where}: opt.friction_rule must be one of {rules}, got {opt.friction_rule!r}")
+    if opt.implicit_bias not in IMPLICIT_BIAS:
+        raise ArgumentError(f"{where}: opt.implicit_bias must be one of {IMPLICIT_BIAS}, got {opt.implicit_bias!r}")
     for name in ("solver_iterations", "position_iterations"):
         iterations = getattr(opt, name)
         if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 1:

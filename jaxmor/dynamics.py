@@ -40,10 +40,14 @@ class Dynamics:
     Attributes:
         mass: (nv, nv) mass matrix ``M(q)`` [kg, kg m, kg m^2], rotor inertia included.
         bias: (nv,) bias force ``b(q, u)``: gravity, Coriolis and centrifugal terms [N, Nm].
+        bias_jacobian: (nv, nv) ``D = db/du`` [kg/s, kg m/s, kg m^2/s], the derivative of the Coriolis,
+            centrifugal and gyroscopic terms with respect to the velocity, for the whole tree; ``None``
+            when not computed (``model.opt.implicit_bias == "base"``).
     """
 
     mass: jax.Array
     bias: jax.Array
+    bias_jacobian: jax.Array | None = None
 
 
 def _spatial_transforms(kin: Kinematics) -> jax.Array:
@@ -119,12 +123,15 @@ def _cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.cross(w, f[..., :3]) + jnp.cross(lin, f[..., 3:]), jnp.cross(w, f[..., 3:])], -1)
 
 
-def _terms(model: Model, kin: Kinematics, u: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
-    """Mass matrix and (if ``u`` is given) bias force, in jaxmor's coordinates (see the module docstring)."""
+def _terms(
+    model: Model, kin: Kinematics, u: jax.Array | None, jacobian: bool = False
+) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
+    """Mass matrix, (if ``u`` is given) bias force and (if ``jacobian``) the bias's derivative ``db/du``,
+    in jaxmor's coordinates (see the module docstring)."""
     dtype = kin.relative.position.dtype
     if model.nb == 0:
         zero = jnp.zeros((model.nv, model.nv), dtype)
-        return zero, (None if u is None else jnp.zeros(model.nv, dtype))
+        return zero, (None if u is None else jnp.zeros(model.nv, dtype)), (zero if jacobian else None)
     xs = _spatial_transforms(kin)
     inertia = _spatial_inertias(model, dtype)
     jac = parent_first(model, _transport, None, (xs, _joint_subspaces(model, dtype)))
@@ -132,26 +139,38 @@ def _terms(model: Model, kin: Kinematics, u: jax.Array | None) -> tuple[jax.Arra
     m_local = jnp.einsum("bkn,bkl,blm->nm", jac, inertia, jac)
     mass = t.T @ m_local @ t + jnp.diag(model.dof_armature.astype(dtype))
     if u is None:
-        return mass, None
-    nu = t @ u
-    vel = jnp.einsum("bkn,n->bk", jac, nu)
-    # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
-    parent_vel = jnp.stack([jnp.zeros(6, dtype) if p < 0 else xs[i] @ vel[p] for i, p in enumerate(model.body_parent)])
-    product = _cross_motion(vel, vel - parent_vel)
-    # dT/dt u for a free base: the local velocity coordinates rotate with the base.
-    nu_dot = jnp.zeros(model.nv, dtype)
-    for v in model.free_u:
-        nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
+        return mass, None, None
     a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.opt.gravity.astype(dtype)])
-    acc = parent_first(model, _transport, a_world, (xs, product)) + jnp.einsum("bkn,n->bk", jac, nu_dot)
-    momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
-    force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
-    bias = t.T @ jnp.einsum("bkn,bk->n", jac, force)
-    return mass, bias
+
+    def bias_of(u: jax.Array) -> jax.Array:
+        nu = t @ u
+        vel = jnp.einsum("bkn,n->bk", jac, nu)
+        # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
+        parent_vel = jnp.stack(
+            [jnp.zeros(6, dtype) if p < 0 else xs[i] @ vel[p] for i, p in enumerate(model.body_parent)]
+        )
+        product = _cross_motion(vel, vel - parent_vel)
+        # dT/dt u for a free base: the local velocity coordinates rotate with the base.
+        nu_dot = jnp.zeros(model.nv, dtype)
+        for v in model.free_u:
+            nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
+        acc = parent_first(model, _transport, a_world, (xs, product)) + jnp.einsum("bkn,n->bk", jac, nu_dot)
+        momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
+        force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
+        return t.T @ jnp.einsum("bkn,bk->n", jac, force)
+
+    if not jacobian:
+        return mass, bias_of(u), None
+    # b is quadratic in u: its derivative is linear in u, one forward-mode tangent per velocity (the
+    # primal is not batched, so it is computed once).
+    bias, d = jax.vmap(lambda e: jax.jvp(bias_of, (u,), (e,)), out_axes=(None, 1))(jnp.eye(model.nv, dtype=dtype))
+    return mass, bias, d
 
 
 def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
-    """The dynamics stage: mass matrix and bias force at the configuration of ``kin`` and velocity ``u``.
+    """The dynamics stage: mass matrix and bias force at the configuration of ``kin`` and velocity ``u``,
+    and the bias's derivative ``db/du`` when ``model.opt.implicit_bias`` asks for it (``"euler"`` or
+    ``"kahan"``).
 
     Args:
         model: the model.
@@ -161,8 +180,8 @@ def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
     Returns:
         :class:`Dynamics`.
     """
-    mass, bias = _terms(model, kin, u)
-    return Dynamics(mass, bias)
+    mass, bias, d = _terms(model, kin, u, jacobian=model.opt.implicit_bias != "base")
+    return Dynamics(mass, bias, d)
 
 
 def base_velocity_jacobian(model: Model, mass: jax.Array, u: jax.Array) -> jax.Array:
@@ -214,6 +233,26 @@ def mass_matrix(model: Model, q: jax.Array) -> jax.Array:
     return _terms(model, kinematics(model, q), None)[0]
 
 
+def bias_velocity_jacobian(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
+    """``D = db/du``: derivative of the bias force with respect to the velocity (forward mode, one tangent
+    per velocity). ``b`` is quadratic in ``u`` (plus gravity), so ``D`` is linear in ``u`` and
+    ``b(q, u) = b(q, 0) + D(q, u) u / 2``.
+
+    Args:
+        model: the model.
+        q: (nq,) generalized coordinates.
+        u: (nv,) generalized velocities.
+
+    Returns:
+        (nv, nv) the derivative [kg/s, kg m/s, kg m^2/s].
+
+    Raises:
+        ArgumentError: wrong shapes.
+    """
+    q, u = _inputs(model, q, u)
+    return _terms(model, kinematics(model, q), u, jacobian=True)[2]
+
+
 def bias_force(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
     """Bias force ``b(q, u)``: gravity plus Coriolis and centrifugal terms (inverse dynamics at zero acceleration).
 
@@ -231,7 +270,7 @@ def bias_force(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
         ArgumentError: wrong shapes.
     """
     q, u = _inputs(model, q, u)
-    return dynamics(model, kinematics(model, q), u).bias
+    return _terms(model, kinematics(model, q), u)[1]
 
 
 def inverse_dynamics(model: Model, q: jax.Array, u: jax.Array, du: jax.Array) -> jax.Array:
@@ -241,8 +280,8 @@ def inverse_dynamics(model: Model, q: jax.Array, u: jax.Array, du: jax.Array) ->
         ArgumentError: wrong shapes.
     """
     q, u, du = _inputs(model, q, u, du)
-    dyn = dynamics(model, kinematics(model, q), u)
-    return dyn.mass @ du + dyn.bias
+    mass, bias, _ = _terms(model, kinematics(model, q), u)
+    return mass @ du + bias
 
 
 def forward_dynamics(model: Model, q: jax.Array, u: jax.Array, tau: jax.Array) -> jax.Array:
@@ -262,6 +301,6 @@ def forward_dynamics(model: Model, q: jax.Array, u: jax.Array, tau: jax.Array) -
         ArgumentError: wrong shapes.
     """
     q, u, tau = _inputs(model, q, u, tau)
-    dyn = dynamics(model, kinematics(model, q), u)
-    factor = jsl.cho_factor(dyn.mass, lower=True)
-    return jsl.cho_solve(factor, tau - dyn.bias)
+    mass, bias, _ = _terms(model, kinematics(model, q), u)
+    factor = jsl.cho_factor(mass, lower=True)
+    return jsl.cho_solve(factor, tau - bias)

@@ -3,12 +3,21 @@ and the state at the end of a step.
 
 Velocity level, with ``h = model.opt.timestep``:
 
-* ``M_eff = M + h diag(kd + h kp + b_j / 2) + h dB/du_base``: the implicit PD and trapezoidal damping
-  terms (:class:`jaxmor.forces.Forces`) and the linearized velocity-dependent forces of a floating base
-  (:func:`jaxmor.dynamics.base_velocity_jacobian`; with ``b`` explicit, a torque-free spinning body gains
-  energy and a fast spin about its major axis diverges). ``M_eff`` is not symmetric (the gyroscopic
-  block); one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array operations, no LAPACK) with
-  ``nv + 1`` right-hand sides gives both ``u_free = u_t + M_eff^-1 h (tau - b)`` and ``M_eff^-1``.
+* ``M_eff = M + h diag(kd + h kp + b_j / 2) + K``: the implicit PD and trapezoidal damping terms
+  (:class:`jaxmor.forces.Forces`) and ``K``, the velocity-dependent forces' term
+  (:func:`velocity_term`), chosen by ``model.opt.implicit_bias``:
+
+  - ``"kahan"`` (default): ``K = (h/2) D`` with ``D = db/du`` the derivative of the bias for the whole tree
+    (:attr:`jaxmor.dynamics.Dynamics.bias_jacobian`). The Coriolis, centrifugal and gyroscopic part of
+    ``b`` is a quadratic form ``c(u, u)`` (``D(u) v = 2 c(u, v)``), so ``M (u' - u) = h (tau - g) - h c(u, u')``:
+    Kahan's (Hirota-Kimura) discretization, the quadratic term evaluated at the old and new velocities.
+    It does not dissipate: a torque-free body keeps a modified energy ``E + O(h^2)``.
+  - ``"euler"``: ``K = h D``, the linearized backward Euler step, which dissipates kinetic energy.
+  - ``"base"``: ``K = h`` times a floating base's gyroscopic block of the robot locked into one rigid
+    body (:func:`jaxmor.dynamics.base_velocity_jacobian`), every joint's velocity terms explicit.
+
+  ``M_eff`` is not symmetric; one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array
+  operations, no LAPACK) gives ``M_eff^-1`` and ``u_free = u_t + M_eff^-1 h (tau - b(q_t, u_t))``.
 * the constraint impulses then give ``u_{t+1}``, and ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``
   (:func:`integrate_positions`; ``u_pos`` the position-correction pseudo-velocity).
 
@@ -59,9 +68,26 @@ def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeM
     """The effective mass stage: ``u_free`` and ``M_eff^-1`` (see the module docstring)."""
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
-    m_eff = dyn.mass + h * jnp.diag(frc.implicit) + h * base_velocity_jacobian(model, dyn.mass, state.u)
+    m_eff = dyn.mass + h * jnp.diag(frc.implicit) + velocity_term(model, dyn, state.u)
     inverse_mass = inverse(m_eff)
     return FreeMotion(velocity=state.u + inverse_mass @ (h * (frc.applied - dyn.bias)), inverse_mass=inverse_mass)
+
+
+def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
+    """(nv, nv) the velocity-dependent forces' part of the effective mass, by ``model.opt.implicit_bias``:
+    ``(h/2) D`` (``"kahan"``), ``h D`` (``"euler"``), or ``h`` times the floating base's locked-body
+    gyroscopic block (``"base"``, :func:`jaxmor.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
+
+    Raises:
+        ValueError: ``"kahan"`` or ``"euler"`` with ``dyn.bias_jacobian`` not computed.
+    """
+    h = jnp.asarray(model.opt.timestep, u.dtype)
+    mode = model.opt.implicit_bias
+    if mode == "base":
+        return h * base_velocity_jacobian(model, dyn.mass, u)
+    if dyn.bias_jacobian is None:
+        raise ValueError(f"opt.implicit_bias={mode!r} needs Dynamics.bias_jacobian (jaxmor.dynamics.dynamics)")
+    return (0.5 * h if mode == "kahan" else h) * dyn.bias_jacobian
 
 
 @jax.custom_jvp
@@ -93,7 +119,8 @@ def gauss_jordan(a: jax.Array, b: jax.Array) -> jax.Array:
     """``a^-1 b`` by Gauss-Jordan elimination without pivoting, in plain array operations (no LAPACK).
 
     ``a`` is the effective mass: the symmetric positive-definite mass matrix plus positive diagonal terms
-    and ``h`` times the floating base's gyroscopic block, a small non-symmetric perturbation. Elimination
+    and the velocity-dependent forces' term (``h D`` or ``(h/2) D``), a small non-symmetric perturbation
+    while ``h`` times the speeds is small. Elimination
     without pivoting is stable for such matrices (every leading block stays positive definite for the
     symmetric part). Each of the ``n`` steps scales the pivot row and subtracts it from every other row of
     ``[a | b]``: ``n (n + k) n`` multiply-adds, unrolled for ``n <= UNROLL_LIMIT``, a ``fori_loop``

@@ -24,7 +24,7 @@ whatever the number of rows. The sweep carries the row velocities ``v = A lam + 
 (kept row by row, no scatter): a row reads its velocity and, when its impulse changes by ``d``, adds
 ``A[:, row] d`` to ``v``. That is the same Gauss-Seidel iteration (each row sees the impulses updated
 before it) with the same fixed points; ``v`` is recomputed from the impulses at the start of each solve.
-``A`` is not symmetric in general (the effective mass holds the base's gyroscopic terms), so its
+``A`` is not symmetric in general (the effective mass holds the velocity-dependent forces' derivative), so its
 columns, not its rows, update ``v``.
 
 Sweeps run a fixed number of iterations with ``lax.fori_loop`` so that ``jit``, ``vmap``, ``jvp`` and

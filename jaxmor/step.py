@@ -8,8 +8,8 @@ stages before it produced, and lives in the module named after it:
 2. :func:`~jaxmor.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
 3. :func:`~jaxmor.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
    the built-in PD, feed-forward, affine, external and passive forces;
-4. :func:`~jaxmor.integrator.free_motion`: the effective mass (implicit PD, damping and base gyroscopic
-   terms) and the unconstrained velocity ``u_free``;
+4. :func:`~jaxmor.integrator.free_motion`: the effective mass (implicit PD, damping and velocity-dependent
+   forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
 5. :func:`~jaxmor.collision.collide` and :func:`~jaxmor.constraint.constraints`: contact candidates,
    then the velocity problem (contacts, joint friction, joint limits) and the position-correction problem;
 6. :func:`~jaxmor.solver.solve`: projected Gauss-Seidel on each problem;

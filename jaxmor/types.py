@@ -81,6 +81,11 @@ class Options:
             passes share their loop: a step's dependent loop iterations are the larger count.
         friction_rule: how two given friction coefficients combine: ``"geometric_mean"`` (default),
             ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.collision.combine_friction`).
+        implicit_bias: how the velocity-dependent forces (Coriolis, centrifugal, gyroscopic) enter the
+            effective mass (static; see :mod:`jaxmor.integrator`): ``"kahan"`` (default), ``M + (h/2) D``
+            with ``D = db/du`` of the whole tree, which does not dissipate; ``"euler"``, ``M + h D``,
+            linearized backward Euler, which dissipates; ``"base"``, only a floating base's gyroscopic
+            block, backward Euler, the joints' terms explicit (the cheapest).
     """
 
     timestep: jax.Array
@@ -88,6 +93,7 @@ class Options:
     solver_iterations: int = struct.field(pytree_node=False)
     position_iterations: int = struct.field(pytree_node=False, default=10)
     friction_rule: str = struct.field(pytree_node=False, default="geometric_mean")
+    implicit_bias: str = struct.field(pytree_node=False, default="kahan")
 
 
 @struct.dataclass

@@ -207,6 +207,17 @@ class PinReference:
         b = np.array(self.pin.nonLinearEffects(self.model, self.data, qp, self.to_pin_vector(t @ u)))[self.perm]
         return t.T @ (b + self._mass_pin(qp) @ self._corr(t, u))
 
+    def bias_jacobian(self, q, u, columns=None) -> np.ndarray:
+        """(nv, nv) ``db/du`` by central differences with unit steps (exact up to round-off: ``b`` is quadratic
+        in ``u``); only the velocities in ``columns`` (default all), the other columns zero."""
+        u = np.asarray(u, float)
+        out = np.zeros((len(u), len(u)))
+        for k in range(len(u)) if columns is None else columns:
+            e = np.zeros(len(u))
+            e[k] = 1.0
+            out[:, k] = 0.5 * (self.bias_force(q, u + e) - self.bias_force(q, u - e))
+        return out
+
     def forward_dynamics(self, q, u, tau) -> np.ndarray:
         q, u, tau = np.asarray(q, float), np.asarray(u, float), np.asarray(tau, float)
         t = self.transform(q)

@@ -449,26 +449,28 @@ def locked_body_gyroscopic(pin_ref, q, u) -> np.ndarray:
     at_rest = np.array(u, dtype=float)
     at_rest[6:] = 0.0
     out = np.zeros((18, 18))
-    for k in range(6):
-        e = np.zeros(18)
-        e[k] = 1.0
-        diff = pin_ref.bias_force(q, at_rest + e) - pin_ref.bias_force(q, at_rest - e)
-        out[:6, k] = 0.5 * diff[:6]
+    out[:6] = pin_ref.bias_jacobian(q, at_rest, columns=range(6))[:6]
     return out
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_free_motion_solves_the_effective_mass_with_pinocchio_terms(quadruped, quadruped_pin, seed):
-    """``M_eff = M + h diag(implicit) + h dB/du_base`` and ``u_free = u + M_eff^-1 h (tau - b)``, with ``M`` and
-    ``b`` from Pinocchio, ``tau`` and the implicit diagonal from the forces formula, the gyroscopic block
-    from Pinocchio's bias; ``inverse_mass`` is ``M_eff^-1`` (a non-symmetric matrix)."""
+@pytest.mark.parametrize(("seed", "mode"), [(0, "kahan"), (1, "kahan"), (0, "base")])
+def test_free_motion_solves_the_effective_mass_with_pinocchio_terms(quadruped, quadruped_pin, seed, mode):
+    """``M_eff = M + h diag(implicit) + J`` and ``u_free = u + M_eff^-1 h (tau - b)``, with ``M`` and ``b`` from
+    Pinocchio, ``tau`` and the implicit diagonal from the forces formula, ``J`` from Pinocchio's bias:
+    ``(h/2) db/du`` (``implicit_bias="kahan"``) or ``h`` times the locked body's base block (``"base"``);
+    ``inverse_mass`` is ``M_eff^-1`` (a non-symmetric matrix)."""
     state = random_quadruped_state(quadruped, 10 + seed)
-    free = numpy_tree(run_stages(quadruped, state)["free"])
+    model = quadruped.replace(opt=quadruped.opt.replace(implicit_bias=mode))
+    free = numpy_tree(run_stages(model, state)["free"])
     h = float(quadruped.opt.timestep)
     q, u = np.asarray(state.q), np.asarray(state.u)
     terms = expected_forces(state, h, np.zeros(12), np.zeros(12))
     mass = quadruped_pin.mass_matrix(q)
-    m_eff = mass + h * np.diag(terms["implicit"]) + h * locked_body_gyroscopic(quadruped_pin, q, u)
+    if mode == "base":
+        implicit = h * locked_body_gyroscopic(quadruped_pin, q, u)
+    else:
+        implicit = 0.5 * h * quadruped_pin.bias_jacobian(q, u)
+    m_eff = mass + h * np.diag(terms["implicit"]) + implicit
     assert np.abs(m_eff - m_eff.T).max() > 1e-6, "the base should spin (non-symmetric M_eff)"
     du = np.linalg.solve(m_eff, h * (terms["applied"] - quadruped_pin.bias_force(q, u)))
     np.testing.assert_allclose(free.velocity - u, du, rtol=0, atol=SOLVE_TOL * np.abs(du).max(), err_msg="u_free - u")
