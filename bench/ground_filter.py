@@ -1,0 +1,63 @@
+"""Go1 with every geom touching the ground against its feet only: contact slots and world-steps/s.
+
+The figures of bench/README.md, "Ground-contact filtering". Run: ``python -m bench.ground_filter`` (needs
+example-robot-data). Each configuration is compiled, then timed 3 times; two rounds.
+"""
+
+from __future__ import annotations
+
+import site
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxmor
+
+N_WORLDS, N_STEPS = 64, 20
+
+
+def go1_urdf() -> Path:
+    for root in site.getsitepackages():
+        path = Path(root) / "cmeel.prefix/share/example-robot-data/robots/go1_description/urdf/go1.urdf"
+        if path.is_file():
+            return path
+    raise SystemExit("example-robot-data's go1.urdf was not found (pip install example-robot-data)")
+
+
+def rate(model: jaxmor.Model) -> tuple[float, float]:
+    """(compile + first call [s], median world-steps/s)."""
+    state = jaxmor.init_state(model)
+    state = state.replace(q=state.q.at[2].set(0.4))
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (N_WORLDS, *x.shape)), state)
+    run = jax.jit(jax.vmap(lambda s: jaxmor.rollout(model, s, n_steps=N_STEPS)[0]))
+    start = time.perf_counter()
+    jax.block_until_ready(run(states))
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        jax.block_until_ready(run(states))
+        times.append(time.perf_counter() - start)
+    return first, N_WORLDS * N_STEPS / float(np.median(times))
+
+
+def main() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        every = jaxmor.add_ground(jaxmor.load_urdf(go1_urdf()))
+    feet = jaxmor.set_ground_contact(every, ["*_foot"])
+    print(
+        f"go1: {every.ng} geoms, ground slots: every geom {jaxmor.contact_count(every)}, feet {jaxmor.contact_count(feet)}"
+    )
+    for round_ in (1, 2):
+        for name, model in (("every geom", every), ("feet only", feet)):
+            first, ws = rate(model)
+            print(f"round {round_}, {name}: compile + first call {first:.1f} s, {ws:,.0f} world-steps/s")
+
+
+if __name__ == "__main__":
+    main()
