@@ -50,9 +50,8 @@ def main() -> None:
         warnings.simplefilter("ignore")
         every = jaxmor.add_ground(jaxmor.load_urdf(go1_urdf()))
     feet = jaxmor.set_ground_contact(every, ["*_foot"])
-    print(
-        f"go1: {every.ng} geoms, ground slots: every geom {jaxmor.contact_count(every)}, feet {jaxmor.contact_count(feet)}"
-    )
+    slots = jaxmor.contact_count(every), jaxmor.contact_count(feet)
+    print(f"go1: {every.ng} geoms, ground slots: every geom {slots[0]}, feet {slots[1]}")
     for round_ in (1, 2):
         for name, model in (("every geom", every), ("feet only", feet)):
             first, ws = rate(model)
