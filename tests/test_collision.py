@@ -700,13 +700,17 @@ def test_enable_self_collision_malformed_exclude():
 
 
 def test_enable_self_collision_unsupported_pair_raises():
-    model = chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), box(0.2, 0.2, 0.2))
+    # (box-box was the unsupported example before box-box contacts existed; box-cylinder still is)
+    model = chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), cylinder(0.2, 0.2))
+    spheres = [("w", "g3"), ("g0", "g3")]
     with pytest.raises(ArgumentError) as err:
-        enable_self_collision(model)
+        enable_self_collision(model, exclude=spheres)
     msg = str(err.value)
-    assert "'g1' (box)" in msg and "'g3' (box)" in msg and "exclude" in msg
-    model = enable_self_collision(model, exclude=[("g1", "g3")])
-    assert (2, 4) not in model.contact_pairs and (0, 4) in model.contact_pairs  # sphere-box kept
+    assert "'g1' (box)" in msg and "'g3' (cylinder)" in msg and "exclude" in msg
+    model = enable_self_collision(model, exclude=[*spheres, ("g1", "g3")])
+    assert (2, 4) not in model.contact_pairs and (0, 2) in model.contact_pairs  # sphere-box kept
+    boxes = enable_self_collision(chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), box(0.2, 0.2, 0.2)))
+    assert (2, 4) in boxes.contact_pairs  # box-box is supported now
 
 
 def test_enable_self_collision_unsupported_cylinder_pair_raises():
@@ -719,12 +723,12 @@ def test_collide_rejects_unsupported_contact_pairs():
     text = robot(
         '<link name="world"/>',
         f'<link name="post">{col(box(1, 1, 1))}</link>',
-        f'<link name="base">{I}{col(capsule(0.1, 0.2))}</link>',
+        f'<link name="base">{I}{col(cylinder(0.1, 0.2))}</link>',
         '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>',
         '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
     )
     bad_model = load_urdf(text).replace(contact_pairs=((0, 1),))
-    with pytest.raises(ArgumentError, match="capsule"):
+    with pytest.raises(ArgumentError, match="cylinder"):
         collide(bad_model, body_poses(bad_model, free_q([0, 0, 2.0])))
 
 
