@@ -79,9 +79,10 @@ mean, the minimum or the maximum. The ground's friction is always given. Restitu
 two, ``max(e_a, e_b)`` (URDF geoms have 0, which leaves the other surface's).
 
 Degenerate geometry (coincident sphere centres, a sphere centre on a capsule's axis, intersecting
-capsule axes, zero-length segments, zero-size boxes) yields finite values and finite gradients:
-where a normal is undefined a deterministic fallback is used (``+z``, or for crossing capsules the
-common perpendicular of their axes).
+capsule axes, zero-length segments, zero-size boxes, coincident or exactly stacked boxes, a capsule through
+a box's centre) yields finite values and finite gradients: where a normal is undefined a deterministic
+fallback is used (``+z``, or for crossing capsules the common perpendicular of their axes); box-box normals
+are face normals, always defined.
 
 Limitations: only the pair kinds above; any pair with a cylinder is not supported yet, and asking for
 one (:func:`enable_self_collision`, or a hand-made ``contact_pairs`` given to :func:`collide`) raises an

@@ -1,6 +1,7 @@
 """Scenes of several free bodies, as model editors: a free box, sphere, capsule or cylinder added to a model
 (:func:`add_free_body`), and another model added to one (:func:`combine`: a robot and objects, several
-robots). Each returns a new :class:`~jaxmor.Model`; the models must not be batched.
+robots). Each returns a new :class:`~jaxmor.Model`; the models must not be batched. A scene of objects alone
+starts from an empty world: ``jaxmor.add_ground(jaxmor.load_urdf('<robot name="scene"><link name="world"/></robot>'))``.
 
 Where things go. The new bodies, links, geoms, joints, velocities and actuators come after the model's
 (its indices are unchanged; the added model's are shifted), and the added model's free bodies start at the
