@@ -22,6 +22,7 @@ from jaxmor.affine import (
 from jaxmor.batch import init_states, rollout_batch
 from jaxmor.build import load_urdf
 from jaxmor.collision import Contacts, collide, contact_count
+from jaxmor.compose import add_free_body, combine
 from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.forces import (
@@ -116,6 +117,7 @@ __all__ = [
     "actuator_states",
     "actuator_torque_bounds",
     "actuator_torques",
+    "add_free_body",
     "add_ground",
     "affine_force",
     "affine_force_at",
@@ -125,6 +127,7 @@ __all__ = [
     "clamp_ctrl",
     "clip_motor_torque",
     "collide",
+    "combine",
     "contact_count",
     "enable_self_collision",
     "export_actuators",

@@ -8,7 +8,8 @@ Loading is parse -> reduce -> compile:
    moved by one joint, and decides the base: a tree rooted at a link named ``world`` has a fixed base,
    otherwise the root link floats on a free joint (``floating_base`` overrides: ``False`` welds a free
    root to the world, a ``floating`` joint from ``world`` included; ``True`` turns the fixed joint from
-   ``world`` into a free joint);
+   ``world`` into a free joint). Every ``floating`` joint from ``world`` makes a free body (a robot and
+   objects, several robots), their coordinates in document order after the bodies welded to ``world``;
 3. :func:`build_model` compiles the bodies into arrays and the topology into static index tables
    (:func:`topology_tables`), so the simulation never re-derives them, and compiles the actuators
    (:func:`compile_actuators`).
@@ -142,8 +143,9 @@ def reduce(description: RobotDescription, floating_base: bool | None = None) -> 
     """Merge the links joined by fixed joints into bodies and decide the base (see the module docstring).
 
     Raises:
-        ModelError: a floating joint not from ``world``, two floating bases, a free joint with a
-            non-identity origin, or ``floating_base=True`` with nothing to free.
+        ModelError: a floating joint not from ``world``, a free joint with a non-identity origin, or
+            ``floating_base=True`` with nothing or more than one fixed joint from ``world`` to free (several
+            ``floating`` joints from ``world`` make several free bodies).
     """
     source = description.source
     root = description.root
@@ -213,8 +215,13 @@ def reduce(description: RobotDescription, floating_base: bool | None = None) -> 
 def _check_free_joint(joint: Joint, tree: ReducedTree, source: str) -> None:
     if joint.parent != "world":
         raise ModelError(source, joint.line, f"joint '{joint.name}': a floating joint must start at 'world'")
-    if any(b.kind == JointType.FREE for b in tree.bodies):
-        raise ModelError(source, joint.line, f"joint '{joint.name}': only one floating base is supported")
+    if joint.kind == "fixed" and any(b.kind == JointType.FREE for b in tree.bodies):
+        raise ModelError(
+            source,
+            joint.line,
+            f"joint '{joint.name}': floating_base=True frees one fixed joint from 'world', and another one was "
+            "freed already; make the joints to free floating joints instead",
+        )
     if not (np.allclose(joint.rotation, np.eye(3)) and np.allclose(joint.translation, 0.0)):
         what = "a floating joint" if joint.kind == "floating" else "a fixed joint made free by floating_base=True"
         raise ModelError(
@@ -423,6 +430,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         dof_velocity_limit=arr(dof["velocity"], (nv,), "joint velocity limit", dof_lines),
         dof_lower=arr(dof["lower"], (nv,), "joint lower limit", dof_lines),
         dof_upper=arr(dof["upper"], (nv,), "joint upper limit", dof_lines),
+        q_default=arr(_neutral(tables, dof["lower"], dof["upper"]), (tables["nq"],)),
         ground_height=arr(0.0, ()),
         ground_friction=arr(DEFAULT_FRICTION, ()),
         ground_restitution=arr(0.0, ()),
@@ -440,6 +448,16 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     if description.actuators:
         model = model.replace(actuators=compile_actuators(model, description.actuators))
     return model
+
+
+def _neutral(tables: dict, lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:
+    """(nq,) the default coordinates: free joints at the origin with the identity quaternion, 1-DoF joints
+    at 0 clipped into their limits."""
+    q = np.zeros(tables["nq"])
+    q[np.array(tables["free_q"], dtype=np.int64) + 3] = 1.0
+    joints = np.array(tables["joint_u"], dtype=np.int64)
+    q[np.array(tables["joint_q"], dtype=np.int64)] = np.clip(0.0, np.asarray(lower)[joints], np.asarray(upper)[joints])
+    return q
 
 
 def _drop_round_off(tensors, masses) -> list[np.ndarray]:

@@ -33,14 +33,41 @@ Slot layout, in this order:
    distance ``point_z - ground_height`` and the position the point itself. Geoms welded to the
    world (``geom_body == -1``) get no ground slots.
 
-2. Self-collision contacts, one slot per pair of ``model.contact_pairs`` (:func:`enable_self_collision`),
-   in that order. For the pair ``(a, b)`` of geom indices, ``body_a = geom_body[a]`` and
-   ``body_b = geom_body[b]``; the normal points from geom ``a``'s surface to geom ``b``'s, and the
-   position is the point of geom ``b``'s surface closest to (or deepest in) geom ``a``. Supported,
-   in either order: sphere-sphere, sphere-capsule (the closest point of the capsule's segment),
-   capsule-capsule (the closest points of the two segments; for parallel segments the middle of
-   their overlap) and sphere-box (the closest point of the box; a sphere centre inside the box is
-   pushed out through the face of least penetration).
+2. Self-collision contacts, for each pair of ``model.contact_pairs`` (:func:`enable_self_collision`,
+   :func:`jaxmor.add_free_body`, :func:`jaxmor.combine`), in that order, a fixed number of slots that
+   depends on the pair's types (:data:`PAIR_SLOTS`; :func:`pair_slot_count`). For the pair ``(a, b)`` of
+   geom indices, ``body_a = geom_body[a]`` and ``body_b = geom_body[b]``; the normal points from geom
+   ``a``'s surface to geom ``b``'s, and the position is the point of geom ``b``'s surface closest to (or
+   deepest in) geom ``a``. Supported, in either order:
+
+   * sphere-sphere, 1 slot;
+   * sphere-capsule, 1: the closest point of the capsule's segment;
+   * capsule-capsule, 1: the closest points of the two segments; for parallel segments the middle of
+     their overlap;
+   * sphere-box, 1: the closest point of the box; a sphere centre inside the box is pushed out through
+     the face of least penetration;
+   * capsule-box, 3: the capsule's two end spheres against the box (as sphere-box), then the sphere about
+     the point of the capsule's segment deepest in the box (smallest signed distance to the box, found by
+     :data:`GOLDEN_SECTION_STEPS` golden-section steps: the signed distance to a convex set is convex
+     along a segment). Slots in that order, whichever order the pair is given in;
+   * box-box, 8: vertex-face contacts both ways (:func:`polytope_contacts`): slots 0-3 the 4 corners of
+     the pair's second box deepest in the first box, slots 4-7 the 4 corners of the first box deepest in
+     the second (each as an ``(a, b)`` slot: normal from ``a`` to ``b``).
+
+   Polytope (box-box) contacts. A vertex ``v`` of one polytope is tested against the face planes
+   ``n_j . x = d_j`` (outward unit normals ``n_j``) of the other: its distance is ``s_j = n_j . v - d_j`` of one
+   face ``j`` near the maximum ``max_j s_j``, and the normal that face's. ``max_j s_j`` is the exact signed
+   distance of ``v`` inside the polytope and wherever ``v`` projects onto a face; outside near an edge or a
+   vertex it is a lower bound of the true distance (e.g. ``1/sqrt(2)`` of it diagonally off an edge), so a
+   contact may look closer than it is there; it is exact at zero (``max_j s_j = 0`` only on the surface).
+   The face: among the faces whose ``s_j`` is within :data:`POLYTOPE_TIE` times the size of the polytope
+   (its vertices' bounding-box diagonal) of the maximum, the one along whose normal the other polytope
+   penetrates least (``min`` over the other's vertices of ``s_j``: the separating-axis test's face). That
+   breaks the ties of a vertex on an edge of the other polytope (two equal boxes stacked exactly: the lower
+   box's top corners lie on the upper box's side planes too) in favour of the face the bodies touch by;
+   the distance is that face's ``s_j``, within the tolerance of the maximum. The selections (face, the
+   deepest vertices) are integer-valued and carry no gradient; distances, normals and points have the
+   gradients of the chosen vertex and face.
 
 Conventions of every slot: ``distance`` is the signed gap [m], negative when the geoms overlap;
 ``frame``'s rows are the unit normal ``n``, pointing from A to B (a positive normal impulse pushes B
@@ -58,16 +85,21 @@ mean, the minimum or the maximum. The ground's friction is always given. Restitu
 two, ``max(e_a, e_b)`` (URDF geoms have 0, which leaves the other surface's).
 
 Degenerate geometry (coincident sphere centres, a sphere centre on a capsule's axis, intersecting
-capsule axes, zero-length segments, zero-size boxes) yields finite values and finite gradients:
-where a normal is undefined a deterministic fallback is used (``+z``, or for crossing capsules the
-common perpendicular of their axes).
+capsule axes, zero-length segments, zero-size boxes, coincident or exactly stacked boxes, a capsule through
+a box's centre) yields finite values and finite gradients: where a normal is undefined a deterministic
+fallback is used (``+z``, or for crossing capsules the common perpendicular of their axes); box-box normals
+are face normals, always defined.
 
-Limitations: only the four pair kinds above; box-box, box-capsule and any pair with a cylinder are
-not supported yet, and asking for one (:func:`enable_self_collision`, or a hand-made
-``contact_pairs`` given to :func:`collide`) raises an :class:`~jaxmor.errors.ArgumentError` rather
-than being ignored. One slot per pair: two long capsules lying side by side touch at a single point
-(the middle of their overlap), which holds them apart but resists their relative rotation only through
-friction. Ground contacts are points: exact for spheres, capsules, boxes and cylinders (their lowest
+Limitations: only the pair kinds above; any pair with a cylinder is not supported yet, and asking for
+one (:func:`enable_self_collision`, or a hand-made ``contact_pairs`` given to :func:`collide`) raises an
+:class:`~jaxmor.errors.ArgumentError` rather than being ignored. One slot per sphere and capsule pair: two
+long capsules lying side by side touch at a single point (the middle of their overlap), which holds them
+apart but resists their relative rotation only through friction; a capsule lying on a box face touches
+it at its end spheres and at one point of its segment, so one longer than the face rests on a single
+point. Box-box contacts are vertex-face only: two boxes whose edges cross without a corner of either
+inside the other (edge-edge contact) are not held apart, and at most 4 corners per direction are kept (a
+box resting on a larger one keeps its 4 bottom corners; corners of one face are never more than 4).
+Ground contacts are points: exact for spheres, capsules, boxes and cylinders (their lowest
 points are among them; for boxes see below). Gaps are
 computed for every slot whatever its size; the solver decides which candidates are active. Meshes touch
 the ground only (no pair with a mesh is supported yet).
@@ -109,6 +141,7 @@ exactly ``2 c_k`` higher than it. Hence:
 from __future__ import annotations
 
 import itertools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -175,11 +208,24 @@ def _check_types(model: Model) -> None:
             raise ArgumentError(f"geom {model.geom_names[g]!r} has the unsupported type {t!r}")
 
 
+def pair_slot_count(model: Model, pair: tuple[int, int]) -> int:
+    """Number of contact slots of the pair ``(a, b)`` of geom indices (:data:`PAIR_SLOTS`; static).
+
+    Raises:
+        ArgumentError: the pair's types are not supported.
+    """
+    ta, tb = model.geom_type[pair[0]], model.geom_type[pair[1]]
+    key = (ta, tb) if (ta, tb) in PAIR_SLOTS else (tb, ta)
+    if key not in PAIR_SLOTS:
+        check_pairs(model, [pair])
+    return PAIR_SLOTS[key]
+
+
 def contact_count(model: Model) -> int:
     """Number of contact slots ``nc`` of :func:`collide` (static)."""
     _check_types(model)
     ground = sum(GROUND_POINTS[model.geom_type[g]] for g in _ground_geoms(model))
-    return ground + len(model.contact_pairs)
+    return ground + sum(pair_slot_count(model, pair) for pair in model.contact_pairs)
 
 
 def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -190,8 +236,9 @@ def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
         body_a += [-1] * n
         body_b += [model.geom_body[g]] * n
     for a, b in model.contact_pairs:
-        body_a.append(model.geom_body[a])
-        body_b.append(model.geom_body[b])
+        k = pair_slot_count(model, (a, b))
+        body_a += [model.geom_body[a]] * k
+        body_b += [model.geom_body[b]] * k
     return tuple(body_a), tuple(body_b)
 
 
@@ -329,12 +376,140 @@ def _sphere_box(ca, ra_rot, sa, cb, rb_rot, sb):
     return dist, n, ca + r[..., None] * n, point_b
 
 
+#: Golden-section steps of the capsule-box search for the segment's deepest point: the bracket shrinks to
+#: ``0.618^40 = 4e-9`` of the segment.
+GOLDEN_SECTION_STEPS = 40
+
+
+def _box_signed_distance(x, centre, rotation, half):
+    """Signed distance [m] from points ``x`` to a box (negative inside); convex in ``x``."""
+    local = jnp.einsum("...ji,...j->...i", rotation, x - centre)
+    q = jnp.abs(local) - half
+    outside = jnp.sqrt(jnp.sum(jnp.maximum(q, 0.0) ** 2, -1))
+    return outside + jnp.minimum(jnp.max(q, -1), 0.0)
+
+
+def _deepest_on_segment(p0, p1, centre, rotation, half):
+    """(...,) parameter ``t`` in [0, 1] of the point of the segment ``p0 p1`` with the smallest signed distance
+    to the box, by :data:`GOLDEN_SECTION_STEPS` golden-section steps (no gradient: the distance at the
+    minimum has the gradient of its point, the envelope theorem)."""
+    p0, p1, centre, rotation, half = jax.lax.stop_gradient((p0, p1, centre, rotation, half))
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+
+    def f(t):
+        return _box_signed_distance(p0 + t[..., None] * (p1 - p0), centre, rotation, half)
+
+    def shrink(_, bracket):
+        lo, hi = bracket
+        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+        left = f(c) < f(d)  # the minimum lies in [lo, d]; else in [c, hi]
+        return jnp.where(left, lo, c), jnp.where(left, d, hi)
+
+    lo, hi = jnp.zeros(p0.shape[:-1], p0.dtype), jnp.ones(p0.shape[:-1], p0.dtype)
+    lo, hi = jax.lax.fori_loop(0, GOLDEN_SECTION_STEPS, shrink, (lo, hi))
+    return 0.5 * (lo + hi)
+
+
+def _capsule_box(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Capsule A against box B, 3 slots (..., 3): its end spheres, then the sphere about its segment's
+    deepest point (module docstring)."""
+    p0, p1 = _ends(ca, ra_rot, sa[..., 1])
+    t = _deepest_on_segment(p0, p1, cb, rb_rot, sb)
+    centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
+    return _sphere_box(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], sb[..., None, :])
+
+
+#: Relative tolerance of the face choice of a polytope contact (module docstring, "Polytope contacts"):
+#: faces within this fraction of the polytope's size of the deepest are tied.
+POLYTOPE_TIE = 1e-3
+
+
+def box_polytope(centre: jax.Array, rotation: jax.Array, half: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A box as a convex polytope: ``(vertices (..., 8, 3), planes (..., 6, 4))``.
+
+    Args:
+        centre: (..., 3) the box's centre [m].
+        rotation: (..., 3, 3) its orientation (columns: its axes in the world frame).
+        half: (..., 3) its half-extents [m].
+
+    Returns:
+        The 8 corners ``centre + R (s * half)`` in the order of the sign vectors ``s`` with ``s_x`` varying
+        slowest (as :data:`BOX_CORNERS`), and the 6 face planes ``(n, d)``: outward unit normal ``n`` [-]
+        and offset ``d = n . centre + half_k`` [m], a point ``x`` being inside where ``n . x <= d`` for all
+        faces; faces ``-x, -y, -z, +x, +y, +z``.
+    """
+    signs = jnp.asarray(_BOX_SIGNS, centre.dtype)
+    vertices = centre[..., None, :] + jnp.einsum("...ij,...kj->...ki", rotation, signs * half[..., None, :])
+    axes = jnp.swapaxes(rotation, -1, -2)  # rows: the box axes
+    normals = jnp.concatenate([-axes, axes], -2)
+    offsets = jnp.einsum("...kj,...j->...k", normals, centre) + jnp.concatenate([half, half], -1)
+    return vertices, jnp.concatenate([normals, offsets[..., None]], -1)
+
+
+def _vertices_against_planes(vertices, planes, owner_vertices, points):
+    """The ``points`` vertices deepest in the polytope ``planes`` (module docstring): ``(distance (..., k),
+    owner's outward normal (..., k, 3), point on the owner's surface, the vertex)``."""
+    s = jnp.einsum("...vj,...pj->...vp", vertices, planes[..., :3]) - planes[..., None, :, 3]
+    fixed = jax.lax.stop_gradient(s)
+    separation = jnp.min(fixed, -2, keepdims=True)  # per face: the other polytope's deepest vertex
+    extent = jax.lax.stop_gradient(jnp.max(owner_vertices, -2) - jnp.min(owner_vertices, -2))
+    tol = POLYTOPE_TIE * jnp.sqrt(jnp.sum(extent * extent, -1))[..., None, None]
+    tied = fixed >= jnp.max(fixed, -1, keepdims=True) - tol
+    face = jnp.argmax(jnp.where(tied, separation, -jnp.inf), -1)  # (..., V)
+    dist = jnp.take_along_axis(s, face[..., None], -1)[..., 0]
+    _, deepest = jax.lax.top_k(-jax.lax.stop_gradient(dist), points)  # (..., k)
+    dist = jnp.take_along_axis(dist, deepest, -1)
+    face = jnp.take_along_axis(face, deepest, -1)
+    normal = jnp.take_along_axis(planes[..., :3], face[..., None], -2)
+    vertex = jnp.take_along_axis(vertices, deepest[..., None], -2)
+    return dist, normal, vertex - dist[..., None] * normal, vertex
+
+
+def polytope_contacts(
+    vertices_a: jax.Array, planes_a: jax.Array, vertices_b: jax.Array, planes_b: jax.Array, points: int = 4
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Vertex-face contacts between two convex polytopes, both ways (module docstring, "Polytope contacts").
+
+    Args:
+        vertices_a, vertices_b: (..., V, 3) the vertices of A and B [m] (world frame).
+        planes_a, planes_b: (..., P, 4) their face planes ``(n, d)``: outward unit normal and offset, ``x``
+            inside where ``n . x <= d`` for every face [-, m].
+        points: vertices kept per direction (static, ``<=`` each polytope's vertex count).
+
+    Returns:
+        ``(distance (..., 2 points), normal (..., 2 points, 3), point on A, point on B)``: first the ``points``
+        vertices of B deepest in A, then those of A deepest in B; the normal points from A to B, each point
+        pair lies on the two surfaces (``point on B - distance n = point on A``; exact in face regions).
+    """
+    d_b, n_a, on_a, vert_b = _vertices_against_planes(vertices_b, planes_a, vertices_a, points)
+    d_a, n_b, on_b, vert_a = _vertices_against_planes(vertices_a, planes_b, vertices_b, points)
+    return (
+        jnp.concatenate([d_b, d_a], -1),
+        jnp.concatenate([n_a, -n_b], -2),
+        jnp.concatenate([on_a, vert_a], -2),
+        jnp.concatenate([vert_b, on_b], -2),
+    )
+
+
+def _box_box(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Box A against box B, 8 slots (..., 8): corners of B in A, then corners of A in B."""
+    return polytope_contacts(*box_polytope(ca, ra_rot, sa), *box_polytope(cb, rb_rot, sb))
+
+
 #: The supported self-collision type pairs (either order) and their distance functions.
 _PAIR_FUNCTIONS = {
     (GeomType.SPHERE, GeomType.SPHERE): _sphere_sphere,
     (GeomType.SPHERE, GeomType.CAPSULE): _sphere_capsule,
     (GeomType.CAPSULE, GeomType.CAPSULE): _capsule_capsule,
     (GeomType.SPHERE, GeomType.BOX): _sphere_box,
+    (GeomType.CAPSULE, GeomType.BOX): _capsule_box,
+    (GeomType.BOX, GeomType.BOX): _box_box,
+}
+
+#: Contact slots of each supported type pair (either order).
+PAIR_SLOTS = {kinds: 1 for kinds in _PAIR_FUNCTIONS} | {
+    (GeomType.CAPSULE, GeomType.BOX): 3,
+    (GeomType.BOX, GeomType.BOX): 8,
 }
 
 
@@ -556,9 +731,12 @@ def collide(model: Model, poses: Poses) -> Contacts:
         friction.append(jnp.broadcast_to(f, (n_ground,)))
         restitution.append(jnp.maximum(model.ground_restitution.astype(dtype), rest[geom_of_slot]))
 
-    # 2. Pairs, grouped by canonical type pair (and whether the pair is given the other way round).
+    # 2. Pairs, grouped by canonical type pair (and whether the pair is given the other way round); each
+    # pair's slots are consecutive.
     pairs = model.contact_pairs
     if pairs:
+        counts = [pair_slot_count(model, pair) for pair in pairs]
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
         groups: dict[tuple, list[int]] = {}
         for slot, (a, b) in enumerate(pairs):
             ta, tb = model.geom_type[a], model.geom_type[b]
@@ -571,11 +749,12 @@ def collide(model: Model, poses: Poses) -> Contacts:
             d, n, p_first, p_second = _PAIR_FUNCTIONS[kinds](
                 geom_p[first], geom_r[first], size[first], geom_p[second], geom_r[second], size[second]
             )
-            outs.append((d, -n, p_first) if flipped else (d, n, p_second))
-            order += slots
+            d, n = d.reshape(-1), n.reshape(-1, 3)
+            outs.append((d, -n, p_first.reshape(-1, 3)) if flipped else (d, n, p_second.reshape(-1, 3)))
+            order += [start[s] + j for s in slots for j in range(PAIR_SLOTS[kinds])]
         inverse = np.argsort(np.array(order))
-        ga = np.array([a for a, _ in pairs], dtype=np.int32)
-        gb_ = np.array([b for _, b in pairs], dtype=np.int32)
+        ga = np.repeat(np.array([a for a, _ in pairs], dtype=np.int32), counts)
+        gb_ = np.repeat(np.array([b for _, b in pairs], dtype=np.int32), counts)
         distance.append(jnp.concatenate([o[0] for o in outs])[inverse])
         normal.append(jnp.concatenate([o[1] for o in outs])[inverse])
         point.append(jnp.concatenate([o[2] for o in outs])[inverse])

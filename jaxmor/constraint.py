@@ -31,9 +31,11 @@ at zero there, so no energy is added. Instead a second, frictionless problem on 
 rows of the same ``A`` gives a *pseudo-velocity* ``u_pos = M_eff^-1 J^T lam_pos`` that removes a fraction
 ``POSITION_CORRECTION`` of the error beyond ``PENETRATION_ALLOWANCE`` per step; it moves ``q`` only and
 is discarded afterwards (split impulses).
-Known defects of the position pass (kept in 0.2, whose restructuring changed no arithmetic): a joint row
-without a violation gets the bounds ``0 <= v <= 0`` and a contact without penetration the target
-``v_n >= 0``, so the pass moves no joint and no contact approaches, however far: only a floating base is
+A contact with a gap ``d > 0`` gets the speculative target ``v_n >= -d / h`` in this pass too, so that
+the correction of one body never pushes another one through a far contact (before, the target was
+``v_n >= 0`` however far: a quadruped corrected out of the ground dragged a box 1 m away).
+Known defect of the position pass (kept in 0.2, whose restructuring changed no arithmetic): a joint row
+without a violation gets the bounds ``0 <= v <= 0``, so the pass moves no joint: only a floating base is
 corrected (``tests/test_stages.py`` holds a strict ``xfail`` for a fixed-base arm).
 
 Layout. This module owns the row layout: :class:`Problem` knows where a contact's and a joint's rows
@@ -261,7 +263,7 @@ def constraints(
     position = Problem(
         delassus=delassus[keep[:, None], keep[None, :]],
         free_velocity=jnp.zeros(keep.size, dtype),
-        contact_target=POSITION_CORRECTION * depth / h,
+        contact_target=POSITION_CORRECTION * depth / h - jnp.maximum(gap, 0.0) / h,  # a gap may close, not open
         friction=jnp.zeros(nc, dtype),
         friction_bound=jnp.zeros(nj, dtype),
         limit_low=POSITION_CORRECTION * below / h,

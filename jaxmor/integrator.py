@@ -289,9 +289,9 @@ def runnable(model: Model, state: State) -> jax.Array:
 
 
 def stand_in(model: Model, state: State) -> State:
-    """A harmless state of the same shapes, stepped in place of a world that cannot run: the neutral pose
-    at rest, every input and impulse zero, the settings (flags, enforcement) of ``state``."""
-    q = jnp.zeros(model.nq, state.q.dtype).at[np.array(model.free_q, dtype=np.int32) + 3].set(1.0)
+    """A harmless state of the same shapes, stepped in place of a world that cannot run: the default pose
+    (``model.q_default``) at rest, every input and impulse zero, the settings (flags, enforcement) of ``state``."""
+    q = jnp.asarray(model.q_default, state.q.dtype)
     zeros = jax.tree.map(lambda x: jnp.zeros_like(x) if jnp.issubdtype(x.dtype, jnp.inexact) else x, state)
     return zeros.replace(q=q)
 

@@ -49,13 +49,10 @@ def joint_q_index(model: Model, name: str) -> int:
 
 
 def neutral_q(model: Model) -> jax.Array:
-    """The default configuration: base at the origin with the identity orientation, joints at 0
-    (clipped into their position limits)."""
-    dtype = model.body_mass.dtype
-    q = jnp.zeros(model.nq, dtype).at[np.array(model.free_q, dtype=np.int32) + 3].set(1.0)
-    joints = np.array(model.joint_u, dtype=np.int32)
-    neutral = jnp.clip(0.0, model.dof_lower[joints], model.dof_upper[joints]).astype(dtype)
-    return q.at[np.array(model.joint_q, dtype=np.int32)].set(neutral)
+    """(nq,) the default configuration ``model.q_default``, in the model's dtype: as loaded, every free joint
+    at the origin with the identity orientation and every joint at 0 (clipped into its position limits);
+    the free bodies of :func:`jaxmor.add_free_body` and :func:`jaxmor.combine` at the poses they were given."""
+    return jnp.asarray(model.q_default, model.body_mass.dtype)
 
 
 def actuator_names(model: Model) -> list[str]:

@@ -118,7 +118,7 @@ def enable_self_collision(model: Model, enabled: bool = True, exclude: Iterable 
     Raises:
         ArgumentError: an unknown geom name or a malformed exclusion; or a remaining pair of types
             that is not supported (supported: sphere-sphere, sphere-capsule, capsule-capsule,
-            sphere-box): the message names the two geoms and their types; exclude the pair.
+            sphere-box, capsule-box, box-box): the message names the two geoms and their types; exclude the pair.
     """
     if not enabled:
         return model.replace(contact_pairs=())

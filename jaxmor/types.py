@@ -274,6 +274,10 @@ class Model:
         dof_velocity_limit: (nv,) velocity limit [rad/s or m/s] (``inf`` where none); informational,
             the step does not enforce it.
         dof_lower, dof_upper: (nv,) position limits [rad or m] (``-inf``/``inf`` where none).
+        q_default: (nq,) the coordinates a new State starts from (:func:`jaxmor.init_state`,
+            :func:`jaxmor.neutral_q`) [m, -, rad]: as loaded, every free joint at the origin with the
+            identity quaternion and every 1-DoF joint at 0 clipped into its limits; :func:`jaxmor.add_free_body`
+            and :func:`jaxmor.combine` set the poses they are given.
         ground_height: () height of the ground plane (normal +z) [m].
         ground_friction: () friction coefficient of the ground [-].
         ground_restitution: () coefficient of restitution of the ground [-].
@@ -340,6 +344,8 @@ class Model:
     dof_velocity_limit: jax.Array
     dof_lower: jax.Array
     dof_upper: jax.Array
+    # Per coordinate.
+    q_default: jax.Array
     # The ground.
     ground_height: jax.Array
     ground_friction: jax.Array

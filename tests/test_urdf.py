@@ -540,19 +540,38 @@ BAD = [
         "joint 'free'",
         "origin",
     ),
-    case(
-        "two_floating_bases",
-        robot(
-            link("world", ""),
-            link("a"),
-            link("b"),
-            joint("fa", "world", "a", "floating", ""),
-            joint("fb", "world", "b", "floating", "", mark=True),
-        ),
-        "joint 'fb'",
-        "one floating base",
-    ),
 ]
+
+
+def test_several_floating_joints_from_world_make_several_free_bodies():
+    """Two floating joints from 'world' (a robot and an object): two free bodies, in document order after the
+    bodies welded to 'world'; a new State starts with both at the origin, identity quaternions."""
+    text = robot(
+        link("world", ""),
+        link("post"),
+        link("a"),
+        link("b"),
+        joint("fa", "world", "a", "floating", ""),
+        joint("weld", "world", "post", "fixed", ""),
+        joint("fb", "world", "b", "floating", ""),
+    )
+    model = load_quietly(text)
+    assert model.body_names == ("a", "b") and model.free_body == (0, 1)
+    assert model.free_q == (0, 7) and model.free_u == (0, 6) and (model.nq, model.nv) == (14, 12)
+    np.testing.assert_array_equal(np.asarray(model.q_default), [0, 0, 0, 1, 0, 0, 0] * 2)
+
+
+def test_floating_base_true_frees_one_fixed_joint_only():
+    text = robot(
+        link("world", ""),
+        link("a"),
+        link("b"),
+        joint("fa", "world", "a", "fixed", ""),
+        joint("fb", "world", "b", "fixed", "", mark=True),
+    )
+    with pytest.raises(ModelError) as info:
+        load_quietly(text, floating_base=True)
+    check_error(info.value, "<string>", expected_line(text), ["joint 'fb'", "floating_base=True"])
 
 
 @pytest.mark.parametrize("mode", ["string", "file"])
