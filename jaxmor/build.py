@@ -381,6 +381,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         geom_body=tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geom_link),
         geom_friction_given=(False,) * len(geom_type),
         geom_mesh=tuple(geom_mesh),
+        mesh_vertex_count=tuple(len(h.vertices) for h in hulls),
         geom_ground=(True,) * len(geom_type),
         mesh_geoms=tuple(mesh_geoms),
         urdf_joints=tuple((j.name, j.kind) for j in description.joints),

@@ -52,9 +52,13 @@ Slot layout, in this order:
      along a segment). Slots in that order, whichever order the pair is given in;
    * box-box, 8: vertex-face contacts both ways (:func:`polytope_contacts`): slots 0-3 the 4 corners of
      the pair's second box deepest in the first box, slots 4-7 the 4 corners of the first box deepest in
-     the second (each as an ``(a, b)`` slot: normal from ``a`` to ``b``).
+     the second (each as an ``(a, b)`` slot: normal from ``a`` to ``b``);
+   * with a mesh (its convex hull, a polytope of ``Model.mesh_vertex_count`` vertices and its face planes;
+     padding rows are never chosen): sphere-mesh, 1: the sphere's centre against the hull's planes (its
+     distance ``max_j s_j`` below, minus the radius; the normal that face's); capsule-mesh, 3: as
+     capsule-box, with the hull's plane distance; box-mesh and mesh-mesh, 8: as box-box.
 
-   Polytope (box-box) contacts. A vertex ``v`` of one polytope is tested against the face planes
+   Polytope (box-box, mesh) contacts. A vertex ``v`` of one polytope is tested against the face planes
    ``n_j . x = d_j`` (outward unit normals ``n_j``) of the other: its distance is ``s_j = n_j . v - d_j`` of one
    face ``j`` near the maximum ``max_j s_j``, and the normal that face's. ``max_j s_j`` is the exact signed
    distance of ``v`` inside the polytope and wherever ``v`` projects onto a face; outside near an edge or a
@@ -101,8 +105,9 @@ inside the other (edge-edge contact) are not held apart, and at most 4 corners p
 box resting on a larger one keeps its 4 bottom corners; corners of one face are never more than 4).
 Ground contacts are points: exact for spheres, capsules, boxes and cylinders (their lowest
 points are among them; for boxes see below). Gaps are
-computed for every slot whatever its size; the solver decides which candidates are active. Meshes touch
-the ground only (no pair with a mesh is supported yet).
+computed for every slot whatever its size; the solver decides which candidates are active. A hull's
+contacts with other geoms share the polytope limits (vertex-face only; distances outside near an edge are
+lower bounds), and a sphere or capsule near an edge of a hull sees the nearest face's plane.
 
 Box ground contacts. Let the box have axes ``r_i`` (the columns of its world rotation), half-extents
 ``h_i >= 0``, let ``n = +z`` be the ground normal, ``a_i = r_i . n`` and ``c_i = h_i |a_i|``. The
@@ -389,15 +394,15 @@ def _box_signed_distance(x, centre, rotation, half):
     return outside + jnp.minimum(jnp.max(q, -1), 0.0)
 
 
-def _deepest_on_segment(p0, p1, centre, rotation, half):
-    """(...,) parameter ``t`` in [0, 1] of the point of the segment ``p0 p1`` with the smallest signed distance
-    to the box, by :data:`GOLDEN_SECTION_STEPS` golden-section steps (no gradient: the distance at the
-    minimum has the gradient of its point, the envelope theorem)."""
-    p0, p1, centre, rotation, half = jax.lax.stop_gradient((p0, p1, centre, rotation, half))
+def _deepest_on_segment(p0, p1, distance):
+    """(...,) parameter ``t`` in [0, 1] of the point of the segment ``p0 p1`` where the convex function
+    ``distance`` (points (..., 3) -> (...,)) is smallest, by :data:`GOLDEN_SECTION_STEPS` golden-section steps
+    (no gradient: the distance at the minimum has the gradient of its point, the envelope theorem)."""
+    p0, p1 = jax.lax.stop_gradient((p0, p1))
     g = (math.sqrt(5.0) - 1.0) / 2.0
 
     def f(t):
-        return _box_signed_distance(p0 + t[..., None] * (p1 - p0), centre, rotation, half)
+        return jax.lax.stop_gradient(distance(p0 + t[..., None] * (p1 - p0)))
 
     def shrink(_, bracket):
         lo, hi = bracket
@@ -414,7 +419,7 @@ def _capsule_box(ca, ra_rot, sa, cb, rb_rot, sb):
     """Capsule A against box B, 3 slots (..., 3): its end spheres, then the sphere about its segment's
     deepest point (module docstring)."""
     p0, p1 = _ends(ca, ra_rot, sa[..., 1])
-    t = _deepest_on_segment(p0, p1, cb, rb_rot, sb)
+    t = _deepest_on_segment(p0, p1, lambda x: _box_signed_distance(x, cb, rb_rot, sb))
     centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
     return _sphere_box(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], sb[..., None, :])
 
@@ -446,9 +451,10 @@ def box_polytope(centre: jax.Array, rotation: jax.Array, half: jax.Array) -> tup
     return vertices, jnp.concatenate([normals, offsets[..., None]], -1)
 
 
-def _vertices_against_planes(vertices, planes, owner_vertices, points):
+def _vertices_against_planes(vertices, planes, owner_vertices, points, valid=None):
     """The ``points`` vertices deepest in the polytope ``planes`` (module docstring): ``(distance (..., k),
-    owner's outward normal (..., k, 3), point on the owner's surface, the vertex)``."""
+    owner's outward normal (..., k, 3), point on the owner's surface, the vertex)``; ``valid`` (..., V) bool
+    marks the real vertices (``None``: all), the others (padding) are never chosen."""
     s = jnp.einsum("...vj,...pj->...vp", vertices, planes[..., :3]) - planes[..., None, :, 3]
     fixed = jax.lax.stop_gradient(s)
     separation = jnp.min(fixed, -2, keepdims=True)  # per face: the other polytope's deepest vertex
@@ -457,7 +463,10 @@ def _vertices_against_planes(vertices, planes, owner_vertices, points):
     tied = fixed >= jnp.max(fixed, -1, keepdims=True) - tol
     face = jnp.argmax(jnp.where(tied, separation, -jnp.inf), -1)  # (..., V)
     dist = jnp.take_along_axis(s, face[..., None], -1)[..., 0]
-    _, deepest = jax.lax.top_k(-jax.lax.stop_gradient(dist), points)  # (..., k)
+    score = -jax.lax.stop_gradient(dist)
+    if valid is not None:
+        score = jnp.where(valid, score, -jnp.inf)
+    _, deepest = jax.lax.top_k(score, points)  # (..., k)
     dist = jnp.take_along_axis(dist, deepest, -1)
     face = jnp.take_along_axis(face, deepest, -1)
     normal = jnp.take_along_axis(planes[..., :3], face[..., None], -2)
@@ -466,7 +475,13 @@ def _vertices_against_planes(vertices, planes, owner_vertices, points):
 
 
 def polytope_contacts(
-    vertices_a: jax.Array, planes_a: jax.Array, vertices_b: jax.Array, planes_b: jax.Array, points: int = 4
+    vertices_a: jax.Array,
+    planes_a: jax.Array,
+    vertices_b: jax.Array,
+    planes_b: jax.Array,
+    points: int = 4,
+    valid_a: jax.Array | None = None,
+    valid_b: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Vertex-face contacts between two convex polytopes, both ways (module docstring, "Polytope contacts").
 
@@ -475,14 +490,16 @@ def polytope_contacts(
         planes_a, planes_b: (..., P, 4) their face planes ``(n, d)``: outward unit normal and offset, ``x``
             inside where ``n . x <= d`` for every face [-, m].
         points: vertices kept per direction (static, ``<=`` each polytope's vertex count).
+        valid_a, valid_b: (..., V) bool, which rows of ``vertices_a``/``vertices_b`` are vertices (the others are
+            padding, never chosen); ``None``: all.
 
     Returns:
         ``(distance (..., 2 points), normal (..., 2 points, 3), point on A, point on B)``: first the ``points``
         vertices of B deepest in A, then those of A deepest in B; the normal points from A to B, each point
         pair lies on the two surfaces (``point on B - distance n = point on A``; exact in face regions).
     """
-    d_b, n_a, on_a, vert_b = _vertices_against_planes(vertices_b, planes_a, vertices_a, points)
-    d_a, n_b, on_b, vert_a = _vertices_against_planes(vertices_a, planes_b, vertices_b, points)
+    d_b, n_a, on_a, vert_b = _vertices_against_planes(vertices_b, planes_a, vertices_a, points, valid_b)
+    d_a, n_b, on_b, vert_a = _vertices_against_planes(vertices_a, planes_b, vertices_b, points, valid_a)
     return (
         jnp.concatenate([d_b, d_a], -1),
         jnp.concatenate([n_a, -n_b], -2),
@@ -496,6 +513,55 @@ def _box_box(ca, ra_rot, sa, cb, rb_rot, sb):
     return polytope_contacts(*box_polytope(ca, ra_rot, sa), *box_polytope(cb, rb_rot, sb))
 
 
+def _hull_polytope(centre, rotation, hull):
+    """A mesh geom's hull in the world: ``(vertices (..., V, 3), planes (..., P, 4))``; ``hull`` its
+    ``(vertices, planes, valid)`` in the geom frame (``valid``: which rows are vertices, not padding)."""
+    vertices, planes, _ = hull
+    world = centre[..., None, :] + jnp.einsum("...ij,...vj->...vi", rotation, vertices)
+    normals = jnp.einsum("...ij,...pj->...pi", rotation, planes[..., :3])
+    offsets = planes[..., 3] + jnp.einsum("...pi,...i->...p", normals, centre)
+    return world, jnp.concatenate([normals, offsets[..., None]], -1)
+
+
+def _plane_distance(x, planes):
+    """``(max_j n_j . x - d_j, that face's normal)``: a point's signed distance to a polytope's faces (module
+    docstring, "Polytope contacts"; the face choice carries no gradient)."""
+    s = jnp.einsum("...pj,...j->...p", planes[..., :3], x) - planes[..., 3]
+    face = jnp.argmax(jax.lax.stop_gradient(s), -1)
+    dist = jnp.take_along_axis(s, face[..., None], -1)[..., 0]
+    return dist, jnp.take_along_axis(planes[..., :3], face[..., None, None], -2)[..., 0, :]
+
+
+def _sphere_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Sphere A against mesh B: its centre against B's face planes, 1 slot."""
+    _, planes = _hull_polytope(cb, rb_rot, hull_b)
+    dist, n_face = _plane_distance(ca, planes)  # n_face points out of B, towards A
+    r = sa[..., 0]
+    return dist - r, -n_face, ca - r[..., None] * n_face, ca - dist[..., None] * n_face
+
+
+def _capsule_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Capsule A against mesh B, 3 slots: its end spheres, then the sphere about its segment's deepest point."""
+    _, planes = _hull_polytope(cb, rb_rot, hull_b)
+    p0, p1 = _ends(ca, ra_rot, sa[..., 1])
+    t = _deepest_on_segment(p0, p1, lambda x: _plane_distance(x, planes)[0])
+    centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
+    hull3 = (hull_b[0][..., None, :, :], hull_b[1][..., None, :, :], None)  # the same hull for the 3 spheres
+    return _sphere_mesh(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], hull3)
+
+
+def _box_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Box A against mesh B, 8 slots: as box-box."""
+    return polytope_contacts(*box_polytope(ca, ra_rot, sa), *_hull_polytope(cb, rb_rot, hull_b), valid_b=hull_b[2])
+
+
+def _mesh_mesh(ca, ra_rot, hull_a, cb, rb_rot, hull_b):
+    """Mesh A against mesh B, 8 slots: as box-box."""
+    return polytope_contacts(
+        *_hull_polytope(ca, ra_rot, hull_a), *_hull_polytope(cb, rb_rot, hull_b), valid_a=hull_a[2], valid_b=hull_b[2]
+    )
+
+
 #: The supported self-collision type pairs (either order) and their distance functions.
 _PAIR_FUNCTIONS = {
     (GeomType.SPHERE, GeomType.SPHERE): _sphere_sphere,
@@ -504,12 +570,19 @@ _PAIR_FUNCTIONS = {
     (GeomType.SPHERE, GeomType.BOX): _sphere_box,
     (GeomType.CAPSULE, GeomType.BOX): _capsule_box,
     (GeomType.BOX, GeomType.BOX): _box_box,
+    (GeomType.SPHERE, GeomType.MESH): _sphere_mesh,
+    (GeomType.CAPSULE, GeomType.MESH): _capsule_mesh,
+    (GeomType.BOX, GeomType.MESH): _box_mesh,
+    (GeomType.MESH, GeomType.MESH): _mesh_mesh,
 }
 
 #: Contact slots of each supported type pair (either order).
 PAIR_SLOTS = {kinds: 1 for kinds in _PAIR_FUNCTIONS} | {
     (GeomType.CAPSULE, GeomType.BOX): 3,
     (GeomType.BOX, GeomType.BOX): 8,
+    (GeomType.CAPSULE, GeomType.MESH): 3,
+    (GeomType.BOX, GeomType.MESH): 8,
+    (GeomType.MESH, GeomType.MESH): 8,
 }
 
 
@@ -571,13 +644,13 @@ def _box_face_signs(rotation, size):
     return jnp.asarray(BOX_CORNERS, rotation.dtype)[k, side]
 
 
-def _ground_points(kind: GeomType, centre, rotation, size, vertices):
-    """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring); ``vertices`` (n, V, 3)
-    the hull vertices of mesh geoms in their frames (``None`` for other types)."""
+def _ground_points(kind: GeomType, centre, rotation, size, hull):
+    """(n, k, 3) world points of ``n`` geoms of one type (see the module docstring); ``hull`` the hulls of mesh
+    geoms (:func:`_lowest_vertices`; ``None`` for other types)."""
     dtype = centre.dtype
     z = jnp.array([0.0, 0.0, 1.0], dtype)
     if kind == GeomType.MESH:
-        return _lowest_vertices(centre, rotation, vertices, GROUND_POINTS[GeomType.MESH])
+        return _lowest_vertices(centre, rotation, hull, GROUND_POINTS[GeomType.MESH])
     if kind == GeomType.SPHERE:
         return (centre - size[:, :1] * z)[:, None, :]
     if kind == GeomType.CAPSULE:
@@ -608,11 +681,19 @@ def _cylinder_points(centre, rotation, size):
     return (centre[:, None, None, :] + faces + rim[:, None, :, :]).reshape(-1, 8, 3)
 
 
-def _lowest_vertices(centre, rotation, vertices, k: int):
-    """(n, k, 3) the ``k`` lowest of each hull's world vertices (lowest first; ties to the lower index). The
-    selection is integer-valued and carries no gradient; the points carry the pose's."""
+def _valid(model: Model, hulls: np.ndarray) -> np.ndarray:
+    """(n, V) bool: which rows of the hulls ``hulls`` (indices into ``model.mesh_vertices``) are vertices."""
+    count = np.array(model.mesh_vertex_count, dtype=np.int32)[hulls]
+    return np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
+
+
+def _lowest_vertices(centre, rotation, hull, k: int):
+    """(n, k, 3) the ``k`` lowest of each hull's world vertices (lowest first; ties to the lower index); ``hull``
+    the ``(vertices, planes, valid)`` of ``n`` hulls in their frames. The selection is integer-valued and
+    carries no gradient; the points carry the pose's."""
+    vertices, _, valid = hull
     world = centre[:, None, :] + jnp.einsum("nij,nvj->nvi", rotation, vertices)
-    _, index = jax.lax.top_k(-jax.lax.stop_gradient(world[..., 2]), k)
+    _, index = jax.lax.top_k(jnp.where(valid, -jax.lax.stop_gradient(world[..., 2]), -jnp.inf), k)
     return jnp.take_along_axis(world, index[..., None], axis=1)
 
 
@@ -706,10 +787,11 @@ def collide(model: Model, poses: Poses) -> Contacts:
             if not idx:
                 continue
             sel = np.array(idx, dtype=np.int32)
-            verts = None
+            hull = None
             if kind == GeomType.MESH:
-                verts = model.mesh_vertices.astype(dtype)[np.array([model.geom_mesh[g] for g in idx], dtype=np.int32)]
-            blocks.append(_ground_points(kind, geom_p[sel], geom_r[sel], size[sel], verts).reshape(-1, 3))
+                hulls = np.array([model.geom_mesh[g] for g in idx], dtype=np.int32)
+                hull = (model.mesh_vertices.astype(dtype)[hulls], None, _valid(model, hulls))
+            blocks.append(_ground_points(kind, geom_p[sel], geom_r[sel], size[sel], hull).reshape(-1, 3))
             order += [(g, k) for g in idx for k in range(GROUND_POINTS[kind])]
         slot_of = {key: i for i, key in enumerate(order)}
         perm = np.array(
@@ -743,11 +825,23 @@ def collide(model: Model, poses: Poses) -> Contacts:
             key = ((ta, tb), False) if (ta, tb) in _PAIR_FUNCTIONS else ((tb, ta), True)
             groups.setdefault(key, []).append(slot)
         outs, order = [], []
+
+        def shape(geoms):
+            """The size of primitive geoms, the ``(vertices, planes)`` of mesh geoms (static kind per group)."""
+            if model.geom_type[geoms[0]] != GeomType.MESH:
+                return size[geoms]
+            hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
+            return (
+                model.mesh_vertices.astype(dtype)[hulls],
+                model.mesh_planes.astype(dtype)[hulls],
+                _valid(model, hulls),
+            )
+
         for (kinds, flipped), slots in groups.items():
             first = np.array([pairs[s][1] if flipped else pairs[s][0] for s in slots], dtype=np.int32)
             second = np.array([pairs[s][0] if flipped else pairs[s][1] for s in slots], dtype=np.int32)
             d, n, p_first, p_second = _PAIR_FUNCTIONS[kinds](
-                geom_p[first], geom_r[first], size[first], geom_p[second], geom_r[second], size[second]
+                geom_p[first], geom_r[first], shape(first), geom_p[second], geom_r[second], shape(second)
             )
             d, n = d.reshape(-1), n.reshape(-1, 3)
             outs.append((d, -n, p_first.reshape(-1, 3)) if flipped else (d, n, p_second.reshape(-1, 3)))

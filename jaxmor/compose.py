@@ -10,8 +10,8 @@ prefixed; the combined model keeps the first model's name, source, options, grou
 
 Which geoms collide. By default (``collide_with=True``) every new geom is paired with every geom of the
 model that :func:`jaxmor.enable_self_collision` would pair it with (on another body, not parent and child
-across a joint) and whose type pair :mod:`jaxmor.collision` supports; unsupported type pairs (cylinders)
-are left out without a word. ``collide_with=False`` adds no pair between the two, and a list of geom names
+across a joint) and whose type pair :mod:`jaxmor.collision` supports; unsupported type pairs (any with a cylinder)
+are left out, with a warning naming them. ``collide_with=False`` adds no pair between the two, and a list of geom names
 of the model restricts the pairs to those geoms (an unsupported pair among them is refused). The added
 model's own ``contact_pairs`` are kept. :func:`jaxmor.enable_self_collision` on the result recomputes every
 pair, the robot's own self-collision included, and refuses unsupported ones.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable
 
 import jax
@@ -340,15 +341,21 @@ def _cross_pairs(model: Model, old: int, collide_with: bool | Iterable[str]) -> 
         for g in candidates:
             if g >= old:
                 raise ArgumentError(f"collide_with: geom {model.geom_names[g]!r} is not a geom of the model")
-    pairs = []
+    pairs, skipped = [], []
     for i in candidates:
         for j in range(old, model.ng):
             bi, bj = model.geom_body[i], model.geom_body[j]
             if not explicit and (bi == bj or _adjacent(model, bi, bj)):
                 continue
             if not explicit and not _pair_supported(model.geom_type[i], model.geom_type[j]):
+                skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
                 continue
             pairs.append((i, j))
+    if skipped:
+        warnings.warn(
+            f"{len(skipped)} geom pair(s) of unsupported types do not collide: {', '.join(skipped)}",
+            stacklevel=3,
+        )
     check_pairs(model, pairs)
     return pairs
 
@@ -415,6 +422,11 @@ def combine(
         geom_names=model.geom_names + tuple(prefix + n for n in other.geom_names),
         geom_body=model.geom_body + shift(other.geom_body, nb),
         geom_friction_given=model.geom_friction_given + other.geom_friction_given,
+        geom_mesh=model.geom_mesh + shift(other.geom_mesh, model.mesh_vertices.shape[0]),
+        geom_ground=model.geom_ground + other.geom_ground,
+        mesh_vertex_count=model.mesh_vertex_count + other.mesh_vertex_count,
+        mesh_vertices=jnp.concatenate([model.mesh_vertices, other.mesh_vertices.astype(model.mesh_vertices.dtype)]),
+        mesh_planes=jnp.concatenate([model.mesh_planes, other.mesh_planes.astype(model.mesh_planes.dtype)]),
         mesh_geoms=model.mesh_geoms + tuple((prefix + link, mesh) for link, mesh in other.mesh_geoms),
         urdf_joints=model.urdf_joints + tuple((prefix + n, kind) for n, kind in other.urdf_joints),
         contact_pairs=model.contact_pairs + tuple((a + ng, b + ng) for a, b in other.contact_pairs),

@@ -236,6 +236,8 @@ class Model:
             unnamed collision of a link (static).
         geom_body: body carrying each geom, ``-1`` for geoms welded to the world (static).
         geom_mesh: index of each geom's hull in ``mesh_vertices``/``mesh_planes``, ``-1`` for a primitive (static).
+        mesh_vertex_count: the number of vertices of each hull; the rows after them in ``mesh_vertices`` are
+            padding, never used as contact points (static).
         geom_ground: whether each geom touches the ground (static; all by default,
             :func:`jaxmor.set_ground_contact` or the description's ``<ground_contact>`` choose).
         mesh_geoms: ``(link name, mesh file)`` of collision meshes left out (``load_urdf(..., meshes="ignore")``),
@@ -262,7 +264,7 @@ class Model:
             than defaulted; a geom without one takes the other surface's (static).
         geom_restitution: (ng,) coefficient of restitution of each geom [-] (default 0).
         mesh_vertices: (nm, V, 3) vertices of each mesh geom's convex hull in the geom frame [m], padded
-            by repeating the first (``V = jaxmor.io.mesh.MAX_HULL_VERTICES``).
+            with their centroid after ``mesh_vertex_count`` rows (``V = jaxmor.io.mesh.MAX_HULL_VERTICES``).
         mesh_planes: (nm, P, 4) face planes ``(n, d)`` of each hull in the geom frame: unit outward normal
             and offset, ``n . x <= d`` inside [-, m], padded by repeating the first.
         dof_armature: (nv,) reflected rotor inertia added to the mass matrix diagonal
@@ -313,6 +315,7 @@ class Model:
     geom_body: tuple[int, ...] = struct.field(pytree_node=False)
     geom_friction_given: tuple[bool, ...] = struct.field(pytree_node=False)
     geom_mesh: tuple[int, ...] = struct.field(pytree_node=False)
+    mesh_vertex_count: tuple[int, ...] = struct.field(pytree_node=False)
     geom_ground: tuple[bool, ...] = struct.field(pytree_node=False)
     mesh_geoms: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)

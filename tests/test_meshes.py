@@ -55,7 +55,8 @@ def test_a_box_mesh_becomes_its_corners_and_six_planes(files):
     assert model.geom_type == (jaxmor.GeomType.MESH,) and model.geom_mesh == (0,) and model.mesh_geoms == ()
     half = np.array([0.2, 0.2, 0.15])  # the scaled box's half extents
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
-    vertices = np.unique(np.asarray(model.mesh_vertices[0]).round(12), axis=0)
+    assert model.mesh_vertex_count == (8,)  # the rows after them are padding
+    vertices = np.unique(np.asarray(model.mesh_vertices[0, :8]).round(12), axis=0)
     np.testing.assert_allclose(vertices, np.unique(corners, axis=0), atol=1e-12)
     planes = np.unique(np.asarray(model.mesh_planes[0]).round(9), axis=0)
     expected = [list(s * np.eye(3)[k]) + [half[k]] for k in range(3) for s in (-1.0, 1.0)]
@@ -116,6 +117,71 @@ def test_without_trimesh_loading_fails_clearly_and_ignore_is_the_explicit_fallba
         ignored = load(text, files / "pkg" / "robots", meshes="ignore")
     assert ignored.ng == 0 and ignored.mesh_geoms == (("body", "../meshes/box.stl"),)
     meshes._hull.cache_clear()
+
+
+def random_rotation(rng) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q = q * np.sign(np.diag(r))
+    return q * np.linalg.det(q)
+
+
+def test_mesh_pairs_equal_the_primitive_pairs_of_the_same_box(files):
+    """A box read from an STL file collides as the box primitive does, against spheres, capsules, boxes and
+    another mesh box: the mesh functions take the hull's vertices and planes, the primitive ones the box's
+    closed-form geometry (tests/test_collision.py checks those against sampled distances). STL files hold float32
+    coordinates: the mesh box's corners are the box's to 1.5e-8 m, hence the tolerance."""
+    from jaxmor import collision
+
+    model = load(mesh_urdf("../meshes/box.stl"), files / "pkg" / "robots")
+    hull = (model.mesh_vertices[:1], model.mesh_planes[:1], np.arange(64)[None] < model.mesh_vertex_count[0])
+    assert model.mesh_vertex_count == (8,)
+    half = jnp.array([[0.1, 0.2, 0.3]])
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        rb = jnp.asarray(random_rotation(rng))[None]
+        cb = jnp.asarray(rng.normal(size=3) * 0.05)[None]
+        ra = jnp.asarray(random_rotation(rng))[None]
+        # Sphere and capsule centres just off a face of B (face regions: there the plane distance is exact).
+        face = rng.integers(3)
+        local = rng.uniform(-0.5, 0.5, size=3) * np.array([0.1, 0.2, 0.3])
+        local[face] = np.sign(rng.normal()) * ([0.1, 0.2, 0.3][face] + rng.uniform(-0.02, 0.05))
+        ca = cb + jnp.einsum("nij,j->ni", rb, jnp.asarray(local))
+        sphere = jnp.array([[0.04, 0.0, 0.0]])
+        got = collision._sphere_mesh(ca, ra, sphere, cb, rb, hull)
+        want = collision._sphere_box(ca, ra, sphere, cb, rb, half)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, atol=1e-7)
+        # A box against the mesh box and against the box primitive: the same 8 vertex-face contacts.
+        a_half = jnp.asarray(rng.uniform(0.05, 0.2, size=3))[None]
+        ca_box = cb + jnp.asarray(rng.normal(size=3) * 0.15)[None]
+        got = collision._box_mesh(ca_box, ra, a_half, cb, rb, hull)
+        want = collision._box_box(ca_box, ra, a_half, cb, rb, half)
+        np.testing.assert_allclose(np.sort(got[0], -1), np.sort(want[0], -1), atol=1e-7)
+        both = collision._mesh_mesh(cb, rb, hull, ca_box, ra, hull)
+        same = collision._box_box(cb, rb, half, ca_box, ra, half)
+        np.testing.assert_allclose(np.sort(both[0], -1), np.sort(same[0], -1), atol=1e-7)
+    # A capsule lying on the box's top face, through the middle: ends and middle 0.01 above it.
+    cap = jnp.array([[0.02, 0.05, 0.0]])
+    centre = jnp.array([[0.0, 0.0, 0.3 + 0.03]])
+    lying = jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # its axis (local z) along x
+    got = collision._capsule_mesh(centre, lying[None], cap, jnp.zeros((1, 3)), jnp.eye(3)[None], hull)
+    np.testing.assert_allclose(got[0], [[0.01, 0.01, 0.01]], atol=1e-7)
+    np.testing.assert_allclose(got[1][0], [[0, 0, -1.0]] * 3, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_a_mesh_box_rests_on_a_box_primitive(files):
+    """A 0.2 x 0.4 x 0.6 box read from an STL file, lying on a 0.4 m cube (free bodies: jaxmor.combine),
+    rests for 2 s: drift under 1 mm."""
+    mesh_body = load(mesh_urdf("../meshes/box.stl"), files / "pkg" / "robots")
+    scene = jaxmor.add_ground(jaxmor.load_urdf('<robot name="s"><link name="world"/></robot>'))
+    scene = jaxmor.add_free_body(scene, "cube", "box", [0.2, 0.2, 0.2], 5.0, position=[0, 0, 0.2])
+    scene = jaxmor.combine(scene, mesh_body, prefix="top_", position=[0.05, 0, 0.4 + 0.3])
+    assert jaxmor.contact_count(scene) == 4 + 4 + 8
+    state = jaxmor.init_state(scene)
+    _, traj = jax.jit(lambda s: jaxmor.rollout(scene, s, n_steps=2000))(state)
+    q = np.asarray(traj.q)
+    assert np.abs(q - np.asarray(state.q)).max() < 1e-3
 
 
 def incline(model: jaxmor.Model, angle: float) -> jaxmor.Model:

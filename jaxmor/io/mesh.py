@@ -13,9 +13,10 @@ feet (``docs/design/meshes.md``).
 
 A hull is kept as its vertices and its face planes, both in the geom's frame (the URDF ``<collision>``
 origin): ``planes[k] = (n_k, d_k)`` with ``n_k`` the unit outward normal and ``n_k . x <= d_k`` inside.
-Coplanar triangles of the hull share one plane. Both are padded to fixed counts for the Model's arrays
-(vertices by repeating the first, planes by repeating the first), which changes neither the hull nor any
-support or plane distance computed from them.
+Coplanar triangles of the hull share one plane. Both are padded to fixed counts for the Model's arrays:
+the vertices with the centroid of the hull's vertices, an interior point, which the contacts never choose
+(``Model.mesh_vertex_count`` tells the real ones), the planes by repeating the first (which changes no
+largest plane distance).
 
 Where files are found (never the network): a ``package://PKG/path`` URI is looked up as ``DIR/PKG/path``
 and ``DIR/path`` for every ``DIR`` of ``package_dirs``, then as ``A/path`` for every ancestor folder
@@ -170,12 +171,12 @@ def _unique_planes(equations: np.ndarray, size: float) -> np.ndarray:
 
 
 def padded(hulls: Sequence[Hull]) -> tuple[np.ndarray, np.ndarray]:
-    """``(vertices (n, MAX_HULL_VERTICES, 3), planes (n, MAX_HULL_PLANES, 4))`` of ``n`` hulls, each padded by
-    repeating its first vertex and its first plane (module docstring)."""
+    """``(vertices (n, MAX_HULL_VERTICES, 3), planes (n, MAX_HULL_PLANES, 4))`` of ``n`` hulls, each padded with
+    its vertices' centroid and its first plane (module docstring)."""
     vertices = np.zeros((len(hulls), MAX_HULL_VERTICES, 3))
     planes = np.zeros((len(hulls), MAX_HULL_PLANES, 4))
     for i, hull in enumerate(hulls):
-        vertices[i] = hull.vertices[0]
+        vertices[i] = hull.vertices.mean(axis=0)
         vertices[i, : len(hull.vertices)] = hull.vertices
         planes[i] = hull.planes[0]
         planes[i, : len(hull.planes)] = hull.planes
