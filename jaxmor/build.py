@@ -35,7 +35,7 @@ from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuato
 from jaxmor.io.description import Joint, RobotDescription
 from jaxmor.io.mesh import padded
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
-from jaxmor.model import match_geoms
+from jaxmor.model import exclusion_pairs, match_geoms
 from jaxmor.motor import DcMotorParameters
 from jaxmor.types import Battery, GeomType, JointType, Model, MotorActuators, Options
 
@@ -387,6 +387,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         urdf_joints=tuple((j.name, j.kind) for j in description.joints),
         ground=False,
         contact_pairs=(),
+        collision_exclude=(),
         opt=Options(
             timestep=arr(DEFAULT_TIMESTEP, ()),
             gravity=arr(DEFAULT_GRAVITY, (3,)),
@@ -446,6 +447,13 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         except ArgumentError as err:
             raise ModelError(source, description.ground_contact_line, str(err)) from None
         model = model.replace(geom_ground=tuple(g in chosen for g in range(ng)))
+    excluded: set[frozenset] = set()
+    for first, second, line in description.disable_collisions:
+        try:
+            excluded |= exclusion_pairs(geom_names, geom_link, link_names, first, second, "<disable_collisions>")
+        except ArgumentError as err:
+            raise ModelError(source, line, str(err)) from None
+    model = model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
     if description.actuators:
         model = model.replace(actuators=compile_actuators(model, description.actuators))
     return model

@@ -430,6 +430,7 @@ def combine(
         mesh_geoms=model.mesh_geoms + tuple((prefix + link, mesh) for link, mesh in other.mesh_geoms),
         urdf_joints=model.urdf_joints + tuple((prefix + n, kind) for n, kind in other.urdf_joints),
         contact_pairs=model.contact_pairs + tuple((a + ng, b + ng) for a, b in other.contact_pairs),
+        collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
     )

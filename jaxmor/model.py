@@ -120,6 +120,27 @@ def match_geoms(geom_names, geom_link, link_names, names, what: str = "names") -
     return sorted(chosen)
 
 
+def exclusion_pairs(geom_names, geom_link, link_names, first, second, what: str = "exclude") -> set[frozenset]:
+    """Every pair of a geom selected by ``first`` and a distinct geom selected by ``second`` (each a geom or link
+    name or an ``fnmatch`` pattern, as :func:`match_geoms` reads them), as unordered index pairs. A link that
+    has no collision geom selects nothing.
+
+    Raises:
+        ArgumentError: a selection that is not a string, or that names no link and matches no geom.
+    """
+    for entry in (first, second):
+        if not isinstance(entry, str):
+            raise ArgumentError(f"{what} must hold (geom name, geom name) pairs of strings, got {entry!r}")
+
+    def select(entry: str) -> list[int]:
+        if entry in link_names and not any(link_names[k] == entry for k in geom_link if k >= 0):
+            return []  # a link without collision geoms (SRDF lists every link pair): nothing to exclude
+        return match_geoms(geom_names, geom_link, link_names, [entry], what)
+
+    a, b = select(first), select(second)
+    return {frozenset((i, j)) for i in a for j in b if i != j}
+
+
 def summary(model: Model) -> str:
     """A human-readable summary of the model: counts, joints, actuators, unsupported geoms."""
     base = "floating" if model.floating_base else "fixed"

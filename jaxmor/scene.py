@@ -14,7 +14,7 @@ from jaxmor.build import DEFAULT_FRICTION
 from jaxmor.checks import as_scalar
 from jaxmor.collision import check_pairs
 from jaxmor.errors import ArgumentError
-from jaxmor.model import geom_index, match_geoms
+from jaxmor.model import exclusion_pairs, geom_index, match_geoms
 from jaxmor.types import Battery, JointType, Model
 
 
@@ -103,43 +103,55 @@ def _adjacent(model: Model, a: int, b: int) -> bool:
     return child_of(a, b) or child_of(b, a)
 
 
-def enable_self_collision(model: Model, enabled: bool = True, exclude: Iterable = ()) -> Model:
+def enable_self_collision(
+    model: Model, enabled: bool = True, exclude: Iterable = (), only: Iterable[str] | None = None
+) -> Model:
     """A copy of ``model`` whose ``contact_pairs`` test its geoms against each other.
 
     The pairs are every pair of geoms ``(i, j)``, ``i < j``, on different bodies (a geom welded to
     the world, body ``-1``, counts as on the world body) that are not parent and child across a
-    joint (a free joint does not make a floating base adjacent to the world), minus ``exclude``.
+    joint (a free joint does not make a floating base adjacent to the world), both selected by ``only``,
+    minus ``exclude`` and minus the description's exclusions (``Model.collision_exclude``, from
+    ``<disable_collisions link1 link2/>`` elements).
+
+    A selection (an entry of ``only``, a side of an ``exclude`` pair) is a geom name, a link name (all of the
+    link's geoms) or an ``fnmatch`` pattern over both (:func:`jaxmor.model.match_geoms`).
 
     Args:
         model: the model.
         enabled: ``False`` clears the pairs (no self-collision).
-        exclude: pairs ``(name_a, name_b)`` of geom names not to test, in either order.
+        exclude: pairs ``(selection_a, selection_b)``: no pair between a geom of one and a geom of the other
+            is tested, in either order.
+        only: selections of the geoms that take part (``None``: every geom).
 
     Raises:
-        ArgumentError: an unknown geom name or a malformed exclusion; or a remaining pair of types
-            that is not supported (supported: sphere-sphere, sphere-capsule, capsule-capsule,
-            sphere-box, capsule-box, box-box): the message names the two geoms and their types; exclude the pair.
+        ArgumentError: a selection that matches no geom or a malformed exclusion; or a remaining pair of types
+            that is not supported (any pair with a cylinder): the message names the two geoms and their
+            types; exclude the pair.
     """
     if not enabled:
         return model.replace(contact_pairs=())
     if isinstance(exclude, (str, bytes)):
         raise ArgumentError(f"exclude must be a list of (geom name, geom name) pairs, got {exclude!r}")
-    excluded = set()
+    excluded = {frozenset(pair) for pair in model.collision_exclude}
     for item in exclude:
         if isinstance(item, (str, bytes)) or not isinstance(item, Iterable):
             raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
         item = tuple(item)
         if len(item) != 2:
             raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
-        a, b = (geom_index(model, n) for n in item)
-        excluded.add(frozenset((a, b)))
+        excluded |= exclusion_pairs(model.geom_names, model.geom_link, model.link_names, *item, what="exclude")
+    selected = set(range(model.ng))
+    if only is not None:
+        selected = set(match_geoms(model.geom_names, model.geom_link, model.link_names, only, "only"))
     pairs = []
     for i in range(model.ng):
         for j in range(i + 1, model.ng):
             bi, bj = model.geom_body[i], model.geom_body[j]
             if bi == bj or _adjacent(model, bi, bj) or frozenset((i, j)) in excluded:
                 continue
-            pairs.append((i, j))
+            if i in selected and j in selected:
+                pairs.append((i, j))
     check_pairs(model, pairs)
     return model.replace(contact_pairs=tuple(pairs))
 

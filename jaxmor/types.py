@@ -246,6 +246,8 @@ class Model:
             URDF's type names (static).
         ground: whether the world has a ground plane (``jaxmor.add_ground``) (static).
         contact_pairs: pairs of geom indices tested for self-collision (static; empty unless enabled).
+        collision_exclude: pairs of geom indices that :func:`jaxmor.enable_self_collision` never pairs, from the
+            description's ``<disable_collisions link1 link2/>`` elements (static).
         opt: the simulation options (time step, gravity, solver sweeps).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
         body_tree_translation: (nb, 3) origin of each joint frame in its parent body's frame [m].
@@ -321,6 +323,7 @@ class Model:
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     ground: bool = struct.field(pytree_node=False)
     contact_pairs: tuple[tuple[int, int], ...] = struct.field(pytree_node=False)
+    collision_exclude: tuple[tuple[int, int], ...] = struct.field(pytree_node=False)
     # Options.
     opt: Options
     # Bodies, links and geoms.

@@ -350,3 +350,33 @@ def test_robot_with_mesh_collisions_stands_like_mujoco(robot):
     last = slice(-1000, None)
     assert np.std(height[last]) < 1e-4  # at rest
     assert abs(height[last].mean() - reference[last].mean()) < 5e-3, (height[-1], reference[-1])
+
+
+def test_self_collision_pairs_filtered_by_selection_and_by_the_description():
+    """Pairs among four spheres on a chain (every body two joints from the next but one): ``only`` keeps the
+    pairs among the selected geoms, ``exclude`` drops those between two selections, and the description's
+    ``<disable_collisions>`` drops its pairs whenever self-collision is enabled."""
+    links = "".join(
+        f'<link name="l{k}"><inertial><mass value="1"/>{INERTIA}</inertial>'
+        f'<collision name="s{k}"><geometry><sphere radius="0.05"/></geometry></collision></link>'
+        for k in range(4)
+    )
+    joints = "".join(
+        f'<joint name="j{k}" type="continuous"><parent link="l{k}"/><child link="l{k + 1}"/>'
+        f'<origin xyz="0 0 0.2"/><axis xyz="0 1 0"/></joint>'
+        for k in range(3)
+    )
+    text = f'<robot name="chain">{links}{joints}{{extra}}\n</robot>'
+    model = jaxmor.load_urdf(text.replace("{extra}", ""))
+    assert jaxmor.enable_self_collision(model).contact_pairs == ((0, 2), (0, 3), (1, 3))  # not parent-child
+    assert jaxmor.enable_self_collision(model, only=["s0", "l3"]).contact_pairs == ((0, 3),)
+    assert jaxmor.enable_self_collision(model, exclude=[("l0", "s[23]")]).contact_pairs == ((1, 3),)
+    described = jaxmor.load_urdf(text.replace("{extra}", '<disable_collisions link1="l1" link2="l3"/>'))
+    assert described.collision_exclude == ((1, 3),)
+    assert jaxmor.enable_self_collision(described).contact_pairs == ((0, 2), (0, 3))
+    with pytest.raises(jaxmor.ArgumentError, match="exclude: 'hand' matches no collision geom"):
+        jaxmor.enable_self_collision(model, exclude=[("hand", "l0")])
+    with pytest.raises(jaxmor.ModelError, match=r"<string>:1: <disable_collisions>: 'hand' matches no"):
+        jaxmor.load_urdf(text.replace("{extra}", '<disable_collisions link1="hand" link2="l3"/>'))
+    with pytest.raises(jaxmor.ModelError, match=r"<string>:2: <disable_collisions> needs link1 and link2"):
+        jaxmor.load_urdf(text.replace("{extra}", '\n<disable_collisions link1="l1"/>'))

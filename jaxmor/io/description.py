@@ -131,6 +131,9 @@ class RobotDescription:
         ground_contact: the geoms that touch the ground, as geom or link names or ``fnmatch`` patterns
             (jaxmor's ``<ground_contact names="...">`` element), ``None`` for every geom.
         ground_contact_line: the line of that element.
+        disable_collisions: ``(selection_a, selection_b, line)`` of each ``<disable_collisions link1 link2/>``
+            element (SRDF's, accepted in the URDF): no self-collision pair between the two selections (geom or
+            link names or ``fnmatch`` patterns).
     """
 
     name: str
@@ -142,3 +145,4 @@ class RobotDescription:
     actuators: list[ActuatorDefinition] = field(default_factory=list)
     ground_contact: list[str] | None = None
     ground_contact_line: int | None = None
+    disable_collisions: list[tuple[str, str, int]] = field(default_factory=list)

@@ -17,6 +17,9 @@ What is read:
 * ``<ground_contact names="LF_FOOT RF_FOOT *_foot"/>``, jaxmor's extension (at most one, child of
   ``<robot>``): only the geoms named, the geoms of the links named, or those matching the ``fnmatch``
   patterns touch the ground (as :func:`jaxmor.set_ground_contact`); without it every geom does.
+* ``<disable_collisions link1="a" link2="b"/>`` (the SRDF element, accepted in the URDF; each side a link
+  or geom name or an ``fnmatch`` pattern): :func:`jaxmor.enable_self_collision` never pairs a geom of one
+  side with a geom of the other (``Model.collision_exclude``).
 * ``<actuator>`` elements (see :mod:`jaxmor.io.actuators`). ROS ``<transmission>`` and
   ``<gazebo>`` elements are ignored.
 
@@ -371,6 +374,11 @@ def parse_urdf(
         robot_name, source, root.sourceline, list(links.values()), list(joints.values()), root_link, actuators
     )
     _parse_ground_contact(root, source, description)
+    for el in root.findall("disable_collisions"):
+        ends = (el.get("link1"), el.get("link2"))
+        if not all(ends):
+            raise ModelError(source, el.sourceline, "<disable_collisions> needs link1 and link2")
+        description.disable_collisions.append((ends[0], ends[1], el.sourceline))
     return description
 
 
