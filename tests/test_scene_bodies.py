@@ -252,10 +252,11 @@ def test_solid_inertia_matches_mujoco(shape, size):
 def test_add_free_body_pose_properties_and_pairs():
     model = jaxmor.enable_self_collision(jaxmor.load_urdf(PENDULUM_URDF))  # a fixed-base robot
     quat = quat_of_axis_angle([1, 1, 0], 0.4)
-    new = jaxmor.add_free_body(
-        model, "ball", "sphere", 0.05, 0.3, position=[0.1, 0.2, 0.3], orientation=2 * quat, friction=0.4,
-        restitution=0.5,
-    )  # fmt: skip
+    with pytest.warns(UserWarning, match=r"do not collide: \('rod', 'ball'\)"):
+        new = jaxmor.add_free_body(
+            model, "ball", "sphere", 0.05, 0.3, position=[0.1, 0.2, 0.3], orientation=2 * quat, friction=0.4,
+            restitution=0.5,
+        )  # fmt: skip
     g = new.ng - 1
     assert new.geom_names[g] == "ball" and new.geom_body[g] == new.nb - 1 and new.geom_friction_given[g]
     assert float(new.geom_friction[g]) == 0.4 and float(new.geom_restitution[g]) == 0.5
@@ -306,7 +307,8 @@ def test_default_pairs_skip_unsupported_types_and_explicit_ones_are_checked():
 )
 def test_add_free_body_rejects(kwargs, match):
     model = jaxmor.load_urdf(PENDULUM_URDF)
-    model = jaxmor.add_free_body(model, "base", "sphere", 0.1, 1.0) if kwargs.get("name") == "base" else model
+    if kwargs.get("name") == "base":
+        model = jaxmor.add_free_body(model, "base", "sphere", 0.1, 1.0, collide_with=False)
     args = dict(name="b", shape="box", size=[0.1, 0.1, 0.1], mass=1.0) | kwargs
     with pytest.raises(ArgumentError, match=match):
         jaxmor.add_free_body(model, **args)
