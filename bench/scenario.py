@@ -3,7 +3,7 @@
 Everything here is plain numpy (and MuJoCo's MjSpec), so the engines' case runners can build the
 same inputs without importing each other.
 
-Scenario: jaxmor's quadruped (``robots/quadruped/quadruped.urdf``) dropped from its documented
+Scenario: jaxmor's quadruped (``jaxmor/robots/quadruped/quadruped.urdf``) dropped from its documented
 standing pose with the base ``DROP`` higher (0.54 m instead of 0.5202 m), on a flat ground plane
 (friction 0.8), time step ``dt`` (default 2 ms). World ``i`` gets the open-loop actuator torques (at
 the gear outputs) ``tau_a(t) = AMPLITUDE * effort_a * sin(2 pi FREQUENCY t + phase_ia)``, with the
@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-URDF = ROOT / "robots" / "quadruped" / "quadruped.urdf"
+URDF = ROOT / "jaxmor" / "robots" / "quadruped" / "quadruped.urdf"
 
 LEGS = ("LF", "RF", "LH", "RH")
 JOINTS = tuple(f"{leg}_{j}" for leg in LEGS for j in ("HAA", "HFE", "KFE"))
 STAND_HFE, STAND_KFE = 0.6, -1.2
-STAND_HEIGHT = 2 * 0.3 * math.cos(STAND_HFE) + 0.025  # 0.520201 m (robots/quadruped/README.md)
+STAND_HEIGHT = 2 * 0.3 * math.cos(STAND_HFE) + 0.025  # 0.520201 m (jaxmor/robots/quadruped/README.md)
 DROP = 0.02  # the base starts this much above the standing height [m]
 FRICTION = 0.8  # ground and geoms (jaxmor's default geom friction; combined as sqrt / max: 0.8 either way)
 AMPLITUDE = 0.5  # fraction of each actuator's effort limit

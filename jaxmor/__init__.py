@@ -4,7 +4,7 @@ The public API is re-exported here; nothing is defined in this module, and impor
 global setting (x64, print options).
 """
 
-from jaxmor import sysid
+from jaxmor import robots, sysid
 from jaxmor.actuators import (
     export_actuators,
     get_actuators,
@@ -161,6 +161,7 @@ __all__ = [
     "randomize",
     "reset_actuator_state",
     "rollout",
+    "robots",
     "rollout_batch",
     "scale",
     "set_actuation_limits",

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
-
-#: The robots shipped in the repository's ``robots/`` folder (found next to the package).
-ROBOTS_DIR = Path(__file__).resolve().parent.parent / "robots"
 
 
 def _demo() -> int:
@@ -18,10 +14,7 @@ def _demo() -> int:
 
     import jaxmor
 
-    path = ROBOTS_DIR / "turntable" / "turntable.urdf"
-    if not path.is_file():
-        print(f"jaxmor demo: the shipped robots are not found at {ROBOTS_DIR} (install from the repository)")
-        return 1
+    path = jaxmor.robots.path("turntable")
     model = jaxmor.load_urdf(path)
     print(jaxmor.summary(model))
     state = jaxmor.init_state(model)
