@@ -175,8 +175,10 @@ def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
         return jaxmor.step(model, s.replace(actuator_torque=torque.astype(dtype)))
 
     n_steps = max(1, round(seconds / TIMESTEP))
-    n_chunks = min(20, n_steps)
-    chunk_steps = -(-n_steps // n_chunks)
+    # About 20 chunks (progress updates), of a length that divides the steps where one does.
+    near = -(-n_steps // 20)
+    exact = [k for k in range(max(1, near // 2), 2 * near + 1) if n_steps % k == 0]
+    chunk_steps = min(exact, key=lambda k: abs(k - near)) if exact else near
     n_chunks = -(-n_steps // chunk_steps)
     recorded = min(RECORDED_WORLDS, worlds)
     on_cpu = jax.default_backend() == "cpu"
