@@ -1,4 +1,16 @@
-"""The ``jaxmor`` command line: ``jaxmor demo`` and ``jaxmor info ROBOT.urdf``."""
+"""The ``jaxmor`` command line.
+
+* ``jaxmor demo [--worlds N] [--seconds S] [--out DIR]``: the shipped quadruped in N parallel worlds
+  (:mod:`jaxmor.demo`); prints the device, the compile time, world-steps per second and the shares of
+  actuator-steps limited by the voltage and by the peak torque, and writes ``DIR/demo_regions.png``.
+* ``jaxmor info ROBOT.urdf [--dt SECONDS]``: joints and actuators as tables, at the motor and at the
+  output, and each actuator's time-step bound ``2 I R Kv / (G^2 Kt)``.
+* ``jaxmor plot-region ROBOT.urdf [--actuator NAME] [--side motor|joint] -o FILE.png``: the operating
+  regions beside the Box-MOR of the URDF's ``<limit effort velocity>``.
+
+Errors (a missing or malformed file, an unknown actuator, matplotlib missing) are one line on stderr and
+exit code 2.
+"""
 
 from __future__ import annotations
 
@@ -7,66 +19,202 @@ import sys
 
 import numpy as np
 
+_NO_MATPLOTLIB = "matplotlib is missing: pip install 'jaxmor[plot]'"
 
-def _demo() -> int:
-    import jax
-    import jax.numpy as jnp
 
+def _fmt(value) -> str:
+    if isinstance(value, str):
+        return value
+    return f"{float(value):.6g}"
+
+
+def _table(headers: list[str], rows: list[list]) -> str:
+    """A plain-text table: the first column left-aligned, the others right-aligned."""
+    cells = [headers] + [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(headers))]
+    lines = []
+    for r in cells:
+        parts = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
+        lines.append("  " + "  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def timestep_bounds(model) -> tuple[np.ndarray, np.ndarray]:
+    """Per actuator, the inertia at its joint and the spec's time-step bound ``2 I R Kv / (G^2 Kt)``.
+
+    ``I`` is the driven joint's diagonal entry of the mass matrix at ``model.q_default`` (the reflected
+    rotor inertia included): the inertia the joint's motor moves with every other joint held.
+
+    Returns:
+        ``(I, bound)``: (na,) float64 arrays [kg m^2 or kg] and [s].
+    """
     import jaxmor
 
-    path = jaxmor.robots.path("turntable")
+    mass = np.asarray(jaxmor.mass_matrix(model, jaxmor.neutral_q(model)), dtype=np.float64)
+    act = model.actuators
+    index = np.asarray(act.joint_v_index, dtype=np.int64)
+    inertia = mass[index, index]
+    resistance, kt, kv, gear = (
+        np.asarray(x, dtype=np.float64)
+        for x in (act.motor.resistance, act.motor.torque_constant, act.motor.velocity_constant, act.gear_ratio)
+    )
+    bound = 2 * inertia * resistance * kv / (gear**2 * kt)
+    return inertia, bound
+
+
+def _info(path: str, dt: float | None) -> int:
+    import jaxmor
+    from jaxmor.errors import ArgumentError
+    from jaxmor.types import JointType
+
     model = jaxmor.load_urdf(path)
     print(jaxmor.summary(model))
-    state = jaxmor.init_state(model)
-    state = jaxmor.set_actuator_torque(model, state, "spin", 100.0)
-    print("\nThe actuator 'spin' is commanded 100 Nm at its gear output. Its motor region allows:")
-    print(f"  {'joint speed [rad/s]':>20} {'lower [Nm]':>11} {'upper [Nm]':>11}")
-    bounds = jax.jit(jaxmor.actuator_torque_bounds)
-    for speed in (0.0, 12.0, 21.0, 23.8, 24.0, 30.0):
-        lower, upper = bounds(model, state.replace(u=jnp.full_like(state.u, speed)))
-        print(f"  {speed:20.1f} {float(lower[0]):11.3f} {float(upper[0]):11.3f}")
+    f64 = {name: np.asarray(getattr(model, name), dtype=np.float64) for name in _JOINT_FIELDS}
 
-    steps = 10
-    run = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=steps))
-    print(f"\nSpinning up from rest, dt = {float(model.opt.timestep) * 1e3:g} ms (the back EMF eats the bus voltage):")
-    print(f"  {'time [s]':>9} {'speed [rad/s]':>14} {'motor torque [Nm]':>18}  saturation")
-    for _ in range(10):
-        state, _ = run(state)
-        act = state.actuator_state
-        sat = jaxmor.MotorSaturation(int(act.saturation[0])).name
-        print(f"  {float(state.time):9.3f} {float(state.u[0]):14.3f} {float(act.motor_torque[0]):18.4f}  {sat}")
-    print("  the speed approaches the no-load speed 240 rad/s / gear 10 = 24 rad/s, where the region closes.")
+    print("\njoints (rad, rad/s, Nm; m, m/s, N for prismatic joints):")
+    rows = []
+    for name, v in zip(model.joint_names, model.joint_u, strict=True):
+        kind = JointType(model.body_joint_type[model.dof_body[v]]).name.lower()
+        rows.append([name, kind] + [f64[f][v] for f in _JOINT_FIELDS])
+    headers = ["name", "type", "lower", "upper", "effort", "velocity", "damping", "friction", "rotor_inertia"]
+    print(_table(headers, rows) if rows else "  (none)")
+
+    act = model.actuators
+    if not model.na:
+        print("\nno DC-motor actuators")
+        return 0
+    m = {f: np.asarray(getattr(act.motor, f), dtype=np.float64) for f in _MOTOR_FIELDS}
+    gear = np.asarray(act.gear_ratio, dtype=np.float64)
+    per_volt = m["torque_constant"] / m["resistance"]
+    stall = per_volt * m["bus_voltage"]
+    damping = per_volt / m["velocity_constant"]
+    no_load = m["velocity_constant"] * m["bus_voltage"]
+    corner = m["velocity_constant"] * (m["bus_voltage"] - m["peak_torque"] / per_volt)
+    overspeed = m["velocity_constant"] * (m["bus_voltage"] + m["peak_torque"] / per_volt)
+    ratios = iter(np.asarray(act.coupling_ratio, dtype=np.float64))
+    couplings = [",".join(f"{j}*{next(ratios):g}" for j in joints) or "-" for joints in act.couplings]
+
+    print("\nactuators at the motor (rotor side):")
+    headers = ["name", "model", "joint", "gear", "couplings", "peak[Nm]", "stall[Nm]", "no-load[rad/s]"]
+    headers += ["corner[rad/s]", "overspeed[rad/s]", "back-EMF_damping[Nm*s/rad]"]
+    rows = [
+        [act.names[a], act.models[a] or "-", act.joints[a], gear[a], couplings[a], m["peak_torque"][a], stall[a]]
+        + [no_load[a], corner[a], overspeed[a], damping[a]]
+        for a in range(model.na)
+    ]
+    print(_table(headers, rows))
+
+    print("\nactuators at the output (the driven joint; torque x G, speed / G, damping x G^2; coupled joints at rest):")
+    headers = ["name", "peak[Nm]", "stall[Nm]", "no-load[rad/s]", "corner[rad/s]", "overspeed[rad/s]"]
+    headers += ["back-EMF_damping[Nm*s/rad]", "output_damping", "output_friction"]
+    rows = [
+        [act.names[a], m["peak_torque"][a] * gear[a], stall[a] * gear[a], no_load[a] / gear[a], corner[a] / gear[a]]
+        + [overspeed[a] / gear[a], damping[a] * gear[a] ** 2]
+        + [float(np.asarray(act.output_damping)[a]), float(np.asarray(act.output_friction)[a])]
+        for a in range(model.na)
+    ]
+    print(_table(headers, rows))
+
+    inertia, bound = timestep_bounds(model)
+    step = float(np.asarray(model.opt.timestep)) if dt is None else float(dt)
+    if not step > 0:
+        raise ArgumentError(f"--dt must be positive, got {dt}")
+    print(
+        "\ntime-step bound 2 I R Kv / (G^2 Kt) for a motor at its voltage limit to settle"
+        " (I: the joint's diagonal of the mass matrix at the default posture, rotor inertia included):"
+    )
+    rows = [[act.names[a], inertia[a], 1e3 * bound[a]] for a in range(model.na)]
+    print(_table(["name", "I[kg*m^2]", "bound[ms]"], rows))
+    source = "the model's" if dt is None else "--dt"
+    over = [a for a in range(model.na) if step >= bound[a]]
+    if over:
+        names = ", ".join(f"{act.names[a]} ({1e3 * bound[a]:.4g} ms)" for a in over)
+        print(f"WARNING: {source} time step {1e3 * step:g} ms exceeds the bound of {names}")
+    else:
+        print(f"{source} time step {1e3 * step:g} ms is inside every bound (smallest {1e3 * bound.min():.4g} ms)")
     return 0
 
 
-def _info(path: str) -> int:
+_JOINT_FIELDS = (
+    "dof_lower",
+    "dof_upper",
+    "dof_effort_limit",
+    "dof_velocity_limit",
+    "dof_damping",
+    "dof_friction",
+    "dof_armature",
+)
+_MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
+
+
+def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
     import jaxmor
+    from jaxmor.errors import ArgumentError
 
     model = jaxmor.load_urdf(path)
-    print(jaxmor.summary(model))
-    np.set_printoptions(precision=4, suppress=True)
-    if model.na:
-        print("transmission matrix T (actuators x velocities):")
-        print(np.asarray(model.actuators.transmission))
+    if not model.na:
+        raise ArgumentError(f"{path}: the robot has no DC-motor actuators")
+    if actuator is not None and actuator not in model.actuators.names:
+        raise ArgumentError(f"unknown actuator {actuator!r}; the actuators are {list(model.actuators.names)}")
+    try:
+        from jaxmor import plot
+    except ImportError as exc:
+        if exc.name != "matplotlib":
+            raise
+        raise ArgumentError(f"plot-region needs matplotlib; {_NO_MATPLOTLIB}") from None
+    plot._use_file_backend()
+    fig = plot.plot_actuators(
+        model,
+        actuators=None if actuator is None else [actuator],
+        side=side,
+        title=f"{model.name}: motor operating regions and the Box-MOR of the URDF limits",
+    )
+    try:
+        fig.savefig(out, dpi=100)
+    finally:
+        plot.close(fig)
+    print(f"wrote {out}")
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxmor", description="jaxmor: batched rigid-body simulation with DC-motor operating regions."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser(
+        "demo", help="the shipped quadruped in parallel worlds: throughput, saturation shares and a figure"
+    )
+    demo.add_argument("--worlds", type=int, default=None, help="parallel worlds (default 1024 on a CPU, 8192 else)")
+    demo.add_argument("--seconds", type=float, default=None, help="simulated time [s] (default 0.5)")
+    demo.add_argument("--out", default=".", help="folder for demo_regions.png (default: the current folder)")
+    info = sub.add_parser("info", help="joints, actuators and time-step bounds of a URDF")
+    info.add_argument("urdf")
+    info.add_argument("--dt", type=float, default=None, help="time step to check [s] (default: the model's)")
+    plot = sub.add_parser("plot-region", help="draw the motor operating regions beside the Box-MOR")
+    plot.add_argument("urdf")
+    plot.add_argument("--actuator", default=None, help="one actuator's name (default: all)")
+    plot.add_argument("--side", choices=("motor", "joint"), default="motor", help="torque-speed plane (default motor)")
+    plot.add_argument("-o", "--output", required=True, help="the PNG (or any format matplotlib writes) to write")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``jaxmor`` command."""
-    parser = argparse.ArgumentParser(prog="jaxmor", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="load the shipped turntable and print its motor operating region")
-    info = sub.add_parser("info", help="load a URDF and print its summary")
-    info.add_argument("urdf")
-    args = parser.parse_args(argv)
+    """Entry point of the ``jaxmor`` command; returns the exit code (0, or 2 after a one-line error)."""
+    args = _parser().parse_args(argv)
     from jaxmor.errors import JaxmorError
 
     try:
         if args.command == "demo":
-            return _demo()
-        return _info(args.urdf)
-    except JaxmorError as exc:
-        print(f"jaxmor: {exc}", file=sys.stderr)
+            from jaxmor import demo
+
+            seconds = demo.DEFAULT_SECONDS if args.seconds is None else args.seconds
+            return demo.main(args.worlds, seconds, args.out)
+        if args.command == "info":
+            return _info(args.urdf, args.dt)
+        return _plot_region(args.urdf, args.actuator, args.side, args.output)
+    except (JaxmorError, OSError) as exc:
+        print(f"jaxmor: error: {exc}", file=sys.stderr)
         return 2
 
 

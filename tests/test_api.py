@@ -3,7 +3,6 @@
 import inspect
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -58,17 +57,3 @@ def test_import_changes_no_global_setting():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
-
-
-@pytest.mark.slow
-def test_cli_demo_and_bad_file(tmp_path: Path):
-    demo = subprocess.run([sys.executable, "-m", "jaxmor.cli", "demo"], capture_output=True, text=True, check=False)
-    assert demo.returncode == 0, demo.stderr
-    assert "turntable" in demo.stdout
-    bad = tmp_path / "bad.urdf"
-    bad.write_text("<robot name='x'>\n<link name='a'>\n</robot>\n")
-    info = subprocess.run(
-        [sys.executable, "-m", "jaxmor.cli", "info", str(bad)], capture_output=True, text=True, check=False
-    )
-    assert info.returncode == 2
-    assert str(bad) in info.stderr and "malformed XML" in info.stderr
