@@ -27,11 +27,6 @@ TIMESTEP = 0.002
 #: Worlds whose operating points are recorded every step for the figure.
 RECORDED_WORLDS = 16
 
-# The standing pose (jaxmor/robots/quadruped/README.md): base level at 2 * 0.3 cos(0.6) + 0.025 m,
-# every leg HAA 0, HFE 0.6, KFE -1.2 rad: each foot right under its hip, touching z = 0.
-_STAND = {"HAA": 0.0, "HFE": 0.6, "KFE": -1.2}
-_STAND_HEIGHT = 2 * 0.3 * math.cos(0.6) + 0.025
-
 # The PD controller (gear-output torques) and the range of its targets.
 _KP = 100.0  # [Nm/rad]
 _KD = 8.0  # [Nm s/rad]
@@ -91,18 +86,6 @@ def demo_model():
     return model.replace(opt=model.opt.replace(timestep=TIMESTEP))
 
 
-def standing_q(model) -> np.ndarray:
-    """(nq,) the quadruped's standing pose (base level, feet touching the ground)."""
-    import jaxmor
-
-    q = np.asarray(jaxmor.neutral_q(model), dtype=np.float64).copy()
-    q[2] = _STAND_HEIGHT
-    q[3:7] = (1.0, 0.0, 0.0, 0.0)
-    for name in model.joint_names:
-        q[jaxmor.joint_q_index(model, name)] = _STAND[name.rsplit("_", 1)[1]]
-    return q
-
-
 def _progress(fraction: float, width: int = 30) -> None:
     filled = int(round(fraction * width))
     sys.stderr.write(f"\r[{'#' * filled}{' ' * (width - filled)}] {100 * fraction:3.0f}%")
@@ -155,7 +138,7 @@ def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
     na = model.na
     q_act = np.array([jaxmor.joint_q_index(model, model.actuators.joints[a]) for a in range(na)])
     v_act = np.array(model.actuators.joint_v_index)
-    q0 = standing_q(model)
+    q0 = jaxmor.robots.quadruped_standing_q(model)
 
     rng = np.random.default_rng(_SEED)
     frequency = rng.uniform(*_FREQUENCY, size=(worlds, 1))

@@ -178,6 +178,14 @@ def test_quadruped_standing_configuration_puts_the_feet_on_the_ground(quadruped)
     assert np.all(q >= np.asarray(m.dof_lower[6:])) and np.all(q <= np.asarray(m.dof_upper[6:]))
 
 
+def test_the_library_standing_pose_is_the_documented_one(quadruped):
+    """``jaxmor.robots.quadruped_standing_q`` (used by ``jaxmor demo`` and the README) equals the pose the test
+    above checks against the README's geometry; another robot is refused."""
+    np.testing.assert_allclose(jaxmor.robots.quadruped_standing_q(quadruped), standing_q(quadruped), atol=1e-15)
+    with pytest.raises(jaxmor.ArgumentError, match="shipped quadruped"):
+        jaxmor.robots.quadruped_standing_q(jaxmor.load_urdf(jaxmor.robots.path("pendulum")))
+
+
 def test_quadruped_time_step_bound_of_the_knee(quadruped):
     """Spec "Time step and the voltage limit": dt < 2 I R Kv / (G^2 Kt) for the knee is a few ms.
 

@@ -8,7 +8,10 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import numpy as np
 
 from jaxmor.errors import ArgumentError
 
@@ -25,3 +28,29 @@ def path(name: str) -> Path:
     if name not in NAMES:
         raise ArgumentError(f"unknown shipped robot {name!r}; the shipped robots are {list(NAMES)}")
     return Path(__file__).resolve().parent / name / f"{name}.urdf"
+
+
+#: The quadruped's standing pose (``quadruped/README.md``): every leg at HAA 0, HFE 0.6, KFE -1.2 rad puts
+#: its foot (radius 25 mm) right under its hip, so the level base stands ``2 * 0.3 cos(0.6) + 0.025`` m high.
+QUADRUPED_STANDING = {"HAA": 0.0, "HFE": 0.6, "KFE": -1.2}
+QUADRUPED_STANDING_HEIGHT = 2 * 0.3 * math.cos(0.6) + 0.025
+
+
+def quadruped_standing_q(model) -> np.ndarray:
+    """(nq,) float64 coordinates of the shipped quadruped standing level with its feet touching ``z = 0``
+    [m, quaternion w x y z, rad], for a model loaded from ``path("quadruped")`` (any ground height aside).
+
+    Raises:
+        ArgumentError: the model's joints are not the quadruped's.
+    """
+    from jaxmor.model import joint_q_index  # the Model helpers import nothing from here
+
+    expected = {f"{leg}_{joint}" for leg in ("LF", "RF", "LH", "RH") for joint in QUADRUPED_STANDING}
+    if set(model.joint_names) != expected or not model.floating_base:
+        raise ArgumentError("quadruped_standing_q needs the shipped quadruped (robots.path('quadruped')), floating")
+    q = np.asarray(model.q_default, dtype=np.float64).copy()
+    q[2] = QUADRUPED_STANDING_HEIGHT
+    q[3:7] = (1.0, 0.0, 0.0, 0.0)
+    for name in model.joint_names:
+        q[joint_q_index(model, name)] = QUADRUPED_STANDING[name.rsplit("_", 1)[1]]
+    return q
