@@ -52,6 +52,17 @@ def quadruped_standing_q(model: jaxmor.Model, height: float = QUADRUPED_STAND_HE
     return q
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The notebooks in notebooks/ (run by nbmake, ``addopts = "--nbmake"``) count as slow tests.
+
+    This hook lives here because a conftest.py in notebooks/ would shadow this one in the test modules'
+    ``from conftest import ...``. It sees the notebooks whenever tests/ is collected too (the default).
+    """
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+
+
 def load_shipped(path: Path) -> jaxmor.Model:
     """Load with every warning turned into an error: the shipped robots must load silently."""
     with warnings.catch_warnings():
