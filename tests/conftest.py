@@ -30,7 +30,7 @@ QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
 PENDULUM_URDF = ROBOTS / "pendulum" / "pendulum.urdf"
 HOUND_URDF = Path(__file__).resolve().parent / "data" / "actuators" / "hound" / "hound.urdf"
 
-# The quadruped (robots/quadruped/README.md): four legs, joints in this order; thigh and shank 0.3 m,
+# The quadruped (jaxmor/robots/quadruped/README.md): four legs, joints in this order; thigh and shank 0.3 m,
 # spherical feet of radius 0.025 m. Its nominal standing pose: base level, HAA 0, HFE 0.6, KFE -1.2 rad,
 # which puts each foot under its hip, on the ground, at base height 2 * 0.3 cos(0.6) + 0.025 = 0.520201 m.
 QUADRUPED_LEGS = ("LF", "RF", "LH", "RH")

@@ -26,7 +26,7 @@ import jaxmor.demo
 from jaxmor.cli import main
 from jaxmor.motor import MotorSaturation
 
-# The turntable's motor (robots/turntable/actuators/spin_actuator.xml) and the quadruped's motor (both files).
+# The turntable's motor (jaxmor/robots/turntable/actuators/spin_actuator.xml) and the quadruped's motor (both files).
 SPIN = {"G": 10.0, "R": 0.2, "Kt": 0.1, "Kv": 10.0, "V": 24.0, "peak": 1.5}
 HOUND = {"R": 0.4, "Kt": 0.1, "Kv": 10.0, "V": 24.0, "peak": 3.0}
 
@@ -125,7 +125,7 @@ def test_info_quadruped(capsys):
     bound = 2 * inertia * HOUND["R"] * HOUND["Kv"] / (10.0**2 * HOUND["Kt"])
     row = section(parsed, "time-step bound")["RH_KFE"]
     assert float(row["I[kg*m^2]"]) == pytest.approx(inertia, rel=1e-5)
-    assert float(row["bound[ms]"]) == pytest.approx(1e3 * bound, rel=1e-5)  # 12.0 ms (robots/quadruped/README.md)
+    assert float(row["bound[ms]"]) == pytest.approx(1e3 * bound, rel=1e-5)  # 12.0 ms (jaxmor/robots/quadruped/README.md)
 
 
 def test_info_warns_when_the_step_exceeds_the_bound(capsys):

@@ -64,7 +64,7 @@ from jaxmor.forces import forces
 from jaxmor.integrator import accept, advance, finite, free_motion, runnable
 from jaxmor.kinematics import kinematics
 
-ROBOTS = Path(__file__).resolve().parents[1] / "robots"
+ROBOTS = Path(__file__).resolve().parents[1] / "jaxmor" / "robots"
 QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
 TURNTABLE_URDF = ROBOTS / "turntable" / "turntable.urdf"
 PENDULUM_URDF = ROBOTS / "pendulum" / "pendulum.urdf"
