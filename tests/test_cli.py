@@ -125,7 +125,7 @@ def test_info_quadruped(capsys):
     bound = 2 * inertia * HOUND["R"] * HOUND["Kv"] / (10.0**2 * HOUND["Kt"])
     row = section(parsed, "time-step bound")["RH_KFE"]
     assert float(row["I[kg*m^2]"]) == pytest.approx(inertia, rel=1e-5)
-    assert float(row["bound[ms]"]) == pytest.approx(1e3 * bound, rel=1e-5)  # 12.0 ms (jaxmor/robots/quadruped/README.md)
+    assert float(row["bound[ms]"]) == pytest.approx(1e3 * bound, rel=1e-5)  # 12.0 ms (quadruped/README.md)
 
 
 def test_info_warns_when_the_step_exceeds_the_bound(capsys):
