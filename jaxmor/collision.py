@@ -681,10 +681,13 @@ def _cylinder_points(centre, rotation, size):
     return (centre[:, None, None, :] + faces + rim[:, None, :, :]).reshape(-1, 8, 3)
 
 
-def _valid(model: Model, hulls: np.ndarray) -> np.ndarray:
-    """(n, V) bool: which rows of the hulls ``hulls`` (indices into ``model.mesh_vertices``) are vertices."""
+def _hulls(model: Model, geoms, dtype) -> tuple[jax.Array, jax.Array, np.ndarray]:
+    """``(vertices (n, V, 3), planes (n, P, 4), valid (n, V) bool)`` of the mesh geoms ``geoms``, in their frames;
+    ``valid`` marks which rows are vertices (the rest is padding, never chosen)."""
+    hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
     count = np.array(model.mesh_vertex_count, dtype=np.int32)[hulls]
-    return np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
+    valid = np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
+    return model.mesh_vertices.astype(dtype)[hulls], model.mesh_planes.astype(dtype)[hulls], valid
 
 
 def _lowest_vertices(centre, rotation, hull, k: int):
@@ -787,10 +790,7 @@ def collide(model: Model, poses: Poses) -> Contacts:
             if not idx:
                 continue
             sel = np.array(idx, dtype=np.int32)
-            hull = None
-            if kind == GeomType.MESH:
-                hulls = np.array([model.geom_mesh[g] for g in idx], dtype=np.int32)
-                hull = (model.mesh_vertices.astype(dtype)[hulls], None, _valid(model, hulls))
+            hull = _hulls(model, idx, dtype) if kind == GeomType.MESH else None
             blocks.append(_ground_points(kind, geom_p[sel], geom_r[sel], size[sel], hull).reshape(-1, 3))
             order += [(g, k) for g in idx for k in range(GROUND_POINTS[kind])]
         slot_of = {key: i for i, key in enumerate(order)}
@@ -827,15 +827,10 @@ def collide(model: Model, poses: Poses) -> Contacts:
         outs, order = [], []
 
         def shape(geoms):
-            """The size of primitive geoms, the ``(vertices, planes)`` of mesh geoms (static kind per group)."""
+            """The size of primitive geoms, the ``(vertices, planes, valid)`` of mesh geoms (static kind per group)."""
             if model.geom_type[geoms[0]] != GeomType.MESH:
                 return size[geoms]
-            hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
-            return (
-                model.mesh_vertices.astype(dtype)[hulls],
-                model.mesh_planes.astype(dtype)[hulls],
-                _valid(model, hulls),
-            )
+            return _hulls(model, geoms, dtype)
 
         for (kinds, flipped), slots in groups.items():
             first = np.array([pairs[s][1] if flipped else pairs[s][0] for s in slots], dtype=np.int32)
