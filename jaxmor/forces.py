@@ -20,6 +20,11 @@ output damping. The rest of the PD torque, ``-(kd + h kp) du``, and of the trape
 the effective mass. The region clips only actuator torques; the effort limits clamp only the
 feed-forward and PD torques.
 
+The actuator PD (``State.actuator_p_gain`` etc.) is a different controller: it commands the motors. Its
+torque ``kp_a (q_ref,a - q_j) + kd_a (u_ref,a - u_j)`` on each actuator's driven joint is computed
+explicitly at ``q_t, u_t``, added to the actuator torque as set, and the sum is what the region clips
+(the spec's advice for a position-target policy: compute the PD explicitly, send it as actuator torque).
+
 Output damping and friction are kept per actuator and added to the driven joint's own damping and
 friction here (:func:`joint_damping`, :func:`joint_friction`), so replacing the actuators never leaves
 stale losses on a joint.
@@ -115,10 +120,34 @@ def actuator_validity(model: Model, state: State) -> jax.Array:
 _STAND_IN = DcMotorParameters(resistance=1.0, torque_constant=1.0, velocity_constant=1.0, bus_voltage=1.0)
 
 
+def actuator_joint_q_index(model: Model) -> np.ndarray:
+    """(na,) index in ``q`` of each actuator's driven joint (a 1-DoF joint: one coordinate per velocity)."""
+    q_of_v = dict(zip(model.joint_u, model.joint_q, strict=True))
+    return np.array([q_of_v[v] for v in model.actuators.joint_v_index], dtype=np.int32)
+
+
+def actuator_pd(model: Model, state: State) -> jax.Array:
+    """(na,) torque of the actuator PD at the gear outputs [Nm or N], explicit at the start of the step:
+    ``kp (position_target - q_j) + kd (velocity_target - u_j)`` on each actuator's driven joint
+    (:func:`jaxmor.set_actuator_pd_gains`)."""
+    q_j = state.q[actuator_joint_q_index(model)]
+    u_j = state.u[np.asarray(model.actuators.joint_v_index, dtype=np.int32)]
+    return state.actuator_p_gain * (state.actuator_position_target - q_j) + state.actuator_d_gain * (
+        state.actuator_velocity_target - u_j
+    )
+
+
+def commanded_actuator_torque(model: Model, state: State) -> jax.Array:
+    """(na,) actuator torques the step commands at the gear outputs [Nm or N], before the region clips
+    them: the torques as set plus the actuator PD's (:func:`actuator_pd`)."""
+    return state.actuator_torque + actuator_pd(model, state)
+
+
 def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
     """The actuation of one step, at the velocities ``u_t`` of its beginning.
 
-    Motor speeds ``w = T u_t``; commanded motor torques ``tau_a / G``; motor torques clipped to the
+    Motor speeds ``w = T u_t``; commanded motor torques ``tau_a / G`` (``tau_a`` the actuator torques as
+    set plus the actuator PD's, :func:`commanded_actuator_torque`); motor torques clipped to the
     region at ``w`` with the state's bus voltages (or as commanded in monitor mode); joint torques
     ``T^T tau_m``, constant over the step. An actuator that is not valid now (:func:`actuator_validity`:
     e.g. a negative bus voltage or a zero gear ratio set under ``jit``) applies no torque, whatever the
@@ -136,7 +165,7 @@ def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
     speed = transmission @ state.u
     valid = actuator_validity(model, state)
     gear = act.gear_ratio.astype(dtype)
-    commanded = jnp.where(valid, state.actuator_torque / jnp.where(valid, gear, 1.0), 0.0)
+    commanded = jnp.where(valid, commanded_actuator_torque(model, state) / jnp.where(valid, gear, 1.0), 0.0)
     motor = _motor_now(model, state)
     motor = jax.tree.map(lambda m, s: jnp.where(valid, m, s), motor, _STAND_IN)
     clipped, saturation = motor_torque_bounds(motor, speed).clip(commanded)

@@ -271,6 +271,10 @@ def runnable(model: Model, state: State) -> jax.Array:
         ok = ok & jnp.all(jnp.isfinite(x) & (jnp.abs(x) < DIVERGENCE_BOUND))
     inputs = (
         state.actuator_torque,
+        state.actuator_p_gain,
+        state.actuator_d_gain,
+        state.actuator_position_target,
+        state.actuator_velocity_target,
         state.ctrl,
         state.feedforward_force,
         state.external_force,

@@ -70,6 +70,10 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         time=jnp.zeros((), dtype),
         time_compensation=jnp.zeros((), dtype),
         actuator_torque=jnp.zeros((model.na,), dtype),
+        actuator_p_gain=jnp.zeros((model.na,), dtype),
+        actuator_d_gain=jnp.zeros((model.na,), dtype),
+        actuator_position_target=jnp.zeros((model.na,), dtype),
+        actuator_velocity_target=jnp.zeros((model.na,), dtype),
         ctrl=jnp.zeros((model.nu,), dtype),
         feedforward_force=zero_v,
         pd_p_gain=zero_v,
@@ -105,6 +109,10 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
         "time": (),
         "time_compensation": (),
         "actuator_torque": (na,),
+        "actuator_p_gain": (na,),
+        "actuator_d_gain": (na,),
+        "actuator_position_target": (na,),
+        "actuator_velocity_target": (na,),
         "ctrl": (model.nu,),
         "feedforward_force": (nv,),
         "pd_p_gain": (nv,),
@@ -336,6 +344,56 @@ def set_actuator_torque(model: Model, state: State, name_or_index: str | int, to
     return state.replace(actuator_torque=state.actuator_torque.at[i].set(value))
 
 
+def set_actuator_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain: ArrayLike) -> State:
+    """Set the gains of the actuators' own PD controller, each (na,) [Nm/rad, Nm s/rad or N/m, N s/m, at
+    the gear outputs], in :func:`jaxmor.actuator_names` order; they hold until set again.
+
+    Unlike the built-in joint PD (:func:`set_pd_gains`), this PD commands the motors: at the start of every
+    step each actuator's torque is ``actuator_torque + kp (position_target - q_j) + kd (velocity_target -
+    u_j)``, with ``q_j, u_j`` its driven joint's position and velocity at the start of the step, and that sum
+    is clipped to the motor operating region like any actuator torque (in monitor mode it is applied as
+    commanded). ``ActuatorState.commanded_motor_torque`` includes it. The PD torque is explicit, so it is
+    stable only while ``kd h / I + kp h^2 / I`` stays below about 2, with ``I`` the inertia the joint
+    moves, the reflected rotor inertia ``G^2 J_rotor`` included (docs/actuators.md); zero gains (the
+    default) switch it off.
+
+    Raises:
+        ArgumentError: wrong shapes, or negative or non-finite gains (values checked outside ``jit``).
+    """
+    check_state(model, state, "set_actuator_pd_gains")
+    kp = as_vector(p_gain, model.na, "p_gain", state.u.dtype, finite=True)
+    kd = as_vector(d_gain, model.na, "d_gain", state.u.dtype, finite=True)
+    for name, given in (("p_gain", p_gain), ("d_gain", d_gain)):
+        value = concrete(given)
+        if value is not None and np.any(value < 0):
+            raise ArgumentError(f"{name} must not be negative, got {value.tolist()}")
+    return state.replace(actuator_p_gain=kp, actuator_d_gain=kd)
+
+
+def set_actuator_pd_targets(
+    model: Model, state: State, position_target: ArrayLike, velocity_target: ArrayLike | None = None
+) -> State:
+    """Set the targets of the actuator PD (:func:`set_actuator_pd_gains`), one per actuator, for its driven
+    joint, in :func:`jaxmor.actuator_names` order; they hold until set again.
+
+    Args:
+        model: the model.
+        state: the state.
+        position_target: (na,) driven-joint positions [rad or m].
+        velocity_target: (na,) driven-joint velocities [rad/s or m/s]; ``None`` sets zero.
+
+    Raises:
+        ArgumentError: wrong shapes, or non-finite values (checked outside ``jit``).
+    """
+    check_state(model, state, "set_actuator_pd_targets")
+    qt = as_vector(position_target, model.na, "position_target", state.u.dtype, finite=True)
+    if velocity_target is None:
+        vt = jnp.zeros_like(qt)
+    else:
+        vt = as_vector(velocity_target, model.na, "velocity_target", state.u.dtype, finite=True)
+    return state.replace(actuator_position_target=qt, actuator_velocity_target=vt)
+
+
 def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
     """Reject a voltage that makes a selected motor invalid (:func:`jaxmor.motor.motor_problem`).
 
@@ -421,8 +479,9 @@ def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
 def reset_actuator_state(model: Model, state: State) -> State:
     """A state whose actuator inputs fit the model's actuators again, after the actuators changed.
 
-    The actuator torques are zeroed, the bus voltages reset to the actuator definitions', the actuator
-    states cleared and the affine controls zeroed; everything else is kept.
+    The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
+    actuator definitions', the actuator states cleared and the affine controls zeroed; everything else is
+    kept.
 
     Args:
         model: the model with its new actuators (``set_actuators``, ``set_affine_actuators``).
@@ -431,6 +490,10 @@ def reset_actuator_state(model: Model, state: State) -> State:
     dtype = state.q.dtype
     return state.replace(
         actuator_torque=jnp.zeros((model.na,), dtype),
+        actuator_p_gain=jnp.zeros((model.na,), dtype),
+        actuator_d_gain=jnp.zeros((model.na,), dtype),
+        actuator_position_target=jnp.zeros((model.na,), dtype),
+        actuator_velocity_target=jnp.zeros((model.na,), dtype),
         bus_voltage=_initial_bus_voltage(model, dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
         ctrl=jnp.zeros((model.nu,), dtype),

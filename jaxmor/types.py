@@ -453,6 +453,13 @@ class State:
         time_compensation: () the rounding error of ``time`` still to be added [s] (Kahan summation).
         actuator_torque: (na,) commanded actuator torques at the gear outputs [Nm or N]; they hold
             until set again.
+        actuator_p_gain: (na,) proportional gains of the actuators' own PD [Nm/rad or N/m, at the gear
+            output]: its torque is added to ``actuator_torque`` at the start of every step and the sum is
+            clipped to the motor operating region (``jaxmor.set_actuator_pd_gains``).
+        actuator_d_gain: (na,) derivative gains of the actuator PD [Nm s/rad or N s/m].
+        actuator_position_target: (na,) position targets of the actuator PD, one per actuator, for its
+            driven joint [rad or m].
+        actuator_velocity_target: (na,) velocity targets of the actuator PD [rad/s or m/s].
         ctrl: (nu,) controls of the affine actuators.
         feedforward_force: (nv,) feed-forward generalized force [N, Nm] (the spec's
             ``setGeneralizedForce``), clamped together with the explicit PD torque to the actuation
@@ -492,6 +499,10 @@ class State:
     time_compensation: jax.Array
     # Inputs, held until set again (external_force: for the next step only).
     actuator_torque: jax.Array
+    actuator_p_gain: jax.Array
+    actuator_d_gain: jax.Array
+    actuator_position_target: jax.Array
+    actuator_velocity_target: jax.Array
     ctrl: jax.Array
     feedforward_force: jax.Array
     pd_p_gain: jax.Array
