@@ -1,0 +1,178 @@
+"""The functional environment API: ``reset(key) -> EnvState`` and ``step(env_state, action) -> EnvState``.
+
+An environment is a Python object that holds only static configuration and the model; its ``reset`` and
+``step`` are pure functions of their arguments, so ``jax.jit(jax.vmap(env.step))`` runs any number of
+worlds, and everything that changes lives in the :class:`EnvState`. A finished world (failed, or at the
+time limit) is reset inside ``step`` when ``auto_reset`` is on (the default): the returned state then
+holds the next episode's first state and observation, with ``done`` set and the last observation of the
+finished episode in ``info["terminal_observation"]``.
+
+A task subclasses :class:`Env` and provides ``observation_size``, ``action_size``, ``metric_names`` and
+three functions of the world: ``_start`` (a new episode's state), ``_transition`` (one control step) and
+``_observe``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxmor.checks import as_positive_int
+from jaxmor.errors import ArgumentError
+from jaxmor.types import State
+
+
+@struct.dataclass
+class EnvState:
+    """One world of an environment, after a reset or a step.
+
+    Attributes:
+        sim: the simulated world (:class:`jaxmor.State`); after an automatic reset, the next episode's start.
+        data: the task's own per-episode data (e.g. the velocity command and the episode's randomized model
+            leaves: :class:`jaxmor.envs.LocomotionData`).
+        obs: (observation_size,) observation.
+        reward: () reward of the last step (zero after ``reset``).
+        done: () bool: the last step ended the episode (failure or time limit).
+        metrics: name -> () value of the last step (the task's ``metric_names``; zero after ``reset``).
+        info: ``"truncated"`` () bool: the episode ended at the time limit, not by failure (a value target
+            should then bootstrap from ``"terminal_observation"``); ``"terminal_observation"``
+            (observation_size,): the last observation of the episode that ended (``obs`` when none ended);
+            ``"episode_return"`` and ``"episode_length"`` (): the finished episode's sum of rewards and its
+            number of steps, valid where ``done``.
+        key: the ``jax.random`` key of the next automatic reset.
+        steps: () int32, steps taken in the current episode.
+        episode_return: () sum of the current episode's rewards.
+    """
+
+    sim: State
+    data: Any
+    obs: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    metrics: dict[str, jax.Array]
+    info: dict[str, jax.Array]
+    key: jax.Array
+    steps: jax.Array
+    episode_return: jax.Array
+
+
+class Env:
+    """Base class of jaxmor's environments (see the module docstring).
+
+    Args:
+        episode_steps: the time limit, in control steps (``>= 1``).
+        auto_reset: reset a world inside ``step`` when its episode ends.
+
+    Attributes (set by the task):
+        observation_size: length of the observation vector.
+        action_size: length of the action vector.
+        metric_names: the keys of ``EnvState.metrics``.
+    """
+
+    observation_size: int
+    action_size: int
+    metric_names: tuple[str, ...]
+
+    def __init__(self, episode_steps: int, auto_reset: bool = True):
+        self.episode_steps = as_positive_int(episode_steps, "episode_steps")
+        self.auto_reset = bool(auto_reset)
+
+    # The task's part.
+    def _start(self, key: jax.Array) -> tuple[State, Any]:
+        """A new episode: ``(sim, data)``."""
+        raise NotImplementedError
+
+    def _transition(self, sim: State, data: Any, action: jax.Array) -> tuple[State, Any, jax.Array, jax.Array, dict]:
+        """One control step: ``(sim, data, reward (), terminated () bool, metrics)``."""
+        raise NotImplementedError
+
+    def _observe(self, sim: State, data: Any) -> jax.Array:
+        """(observation_size,) observation of a world."""
+        raise NotImplementedError
+
+    # The API.
+    def reset(self, key: jax.Array) -> EnvState:
+        """A new episode, drawn with ``key`` (one world; ``jax.vmap`` it over keys for many).
+
+        Returns:
+            The episode's first :class:`EnvState` (reward, metrics zero; ``done`` false).
+        """
+        episode_key, next_key = jax.random.split(key)
+        sim, data = self._start(episode_key)
+        obs = self._observe(sim, data)
+        zero = jnp.zeros((), obs.dtype)
+        return EnvState(
+            sim=sim,
+            data=data,
+            obs=obs,
+            reward=zero,
+            done=jnp.asarray(False),
+            metrics={name: zero for name in self.metric_names},
+            info={
+                "truncated": jnp.asarray(False),
+                "terminal_observation": obs,
+                "episode_return": zero,
+                "episode_length": jnp.zeros((), jnp.int32),
+            },
+            key=next_key,
+            steps=jnp.zeros((), jnp.int32),
+            episode_return=zero,
+        )
+
+    def step(self, env_state: EnvState, action: jax.Array) -> EnvState:
+        """One control step of one world (``jax.vmap`` it over worlds).
+
+        Args:
+            env_state: the world's state.
+            action: (action_size,) the policy's action (see the task for its meaning and range).
+
+        Returns:
+            The next :class:`EnvState`; with ``auto_reset``, a world whose episode ended holds the next
+            episode's start (``done`` set, the ended episode's last observation in ``info``).
+        """
+        action = jnp.asarray(action, env_state.obs.dtype)
+        if action.shape != (self.action_size,):
+            raise ArgumentError(
+                f"action must have shape ({self.action_size},) for one world (vmap over worlds), got {action.shape}"
+            )
+        sim, data, reward, terminated, metrics = self._transition(env_state.sim, env_state.data, action)
+        obs = self._observe(sim, data)
+        steps = env_state.steps + 1
+        truncated = (steps >= self.episode_steps) & ~terminated
+        done = terminated | truncated
+        episode_return = env_state.episode_return + reward
+        stepped = EnvState(
+            sim=sim,
+            data=data,
+            obs=obs,
+            reward=reward,
+            done=done,
+            metrics=metrics,
+            info={
+                "truncated": truncated,
+                "terminal_observation": obs,
+                "episode_return": episode_return,
+                "episode_length": steps,
+            },
+            key=env_state.key,
+            steps=steps,
+            episode_return=episode_return,
+        )
+        if not self.auto_reset:
+            return stepped
+        fresh = self.reset(env_state.key)
+
+        def pick(new, old):
+            return jnp.where(done, new, old)
+
+        return stepped.replace(
+            sim=jax.tree.map(pick, fresh.sim, sim),
+            data=jax.tree.map(pick, fresh.data, data),
+            obs=pick(fresh.obs, obs),
+            key=pick(fresh.key, env_state.key),
+            steps=pick(fresh.steps, steps),
+            episode_return=pick(fresh.episode_return, episode_return),
+        )

@@ -1,0 +1,389 @@
+"""Velocity tracking on flat ground for a floating-base legged robot whose actuators are DC motors.
+
+:class:`Locomotion` follows the actuator spec's advice for a training environment: the policy's actions
+become actuator torques (directly, scaled into the current torque bounds, or through a PD computed
+explicitly every physics step), the step clips them to the motor operating region, the observation
+holds the motor speeds and the saturation, and the reward penalizes motor power and saturation.
+
+The Box-MOR switch (``motor_model="box"``) reproduces the comparison of Kim et al. (IEEE RAM 2025): the
+region is only monitored (``set_motor_operating_region_enforced(False)``) and the torques are clipped to
+the URDF's torque-speed rectangle instead: ``|tau| <= effort`` at the driven joint, and beyond the joint's
+velocity limit only braking torque (``tau u <= 0``). The actuator states still report how far the applied
+torques leave the real motors' region (``metrics["region_violation"]``, ``sim.actuator_state``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmor import robots
+from jaxmor.build import load_urdf
+from jaxmor.checks import as_positive_int
+from jaxmor.envs.core import Env
+from jaxmor.errors import ArgumentError
+from jaxmor.forces import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
+from jaxmor.math import quat_to_rotation
+from jaxmor.motor import motor_operating_region_violation
+from jaxmor.randomize import Distribution, randomize, scale, uniform
+from jaxmor.scene import add_ground
+from jaxmor.state import init_state
+from jaxmor.step import step as physics_step
+from jaxmor.types import Model, State
+
+#: The reward terms and their default weights (per second of simulated time; each term is multiplied by its
+#: weight and by the control period). Kinematic terms are in the base frame.
+DEFAULT_REWARD_WEIGHTS = {
+    "tracking_linear": 1.0,  # exp(-|v_xy - command_xy|^2 / 0.25), v in m/s
+    "tracking_yaw": 0.5,  # exp(-(w_z - command_yaw)^2 / 0.25), w in rad/s
+    "vertical_speed": -2.0,  # v_z^2 [m^2/s^2]
+    "roll_pitch_rate": -0.05,  # |w_xy|^2 [rad^2/s^2]
+    "orientation": -1.0,  # |g_xy|^2, gravity's direction in the base frame (0 when level)
+    "motor_power": -1e-4,  # sum |motor_torque * average_motor_speed| [W]
+    "saturation": -1.0,  # sum over actuators of how far the wanted torque leaves the policy's bounds, / peak
+    "action_rate": -0.01,  # |a - a_previous|^2
+}
+
+#: Ranges of the velocity command drawn at each reset: forward and lateral speed in the base frame [m/s],
+#: yaw rate [rad/s].
+DEFAULT_COMMAND_RANGES = ((-0.5, 1.5), (-0.5, 0.5), (-1.0, 1.0))
+
+
+def default_randomization() -> dict[str, Distribution]:
+    """A moderate per-episode randomization: motor resistance and torque constant +-10 %, bus voltage
+    +-10 %, ground friction 0.5-1.25, link masses +-10 % (the ``randomization`` of :class:`Locomotion`)."""
+    return {
+        "motor.resistance": scale(0.9, 1.1),
+        "motor.torque_constant": scale(0.9, 1.1),
+        "motor.bus_voltage": scale(0.9, 1.1, shared=True),
+        "ground.friction": uniform(0.5, 1.25),
+        "body.mass": scale(0.9, 1.1),
+    }
+
+
+@struct.dataclass
+class LocomotionData:
+    """The task's per-episode data of one world.
+
+    Attributes:
+        command: (3,) commanded forward and lateral speed in the base frame [m/s] and yaw rate [rad/s].
+        last_action: (na,) the previous action.
+        saturated: (na,) 1 where the last physics step's wanted torque reached the policy's bounds, else 0.
+        world: the episode's randomized model leaves (the model's structure, ``None`` at shared leaves), or
+            ``None`` without randomization.
+    """
+
+    command: jax.Array
+    last_action: jax.Array
+    saturated: jax.Array
+    world: Model | None
+
+
+def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
+    """The URDF's torque-speed rectangle (Box-MOR) at the actuators' driven joints, at the gear outputs:
+    ``[-effort, effort]``, narrowed to braking only (``0`` on the side that accelerates) where the joint
+    turns faster than its velocity limit.
+
+    Returns:
+        ``(lower, upper)``, each (na,) [Nm or N].
+    """
+    v = np.asarray(model.actuators.joint_v_index, dtype=np.int32)
+    effort = jnp.asarray(model.dof_effort_limit, state.u.dtype)[v]
+    limit = jnp.asarray(model.dof_velocity_limit, state.u.dtype)[v]
+    u = state.u[v]
+    upper = jnp.where(u > limit, 0.0, effort)
+    lower = jnp.where(u < -limit, 0.0, -effort)
+    return lower, upper
+
+
+class Locomotion(Env):
+    """Track a commanded forward, lateral and yaw velocity on flat ground.
+
+    Observation (``observation_size = 12 + 5 na``), in this order: base linear velocity in the base frame
+    (3) [m/s]; base angular velocity in the base frame (3) [rad/s]; gravity's direction in the base frame
+    (3); the command (3); driven-joint positions minus the standing pose (na) [rad]; driven-joint
+    velocities (na) [rad/s]; motor speeds over their no-load speeds ``Kv V`` (na); saturation (na): 1
+    where the last physics step's wanted torque reached the policy's bounds (the motor region, or the box),
+    else 0; the previous action (na). Raw SI values: normalize them in the trainer (Brax PPO's
+    ``normalize_observations=True``).
+
+    Action (``action_size = na``), each in [-1, 1] (values beyond are clipped):
+
+    * ``action_mode="torque"``: ``tau = (1 - a)/2 lower + (1 + a)/2 upper`` with the bounds at the start of
+      every physics step (:func:`jaxmor.actuator_torque_bounds`, or :func:`box_torque_bounds` in Box-MOR
+      mode), so ``a = -1`` and ``+1`` are exactly the bounds;
+    * ``action_mode="pd"``: driven-joint position targets ``standing + action_scale a``, and every physics
+      step the actuator torque ``kp (target - q_j) - kd u_j`` computed explicitly at its start (the PD of
+      :func:`jaxmor.set_actuator_pd_gains`, written here so that the Box-MOR mode can clip it to the box);
+      the step clips it to the motor region.
+
+    Reward: the weighted terms of :data:`DEFAULT_REWARD_WEIGHTS`, each times the control period
+    ``substeps * timestep``; ``metrics`` holds each weighted term and ``forward_speed`` [m/s],
+    ``command_forward`` [m/s], ``power`` [W, mean over the physics steps], ``saturated_fraction`` (share of
+    actuators whose applied or commanded motor torque sits on or beyond the motor region's bound, i.e.
+    ``ActuatorState.saturation``, mean over the physics steps) and ``region_violation`` (how far the applied
+    motor torques lie outside the motor region, summed over actuators, over the peak torque: zero with
+    the region enforced; the Box-MOR policy's gap to real motors).
+
+    An episode ends when the base falls below ``min_base_height`` or tilts beyond 60 degrees (or the world
+    stops: non-finite), or after ``episode_steps``. A new episode starts from ``standing_q`` raised by
+    2 cm, turned by a random yaw, with the joints perturbed uniformly by ``+-joint_noise``, at rest; it draws
+    a command uniformly from ``command_ranges`` and, with ``randomization``, one of ``randomization_pool``
+    models drawn once by :func:`jaxmor.randomize`.
+
+    Args:
+        model: a floating-base model with motor actuators and a ground (default: the shipped quadruped,
+            :func:`jaxmor.robots.path`, with :func:`jaxmor.add_ground`).
+        standing_q: (nq,) standing pose with the feet on the ground (default for the shipped quadruped:
+            :func:`jaxmor.robots.quadruped_standing_q`; required for another model).
+        motor_model: ``"em"`` (the motor region enforced) or ``"box"`` (Box-MOR, see the module docstring).
+        action_mode: ``"torque"`` or ``"pd"``.
+        kp, kd: PD gains of ``"pd"`` mode at the gear outputs [Nm/rad, Nm s/rad].
+        action_scale: position-target range of ``"pd"`` mode [rad].
+        timestep: physics time step [s] (replaces the model's).
+        substeps: physics steps per control step.
+        episode_steps: time limit in control steps.
+        command_ranges: three ``(low, high)`` ranges (forward, lateral [m/s], yaw rate [rad/s]).
+        reward_weights: weights replacing some of :data:`DEFAULT_REWARD_WEIGHTS`.
+        randomization: ``jaxmor.randomize`` spec (e.g. :func:`default_randomization`), or ``None``.
+        randomization_pool: number of models drawn for the episodes to pick from.
+        seed: seed of the randomization pool.
+        min_base_height: termination height of the base origin [m] (default: 60 % of the standing height).
+        joint_noise: half-width of the joints' start perturbation [rad].
+        auto_reset: reset a finished world inside ``step``.
+
+    Raises:
+        ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
+            ground, a missing ``standing_q``, a bad range, or (Box-MOR) an effort limit that is not positive
+            and finite.
+    """
+
+    metric_names = (
+        *DEFAULT_REWARD_WEIGHTS,
+        "forward_speed",
+        "command_forward",
+        "power",
+        "saturated_fraction",
+        "region_violation",
+    )
+
+    def __init__(
+        self,
+        model: Model | None = None,
+        standing_q: np.ndarray | None = None,
+        *,
+        motor_model: str = "em",
+        action_mode: str = "pd",
+        kp: float = 150.0,
+        kd: float = 3.0,
+        action_scale: float = 0.5,
+        timestep: float = 0.004,
+        substeps: int = 5,
+        episode_steps: int = 1000,
+        command_ranges=DEFAULT_COMMAND_RANGES,
+        reward_weights: Mapping[str, float] | None = None,
+        randomization: Mapping[str, Distribution] | None = None,
+        randomization_pool: int = 1024,
+        seed: int = 0,
+        min_base_height: float | None = None,
+        joint_noise: float = 0.1,
+        auto_reset: bool = True,
+    ):
+        super().__init__(episode_steps, auto_reset)
+        if model is None:
+            model = add_ground(load_urdf(robots.path("quadruped")))
+            if standing_q is None:
+                standing_q = robots.quadruped_standing_q(model)
+        if not model.floating_base or model.na == 0 or not model.ground:
+            raise ArgumentError("Locomotion needs a floating-base model with motor actuators and a ground")
+        if standing_q is None:
+            raise ArgumentError("Locomotion needs standing_q for a model other than the shipped quadruped")
+        standing_q = np.asarray(standing_q, np.float64)
+        if standing_q.shape != (model.nq,):
+            raise ArgumentError(f"standing_q must have shape ({model.nq},), got {standing_q.shape}")
+        if motor_model not in ("em", "box"):
+            raise ArgumentError(f"motor_model must be 'em' or 'box', got {motor_model!r}")
+        if action_mode not in ("torque", "pd"):
+            raise ArgumentError(f"action_mode must be 'torque' or 'pd', got {action_mode!r}")
+        weights = dict(DEFAULT_REWARD_WEIGHTS)
+        for name, value in (reward_weights or {}).items():
+            if name not in weights:
+                raise ArgumentError(f"unknown reward term {name!r}; the terms are {list(weights)}")
+            weights[name] = float(value)
+        ranges = np.asarray(command_ranges, np.float64)
+        if ranges.shape != (3, 2) or np.any(ranges[:, 0] > ranges[:, 1]) or not np.all(np.isfinite(ranges)):
+            raise ArgumentError(f"command_ranges must be three finite (low, high) pairs, got {command_ranges!r}")
+        v_act = np.asarray(model.actuators.joint_v_index)
+        if motor_model == "box":
+            effort = np.asarray(model.dof_effort_limit)[v_act]
+            if not np.all(np.isfinite(effort) & (effort > 0)):
+                raise ArgumentError(f"Box-MOR needs positive finite effort limits at the driven joints, got {effort}")
+        self.substeps = as_positive_int(substeps, "substeps")
+        dtype = model.body_mass.dtype
+        self.model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(timestep, dtype)))
+        self.motor_model = motor_model
+        self.action_mode = action_mode
+        self.kp, self.kd, self.action_scale = float(kp), float(kd), float(action_scale)
+        self.control_period = float(timestep) * self.substeps
+        self.weights = weights
+        self.command_ranges = ranges
+        self.standing_q = standing_q
+        self.q_index = actuator_joint_q_index(model)
+        self.v_index = v_act.astype(np.int32)
+        self.standing_joints = standing_q[self.q_index]
+        height = standing_q[2] - float(np.asarray(model.ground_height))
+        self.min_base_height = 0.6 * height if min_base_height is None else float(min_base_height)
+        self.joint_noise = float(joint_noise)
+        self.observation_size = 12 + 5 * model.na
+        self.action_size = model.na
+        self.randomization = dict(randomization) if randomization else None
+        if self.randomization:
+            pool = as_positive_int(randomization_pool, "randomization_pool")
+            models, axes = randomize(self.model, jax.random.PRNGKey(seed), pool, self.randomization)
+            self._pool_model, self._pool_axes, self._pool_size = models, axes, pool
+        else:
+            self._pool_model, self._pool_axes, self._pool_size = self.model, None, 0
+
+    # ----------------------------------------------------------------------------------------------
+    def world_model(self, data: LocomotionData) -> Model:
+        """The model of a world's episode (its randomized leaves in place)."""
+        if self._pool_axes is None:
+            return self.model
+        return jax.tree.map(
+            lambda ax, x, w: x if ax is None else w,
+            self._pool_axes,
+            self._pool_model,
+            data.world,
+            is_leaf=lambda x: x is None,
+        )
+
+    def _draw_world(self, key: jax.Array):
+        if self._pool_axes is None:
+            return None
+        index = jax.random.randint(key, (), 0, self._pool_size)
+        return jax.tree.map(
+            lambda ax, x: None if ax is None else x[index],
+            self._pool_axes,
+            self._pool_model,
+            is_leaf=lambda x: x is None,
+        )
+
+    def _start(self, key: jax.Array) -> tuple[State, LocomotionData]:
+        k_world, k_cmd, k_joint, k_yaw = jax.random.split(key, 4)
+        dtype = self.model.body_mass.dtype
+        world = self._draw_world(k_world)
+        data = LocomotionData(
+            command=jax.random.uniform(
+                k_cmd, (3,), dtype, jnp.asarray(self.command_ranges[:, 0]), jnp.asarray(self.command_ranges[:, 1])
+            ),
+            last_action=jnp.zeros((self.action_size,), dtype),
+            saturated=jnp.zeros((self.action_size,), dtype),
+            world=world,
+        )
+        model = self.world_model(data)
+        q = jnp.asarray(self.standing_q, dtype)
+        noise = jax.random.uniform(k_joint, (self.action_size,), dtype, -self.joint_noise, self.joint_noise)
+        q = q.at[self.q_index].add(noise)
+        yaw = jax.random.uniform(k_yaw, (), dtype, -math.pi, math.pi)
+        q = q.at[2].add(0.02).at[3:7].set(jnp.stack([jnp.cos(yaw / 2), 0 * yaw, 0 * yaw, jnp.sin(yaw / 2)]))
+        sim = init_state(model, q)
+        if self.motor_model == "box":
+            sim = sim.replace(mor_enforced=jnp.asarray(False))
+        return sim, data
+
+    def _base_frame(self, sim: State):
+        """Base linear and angular velocity and gravity's direction, in the base frame."""
+        rot = quat_to_rotation(sim.q[3:7])
+        return rot.T @ sim.u[0:3], rot.T @ sim.u[3:6], rot.T @ jnp.asarray([0.0, 0.0, -1.0], sim.u.dtype)
+
+    def _observe(self, sim: State, data: LocomotionData) -> jax.Array:
+        model = self.world_model(data)
+        lin, ang, gravity = self._base_frame(sim)
+        motor = model.actuators.motor
+        no_load = jnp.asarray(motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
+        return jnp.concatenate(
+            [
+                lin,
+                ang,
+                gravity,
+                data.command,
+                sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype),
+                sim.u[self.v_index],
+                motor_speeds(model, sim.u) / no_load,
+                data.saturated,
+                data.last_action,
+            ]
+        )
+
+    def _policy_bounds(self, model: Model, sim: State) -> tuple[jax.Array, jax.Array]:
+        if self.motor_model == "box":
+            return box_torque_bounds(model, sim)
+        return actuator_torque_bounds(model, sim)
+
+    def _transition(self, sim: State, data: LocomotionData, action: jax.Array):
+        model = self.world_model(data)
+        dtype = sim.u.dtype
+        a = jnp.clip(action, -1.0, 1.0)
+        target = jnp.asarray(self.standing_joints, dtype) + self.action_scale * a
+        act = model.actuators
+        gear = jnp.asarray(act.gear_ratio, dtype)
+        motor = act.motor
+        stall = jnp.asarray(motor.torque_constant, dtype) * sim.bus_voltage / jnp.asarray(motor.resistance, dtype)
+        peak = gear * jnp.minimum(jnp.asarray(motor.peak_torque, dtype), stall)  # finite scale at the gear output
+
+        def substep(carry, _):
+            s, sums, _ = carry
+            lower, upper = self._policy_bounds(model, s)
+            if self.action_mode == "torque":
+                wanted = 0.5 * (1.0 - a) * lower + 0.5 * (1.0 + a) * upper
+            else:
+                wanted = self.kp * (target - s.q[self.q_index]) - self.kd * s.u[self.v_index]
+            outside = jnp.maximum(wanted - upper, 0.0) + jnp.maximum(lower - wanted, 0.0)
+            saturated = ((wanted >= upper) | (wanted <= lower)).astype(dtype)
+            command = jnp.clip(wanted, lower, upper) if self.motor_model == "box" else wanted
+            s = physics_step(model, s.replace(actuator_torque=command))
+            st = s.actuator_state
+            now = motor.replace(bus_voltage=s.bus_voltage)
+            values = jnp.stack(
+                [
+                    jnp.sum(jnp.abs(st.motor_torque * st.average_motor_speed)),
+                    jnp.mean((st.saturation != 0).astype(dtype)),
+                    jnp.sum(motor_operating_region_violation(now, st.motor_speed, st.motor_torque) * gear / peak),
+                    jnp.sum(outside / peak),
+                ]
+            )
+            return (s, sums + values, saturated), None
+
+        init = (sim, jnp.zeros((4,), dtype), jnp.zeros_like(a))
+        (sim, sums, saturated), _ = jax.lax.scan(substep, init, None, length=self.substeps)
+        power, saturated_fraction, violation, outside = sums / self.substeps
+
+        lin, ang, gravity = self._base_frame(sim)
+        cmd = data.command
+        terms = {
+            "tracking_linear": jnp.exp(-jnp.sum((lin[:2] - cmd[:2]) ** 2) / 0.25),
+            "tracking_yaw": jnp.exp(-((ang[2] - cmd[2]) ** 2) / 0.25),
+            "vertical_speed": lin[2] ** 2,
+            "roll_pitch_rate": jnp.sum(ang[:2] ** 2),
+            "orientation": jnp.sum(gravity[:2] ** 2),
+            "motor_power": power,
+            "saturation": outside,
+            "action_rate": jnp.sum((a - data.last_action) ** 2),
+        }
+        metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
+        reward = sum(metrics.values())
+        metrics.update(
+            forward_speed=lin[0],
+            command_forward=cmd[0],
+            power=power,
+            saturated_fraction=saturated_fraction,
+            region_violation=violation,
+        )
+        height = sim.q[2] - jnp.asarray(model.ground_height, dtype)
+        terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
+        return sim, data.replace(last_action=a, saturated=saturated), reward, terminated, metrics
