@@ -4,7 +4,7 @@ The public API is re-exported here; nothing is defined in this module, and impor
 global setting (x64, print options).
 """
 
-from jaxmor import robots, sysid
+from jaxmor import envs, robots, sysid
 from jaxmor.actuators import (
     export_actuators,
     get_actuators,
@@ -132,6 +132,7 @@ __all__ = [
     "combine",
     "contact_count",
     "enable_self_collision",
+    "envs",
     "export_actuators",
     "forward_dynamics",
     "forward_kinematics",

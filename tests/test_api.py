@@ -15,7 +15,7 @@ PUBLIC = [
     "State", "actuate", "actuator_index", "actuator_names", "actuator_states", "actuator_torque_bounds",
     "actuator_torques", "add_free_body", "add_ground", "affine_force", "affine_force_at", "affine_generalized_force",
     "affine_joint_force", "bias_force", "clamp_ctrl", "clip_motor_torque", "collide", "combine", "contact_count",
-    "enable_self_collision", "export_actuators", "forward_dynamics", "forward_kinematics", "generalized_force",
+    "enable_self_collision", "envs", "export_actuators", "forward_dynamics", "forward_kinematics", "generalized_force",
     "geom_index", "get_actuators", "import_actuators", "init_state", "init_states", "integrate_positions",
     "inverse_dynamics", "is_motor_operating_region_enforced", "joint_damping", "joint_friction", "joint_index",
     "joint_names", "joint_q_index", "link_jacobian", "load_urdf", "log_uniform", "mass_matrix",

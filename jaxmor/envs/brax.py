@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxmor.envs.core import Env as JaxmorEnv
+from jaxmor.envs.core import Env, resetting_env
 from jaxmor.errors import ArgumentError
 
 try:
@@ -50,12 +50,8 @@ class BraxEnv(_BraxEnvBase):
         ArgumentError: ``env`` is not a jaxmor environment, or its ``auto_reset`` is off.
     """
 
-    def __init__(self, env: JaxmorEnv):
-        if not isinstance(env, JaxmorEnv):
-            raise ArgumentError(f"BraxEnv needs a jaxmor.envs environment, got {type(env).__name__}")
-        if not env.auto_reset:
-            raise ArgumentError("BraxEnv needs an environment with auto_reset=True (jaxmor resets the worlds)")
-        self.env = env
+    def __init__(self, env: Env):
+        self.env = resetting_env(env, "BraxEnv")
 
     @property
     def observation_size(self) -> int:

@@ -176,3 +176,16 @@ class Env:
             steps=pick(fresh.steps, steps),
             episode_return=pick(fresh.episode_return, episode_return),
         )
+
+
+def resetting_env(env: Any, adapter: str) -> Env:
+    """``env``, checked for a trainer adapter: a jaxmor environment that resets its worlds itself.
+
+    Raises:
+        ArgumentError: ``env`` is not a jaxmor environment, or its ``auto_reset`` is off.
+    """
+    if not isinstance(env, Env):
+        raise ArgumentError(f"{adapter} needs a jaxmor.envs environment, got {type(env).__name__}")
+    if not env.auto_reset:
+        raise ArgumentError(f"{adapter} needs an environment with auto_reset=True (jaxmor resets the worlds)")
+    return env

@@ -1,0 +1,251 @@
+"""jaxmor.envs: the functional environment API and the Locomotion task.
+
+Independent references: the torque bounds of the motor region in closed form (``oracles.motor_region``)
+and the URDF's effort limits read from the file; a fresh ``env.reset`` with the stored key for the
+automatic reset; the base velocity rotated into the base frame with a rotation built here from the
+quaternion. World counts are small except in the 4,096-world test; each distinct configuration compiles
+once per module.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from lxml import etree
+from oracles import motor_region, rot_of_quat
+
+import jaxmor
+from jaxmor import ArgumentError, envs
+
+N_SMALL = 16
+
+
+@pytest.fixture(scope="module")
+def pd_env():
+    """Position-target actions (the default), 40-step episodes: large random targets make the robot fall
+    (terminations), small ones let it stand until the limit truncates the episode."""
+    return envs.Locomotion(episode_steps=40)
+
+
+@pytest.fixture(scope="module")
+def pd_fns(pd_env):
+    return jax.jit(jax.vmap(pd_env.reset)), jax.jit(jax.vmap(pd_env.step))
+
+
+def test_environment_runs_under_jit_vmap_at_4096_worlds():
+    env = envs.Locomotion()
+    n = 4096
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), n))
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (n, env.action_size), minval=-1.0, maxval=1.0)
+    step = jax.jit(jax.vmap(env.step))
+    for _ in range(2):
+        states = step(states, actions)
+    assert states.obs.shape == (n, env.observation_size) == (n, 12 + 5 * 12)
+    assert states.reward.shape == (n,) and states.done.shape == (n,)
+    assert bool(jnp.all(jnp.isfinite(states.obs))) and bool(jnp.all(jnp.isfinite(states.reward)))
+    assert int(jnp.max(states.steps)) == 2  # nobody ended in 2 steps: every world advanced
+    assert float(jnp.min(states.sim.time)) == pytest.approx(2 * env.substeps * 0.004, rel=1e-5)
+
+
+def test_random_actions_for_1000_steps_stay_finite(pd_env, pd_fns):
+    """1,000 control steps (5,000 physics steps) of uniform random actions on 16 worlds (in [-1, 1] on half
+    of them, in [-0.1, 0.1] on the others): every observation, reward and metric finite, and both ways an
+    episode ends happen."""
+    reset, step = pd_fns
+    states = reset(jax.random.split(jax.random.PRNGKey(2), N_SMALL))
+
+    @jax.jit
+    def run(states, key):
+        def body(s, k):
+            a = jax.random.uniform(k, (N_SMALL, pd_env.action_size), minval=-1.0, maxval=1.0)
+            a = a * jnp.where(jnp.arange(N_SMALL) < N_SMALL // 2, 1.0, 0.1)[:, None]
+            s = jax.vmap(pd_env.step)(s, a)
+            finite = jnp.all(jnp.isfinite(s.obs)) & jnp.all(jnp.isfinite(s.reward))
+            for v in s.metrics.values():
+                finite = finite & jnp.all(jnp.isfinite(v))
+            ended = jnp.stack([jnp.sum(s.done & ~s.info["truncated"]), jnp.sum(s.info["truncated"])])
+            return s, (finite, ended, jnp.max(jnp.abs(s.obs)))
+
+        return jax.lax.scan(body, states, jax.random.split(key, 1000))
+
+    _, (finite, ended, largest) = run(states, jax.random.PRNGKey(3))
+    assert bool(jnp.all(finite)), f"non-finite values first at step {int(jnp.argmin(finite))}"
+    failures, truncations = (int(x) for x in jnp.sum(ended, axis=0))
+    assert failures > 0 and truncations > 0, (failures, truncations)
+    assert float(jnp.max(largest)) < 1e3  # observations stay physical (speeds, angles, ratios)
+
+
+def test_auto_reset_starts_a_fresh_episode(pd_env, pd_fns):
+    """At the 40-step limit every standing world is truncated and restarted exactly as ``reset`` with the
+    key it carried; the last observation of the ended episode is kept in info."""
+    reset, step = pd_fns
+    states = reset(jax.random.split(jax.random.PRNGKey(4), N_SMALL))
+    hold = jnp.zeros((N_SMALL, pd_env.action_size))
+    ended_any = jnp.zeros(N_SMALL, bool)
+    for _ in range(39):
+        states = step(states, hold)
+        ended_any = ended_any | states.done
+    before = states
+    after = step(before, hold)
+    survivors = ~ended_any
+    assert int(jnp.sum(survivors)) > 0
+    idx = int(jnp.argmax(survivors))
+    assert bool(after.done[idx]) and bool(after.info["truncated"][idx])
+    assert int(after.info["episode_length"][idx]) == 40 and int(after.steps[idx]) == 0
+    fresh = pd_env.reset(before.key[idx])
+    np.testing.assert_array_equal(np.asarray(after.obs[idx]), np.asarray(fresh.obs))
+    np.testing.assert_array_equal(np.asarray(after.sim.q[idx]), np.asarray(fresh.sim.q))
+    np.testing.assert_array_equal(np.asarray(after.data.command[idx]), np.asarray(fresh.data.command))
+    assert not np.array_equal(np.asarray(after.info["terminal_observation"][idx]), np.asarray(after.obs[idx]))
+    assert float(after.info["episode_return"][idx]) != 0.0 and float(after.episode_return[idx]) == 0.0
+
+
+def test_a_fall_terminates_without_truncation(pd_env):
+    state = pd_env.reset(jax.random.PRNGKey(5))
+    sunk = state.replace(sim=state.sim.replace(q=state.sim.q.at[2].set(0.1)))  # base far below 60 % height
+    out = jax.jit(pd_env.step)(sunk, jnp.zeros(pd_env.action_size))
+    assert bool(out.done) and not bool(out.info["truncated"])
+    assert int(out.steps) == 0  # restarted
+
+
+def _one_physics_step_env(motor_model):
+    return envs.Locomotion(action_mode="torque", motor_model=motor_model, substeps=1, auto_reset=False)
+
+
+@pytest.mark.parametrize("motor_model", ["em", "box"])
+def test_actions_at_plus_minus_one_are_the_torque_bounds(motor_model):
+    """With one physics step per action, ``a = +-1`` applies exactly the bounds at the start of the step: the
+    motor region in closed form times the gear (EM-MOR), or the URDF effort limits (Box-MOR, at rest)."""
+    env = _one_physics_step_env(motor_model)
+    model = env.model
+    state = env.reset(jax.random.PRNGKey(6))
+    # Moving joints, so that the motor region's bounds differ from the peak torque (voltage band).
+    u = state.sim.u.at[np.asarray(model.actuators.joint_v_index)].set(jnp.linspace(-20.0, 20.0, model.na))
+    state = state.replace(sim=state.sim.replace(u=u))
+    signs = jnp.asarray(np.tile([1.0, -1.0, 1.0], model.na // 3))
+    out = jax.jit(env.step)(state, signs)
+    st = out.sim.actuator_state
+    gear = np.asarray(model.actuators.gear_ratio)
+    applied = np.asarray(st.motor_torque) * gear
+    if motor_model == "em":
+        m = model.actuators.motor
+        speed = np.asarray(jaxmor.transmission_matrix(model)) @ np.asarray(u)
+        lower, upper = motor_region(
+            speed,
+            m.resistance,
+            m.torque_constant,
+            m.velocity_constant,
+            np.asarray(state.sim.bus_voltage),
+            m.peak_torque,
+        )
+        expected = np.where(np.asarray(signs) > 0, upper, lower) * gear
+        assert np.any(np.abs(expected) < np.asarray(m.peak_torque) * gear * 0.999)  # on the voltage band somewhere
+    else:
+        root = etree.parse(str(jaxmor.robots.path("quadruped"))).getroot()
+        effort = {
+            j.get("name"): float(j.find("limit").get("effort"))
+            for j in root.iter("joint")
+            if j.find("limit") is not None
+        }
+        bound = np.array([effort[j] for j in model.actuators.joints])
+        speed_ok = (
+            np.abs(np.asarray(u)[np.asarray(model.actuators.joint_v_index)])
+            <= np.asarray(model.dof_velocity_limit)[np.asarray(model.actuators.joint_v_index)]
+        )
+        assert np.all(speed_ok)
+        expected = np.asarray(signs) * bound
+    np.testing.assert_allclose(applied, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_box_mor_monitors_the_region_and_reports_its_violation():
+    """Box-MOR: the region only monitored; the effort-limited torques at high speed lie outside the motor
+    region, and the metric says by how much (closed form)."""
+    env = _one_physics_step_env("box")
+    model = env.model
+    state = env.reset(jax.random.PRNGKey(7))
+    assert not bool(state.sim.mor_enforced)
+    u = state.sim.u.at[np.asarray(model.actuators.joint_v_index)].set(15.0)  # drive with the motion: voltage-limited
+    out = jax.jit(env.step)(state.replace(sim=state.sim.replace(u=u)), jnp.ones(model.na))
+    st = out.sim.actuator_state
+    m = model.actuators.motor
+    lower, upper = motor_region(
+        np.asarray(st.motor_speed),
+        m.resistance,
+        m.torque_constant,
+        m.velocity_constant,
+        np.asarray(state.sim.bus_voltage),
+        m.peak_torque,
+    )
+    tau = np.asarray(st.motor_torque)
+    outside = np.maximum(tau - upper, 0) + np.maximum(lower - tau, 0)
+    assert outside.sum() > 0
+    peak = np.asarray(model.actuators.motor.peak_torque)
+    np.testing.assert_allclose(float(out.metrics["region_violation"]), np.sum(outside / peak), rtol=1e-9)
+
+
+def test_observation_holds_base_frame_velocities_and_motor_speeds(pd_env):
+    state = pd_env.reset(jax.random.PRNGKey(8))
+    model = pd_env.model
+    u = state.sim.u.at[0:6].set(jnp.array([0.3, -0.2, 0.1, 0.5, -0.4, 0.7]))
+    u = u.at[np.asarray(model.actuators.joint_v_index)].set(jnp.linspace(-3, 3, model.na))
+    sim = state.sim.replace(u=u)
+    obs = np.asarray(pd_env._observe(sim, state.data))
+    rot = rot_of_quat(np.asarray(sim.q[3:7]))
+    np.testing.assert_allclose(obs[0:3], rot.T @ np.asarray(u[0:3]), atol=1e-12)
+    np.testing.assert_allclose(obs[3:6], rot.T @ np.asarray(u[3:6]), atol=1e-12)
+    np.testing.assert_allclose(obs[6:9], rot.T @ np.array([0.0, 0.0, -1.0]), atol=1e-12)
+    m = model.actuators.motor
+    speeds = np.asarray(jaxmor.transmission_matrix(model)) @ np.asarray(u)
+    na = model.na
+    np.testing.assert_allclose(
+        obs[12 + 2 * na : 12 + 3 * na],
+        speeds / (np.asarray(m.velocity_constant) * np.asarray(sim.bus_voltage)),
+        atol=1e-12,
+    )
+
+
+def test_episodes_draw_their_models_from_a_randomize_pool():
+    env = envs.Locomotion(randomization=envs.default_randomization(), randomization_pool=8, seed=1)
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(9), 32))
+    pool = np.asarray(env._pool_model.actuators.motor.resistance)  # (8, na)
+    drawn = np.asarray(states.data.world.actuators.motor.resistance)  # (32, na)
+    assert pool.shape == (8, env.action_size)
+    matches = [int(np.argmax(np.all(pool == d, axis=1))) for d in drawn]
+    assert all(np.array_equal(pool[i], d) for i, d in zip(matches, drawn, strict=True))
+    assert len(set(matches)) > 1  # different worlds drew different models
+    # Each world starts with its own drawn bus voltage (shared across a world's actuators).
+    voltages = np.asarray(states.sim.bus_voltage)
+    np.testing.assert_array_equal(voltages, np.asarray(states.data.world.actuators.motor.bus_voltage))
+
+
+def test_bad_configuration_and_actions_are_refused(pd_env):
+    with pytest.raises(ArgumentError, match="motor_model"):
+        envs.Locomotion(motor_model="rectangle")
+    with pytest.raises(ArgumentError, match="action_mode"):
+        envs.Locomotion(action_mode="velocity")
+    with pytest.raises(ArgumentError, match="unknown reward term 'speed'"):
+        envs.Locomotion(reward_weights={"speed": 1.0})
+    with pytest.raises(ArgumentError, match="command_ranges"):
+        envs.Locomotion(command_ranges=((1.0, 0.0), (0, 0), (0, 0)))
+    with pytest.raises(ArgumentError, match="standing_q"):
+        envs.Locomotion(model=jaxmor.add_ground(jaxmor.load_urdf(jaxmor.robots.path("quadruped"))))
+    state = pd_env.reset(jax.random.PRNGKey(0))
+    with pytest.raises(ArgumentError, match=r"action must have shape \(12,\)"):
+        pd_env.step(state, jnp.zeros((2, 12)))
+
+
+def test_envs_api_is_pinned():
+    assert sorted(envs.__all__) == [
+        "DEFAULT_COMMAND_RANGES",
+        "DEFAULT_REWARD_WEIGHTS",
+        "Env",
+        "EnvState",
+        "Locomotion",
+        "LocomotionData",
+        "box_torque_bounds",
+        "default_randomization",
+    ]
+    for name in envs.__all__:
+        assert getattr(envs, name).__doc__ or name.isupper(), name
