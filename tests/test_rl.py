@@ -124,15 +124,16 @@ def _evaluate(env):
 
 def test_rejax_ppo_learns_to_hold_the_robot_up():
     """The simple task: stand still (zero command) with torque actions, which start out letting the robot sag
-    and fall. rejax PPO, 64 worlds x 16 steps per iteration, 40 iterations (41k control steps, 205k physics
-    steps): the evaluated return rises (measured here: -0.77 to -0.42; it is asserted to rise by 0.15 and
-    to rise between the first and the last third of the evaluations)."""
+    and fall (each fall costs the termination penalty). rejax PPO, 64 worlds x 16 steps per iteration, 60
+    iterations (61k control steps, 307k physics steps), evaluated every 5: the return rises (measured here:
+    -1.77 at the start, -1.43 at the end; the mean of the last three evaluations -1.47 against -1.70 for
+    the first three). Asserted: a rise of 0.2 from first to last, and of 0.1 between those means."""
     # float32, as training runs: rejax keeps its observation statistics in float32 and its scan refuses the
     # float64 ones it would compute under x64 (enabled for the whole test session in conftest.py).
     with jax.enable_x64(False):
         env = envs.Locomotion(action_mode="torque", episode_steps=50, command_ranges=STAND_STILL)
         genv = GymnaxEnv(env)
-        n_envs, steps, iterations = 64, 16, 40
+        n_envs, steps, iterations = 64, 16, 60
         algo = rejax.PPO.create(
             env=genv,
             env_params=genv.default_params,
@@ -148,6 +149,6 @@ def test_rejax_ppo_learns_to_hold_the_robot_up():
         ).replace(eval_callback=_evaluate(env))
         _, evaluations = jax.jit(algo.train)(jax.random.PRNGKey(0))
     returns = np.asarray(evaluations)[:, 0]
-    assert np.all(np.isfinite(returns)) and len(returns) == 9
-    assert returns[-1] > returns[0] + 0.15, returns
-    assert returns[-3:].mean() > returns[:3].mean(), returns
+    assert np.all(np.isfinite(returns)) and len(returns) == 13
+    assert returns[-1] > returns[0] + 0.2, returns
+    assert returns[-3:].mean() > returns[:3].mean() + 0.1, returns

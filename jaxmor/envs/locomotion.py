@@ -37,7 +37,9 @@ from jaxmor.step import step as physics_step
 from jaxmor.types import Model, State
 
 #: The reward terms and their default weights (per second of simulated time; each term is multiplied by its
-#: weight and by the control period). Kinematic terms are in the base frame.
+#: weight and by the control period, except ``termination``, counted once when an episode fails). Kinematic
+#: terms are in the base frame. The penalties are small beside the tracking terms on purpose: a policy whose
+#: steps cost more than they earn learns to end its episodes early.
 DEFAULT_REWARD_WEIGHTS = {
     "tracking_linear": 1.0,  # exp(-|v_xy - command_xy|^2 / 0.25), v in m/s
     "tracking_yaw": 0.5,  # exp(-(w_z - command_yaw)^2 / 0.25), w in rad/s
@@ -45,8 +47,9 @@ DEFAULT_REWARD_WEIGHTS = {
     "roll_pitch_rate": -0.05,  # |w_xy|^2 [rad^2/s^2]
     "orientation": -1.0,  # |g_xy|^2, gravity's direction in the base frame (0 when level)
     "motor_power": -1e-4,  # sum |motor_torque * average_motor_speed| [W]
-    "saturation": -1.0,  # sum over actuators of how far the wanted torque leaves the policy's bounds, / peak
+    "saturation": -0.1,  # sum over actuators of how far the wanted torque leaves the policy's bounds, / peak
     "action_rate": -0.01,  # |a - a_previous|^2
+    "termination": -1.0,  # 1 on the step the base falls or tilts over (once, not per second)
 }
 
 #: Ranges of the velocity command drawn at each reset: forward and lateral speed in the base frame [m/s],
@@ -123,12 +126,13 @@ class Locomotion(Env):
       the step clips it to the motor region.
 
     Reward: the weighted terms of :data:`DEFAULT_REWARD_WEIGHTS`, each times the control period
-    ``substeps * timestep``; ``metrics`` holds each weighted term and ``forward_speed`` [m/s],
-    ``command_forward`` [m/s], ``power`` [W, mean over the physics steps], ``saturated_fraction`` (share of
-    actuators whose applied or commanded motor torque sits on or beyond the motor region's bound, i.e.
-    ``ActuatorState.saturation``, mean over the physics steps) and ``region_violation`` (how far the applied
-    motor torques lie outside the motor region, summed over actuators, over the peak torque: zero with
-    the region enforced; the Box-MOR policy's gap to real motors).
+    ``substeps * timestep`` (``termination`` once); ``metrics`` holds each weighted term and
+    ``forward_speed`` [m/s], ``command_forward`` [m/s], ``power`` [W, mean over the physics steps],
+    ``saturated_fraction`` (share of actuators whose applied or commanded motor torque sits on or beyond
+    the motor region's bound, i.e. ``ActuatorState.saturation``, mean over the physics steps) and
+    ``region_violation`` (how far the applied motor torques lie outside the motor region, summed over
+    actuators, over the peak torque: zero with the region enforced; the Box-MOR policy's gap to real
+    motors).
 
     An episode ends when the base falls below ``min_base_height`` or tilts beyond 60 degrees (or the world
     stops: non-finite), or after ``episode_steps``. A new episode starts from ``standing_q`` raised by
@@ -376,6 +380,9 @@ class Locomotion(Env):
             "action_rate": jnp.sum((a - data.last_action) ** 2),
         }
         metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
+        height = sim.q[2] - jnp.asarray(model.ground_height, dtype)
+        terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
+        metrics["termination"] = self.weights["termination"] * terminated.astype(dtype)
         reward = sum(metrics.values())
         metrics.update(
             forward_speed=lin[0],
@@ -384,6 +391,4 @@ class Locomotion(Env):
             saturated_fraction=saturated_fraction,
             region_violation=violation,
         )
-        height = sim.q[2] - jnp.asarray(model.ground_height, dtype)
-        terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
         return sim, data.replace(last_action=a, saturated=saturated), reward, terminated, metrics
