@@ -205,14 +205,21 @@ def set_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain: ArrayLik
         ArgumentError: wrong shapes, negative or non-finite gains, or gains on a floating base.
     """
     check_state(model, state, "set_pd_gains")
-    kp = as_vector(p_gain, model.nv, "p_gain", state.u.dtype, finite=True)
-    kd = as_vector(d_gain, model.nv, "d_gain", state.u.dtype, finite=True)
+    kp, kd = _gains(p_gain, d_gain, model.nv, state.u.dtype)
+    for name, given in (("p_gain", p_gain), ("d_gain", d_gain)):
+        _joint_only(model, concrete(given), name)
+    return state.replace(pd_p_gain=kp, pd_d_gain=kd)
+
+
+def _gains(p_gain: ArrayLike, d_gain: ArrayLike, n: int, dtype: Any) -> tuple[jax.Array, jax.Array]:
+    """PD gains ``(kp, kd)``, each (n,): shapes and finiteness checked, and concrete values non-negative."""
+    kp = as_vector(p_gain, n, "p_gain", dtype, finite=True)
+    kd = as_vector(d_gain, n, "d_gain", dtype, finite=True)
     for name, given in (("p_gain", p_gain), ("d_gain", d_gain)):
         value = concrete(given)
         if value is not None and np.any(value < 0):
             raise ArgumentError(f"{name} must not be negative, got {value.tolist()}")
-        _joint_only(model, value, name)
-    return state.replace(pd_p_gain=kp, pd_d_gain=kd)
+    return kp, kd
 
 
 def set_pd_targets(model: Model, state: State, position_target: ArrayLike, velocity_target: ArrayLike) -> State:
@@ -354,19 +361,14 @@ def set_actuator_pd_gains(model: Model, state: State, p_gain: ArrayLike, d_gain:
     is clipped to the motor operating region like any actuator torque (in monitor mode it is applied as
     commanded). ``ActuatorState.commanded_motor_torque`` includes it. The PD torque is explicit, so it is
     stable only while ``kd h / I + kp h^2 / I`` stays below about 2, with ``I`` the inertia the joint
-    moves, the reflected rotor inertia ``G^2 J_rotor`` included (docs/actuators.md); zero gains (the
+    moves, the reflected rotor inertia ``G^2 J_rotor`` included (docs/training.md); zero gains (the
     default) switch it off.
 
     Raises:
         ArgumentError: wrong shapes, or negative or non-finite gains (values checked outside ``jit``).
     """
     check_state(model, state, "set_actuator_pd_gains")
-    kp = as_vector(p_gain, model.na, "p_gain", state.u.dtype, finite=True)
-    kd = as_vector(d_gain, model.na, "d_gain", state.u.dtype, finite=True)
-    for name, given in (("p_gain", p_gain), ("d_gain", d_gain)):
-        value = concrete(given)
-        if value is not None and np.any(value < 0):
-            raise ArgumentError(f"{name} must not be negative, got {value.tolist()}")
+    kp, kd = _gains(p_gain, d_gain, model.na, state.u.dtype)
     return state.replace(actuator_p_gain=kp, actuator_d_gain=kd)
 
 
