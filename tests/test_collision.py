@@ -714,11 +714,16 @@ def test_box_and_capsule_pairs_jit_vmap_and_float32():
     qs = jnp.asarray(np.concatenate([rng.normal(size=(4, 3)) * 0.2, quats / np.linalg.norm(quats, axis=1)[:, None]], 1))
     batch = jax.vmap(lambda q: collide(model, body_poses(model, q)))(qs)
     jitted = jax.jit(lambda q: collide(model, body_poses(model, q)))
+    # The last slot is the capsule segment's point deepest in the box, found by golden-section steps: compiled
+    # and eager code round differently and stop at points up to the final bracket apart (4e-9 of the segment),
+    # whose normals differ by up to ~1e-8 near an edge of the box (3.4e-8 measured here). Exact elsewhere.
+    searched = np.arange(contact_count(model)) == 10
     for k in range(4):
         eager = run(model, qs[k])
         for field in ("distance", "position", "frame"):
-            np.testing.assert_allclose(getattr(jitted(qs[k]), field), getattr(eager, field), atol=1e-12)
-            np.testing.assert_allclose(getattr(batch, field)[k], getattr(eager, field), atol=1e-12)
+            for got in (getattr(jitted(qs[k]), field), getattr(batch, field)[k]):
+                np.testing.assert_allclose(got[~searched], getattr(eager, field)[~searched], atol=1e-12)
+                np.testing.assert_allclose(got[searched], getattr(eager, field)[searched], atol=1e-7)
         single = collide(model, body_poses(model, qs[k].astype(jnp.float32)))
         assert single.distance.dtype == jnp.float32
         # float32 round-off (1e-7 relative, on lengths of 0.5 m); a different corner choice would differ by cm
