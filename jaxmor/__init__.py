@@ -20,7 +20,7 @@ from jaxmor.affine import (
     clamp_ctrl,
 )
 from jaxmor.batch import init_states, rollout_batch
-from jaxmor.build import load_urdf
+from jaxmor.build import load_mjcf, load_urdf
 from jaxmor.collision import Contacts, collide, contact_count
 from jaxmor.compose import add_free_body, combine
 from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
@@ -64,6 +64,7 @@ from jaxmor.state import (
     actuator_torques,
     init_state,
     is_motor_operating_region_enforced,
+    keyframe_names,
     reset_actuator_state,
     set_actuation_limits,
     set_actuator_pd_gains,
@@ -74,6 +75,7 @@ from jaxmor.state import (
     set_ctrl,
     set_external_force,
     set_generalized_force,
+    set_keyframe,
     set_motor_operating_region_enforced,
     set_pd_gains,
     set_pd_targets,
@@ -85,6 +87,7 @@ from jaxmor.types import (
     Battery,
     GeomType,
     JointType,
+    Keyframe,
     Model,
     MotorActuators,
     Options,
@@ -105,6 +108,7 @@ __all__ = [
     "GeomType",
     "JaxmorError",
     "JointType",
+    "Keyframe",
     "Model",
     "ModelError",
     "MotorActuators",
@@ -150,7 +154,9 @@ __all__ = [
     "joint_index",
     "joint_names",
     "joint_q_index",
+    "keyframe_names",
     "link_jacobian",
+    "load_mjcf",
     "load_urdf",
     "log_uniform",
     "mass_matrix",
@@ -180,6 +186,7 @@ __all__ = [
     "set_external_force",
     "set_generalized_force",
     "set_geom_properties",
+    "set_keyframe",
     "set_ground_contact",
     "set_motor_operating_region_enforced",
     "set_pd_gains",

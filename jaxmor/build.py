@@ -29,15 +29,17 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.affine import empty_affine
+from jaxmor.affine import AffineActuatorDefinition, compile_affine, empty_affine
+from jaxmor.collision import _pair_supported
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
-from jaxmor.io.description import Joint, RobotDescription
+from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import padded
+from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
-from jaxmor.model import exclusion_pairs, match_geoms
+from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
 from jaxmor.motor import DcMotorParameters
-from jaxmor.types import Battery, GeomType, JointType, Model, MotorActuators, Options
+from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, MotorActuators, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
 #: with ``jaxmor.set_geom_properties``.
@@ -100,6 +102,70 @@ def load_urdf(
         package_dirs=package_dirs,
     )
     return build_model(description, floating_base=floating_base)
+
+
+def load_mjcf(
+    path_or_xml: str | os.PathLike,
+    *,
+    assets_dir: str | os.PathLike | None = None,
+    self_collision: bool = False,
+    meshes: str = "convex_hull",
+    package_dirs: Sequence[str | os.PathLike] = (),
+    actuator_dirs: Sequence[str | os.PathLike] = (),
+) -> Model:
+    """Load an MJCF (MuJoCo XML) file or string into a :class:`Model` (:func:`~jaxmor.io.mjcf.parse_mjcf`, then
+    :func:`build_model`, the builder URDFs go through).
+
+    The model keeps the file's time step, gravity, joints (hinge, slide, free), inertias, joint damping,
+    friction, armature and springs, collision geoms, ground plane, affine actuators (``motor``, ``position``,
+    ``velocity``, ``general``) and keyframes; what jaxmor refuses or ignores, and why, is listed in
+    :mod:`jaxmor.io.mjcf` and :mod:`jaxmor.io.mjcf_schema`. Contacts: the geoms whose ``contype``/``conaffinity``
+    let them touch the plane touch the ground; the robot's geoms collide with the world's other geoms (static
+    obstacles) where those bit masks let them; with ``self_collision=True`` they also collide with each
+    other, as in MuJoCo (never parent and child, never what ``<exclude>`` or the bit masks keep apart). Type
+    pairs jaxmor does not collide (any with a cylinder) are left out with a warning that names them. Friction
+    combines as MuJoCo's does: the higher ``priority`` wins, equal ones take the larger (``Options.friction_rule``
+    ``"max"``). New States start at MuJoCo's ``qpos0`` (``Model.q_default``: every hinge and slide at 0, limits
+    or not, the free bodies where the file puts them); :func:`jaxmor.set_keyframe` starts from a keyframe.
+
+    Args:
+        path_or_xml: a file path, or the MJCF text itself (a string starting with ``<``).
+        assets_dir: the folder that stands for the file's own for MJCF text (includes, meshes, actuator files);
+            for a file, another folder whose tree may be read.
+        self_collision: collide the robot's geoms with each other (default: only with the ground and the
+            world's geoms, as a URDF's; :func:`jaxmor.enable_self_collision` can turn it on later).
+        meshes: ``"convex_hull"`` (default): collision meshes are simulated as their convex hulls (needs
+            ``pip install 'jaxmor[mesh]'``); ``"ignore"``: kept by name only (``Model.mesh_geoms``).
+        package_dirs: folders where ``package://`` mesh URIs are looked up first.
+        actuator_dirs: more directory trees where jaxmor's actuator files may be read.
+
+    Returns:
+        The compiled model.
+
+    Raises:
+        ModelError: the model is invalid or uses what jaxmor refuses; the message names the file and line.
+        ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``; ``meshes`` is unknown.
+    """
+    description = parse_mjcf(
+        path_or_xml, assets_dir=assets_dir, meshes=meshes, package_dirs=package_dirs, actuator_dirs=actuator_dirs
+    )
+    model = build_model(description)
+    pairs, skipped = [], []
+    for i, j in collision_candidates(model):
+        world = model.geom_body[i] < 0 or model.geom_body[j] < 0
+        if not (world or self_collision):
+            continue
+        if _pair_supported(model.geom_type[i], model.geom_type[j]):
+            pairs.append((i, j))
+        else:
+            skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
+    if skipped:
+        warnings.warn(
+            f"{description.source}: {len(skipped)} geom pair(s) of types jaxmor does not collide (any with a cylinder) "
+            f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
+            stacklevel=2,
+        )
+    return model.replace(contact_pairs=tuple(pairs))
 
 
 @dataclass
@@ -229,19 +295,6 @@ def _check_free_joint(joint: Joint, tree: ReducedTree, source: str) -> None:
         )
 
 
-def _combine(masses) -> tuple[float, np.ndarray, np.ndarray]:
-    """Total mass, COM and inertia about the COM of rigid parts ``(mass, com, inertia about com)``."""
-    total = sum(m for m, _, _ in masses)
-    if total <= 0.0:
-        return 0.0, np.zeros(3), np.zeros((3, 3))
-    com = sum(m * c for m, c, _ in masses) / total
-    inertia = np.zeros((3, 3))
-    for m, c, i in masses:
-        d = c - com
-        inertia += i + m * (d @ d * np.eye(3) - np.outer(d, d))
-    return total, com, inertia
-
-
 def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointType]) -> dict:
     """The static index tables of a tree of bodies (see :class:`~jaxmor.Model` for each field).
 
@@ -301,27 +354,31 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     nv = tables["nv"]
 
     dof: dict[str, list[float]] = {
-        k: [] for k in ("armature", "damping", "friction", "effort", "velocity", "lower", "upper")
+        k: [] for k in ("armature", "damping", "friction", "effort", "velocity", "lower", "upper", "stiffness", "ref")
     }
     for body in bodies:
+        j = body.joint
         if body.kind == JointType.FREE:
-            values = (0.0, 0.0, 0.0, math.inf, math.inf, -math.inf, math.inf)
+            # A floating joint's rotor inertia and damping act on its six velocities alike (isotropic, so the
+            # world-frame angular velocities see them as the body-frame ones would).
+            armature, damping = (j.rotor_inertia, j.damping) if j is not None else (0.0, 0.0)
+            values = (armature, damping, 0.0, math.inf, math.inf, -math.inf, math.inf, 0.0, 0.0)
             for key, value in zip(dof, values, strict=True):
                 dof[key].extend([value] * 6)
         else:
-            j = body.joint
-            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper)
+            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper, j.stiffness,
+                      j.springref)  # fmt: skip
             for key, value in zip(dof, values, strict=True):
                 dof[key].append(value)
 
-    mass, com, inertia = zip(*(_combine(body.masses) for body in bodies), strict=True) if bodies else ((), (), ())
+    mass, com, inertia = zip(*(combine_masses(body.masses) for body in bodies), strict=True) if bodies else ((), (), ())
     _warn_massless_leaves(description, tree, mass, dof["armature"], tables["body_v_start"])
 
     position = {link.name: k for k, link in enumerate(description.links)}
     link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
     links = {link.name: link for link in description.links}
     geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
-    geom_lines, geom_mesh, hulls = [], [], []
+    geom_lines, geom_mesh, hulls, geoms = [], [], [], []
     # Geoms of the 'world' link itself (static obstacles) come first, with link index -1.
     owners = ([(-1, "world")] if description.root == "world" else []) + list(enumerate(link_names))
     for li, name in owners:
@@ -338,6 +395,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             else:
                 geom_mesh.append(-1)
             geom_type.append(GeomType[g.kind.upper()])
+            geoms.append(g)
             geom_names.append(g.name)
             geom_lines.append(links[name].line)
             geom_link.append(li)
@@ -379,7 +437,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         geom_link=tuple(geom_link),
         geom_names=tuple(geom_names),
         geom_body=tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geom_link),
-        geom_friction_given=(False,) * len(geom_type),
+        geom_friction_given=tuple(g.friction is not None for g in geoms),
+        geom_priority=tuple(g.priority - (description.ground.priority if description.ground else 0) for g in geoms),
         geom_mesh=tuple(geom_mesh),
         mesh_vertex_count=tuple(len(h.vertices) for h in hulls),
         geom_ground=(True,) * len(geom_type),
@@ -389,8 +448,9 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         contact_pairs=(),
         collision_exclude=(),
         opt=Options(
-            timestep=arr(DEFAULT_TIMESTEP, ()),
-            gravity=arr(DEFAULT_GRAVITY, (3,)),
+            timestep=arr(description.timestep or DEFAULT_TIMESTEP, ()),
+            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,)),
+            friction_rule=description.friction_rule or "geometric_mean",
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,
         ),
@@ -421,7 +481,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         geom_size=arr(geom_size, (ng, 3), "collision geometry size", geom_lines),
         geom_rotation=arr(geom_rot, (ng, 3, 3), "collision origin", geom_lines, coordinates=True),
         geom_translation=arr(geom_pos, (ng, 3), "collision origin", geom_lines, coordinates=True),
-        geom_friction=arr([DEFAULT_FRICTION] * ng, (ng,)),
+        geom_friction=arr([DEFAULT_FRICTION if g.friction is None else g.friction for g in geoms], (ng,)),
         geom_restitution=arr([0.0] * ng, (ng,)),
         mesh_vertices=arr(mesh_vertices, mesh_vertices.shape, "mesh vertex", mesh_lines, coordinates=True),
         mesh_planes=arr(mesh_planes, mesh_planes.shape, "mesh plane", mesh_lines, coordinates=True),
@@ -432,7 +492,9 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         dof_velocity_limit=arr(dof["velocity"], (nv,), "joint velocity limit", dof_lines),
         dof_lower=arr(dof["lower"], (nv,), "joint lower limit", dof_lines),
         dof_upper=arr(dof["upper"], (nv,), "joint upper limit", dof_lines),
-        q_default=arr(_neutral(tables, dof["lower"], dof["upper"]), (tables["nq"],)),
+        dof_stiffness=arr(dof["stiffness"], (nv,), "joint stiffness", dof_lines),
+        dof_springref=arr(dof["ref"], (nv,), "joint springref", dof_lines),
+        q_default=arr(_initial_q(description, bodies, tables, dof), (tables["nq"],)),
         ground_height=arr(0.0, ()),
         ground_friction=arr(DEFAULT_FRICTION, ()),
         ground_restitution=arr(0.0, ()),
@@ -453,10 +515,92 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             excluded |= exclusion_pairs(geom_names, geom_link, link_names, first, second, "<disable_collisions>")
         except ArgumentError as err:
             raise ModelError(source, line, str(err)) from None
+    excluded |= _masked_pairs(geoms)
     model = model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
+    if description.ground is not None:
+        model = _with_ground(model, description.ground, geoms, dtype)
+    if description.affine_actuators:
+        model = model.replace(affine=_compile_affine(model, description))
     if description.actuators:
         model = model.replace(actuators=compile_actuators(model, description.actuators))
+    if description.keyframes:
+        model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
     return model
+
+
+def _collide(contype_a, conaffinity_a, contype_b, conaffinity_b) -> bool:
+    """Whether two surfaces' collision bit masks let them collide (``None``: a URDF geom, which collides)."""
+    if None in (contype_a, conaffinity_a, contype_b, conaffinity_b):
+        return True
+    return bool((contype_a & conaffinity_b) | (contype_b & conaffinity_a))
+
+
+def _masked_pairs(geoms) -> set[frozenset]:
+    """The pairs of geoms whose collision bit masks keep them apart."""
+    masked = [i for i, g in enumerate(geoms) if g.contype is not None]
+    return {
+        frozenset((i, j))
+        for n, i in enumerate(masked)
+        for j in masked[n + 1 :]
+        if not _collide(geoms[i].contype, geoms[i].conaffinity, geoms[j].contype, geoms[j].conaffinity)
+    }
+
+
+def _with_ground(model: Model, ground, geoms, dtype) -> Model:
+    """The description's ground plane: touched by the geoms whose bit masks collide with it."""
+    return model.replace(
+        ground=True,
+        ground_height=jnp.asarray(ground.height, dtype),
+        ground_friction=jnp.asarray(ground.friction, dtype),
+        geom_ground=tuple(_collide(g.contype, g.conaffinity, ground.contype, ground.conaffinity) for g in geoms),
+    )
+
+
+def _compile_affine(model: Model, description: RobotDescription):
+    """The description's affine actuators, compiled; errors name the actuator's element."""
+    definitions = []
+    q_index = dict(zip(model.joint_names, model.joint_q, strict=True))
+    v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
+    seen: dict[str, str] = {}
+    for a in description.affine_actuators:
+        try:
+            if a.joint in seen:
+                raise ArgumentError(f"joint '{a.joint}' is already driven by actuator '{seen[a.joint]}' (jaxmor takes "
+                                    "one actuator per joint)")  # fmt: skip
+            seen[a.joint] = a.name
+            definitions.append(
+                AffineActuatorDefinition.from_mujoco(
+                    a.name, a.joint, a.gear, a.gain, a.bias, a.ctrl_range, a.force_range
+                )
+            )
+            compile_affine(definitions[-1:], q_index, v_index)
+        except ArgumentError as err:
+            raise ModelError(description.source, a.line, f"actuator '{a.name}': {err}") from None
+    return compile_affine(definitions, q_index, v_index)
+
+
+def _initial_q(description: RobotDescription, bodies, tables: dict, dof) -> np.ndarray:
+    """(nq,) where a new State starts: the description's ``initial_q``, else the neutral coordinates."""
+    q = _neutral(tables, dof["lower"], dof["upper"])
+    for body, start in zip(bodies, tables["body_q_start"], strict=True):
+        if body.joint is not None and body.joint.name in description.initial_q:
+            value = description.initial_q[body.joint.name]
+            q[start : start + len(value)] = value
+    return q
+
+
+def _keyframe(model: Model, description: RobotDescription, key) -> Keyframe:
+    """A description's keyframe in the model's coordinate order; what it leaves out is the model's default."""
+    q = np.asarray(model.q_default, dtype=np.float64).copy()
+    u = np.zeros(model.nv)
+    q_start = dict(zip(model.body_joint_name, model.body_q_start, strict=True))
+    v_start = dict(zip(model.body_joint_name, model.body_v_start, strict=True))
+    for joint, value in key.q.items():
+        q[q_start[joint] : q_start[joint] + len(value)] = value
+    for joint, value in key.u.items():
+        u[v_start[joint] : v_start[joint] + len(value)] = value
+    ctrl = tuple(float(key.ctrl.get(name, 0.0)) for name in model.affine.names)
+    return Keyframe(key.name, float(key.time), tuple(q.tolist()), tuple(u.tolist()), ctrl)
 
 
 def _neutral(tables: dict, lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:

@@ -85,8 +85,10 @@ Combination rules (:func:`combine_friction`). Friction: a surface whose descript
 :func:`jaxmor.randomize` sets it) takes the other surface's, so ``add_ground(friction=mu)`` gives ``mu``
 on a URDF robot; two given coefficients combine by ``model.opt.friction_rule``: the geometric mean
 ``sqrt(mu_a mu_b)`` (default; a frictionless surface is then frictionless against everything), the
-mean, the minimum or the maximum. The ground's friction is always given. Restitution: the larger of the
-two, ``max(e_a, e_b)`` (URDF geoms have 0, which leaves the other surface's).
+mean, the minimum or the maximum. The ground's friction is always given. Of two surfaces of different
+priority (``Model.geom_priority``, MJCF's ``priority``; the ground and URDF geoms have 0), the one of higher
+priority gives its friction, whatever the rule. Restitution: the larger of the two, ``max(e_a, e_b)`` (URDF
+geoms have 0, which leaves the other surface's).
 
 Degenerate geometry (coincident sphere centres, a sphere centre on a capsule's axis, intersecting
 capsule axes, zero-length segments, zero-size boxes, coincident or exactly stacked boxes, a capsule through
@@ -710,21 +712,33 @@ FRICTION_RULES = {
 
 
 def combine_friction(
-    rule: str, mu_a: jax.Array, given_a: np.ndarray, mu_b: jax.Array, given_b: np.ndarray
+    rule: str,
+    mu_a: jax.Array,
+    given_a: np.ndarray,
+    mu_b: jax.Array,
+    given_b: np.ndarray,
+    priority_a: np.ndarray | int = 0,
+    priority_b: np.ndarray | int = 0,
 ) -> jax.Array:
     """The friction coefficient of contacts between surfaces A and B.
 
-    Both given: ``rule`` combines them. One given: that one (a surface whose description gives no friction,
-    like every URDF geom, takes the other surface's). Neither: :data:`jaxmor.build.DEFAULT_FRICTION`,
-    which is what a geom without a given friction holds.
+    The surface of higher priority (MJCF ``priority``; URDF geoms and the ground have 0) gives its friction.
+    Of equal priorities: both given, ``rule`` combines them; one given, that one (a surface whose description
+    gives no friction, like every URDF geom, takes the other surface's); neither,
+    :data:`jaxmor.build.DEFAULT_FRICTION`, which is what a geom without a given friction holds.
 
     Args:
         rule: a key of :data:`FRICTION_RULES`.
         mu_a, mu_b: the coefficients, broadcastable.
         given_a, given_b: static bool arrays of the same shapes: whether each coefficient was given.
+        priority_a, priority_b: static int arrays (or ints) of the same shapes: the surfaces' priorities.
     """
     both = FRICTION_RULES[rule](mu_a, mu_b)
-    return jnp.where(given_a & given_b, both, jnp.where(given_a, mu_a, mu_b))
+    equal = jnp.where(given_a & given_b, both, jnp.where(given_a, mu_a, mu_b))
+    priority_a, priority_b = np.asarray(priority_a), np.asarray(priority_b)
+    if np.all(priority_a == priority_b):
+        return equal
+    return jnp.where(priority_a > priority_b, mu_a, jnp.where(priority_a < priority_b, mu_b, equal))
 
 
 def collide(model: Model, poses: Poses) -> Contacts:
@@ -777,6 +791,7 @@ def collide(model: Model, poses: Poses) -> Contacts:
     size = model.geom_size.astype(dtype)
     mu = model.geom_friction.astype(dtype)
     given = np.array(model.geom_friction_given, dtype=bool)
+    priority = np.array(model.geom_priority, dtype=np.int64)
     rest = model.geom_restitution.astype(dtype)
 
     distance, point, normal, friction, restitution = [], [], [], [], []
@@ -809,6 +824,8 @@ def collide(model: Model, poses: Poses) -> Contacts:
             np.True_,
             mu[geom_of_slot],
             given[geom_of_slot],
+            0,
+            priority[geom_of_slot],
         )
         friction.append(jnp.broadcast_to(f, (n_ground,)))
         restitution.append(jnp.maximum(model.ground_restitution.astype(dtype), rest[geom_of_slot]))
@@ -847,7 +864,11 @@ def collide(model: Model, poses: Poses) -> Contacts:
         distance.append(jnp.concatenate([o[0] for o in outs])[inverse])
         normal.append(jnp.concatenate([o[1] for o in outs])[inverse])
         point.append(jnp.concatenate([o[2] for o in outs])[inverse])
-        friction.append(combine_friction(model.opt.friction_rule, mu[ga], given[ga], mu[gb_], given[gb_]))
+        friction.append(
+            combine_friction(
+                model.opt.friction_rule, mu[ga], given[ga], mu[gb_], given[gb_], priority[ga], priority[gb_]
+            )
+        )
         restitution.append(jnp.maximum(rest[ga], rest[gb_]))
 
     normal = jnp.concatenate(normal)

@@ -35,9 +35,9 @@ from jaxmor.collision import _pair_supported, check_pairs
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
-from jaxmor.model import geom_index
-from jaxmor.scene import _adjacent, set_geom_properties
-from jaxmor.types import AffineActuators, GeomType, JointType, Model, MotorActuators
+from jaxmor.model import adjacent_bodies, geom_index
+from jaxmor.scene import set_geom_properties
+from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
 _KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")
@@ -297,6 +297,15 @@ def _affine(a: AffineActuators, b: AffineActuators, prefix: str, nq_a: int, nv_a
     )
 
 
+def _keyframes(model: Model, other: Model, q_default) -> tuple[Keyframe, ...]:
+    """The first model's keyframes, extended by the added model at its (placed) default coordinates, at rest,
+    its controls zero; the added model's own keyframes are dropped."""
+    q = tuple(float(x) for x in np.asarray(q_default))
+    return tuple(
+        Keyframe(k.name, k.time, k.q + q, k.u + (0.0,) * other.nv, k.ctrl + (0.0,) * other.nu) for k in model.keyframes
+    )
+
+
 def _placed(other: Model, translation: np.ndarray, quat: np.ndarray, rotation: np.ndarray) -> dict:
     """The leaves of ``other`` that the placement changes: what is welded to the world (roots' joint frames,
     links and geoms of the world) moved by the pose, and the free bodies' default coordinates."""
@@ -345,7 +354,7 @@ def _cross_pairs(model: Model, old: int, collide_with: bool | Iterable[str]) -> 
     for i in candidates:
         for j in range(old, model.ng):
             bi, bj = model.geom_body[i], model.geom_body[j]
-            if not explicit and (bi == bj or _adjacent(model, bi, bj)):
+            if not explicit and (bi == bj or adjacent_bodies(model, bi, bj)):
                 continue
             if not explicit and not _pair_supported(model.geom_type[i], model.geom_type[j]):
                 skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
@@ -422,6 +431,7 @@ def combine(
         geom_names=model.geom_names + tuple(prefix + n for n in other.geom_names),
         geom_body=model.geom_body + shift(other.geom_body, nb),
         geom_friction_given=model.geom_friction_given + other.geom_friction_given,
+        geom_priority=model.geom_priority + other.geom_priority,
         geom_mesh=model.geom_mesh + shift(other.geom_mesh, model.mesh_vertices.shape[0]),
         geom_ground=model.geom_ground + other.geom_ground,
         mesh_vertex_count=model.mesh_vertex_count + other.mesh_vertex_count,
@@ -435,6 +445,7 @@ def combine(
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
     )
     placed = _placed(other, translation, quat, rotation)
+    fields["keyframes"] = _keyframes(model, other, placed.get("q_default", other.q_default))
     for f in dataclasses.fields(Model):
         if f.name in fields:
             continue

@@ -11,11 +11,13 @@ monitored (``State.mor_enforced`` false).
 
 Composition (the actuator spec's "What happens in a simulation step"), at ``q_t, u_t``::
 
-    tau = clamp(tau_ff + tau_PD_explicit, +-limit) + T^T tau_m + tau_affine + tau_ext - b_j u_t
+    tau = clamp(tau_ff + tau_PD_explicit, +-limit) + T^T tau_m + tau_affine + tau_ext + tau_spring - b_j u_t
     tau_PD_explicit = kp (q_ref - q_t - h u_t) + kd (u_ref - u_t)
+    tau_spring = k (q_spring - q_t - h u_t)
 
-(the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``), with ``b_j`` the joint's plus its actuator's
-output damping. The rest of the PD torque, ``-(kd + h kp) du``, and of the trapezoidal damping,
+(the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``; the joint springs, ``Model.dof_stiffness`` ``k`` and
+``Model.dof_springref`` ``q_spring``, the same way), with ``b_j`` the joint's plus its actuator's output
+damping. The rest of the PD and spring torques, ``-(kd + h kp + h k) du``, and of the trapezoidal damping,
 ``-(b_j / 2) du`` (``du = u_{t+1} - u_t``), are implicit: :class:`Forces` carries their diagonal for
 the effective mass. The region clips only actuator torques; the effort limits clamp only the
 feed-forward and PD torques.
@@ -49,8 +51,8 @@ class Forces:
     Attributes:
         applied: (nv,) explicit generalized force of the step [N, Nm], the bias excluded (see the module
             docstring).
-        implicit: (nv,) the diagonal ``(kd + h kp) + b_j / 2`` of the implicit PD and damping terms
-            [N s/m, Nm s/rad]; the effective mass adds ``h`` times it.
+        implicit: (nv,) the diagonal ``kd + h kp + h k + b_j / 2`` of the implicit PD, spring and damping
+            terms [N s/m, Nm s/rad]; the effective mass adds ``h`` times it.
         damping: (nv,) viscous damping of each joint, its actuator's output damping included.
         friction: (nv,) Coulomb friction of each joint, its actuator's output friction included.
         actuator_state: the actuators' states, with the fields known before integration (see
@@ -213,6 +215,13 @@ def explicit_pd(model: Model, state: State) -> jax.Array:
     return pd * mask
 
 
+def joint_spring(model: Model, state: State) -> jax.Array:
+    """(nv,) explicit part of the joint springs' torque: ``k (springref - q - h u)`` on joints [Nm or N]."""
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    stiffness = model.dof_stiffness.astype(state.u.dtype) * _joint_mask(model, state.u.dtype)
+    return stiffness * (model.dof_springref.astype(state.u.dtype) - _joint_coordinates(model, state.q) - h * state.u)
+
+
 def clamped_force(model: Model, state: State) -> jax.Array:
     """(nv,) ``clamp(feedforward_force + explicit PD, +-actuation_limit)``."""
     limit = state.actuation_limit
@@ -246,8 +255,9 @@ def forces(model: Model, state: State) -> Forces:
     act_torque, act_state = actuate(model, state)
     damping = joint_damping(model).astype(dtype)
     applied = clamped_force(model, state) + act_torque + affine_joint_force(model, state) + state.external_force
-    applied = applied - damping * state.u
-    implicit = (state.pd_d_gain + h * state.pd_p_gain) * _joint_mask(model, dtype) + 0.5 * damping
+    applied = applied + joint_spring(model, state) - damping * state.u
+    stiffness = model.dof_stiffness.astype(dtype)
+    implicit = (state.pd_d_gain + h * state.pd_p_gain + h * stiffness) * _joint_mask(model, dtype) + 0.5 * damping
     return Forces(
         applied=applied,
         implicit=implicit,

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ArgumentError
-from jaxmor.types import Model
+from jaxmor.types import JointType, Model
 
 
 def joint_names(model: Model) -> list[str]:
@@ -139,6 +139,35 @@ def exclusion_pairs(geom_names, geom_link, link_names, first, second, what: str 
 
     a, b = select(first), select(second)
     return {frozenset((i, j)) for i in a for j in b if i != j}
+
+
+def adjacent_bodies(model: Model, a: int, b: int) -> bool:
+    """Bodies joined by a (non-free) joint: parent and child; ``-1`` is the world."""
+
+    def child_of(c: int, p: int) -> bool:
+        return c >= 0 and model.body_parent[c] == p and model.body_joint_type[c] != JointType.FREE
+
+    return child_of(a, b) or child_of(b, a)
+
+
+def collision_candidates(
+    model: Model, excluded: set[frozenset] | None = None, selected: set[int] | None = None
+) -> list[tuple[int, int]]:
+    """The pairs of geoms ``(i, j)``, ``i < j``, that may collide: on different bodies (a geom welded to the
+    world counts as on the world body), not parent and child across a joint, not in ``excluded`` (default
+    ``model.collision_exclude``), both in ``selected`` (default all)."""
+    if excluded is None:
+        excluded = {frozenset(pair) for pair in model.collision_exclude}
+    pairs = []
+    for i in range(model.ng):
+        for j in range(i + 1, model.ng):
+            if selected is not None and not (i in selected and j in selected):
+                continue
+            bi, bj = model.geom_body[i], model.geom_body[j]
+            if bi == bj or adjacent_bodies(model, bi, bj) or frozenset((i, j)) in excluded:
+                continue
+            pairs.append((i, j))
+    return pairs
 
 
 def summary(model: Model) -> str:

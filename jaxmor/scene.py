@@ -14,8 +14,8 @@ from jaxmor.build import DEFAULT_FRICTION
 from jaxmor.checks import as_scalar
 from jaxmor.collision import check_pairs
 from jaxmor.errors import ArgumentError
-from jaxmor.model import exclusion_pairs, geom_index, match_geoms
-from jaxmor.types import Battery, JointType, Model
+from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
+from jaxmor.types import Battery, Model
 
 
 def add_ground(
@@ -94,15 +94,6 @@ def set_ground_contact(model: Model, names: Iterable[str] | None = None) -> Mode
     return model.replace(geom_ground=tuple(g in chosen for g in range(model.ng)))
 
 
-def _adjacent(model: Model, a: int, b: int) -> bool:
-    """Bodies joined by a (non-free) joint: parent and child; ``-1`` is the world."""
-
-    def child_of(c: int, p: int) -> bool:
-        return c >= 0 and model.body_parent[c] == p and model.body_joint_type[c] != JointType.FREE
-
-    return child_of(a, b) or child_of(b, a)
-
-
 def enable_self_collision(
     model: Model, enabled: bool = True, exclude: Iterable = (), only: Iterable[str] | None = None
 ) -> Model:
@@ -141,17 +132,10 @@ def enable_self_collision(
         if len(item) != 2:
             raise ArgumentError(f"exclude must hold (geom name, geom name) pairs, got {item!r}")
         excluded |= exclusion_pairs(model.geom_names, model.geom_link, model.link_names, *item, what="exclude")
-    selected = set(range(model.ng))
+    selected = None
     if only is not None:
         selected = set(match_geoms(model.geom_names, model.geom_link, model.link_names, only, "only"))
-    pairs = []
-    for i in range(model.ng):
-        for j in range(i + 1, model.ng):
-            bi, bj = model.geom_body[i], model.geom_body[j]
-            if bi == bj or _adjacent(model, bi, bj) or frozenset((i, j)) in excluded:
-                continue
-            if i in selected and j in selected:
-                pairs.append((i, j))
+    pairs = collision_candidates(model, excluded, selected)
     check_pairs(model, pairs)
     return model.replace(contact_pairs=tuple(pairs))
 

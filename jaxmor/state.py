@@ -478,6 +478,47 @@ def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
     return state.replace(ctrl=as_vector(ctrl, n, "ctrl", state.ctrl.dtype, finite=True))
 
 
+def keyframe_names(model: Model) -> list[str]:
+    """The names of the model's keyframes (MJCF ``<key>``), in order."""
+    return [k.name for k in model.keyframes]
+
+
+def set_keyframe(model: Model, state: State, key: str | int) -> State:
+    """The state at one of the model's keyframes: its coordinates, velocities, controls and time (as MuJoCo's
+    ``mj_resetDataKeyframe``); the other inputs (actuator torques, gains, bus voltages) are kept.
+
+    Args:
+        model: the model.
+        state: the state.
+        key: the keyframe's name or index (:func:`keyframe_names`).
+
+    Returns:
+        The new state; its time compensation is zeroed.
+
+    Raises:
+        ArgumentError: an unknown name (the message lists them), an index out of range, or a state that does
+            not fit the model.
+    """
+    check_state(model, state, "set_keyframe")
+    names = keyframe_names(model)
+    if isinstance(key, str):
+        if key not in names:
+            raise ArgumentError(f"unknown keyframe {key!r}; the model has {names}")
+        frame = model.keyframes[names.index(key)]
+    elif isinstance(key, (int, np.integer)) and not isinstance(key, bool) and -len(names) <= key < len(names):
+        frame = model.keyframes[int(key)]
+    else:
+        raise ArgumentError(f"key must be a keyframe name or an index below {len(names)}, got {key!r}")
+    dtype = state.q.dtype
+    return state.replace(
+        q=jnp.asarray(frame.q, dtype),
+        u=jnp.asarray(frame.u, dtype),
+        ctrl=jnp.asarray(frame.ctrl, dtype).reshape(model.nu),
+        time=jnp.asarray(frame.time, dtype),
+        time_compensation=jnp.zeros((), dtype),
+    )
+
+
 def reset_actuator_state(model: Model, state: State) -> State:
     """A state whose actuator inputs fit the model's actuators again, after the actuators changed.
 

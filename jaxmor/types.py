@@ -199,6 +199,25 @@ class AffineActuators:
         return len(self.names)
 
 
+@dataclasses.dataclass(frozen=True)
+class Keyframe:
+    """A named state of a model (an MJCF ``<key>``), in jaxmor's conventions (:func:`jaxmor.set_keyframe`).
+
+    Attributes:
+        name: its name.
+        time: the simulated time [s].
+        q: (nq,) generalized coordinates.
+        u: (nv,) generalized velocities (a free joint's angular velocity in the world frame).
+        ctrl: (nu,) controls of the affine actuators.
+    """
+
+    name: str
+    time: float
+    q: tuple[float, ...]
+    u: tuple[float, ...]
+    ctrl: tuple[float, ...]
+
+
 @struct.dataclass
 class Model:
     """A robot compiled for simulation: topology and index tables (static) and physical parameters (leaves).
@@ -264,6 +283,9 @@ class Model:
         geom_friction: (ng,) Coulomb friction coefficient of each geom [-] (URDF gives none: 0.8, not given).
         geom_friction_given: whether each geom's friction was given (by the description or a setter) rather
             than defaulted; a geom without one takes the other surface's (static).
+        geom_priority: each geom's contact priority (MJCF ``priority``, 0 for URDF geoms): a contact takes the
+            friction of the surface of higher priority, and combines equal ones by ``opt.friction_rule``; the
+            ground's is 0 (an MJCF model's priorities are relative to its floor's) (static).
         geom_restitution: (ng,) coefficient of restitution of each geom [-] (default 0).
         mesh_vertices: (nm, V, 3) vertices of each mesh geom's convex hull in the geom frame [m], padded
             with their centroid after ``mesh_vertex_count`` rows (``V = jaxmor.io.mesh.MAX_HULL_VERTICES``).
@@ -278,6 +300,9 @@ class Model:
         dof_velocity_limit: (nv,) velocity limit [rad/s or m/s] (``inf`` where none); informational,
             the step does not enforce it.
         dof_lower, dof_upper: (nv,) position limits [rad or m] (``-inf``/``inf`` where none).
+        dof_stiffness: (nv,) joint spring stiffness [Nm/rad or N/m] (MJCF ``stiffness``; 0 for URDF joints): a
+            passive torque ``stiffness (springref - q)``, integrated implicitly like the PD.
+        dof_springref: (nv,) the position at which each joint's spring is relaxed [rad or m].
         q_default: (nq,) the coordinates a new State starts from (:func:`jaxmor.init_state`,
             :func:`jaxmor.neutral_q`) [m, -, rad]: as loaded, every free joint at the origin with the
             identity quaternion and every 1-DoF joint at 0 clipped into its limits; :func:`jaxmor.add_free_body`
@@ -288,6 +313,7 @@ class Model:
         actuators: the DC-motor actuators.
         battery: the actuators' supply; disabled unless ``jaxmor.set_battery`` gave one.
         affine: the affine (MuJoCo-style) actuators.
+        keyframes: the description's named states (MJCF ``<key>``), for :func:`jaxmor.set_keyframe` (static).
     """
 
     # Names, counts and the topology (static).
@@ -316,6 +342,7 @@ class Model:
     geom_names: tuple[str, ...] = struct.field(pytree_node=False)
     geom_body: tuple[int, ...] = struct.field(pytree_node=False)
     geom_friction_given: tuple[bool, ...] = struct.field(pytree_node=False)
+    geom_priority: tuple[int, ...] = struct.field(pytree_node=False)
     geom_mesh: tuple[int, ...] = struct.field(pytree_node=False)
     mesh_vertex_count: tuple[int, ...] = struct.field(pytree_node=False)
     geom_ground: tuple[bool, ...] = struct.field(pytree_node=False)
@@ -350,6 +377,8 @@ class Model:
     dof_velocity_limit: jax.Array
     dof_lower: jax.Array
     dof_upper: jax.Array
+    dof_stiffness: jax.Array
+    dof_springref: jax.Array
     # Per coordinate.
     q_default: jax.Array
     # The ground.
@@ -360,6 +389,7 @@ class Model:
     actuators: MotorActuators
     battery: Battery
     affine: AffineActuators
+    keyframes: tuple[Keyframe, ...] = struct.field(pytree_node=False, default=())
 
     @property
     def nb(self) -> int:

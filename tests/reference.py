@@ -292,3 +292,119 @@ def mujoco_terms(urdf_text: str, model: jaxmor.Model, q, u) -> tuple[np.ndarray,
     s = np.eye(model.nv)
     s[3:6, 3:6] = r.T
     return s.T @ full[np.ix_(perm, perm)] @ s, s.T @ np.asarray(d.qfrc_bias)[perm]
+
+
+# --------------------------------------------------------------------------------------------------
+# Third-party MJCF models, and MuJoCo's values for them in jaxmor's conventions.
+
+
+def _package_file(package: str, *parts: str) -> Path | None:
+    """A file inside an installed package, found without importing the package."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent.joinpath(*parts)
+    return path if path.is_file() else None
+
+
+#: The Menagerie Unitree Go2 beside the repository (``../shared/robots/unitree_go2``), or ``$JAXMOR_GO2_DIR``.
+GO2_DIR = Path(os.environ.get("JAXMOR_GO2_DIR", Path(__file__).resolve().parents[2] / "shared/robots/unitree_go2"))
+
+
+def mjcf_model(name: str) -> Path | None:
+    """A third-party MJCF file: ``go2/<file>`` (Menagerie), ``barkour`` (mujoco-mjx's test data) or a dm_control
+    suite domain (``cheetah``); ``None`` when it is not installed."""
+    if name.startswith("go2/"):
+        path = GO2_DIR / name[4:]
+        return path if path.is_file() else None
+    if name == "barkour":
+        return _package_file("mujoco.mjx", "test_data", "barkour_v0", "assets", "barkour_v0_mjx.xml")
+    return _package_file("dm_control", "suite", f"{name}.xml")
+
+
+def barkour_on_a_plane(folder: Path) -> Path | None:
+    """mujoco-mjx's Barkour with the flat floor its file holds commented out in place of its height field
+    (jaxmor refuses height fields), written into ``folder`` beside links to its meshes."""
+    source = mjcf_model("barkour")
+    if source is None:
+        return None
+    text = source.read_text()
+    text = text.replace('<geom name="hfield_floor" type="hfield" hfield="rand_uniform" conaffinity="1"/>', "")
+    text = text.replace('<!-- <geom name="floor"', '<geom name="floor"')
+    text = text.replace('material="groundplane"/> -->', 'material="groundplane"/>')
+    assert 'type="hfield"' not in text and '<geom name="floor"' in text
+    for mesh in source.parent.glob("*.stl"):
+        (folder / mesh.name).symlink_to(mesh)
+    (folder / "hfield_240_280.png").symlink_to(source.parent / "hfield_240_280.png")
+    path = folder / "barkour_plane.xml"
+    path.write_text(text)
+    return path
+
+
+class MujocoReference:
+    """MuJoCo's mass matrix, bias forces and body poses of an MJCF model, in jaxmor's order and conventions.
+
+    Joints are matched by name, unnamed ones by MuJoCo's id (``joint3``, jaxmor's name for them); the free
+    joints' angular velocity turns from MuJoCo's body frame to jaxmor's world frame with ``T`` (module
+    docstring), the rotation from Pinocchio's quaternion routine.
+    """
+
+    def __init__(self, model: jaxmor.Model, mj_model):
+        import mujoco
+
+        self.mujoco, self.m, self.model = mujoco, mj_model, model
+        self.data = mujoco.MjData(mj_model)
+        qpos, qvel = [], []
+        for b in range(model.nb):
+            name = model.body_joint_name[b]
+            jid = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, name)
+            if jid < 0:
+                assert name.startswith("joint"), name
+                jid = int(name[5:])
+            width = 7 if model.body_joint_type[b] == jaxmor.JointType.FREE else 1
+            qpos += range(mj_model.jnt_qposadr[jid], mj_model.jnt_qposadr[jid] + width)
+            qvel += range(mj_model.jnt_dofadr[jid], mj_model.jnt_dofadr[jid] + (6 if width == 7 else 1))
+        assert len(qpos) == mj_model.nq and len(qvel) == mj_model.nv, (len(qpos), mj_model.nq)
+        self.qpos, self.qvel = np.array(qpos), np.array(qvel)
+
+    def random_state(self, rng: np.random.Generator):
+        """MuJoCo's ``(qpos, qvel)``: ``qpos0`` plus normal noise, unit quaternions on the free joints."""
+        m = self.m
+        qpos = m.qpos0 + 0.5 * rng.normal(size=m.nq)
+        for j in range(m.njnt):
+            if m.jnt_type[j] == self.mujoco.mjtJoint.mjJNT_FREE:
+                a = m.jnt_qposadr[j]
+                quat = rng.normal(size=4)
+                qpos[a + 3 : a + 7] = quat / np.linalg.norm(quat)
+        return qpos, rng.normal(size=m.nv)
+
+    def transform(self, q) -> np.ndarray:
+        """``T`` with MuJoCo's velocities ``= T u`` (jaxmor's order)."""
+        t = np.eye(self.model.nv)
+        for b in self.model.free_body:
+            s, a = self.model.body_v_start[b], self.model.body_q_start[b]
+            t[s + 3 : s + 6, s + 3 : s + 6] = quat_wxyz_to_rotation(q[a + 3 : a + 7]).T
+        return t
+
+    def terms(self, qpos, qvel):
+        """``(q, u, M, b)`` in jaxmor's conventions at MuJoCo's ``(qpos, qvel)``; MuJoCo's data is left there."""
+        mujoco, d = self.mujoco, self.data
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(self.m, d)
+        full = np.zeros((self.m.nv, self.m.nv))
+        mujoco.mj_fullM(self.m, d, full)
+        q = np.asarray(qpos)[self.qpos]
+        t = self.transform(q)
+        u = np.linalg.solve(t, np.asarray(qvel)[self.qvel])
+        v = self.qvel
+        return q, u, t.T @ full[np.ix_(v, v)] @ t, t.T @ d.qfrc_bias[v]
+
+    def body_poses(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Body name (MuJoCo's, or ``body<id>``) -> ``(rotation, position)`` at the last ``terms`` state."""
+        m, d = self.m, self.data
+        return {(m.body(i).name or f"body{i}"): (d.xmat[i].reshape(3, 3), d.xpos[i]) for i in range(1, m.nbody)}

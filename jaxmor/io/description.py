@@ -1,4 +1,5 @@
-"""A robot description: what a reader (URDF today, MJCF next) found in a file, before it is compiled.
+"""A robot description: what a reader (:mod:`jaxmor.io.urdf`, :mod:`jaxmor.io.mjcf`) found in a file, before it
+is compiled.
 
 Plain Python and NumPy, with the source line of every element, so that the model builder
 (:mod:`jaxmor.build`) can report problems it finds later (a floating joint in the wrong place, a
@@ -51,6 +52,12 @@ class Geom:
         scale: (3,) the mesh's scale factors [-].
         hull: the convex hull simulated for a ``"mesh"`` geom (:mod:`jaxmor.io.mesh`), ``None`` when the
             meshes are left out (``meshes="ignore"``).
+        friction: the Coulomb friction coefficient the description gives [-], ``None`` when it gives none
+            (URDF): the contact then takes the other surface's (:func:`jaxmor.collision.combine_friction`).
+        priority: which surface's friction a contact takes (MJCF ``priority``): the one of higher priority;
+            equal priorities combine by the model's friction rule.
+        contype, conaffinity: MJCF collision bit masks: two surfaces collide when ``contype`` of one and
+            ``conaffinity`` of the other share a bit; ``None`` (URDF) collides with everything.
     """
 
     name: str
@@ -61,6 +68,10 @@ class Geom:
     mesh: str = ""
     scale: np.ndarray = field(default_factory=lambda: np.ones(3))
     hull: Hull | None = None
+    friction: float | None = None
+    priority: int = 0
+    contype: int | None = None
+    conaffinity: int | None = None
 
 
 @dataclass
@@ -96,7 +107,10 @@ class Joint:
         lower, upper: position limits [rad or m] (``-inf``/``inf`` where none).
         effort, velocity: effort [Nm or N] and velocity [rad/s or m/s] limits (``inf`` where none).
         damping, friction: viscous damping [Nm s/rad or N s/m] and Coulomb friction [Nm or N].
-        rotor_inertia: reflected rotor inertia [kg m^2 or kg] added to the mass matrix diagonal.
+        rotor_inertia: reflected rotor inertia [kg m^2 or kg] added to the mass matrix diagonal (on each
+            of a floating joint's six velocities too).
+        stiffness: joint spring stiffness [Nm/rad or N/m] (MJCF ``stiffness``; URDF has none).
+        springref: the position at which the spring is relaxed [rad or m].
     """
 
     name: str
@@ -114,6 +128,77 @@ class Joint:
     damping: float
     friction: float
     rotor_inertia: float
+    stiffness: float = 0.0
+    springref: float = 0.0
+
+
+@dataclass
+class GroundPlane:
+    """The world's ground plane as a description gives it (an MJCF ``<geom type="plane">``).
+
+    Attributes:
+        height: the plane's height [m] (normal ``+z``).
+        friction: its Coulomb friction coefficient [-].
+        priority: its contact priority (see :attr:`Geom.priority`).
+        contype, conaffinity: its collision bit masks (see :attr:`Geom.contype`).
+        line: the line of its element.
+    """
+
+    height: float
+    friction: float
+    priority: int
+    contype: int
+    conaffinity: int
+    line: int
+
+
+@dataclass
+class AffineActuator:
+    """A MuJoCo-style affine actuator on one joint (an MJCF ``<motor>``, ``<position>``, ``<velocity>`` or
+    ``<general>``), with MuJoCo's parameters: its force is
+    ``clamp(gain * clamp(ctrl, ctrl_range) + bias[0] + bias[1] gear q + bias[2] gear v, force_range)``, times
+    ``gear`` on the joint (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco` converts it).
+
+    Attributes:
+        name: the actuator's name.
+        joint: the driven joint.
+        line: the line of its element.
+        gear: MuJoCo's ``gear[0]``.
+        gain: ``gainprm[0]``.
+        bias: ``biasprm[0:3]``.
+        ctrl_range, force_range: ``(lower, upper)``, ``None`` where unlimited.
+    """
+
+    name: str
+    joint: str
+    line: int
+    gear: float
+    gain: float
+    bias: tuple[float, float, float]
+    ctrl_range: tuple[float, float] | None
+    force_range: tuple[float, float] | None
+
+
+@dataclass
+class Keyframe:
+    """A named state of the robot (an MJCF ``<key>``), by joint and actuator name, in jaxmor's conventions.
+
+    Attributes:
+        name: the keyframe's name.
+        line: the line of its element.
+        time: the simulated time [s].
+        q: joint name -> its coordinates (7 for a free joint: position, quaternion ``w x y z``; else 1).
+        u: joint name -> its velocities (6 for a free joint: base-origin velocity and angular velocity,
+            both in the world frame; else 1).
+        ctrl: affine actuator name -> its control.
+    """
+
+    name: str
+    line: int
+    time: float
+    q: dict[str, tuple[float, ...]]
+    u: dict[str, tuple[float, ...]]
+    ctrl: dict[str, float]
 
 
 @dataclass
@@ -134,6 +219,14 @@ class RobotDescription:
         disable_collisions: ``(selection_a, selection_b, line)`` of each ``<disable_collisions link1 link2/>``
             element (SRDF's, accepted in the URDF): no self-collision pair between the two selections (geom or
             link names or ``fnmatch`` patterns).
+        timestep, gravity: the description's time step [s] and gravity [m/s^2], ``None`` for jaxmor's defaults.
+        friction_rule: how two given friction coefficients combine (``Options.friction_rule``), ``None`` for
+            jaxmor's default.
+        ground: the ground plane, ``None`` when the description has none.
+        affine_actuators: the affine (MuJoCo-style) actuators, in document order.
+        initial_q: joint name -> the coordinates a new State starts from (``Model.q_default``); joints not
+            named start at the origin with the identity quaternion (free) or at 0 clipped into their limits.
+        keyframes: the description's named states.
     """
 
     name: str
@@ -146,3 +239,24 @@ class RobotDescription:
     ground_contact: list[str] | None = None
     ground_contact_line: int | None = None
     disable_collisions: list[tuple[str, str, int]] = field(default_factory=list)
+    timestep: float | None = None
+    gravity: tuple[float, float, float] | None = None
+    friction_rule: str | None = None
+    ground: GroundPlane | None = None
+    affine_actuators: list[AffineActuator] = field(default_factory=list)
+    initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    keyframes: list[Keyframe] = field(default_factory=list)
+
+
+def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:
+    """Total mass, centre of mass and inertia about it of rigid parts ``(mass, com, inertia about com)``
+    given in one frame (the parallel-axis theorem); ``(0, 0, 0)`` for no mass."""
+    total = sum(m for m, _, _ in parts)
+    if total <= 0.0:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    com = sum(m * c for m, c, _ in parts) / total
+    inertia = np.zeros((3, 3))
+    for m, c, i in parts:
+        d = c - com
+        inertia += i + m * (d @ d * np.eye(3) - np.outer(d, d))
+    return total, com, inertia

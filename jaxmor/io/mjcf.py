@@ -1,0 +1,1332 @@
+"""MJCF (MuJoCo's XML) -> a :class:`~jaxmor.io.description.RobotDescription` (``jaxmor.load_mjcf`` then builds
+the Model with the builder that builds URDFs).
+
+The file is read as untrusted input, as a URDF is (:mod:`jaxmor.io.xml`: no entities, no DTD, no network,
+16 MiB per file); every error names the file (the included file, for what comes from an ``<include>``) and
+the line. Attributes are checked against what MuJoCo knows (:mod:`jaxmor.io.mjcf_schema`): an unknown one is
+an error, a known one is read, ignored as documented there, or refused when it asks for physics jaxmor does
+not model.
+
+What is read
+------------
+* ``<include file>``, anywhere: the included file's ``<mujoco>`` children take its place. The file is looked
+  up beside the including file, then beside the main file, and read only inside the main file's directory
+  tree or ``assets_dir``'s; a file is included at most once (no cycles), at most
+  :data:`MAX_INCLUDES` files.
+* ``<compiler>``: ``angle`` (default ``degree``: joint ranges, ``springref``, ``euler`` and ``axisangle``
+  angles), ``eulerseq``, ``autolimits``, ``meshdir``/``assetdir``, ``strippath``, ``inertiafromgeom``
+  (``auto``: from the geoms of a body without ``<inertial>``), ``inertiagrouprange``, ``boundmass``,
+  ``boundinertia``, ``settotalmass`` (scales every body's mass and inertia so that they add up to it).
+* ``<option timestep gravity>`` and its ``<flag>``: ``gravity``, ``contact``, ``limit``, ``frictionloss``,
+  ``spring``, ``damper`` and ``constraint`` (contacts, limits and joint friction) can be disabled. MuJoCo's
+  integrator and solver settings are ignored: jaxmor's step is its own (``Options.solver_iterations``).
+* ``<default>`` classes, nested, used through ``class`` and ``childclass``; the actuator shortcuts share one
+  actuator default per class, as in MuJoCo, except that a class cannot pass one shortcut's own parameters
+  (``kp``, ``gainprm``, ...) to an element of another shortcut: that is refused (MuJoCo's result there
+  depends on the order of the defaults).
+* ``<body>`` with ``pos`` and one of ``quat``, ``euler``, ``axisangle``, ``xyaxes``, ``zaxis``;
+  ``<frame>``; ``<inertial pos (orientation) mass diaginertia|fullinertia>``, or the inertia of the body's
+  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh's is
+  refused: give the body an ``<inertial>``).
+* Joints ``hinge``, ``slide`` and ``free`` (``<freejoint>``, at the top of the tree only), with ``pos`` (the
+  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature``, ``stiffness`` and
+  ``springref``. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
+  Several joints in one body become a chain: every joint but the last moves a massless link named
+  ``body/joint``; a hinge whose anchor is not the body's origin moves a link at the anchor, and the body's
+  frame is welded to it (``body/anchor``); a body without joints is welded to its parent (``body/weld``).
+* Geoms ``sphere``, ``capsule``, ``cylinder``, ``box`` (``size``, ``fromto``, pose) and ``mesh`` (its file's
+  convex hull, as for a URDF, :mod:`jaxmor.io.mesh`); ``friction`` (the sliding coefficient: jaxmor has no
+  torsional or rolling friction, and a geom with ``condim`` 4 or 6 loses them with a warning), ``condim``
+  (1: frictionless, as jaxmor's friction 0), ``priority``, ``contype``/``conaffinity`` (which geoms touch the
+  ground and each other). A geom that collides with nothing (``contype = conaffinity = 0``) is a visual
+  geom and is dropped, like a URDF ``<visual>``, after its mass is counted where the body's inertia comes
+  from its geoms. One horizontal ``plane`` in the world body is the ground; ``ellipsoid`` collision geoms,
+  height fields and tilted planes are refused.
+* ``<contact><exclude body1 body2>``; actuators ``motor``, ``position``, ``velocity`` and ``general``
+  (``gaintype="fixed"``, ``biastype`` ``none``/``affine``, ``dyntype="none"``) on a joint, with ``gear``,
+  ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
+  (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco`); ``<keyframe>`` ``<key>`` (``qpos``, ``qvel``,
+  ``ctrl``, ``time``).
+* jaxmor's DC-motor actuators, through an element MuJoCo loads and ignores::
+
+      <custom><text name="jaxmor:actuators" data="go2_motors.xml"/></custom>
+
+  names an ``<actuators>`` file (the format ``jaxmor.export_actuators`` writes: ``<actuator joint=...>``
+  elements with an inline model or an actuator file, :mod:`jaxmor.io.actuators`), read with the actuator
+  files' search path and safety rules from the MJCF's folder. Its actuators replace the MJCF actuators on
+  the same joints (those are dropped, and so are their controls in the keyframes).
+
+MuJoCo's ids name what the file leaves unnamed: ``body3``, ``joint0``, ``geom12``, ``actuator1``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.io import mjcf_geometry as geo
+from jaxmor.io.actuators import actuators_from_xml, resolve_actuator_file
+from jaxmor.io.description import (
+    AffineActuator,
+    Geom,
+    GroundPlane,
+    Inertial,
+    Joint,
+    Keyframe,
+    Link,
+    RobotDescription,
+    combine_masses,
+)
+from jaxmor.io.mesh import convex_hull, resolve_mesh
+from jaxmor.io.mjcf_schema import (
+    ACTUATOR_OWN,
+    ACTUATOR_SPECS,
+    IGNORED_ELEMENTS,
+    REFUSED_ELEMENTS,
+    SPECS,
+    ElementSpec,
+)
+from jaxmor.io.xml import STRING_SOURCE, parse_float, parse_xml, tag
+
+#: MuJoCo's default time step [s], a model's without <option timestep>.
+MUJOCO_TIMESTEP = 0.002
+#: Half size [m] of the static box that stands for a plane other than the ground (a wall): it fills the half
+#: space behind the plane, this deep and twice this wide.
+HALF_SPACE = 50.0
+#: Most files an MJCF model may include.
+MAX_INCLUDES = 256
+#: Most bodies an MJCF model may have (as many as the URDF reader's links).
+MAX_BODIES = 100_000
+#: The ``<custom><text name=...>`` that names jaxmor's DC-motor actuator file.
+ACTUATORS_TEXT = "jaxmor:actuators"
+#: Where an included element keeps the index of its file (a namespaced attribute, invisible to the checks).
+_SOURCE_ATTR = "{urn:jaxmor:mjcf}source"
+_CLASS_ROOT = "main"
+
+
+# --------------------------------------------------------------------------------------------------
+# The document: files, includes, and where each element comes from.
+
+
+@dataclass
+class _Document:
+    """The model's XML tree with every ``<include>`` expanded, and the file each element comes from."""
+
+    root: object
+    sources: list[str]
+    main_dir: Path | None
+    assets_dir: Path | None
+
+    def source(self, element) -> str:
+        index = element.get(_SOURCE_ATTR)
+        return self.sources[int(index)] if index is not None else self.sources[0]
+
+    def error(self, element, message: str) -> ModelError:
+        return ModelError(self.source(element), element.sourceline, message)
+
+
+def _inside(path: Path, tree: Path) -> bool:
+    try:
+        path.resolve().relative_to(tree.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _read_document(path_or_xml, assets_dir) -> _Document:
+    root, source = parse_xml(path_or_xml)
+    main_dir = None if source == STRING_SOURCE else Path(source).resolve().parent
+    assets = None if assets_dir is None else Path(assets_dir)
+    doc = _Document(root, [source], main_dir, assets)
+    if tag(root) != "mujoco":
+        raise doc.error(root, f"the root element is <{tag(root)}>, not <mujoco>")
+    included: set[Path] = set()
+    while True:
+        pending = [el for el in root.iter() if tag(el) == "include"]
+        if not pending:
+            return doc
+        for el in pending:
+            _include(doc, el, included)
+
+
+def _include(doc: _Document, el, included: set[Path]) -> None:
+    _check_known(doc, el, SPECS["include"])
+    if len(el):
+        raise doc.error(el, "<include> must be empty")
+    name = el.get("file")
+    if not name:
+        raise doc.error(el, "<include> needs a file attribute")
+    source = doc.source(el)
+    includer = None if source == STRING_SOURCE else Path(source).resolve().parent
+    bases = [d for d in (includer, doc.main_dir, doc.assets_dir) if d is not None]
+    if not bases:
+        raise doc.error(el, f"<include file={name!r}> in MJCF text needs assets_dir (the folder it is in)")
+    trees = [d for d in (doc.main_dir, doc.assets_dir) if d is not None]
+    found = None
+    for base in bases:
+        candidate = Path(name) if Path(name).is_absolute() else base / name
+        if candidate.is_file() and any(_inside(candidate, t) for t in trees):
+            found = candidate.resolve()
+            break
+    if found is None:
+        where = ", ".join(str(t) for t in trees)
+        raise doc.error(
+            el, f"included file {name!r} not found or not readable inside the model's folders (searched: {where})"
+        )
+    if found in included:
+        raise doc.error(el, f"file {name!r} is included twice (an include cycle?)")
+    if len(included) == MAX_INCLUDES:
+        raise doc.error(el, f"the model includes more than {MAX_INCLUDES} files")
+    included.add(found)
+    sub_root, sub_source = parse_xml(found)
+    if tag(sub_root) != "mujoco":
+        raise ModelError(sub_source, sub_root.sourceline, f"an included file's root is <{tag(sub_root)}>, not <mujoco>")
+    index = str(len(doc.sources))
+    doc.sources.append(sub_source)
+    for node in sub_root.iter():
+        if tag(node) is not None:
+            node.set(_SOURCE_ATTR, index)
+    parent = el.getparent()
+    position = parent.index(el)
+    parent.remove(el)
+    for offset, child in enumerate([c for c in sub_root if tag(c) is not None]):
+        parent.insert(position + offset, child)
+
+
+def _attributes(element) -> dict[str, str]:
+    """The element's own attributes (namespaced ones, e.g. the source marker, left out)."""
+    return {k: v for k, v in element.attrib.items() if not k.startswith("{")}
+
+
+def _check_known(doc: _Document, element, spec: ElementSpec, attrs: dict[str, str] | None = None) -> None:
+    """Refuse an attribute MuJoCo does not know (``attrs`` defaults to the element's own)."""
+    for name in _attributes(element) if attrs is None else attrs:
+        if name not in spec.known:
+            known = ", ".join(sorted(spec.known))
+            raise doc.error(element, f"unknown attribute '{name}' on <{tag(element)}> (known: {known})")
+
+
+def _check_refused(doc: _Document, element, spec: ElementSpec, attrs: dict[str, str]) -> None:
+    """Refuse an attribute whose value asks for physics jaxmor does not model."""
+    for name, (neutral, reason) in spec.refused.items():
+        text = attrs.get(name)
+        if text is not None and not neutral(text):
+            raise doc.error(element, f"<{tag(element)}> {name}={text!r}: {reason}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Values of attributes.
+
+
+class _Values:
+    """An element's attributes after its default class, read into numbers with errors at its line."""
+
+    def __init__(self, doc: _Document, element, attrs: dict[str, str]):
+        self.doc, self.element, self.attrs = doc, element, attrs
+        self.line = element.sourceline
+
+    def error(self, message: str) -> ModelError:
+        return self.doc.error(self.element, message)
+
+    def has(self, name: str) -> bool:
+        return name in self.attrs
+
+    def text(self, name: str, default: str | None = None) -> str | None:
+        return self.attrs.get(name, default)
+
+    def numbers(self, name: str, low: int, high: int | None = None, default=None) -> np.ndarray | None:
+        """Between ``low`` and ``high`` (default ``low``) numbers, as a float64 array, or ``default``."""
+        text = self.attrs.get(name)
+        if text is None:
+            return None if default is None else np.asarray(default, dtype=np.float64)
+        parts = text.split()
+        high = low if high is None else high
+        if not low <= len(parts) <= high:
+            count = f"{low}" if low == high else f"{low} to {high}"
+            raise self.error(f"{name} of <{tag(self.element)}> needs {count} numbers, got {len(parts)}: {text!r}")
+        what = f"{name} of <{tag(self.element)}>"
+        return np.array([parse_float(p, self.doc.source(self.element), self.element, what) for p in parts])
+
+    def number(self, name: str, default: float | None = None) -> float | None:
+        values = self.numbers(name, 1)
+        return default if values is None else float(values[0])
+
+    def integer(self, name: str, default: int) -> int:
+        text = self.attrs.get(name)
+        if text is None:
+            return default
+        try:
+            return int(text)
+        except ValueError:
+            raise self.error(f"{name} of <{tag(self.element)}> is not an integer: {text!r}") from None
+
+    def choice(self, name: str, options: Sequence[str], default: str) -> str:
+        text = self.attrs.get(name, default).strip()
+        if text not in options:
+            raise self.error(f"{name} of <{tag(self.element)}> must be one of {', '.join(options)}, got {text!r}")
+        return text
+
+    def flag(self, name: str, default: bool) -> bool:
+        return self.choice(name, ("true", "false"), "true" if default else "false") == "true"
+
+    def nonnegative(self, name: str, default: float = 0.0) -> float:
+        value = self.number(name, default)
+        if value < 0.0:
+            raise self.error(f"{name} of <{tag(self.element)}> must not be negative, got {value!r}")
+        return value
+
+
+# --------------------------------------------------------------------------------------------------
+# Compiler settings and default classes.
+
+
+@dataclass
+class _Compiler:
+    degree: bool = True
+    eulerseq: str = "xyz"
+    autolimits: bool = True
+    meshdir: str = ""
+    strippath: bool = False
+    inertiafromgeom: str = "auto"
+    inertiagroups: tuple[int, int] = (0, 5)
+    boundmass: float = 0.0
+    boundinertia: float = 0.0
+    settotalmass: float = -1.0
+
+    def angle(self, value: float) -> float:
+        return math.radians(value) if self.degree else value
+
+
+def _read_compiler(doc: _Document, el, compiler: _Compiler) -> None:
+    spec = SPECS["compiler"]
+    attrs = _attributes(el)
+    _check_known(doc, el, spec)
+    _check_refused(doc, el, spec, attrs)
+    for child in el:
+        if tag(child) not in (None, "lengthrange"):
+            raise doc.error(child, f"unexpected element <{tag(child)}> in <compiler>")
+    v = _Values(doc, el, attrs)
+    compiler.degree = v.choice("angle", ("degree", "radian"), "degree" if compiler.degree else "radian") == "degree"
+    seq = v.text("eulerseq", compiler.eulerseq)
+    if len(seq) != 3 or any(c not in "xyzXYZ" for c in seq):
+        raise v.error(f"eulerseq must be three of x, y, z, X, Y, Z, got {seq!r}")
+    compiler.eulerseq = seq
+    compiler.autolimits = v.flag("autolimits", compiler.autolimits)
+    compiler.meshdir = v.text("meshdir", v.text("assetdir", compiler.meshdir))
+    compiler.strippath = v.flag("strippath", compiler.strippath)
+    compiler.inertiafromgeom = v.choice("inertiafromgeom", ("auto", "true", "false"), compiler.inertiafromgeom)
+    if v.has("inertiagrouprange"):
+        groups = v.numbers("inertiagrouprange", 2)
+        compiler.inertiagroups = (int(groups[0]), int(groups[1]))
+    compiler.boundmass = v.nonnegative("boundmass", compiler.boundmass)
+    compiler.boundinertia = v.nonnegative("boundinertia", compiler.boundinertia)
+    compiler.settotalmass = v.number("settotalmass", compiler.settotalmass)
+
+
+#: The elements a default class can hold that the reader uses; the others in a default are looks (site,
+#: camera, light, material, texture) or refused wherever used (pair, equality, tendon).
+_DEFAULTED = ("joint", "geom", "mesh", *ACTUATOR_SPECS)
+
+
+@dataclass
+class _Class:
+    parent: str | None
+    attrs: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The actuator shortcuts of this class in document order: ``(kind, attributes)``.
+    actuators: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+
+def _read_defaults(doc: _Document, sections) -> dict[str, _Class]:
+    classes: dict[str, _Class] = {_CLASS_ROOT: _Class(None)}
+    stack = [(el, None) for el in reversed(sections)]
+    while stack:
+        el, parent = stack.pop()
+        _check_known(doc, el, SPECS["default"])
+        name = el.get("class") or _CLASS_ROOT if parent is None else el.get("class")
+        if parent is not None and not name:
+            raise doc.error(el, "a nested <default> needs a class attribute")
+        if parent is not None and name in classes:
+            raise doc.error(el, f"default class {name!r} is defined twice")
+        cls = classes.setdefault(name, _Class(parent))
+        for child in el:
+            kind = tag(child)
+            if kind is None:
+                continue
+            if kind == "default":
+                stack.append((child, name))
+            elif kind in ACTUATOR_SPECS:
+                _check_known(doc, child, ACTUATOR_SPECS[kind])
+                cls.actuators.append((kind, _attributes(child)))
+            elif kind in _DEFAULTED:
+                _check_known(doc, child, SPECS[kind])
+                cls.attrs.setdefault(kind, {}).update(_attributes(child))
+            elif kind in REFUSED_ELEMENTS:
+                raise doc.error(child, f"<{kind}> in <default>: {REFUSED_ELEMENTS[kind]}")
+            elif kind not in IGNORED_ELEMENTS | {"pair", "equality"}:
+                raise doc.error(child, f"unexpected element <{kind}> in <default>")
+    return classes
+
+
+def _chain(doc: _Document, classes: dict[str, _Class], name: str, element) -> list[_Class]:
+    if name not in classes:
+        raise doc.error(element, f"unknown default class {name!r} (defined: {', '.join(sorted(classes))})")
+    chain = []
+    while name is not None:
+        chain.append(classes[name])
+        name = classes[name].parent
+    return chain[::-1]
+
+
+# --------------------------------------------------------------------------------------------------
+# The reader.
+
+
+@dataclass
+class _Frame:
+    """A pose relative to the current link: ``x_link = rotation @ x + translation``."""
+
+    rotation: np.ndarray
+    translation: np.ndarray
+
+    def then(self, rotation: np.ndarray, translation: np.ndarray) -> _Frame:
+        return _Frame(self.rotation @ rotation, self.rotation @ translation + self.translation)
+
+
+_IDENTITY = _Frame(np.eye(3), np.zeros(3))
+
+
+@dataclass
+class _Options:
+    timestep: float | None = None
+    gravity: tuple[float, float, float] | None = None
+    disabled: set[str] = field(default_factory=set)
+
+
+class _Reader:
+    """One model being read: the document, its settings, and what has been found so far."""
+
+    def __init__(self, doc: _Document, meshes, package_dirs, actuator_dirs):
+        self.doc = doc
+        self.meshes = meshes
+        self.package_dirs = tuple(str(d) for d in package_dirs)
+        self.actuator_dirs = list(actuator_dirs)
+        self.compiler = _Compiler()
+        self.options = _Options()
+        self.classes: dict[str, _Class] = {}
+        self.mesh_files: dict[str, tuple[str, np.ndarray, object]] = {}
+        self.links: list[Link] = []
+        self.joints: list[Joint] = []
+        self.joint_kinds: dict[str, str] = {}  # MJCF joint name -> "hinge" | "slide" | "free", MuJoCo's order
+        self.initial_q: dict[str, tuple[float, ...]] = {}
+        self.body_count = 0
+        self.joint_count = 0
+        self.geom_count = 0
+        self.ground: GroundPlane | None = None
+        self.rich_contacts: list[str] = []  # geoms with condim 4 or 6
+        #: body -> the mass parts of its geoms, or None where its <inertial> counts (or nothing does)
+        self.body_masses: dict[str, list | None] = {}
+        self.explicit_masses: dict[str, tuple] = {}
+
+    # ---------------------------------------------------------------------------------- attributes
+
+    def resolve(self, element, spec: ElementSpec, kind: str, childclass: str | None) -> _Values:
+        """The element's attributes: its class's defaults (``class``, else the enclosing ``childclass``, else
+        the root class) under its own; unknown and refused ones raise."""
+        own = _attributes(element)
+        _check_known(self.doc, element, spec)
+        name = own.pop("class", None) or childclass or _CLASS_ROOT
+        attrs: dict[str, str] = {}
+        for cls in _chain(self.doc, self.classes, name, element):
+            attrs.update(cls.attrs.get(kind, {}))
+        attrs.update(own)
+        _check_refused(self.doc, element, spec, attrs)
+        return _Values(self.doc, element, attrs)
+
+    def orientation(self, v: _Values) -> np.ndarray:
+        """The rotation of an element's one orientation attribute (identity without one)."""
+        given = [a for a in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if v.has(a)]
+        if len(given) > 1:
+            raise v.error(f"<{tag(v.element)}> has more than one orientation: {', '.join(given)}")
+        if not given:
+            return np.eye(3)
+        name = given[0]
+        if name == "quat":
+            q = v.numbers("quat", 4)
+            return self._nonzero(v, q, name) and geo.quat_to_rotation(q)
+        if name == "axisangle":
+            a = v.numbers("axisangle", 4)
+            return self._nonzero(v, a[:3], name) and geo.axis_angle(a[:3], self.compiler.angle(a[3]))
+        if name == "euler":
+            angles = [self.compiler.angle(a) for a in v.numbers("euler", 3)]
+            return geo.euler(angles, self.compiler.eulerseq)
+        if name == "xyaxes":
+            axes = v.numbers("xyaxes", 6)
+            x, y = axes[:3], axes[3:]
+            if np.linalg.norm(x) < 1e-12 or np.linalg.norm(np.cross(x, y)) < 1e-12:
+                raise v.error(f"xyaxes of <{tag(v.element)}> are zero or parallel: {v.text('xyaxes')!r}")
+            return geo.xy_axes(axes)
+        z = v.numbers("zaxis", 3)
+        return self._nonzero(v, z, name) and geo.z_to(z)
+
+    @staticmethod
+    def _nonzero(v: _Values, vector: np.ndarray, name: str) -> bool:
+        if np.linalg.norm(vector) < 1e-12:
+            raise v.error(f"{name} of <{tag(v.element)}> has a zero axis: {v.text(name)!r}")
+        return True
+
+    def pose(self, v: _Values) -> tuple[np.ndarray, np.ndarray]:
+        return self.orientation(v), v.numbers("pos", 3, default=(0.0, 0.0, 0.0))
+
+    # ---------------------------------------------------------------------------------- sections
+
+    def read(self) -> RobotDescription:
+        doc, root = self.doc, self.doc.root
+        _check_known(doc, root, SPECS["mujoco"])
+        sections: dict[str, list] = {}
+        for el in root:
+            name = tag(el)
+            if name is None:
+                continue
+            if name in REFUSED_ELEMENTS and not (name in ("tendon", "equality") and not len(el)):
+                raise doc.error(el, f"<{name}>: {REFUSED_ELEMENTS[name]}")
+            sections.setdefault(name, []).append(el)
+        known = {
+            "compiler",
+            "option",
+            "default",
+            "asset",
+            "worldbody",
+            "actuator",
+            "contact",
+            "keyframe",
+            "custom",
+            "tendon",
+            "equality",
+            *IGNORED_ELEMENTS,
+        }
+        for name, elements in sections.items():
+            if name not in known:
+                raise doc.error(elements[0], f"unexpected element <{name}> in <mujoco>")
+        for el in sections.get("compiler", []):
+            _read_compiler(doc, el, self.compiler)
+        for el in sections.get("option", []):
+            self._read_option(el)
+        self.classes = _read_defaults(doc, sections.get("default", []))
+        for el in sections.get("asset", []):
+            self._read_assets(el)
+        self._read_world(sections.get("worldbody", []))
+        self._finish_masses()
+        affine = [a for el in sections.get("actuator", []) for a in self._read_actuators(el)]
+        excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
+        motors = self._read_custom(sections.get("custom", []))
+        driven = {m.joint for m in motors}
+        dropped = {a.name for a in affine if a.joint in driven}
+        names = [a.name for a in affine]
+        affine = [a for a in affine if a.name not in dropped]
+        keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
+        if self.rich_contacts:
+            warnings.warn(
+                f"{doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} geom(s) "
+                f"with condim 4 or 6 keep only their sliding friction: {', '.join(self.rich_contacts[:8])}"
+                + (", ..." if len(self.rich_contacts) > 8 else ""),
+                stacklevel=4,
+            )
+        description = RobotDescription(
+            name=root.get("model") or "mujoco",
+            source=doc.sources[0],
+            line=root.sourceline,
+            links=self.links,
+            joints=self.joints,
+            root="world",
+            actuators=motors,
+            disable_collisions=excluded,
+            timestep=self.options.timestep or MUJOCO_TIMESTEP,
+            gravity=self.options.gravity,
+            friction_rule="max",
+            ground=None if "contact" in self.options.disabled else self.ground,
+            affine_actuators=affine,
+            initial_q=self.initial_q,
+            keyframes=keyframes,
+        )
+        self._apply_disabled(description)
+        return description
+
+    def _read_option(self, el) -> None:
+        doc, spec = self.doc, SPECS["option"]
+        attrs = _attributes(el)
+        _check_known(doc, el, spec)
+        _check_refused(doc, el, spec, attrs)
+        v = _Values(doc, el, attrs)
+        if v.has("timestep"):
+            h = v.number("timestep")
+            if h <= 0:
+                raise v.error(f"timestep of <option> must be positive, got {h!r}")
+            self.options.timestep = h
+        if v.has("gravity"):
+            self.options.gravity = tuple(float(g) for g in v.numbers("gravity", 3))
+        for child in el:
+            if tag(child) is None:
+                continue
+            if tag(child) != "flag":
+                raise doc.error(child, f"unexpected element <{tag(child)}> in <option>")
+            flags = _attributes(child)
+            _check_known(doc, child, SPECS["flag"])
+            _check_refused(doc, child, SPECS["flag"], flags)
+            fv = _Values(doc, child, flags)
+            for name in SPECS["flag"].read:
+                if name in flags:
+                    state = fv.choice(name, ("enable", "disable"), "enable")
+                    (self.options.disabled.add if state == "disable" else self.options.disabled.discard)(name)
+
+    def _apply_disabled(self, d: RobotDescription) -> None:
+        off = self.options.disabled
+        if "constraint" in off:
+            off |= {"contact", "limit", "frictionloss"}
+            d.ground = None
+        if "gravity" in off:
+            d.gravity = (0.0, 0.0, 0.0)
+        for j in d.joints:
+            if "limit" in off:
+                j.lower, j.upper = -math.inf, math.inf
+            if "frictionloss" in off:
+                j.friction = 0.0
+            if "spring" in off:
+                j.stiffness = 0.0
+            if "damper" in off:
+                j.damping = 0.0
+        if "contact" in off:
+            for link in d.links:
+                link.geoms = []
+
+    def _read_assets(self, el) -> None:
+        doc = self.doc
+        for child in el:
+            kind = tag(child)
+            if kind is None or kind in IGNORED_ELEMENTS:
+                continue
+            if kind == "hfield":
+                continue  # refused where a geom uses it
+            if kind in REFUSED_ELEMENTS:
+                raise doc.error(child, f"<{kind}>: {REFUSED_ELEMENTS[kind]}")
+            if kind != "mesh":
+                raise doc.error(child, f"unexpected element <{kind}> in <asset>")
+            v = self.resolve(child, SPECS["mesh"], "mesh", None)
+            if len([c for c in child if tag(c) is not None]):
+                raise doc.error(child, "mesh plugins are not supported")
+            file = v.text("file")
+            if not file:
+                raise v.error("<mesh> needs a file (meshes given in the file are not supported)")
+            name = v.text("name") or Path(file).stem
+            if name in self.mesh_files:
+                raise v.error(f"duplicate mesh name {name!r}")
+            scale = v.numbers("scale", 3, default=(1.0, 1.0, 1.0))
+            if np.any(scale == 0):
+                raise v.error(f"mesh scale must be nonzero, got {scale.tolist()}")
+            if self.compiler.strippath:
+                file = Path(file).name
+            self.mesh_files[name] = (file, scale, child)
+
+    # ---------------------------------------------------------------------------------- the tree
+
+    def _read_world(self, sections) -> None:
+        """The body tree, depth first in document order, so that bodies, joints and geoms get MuJoCo's ids:
+        the world body's contents (of every ``<worldbody>``, merged as MuJoCo merges them) first."""
+        doc = self.doc
+        for worldbody in sections:
+            if _attributes(worldbody):
+                raise doc.error(worldbody, "<worldbody> takes no attributes")
+        self.links.append(Link("world", sections[0].sourceline if sections else 1, None, []))
+        self.body_count = 1
+        stack = [("contents", sections, "world", _IDENTITY, None, True)]
+        while stack:
+            what, el, link, frame, childclass, top = stack.pop()
+            if what == "body":
+                link, frame, childclass = self._read_body(el, link, frame, childclass, top)
+                top = False
+            elements = el if what == "contents" else [el]
+            children = [c for section in elements for c in self._flatten(section, frame, childclass)]
+            pending = []
+            for child, child_frame, child_class in children:
+                kind = tag(child)
+                if kind == "body":
+                    pending.append(("body", child, link, child_frame, child_class, top))
+                elif kind == "geom":
+                    self._read_geom(child, link, child_frame, child_class, world=link == "world")
+                elif kind in ("joint", "freejoint", "inertial"):
+                    if what != "body" or child.getparent() is not el:
+                        where = "the world body" if link == "world" else "a <frame>"
+                        raise doc.error(child, f"<{kind}> in {where}: it belongs directly in a <body>")
+                elif kind in IGNORED_ELEMENTS:
+                    continue
+                elif kind in REFUSED_ELEMENTS:
+                    raise doc.error(child, f"<{kind}>: {REFUSED_ELEMENTS[kind]}")
+                else:
+                    raise doc.error(child, f"unexpected element <{kind}> in <{tag(child.getparent())}>")
+            stack.extend(reversed(pending))
+
+    def _flatten(self, el, frame: _Frame, childclass):
+        """The children of a body (or the world body), with those of its ``<frame>`` elements in their place,
+        each with its pose relative to the body and its class."""
+        out = []
+        stack = [(child, frame, childclass) for child in reversed(list(el))]
+        while stack:
+            child, f, cls = stack.pop()
+            if tag(child) is None:
+                continue
+            if tag(child) != "frame":
+                out.append((child, f, cls))
+                continue
+            attrs = _attributes(child)
+            _check_known(self.doc, child, SPECS["frame"])
+            v = _Values(self.doc, child, attrs)
+            inner_class = attrs.get("childclass", cls)
+            if inner_class is not None:
+                _chain(self.doc, self.classes, inner_class, child)
+            inner = f.then(*self.pose(v))
+            stack.extend((c, inner, inner_class) for c in reversed(list(child)))
+        return out
+
+    def _unique(self, el, name: str, names, what: str) -> str:
+        if name in names:
+            raise self.doc.error(el, f"duplicate {what} name {name!r}")
+        return name
+
+    def _read_body(self, el, parent: str, frame: _Frame, childclass, top: bool):
+        """Links and joints of one body; returns ``(link, frame, childclass)`` for its contents."""
+        doc = self.doc
+        if self.body_count == MAX_BODIES:
+            raise doc.error(el, f"the model has more than {MAX_BODIES} bodies")
+        attrs = _attributes(el)
+        _check_known(doc, el, SPECS["body"])
+        _check_refused(doc, el, SPECS["body"], attrs)
+        v = _Values(doc, el, attrs)
+        name = attrs.get("name") or f"body{self.body_count}"
+        self.body_count += 1
+        self._unique(el, name, {link.name for link in self.links}, "body")
+        childclass = attrs.get("childclass", childclass)
+        if childclass is not None:
+            _chain(doc, self.classes, childclass, el)
+        body_frame = frame.then(*self.pose(v))
+        self._read_inertial(el, name)
+        joints = [c for c in el if tag(c) in ("joint", "freejoint")]
+        link_names = {link.name for link in self.links}
+        joint_names = {j.name for j in self.joints}
+
+        def add_link(link_name: str, line: int) -> None:
+            self.links.append(Link(self._unique(el, link_name, link_names, "link"), line, None, []))
+            link_names.add(link_name)
+
+        def add_joint(joint_name, kind, parent_link, child_link, rotation, translation, line, **dof) -> None:
+            self._unique(el, joint_name, joint_names, "joint")
+            joint_names.add(joint_name)
+            values = {
+                "axis": np.array([1.0, 0.0, 0.0]),
+                "lower": -math.inf,
+                "upper": math.inf,
+                "damping": 0.0,
+                "friction": 0.0,
+                "rotor_inertia": 0.0,
+                "stiffness": 0.0,
+                "springref": 0.0,
+            }
+            values.update(dof)
+            self.joints.append(
+                Joint(
+                    joint_name,
+                    line,
+                    kind,
+                    parent_link,
+                    child_link,
+                    rotation,
+                    translation,
+                    values["axis"],
+                    values["lower"],
+                    values["upper"],
+                    math.inf,
+                    math.inf,
+                    values["damping"],
+                    values["friction"],
+                    values["rotor_inertia"],
+                    values["stiffness"],
+                    values["springref"],
+                )
+            )
+
+        if not joints:
+            add_link(name, el.sourceline)
+            add_joint(f"{name}/weld", "fixed", parent, name, body_frame.rotation, body_frame.translation, el.sourceline)
+            return name, _IDENTITY, childclass
+
+        previous_link, previous_anchor = parent, None
+        for k, joint_el in enumerate(joints):
+            j = self._read_joint(joint_el, childclass)
+            self.joint_count += 1
+            last = k == len(joints) - 1
+            if j["kind"] == "free":
+                if len(joints) > 1:
+                    raise doc.error(joint_el, f"body {name!r}: a free joint must be the body's only joint")
+                if not top or parent != "world":
+                    raise doc.error(joint_el, f"body {name!r}: a free joint is allowed only in a top-level body")
+                add_link(name, el.sourceline)
+                add_joint(
+                    j["name"],
+                    "floating",
+                    "world",
+                    name,
+                    np.eye(3),
+                    np.zeros(3),
+                    joint_el.sourceline,
+                    damping=j["damping"],
+                    rotor_inertia=j["armature"],
+                )
+                quat = geo.rotation_to_quat(body_frame.rotation)
+                self.initial_q[j["name"]] = (*body_frame.translation.tolist(), *quat.tolist())
+                self.joint_kinds[j["name"]] = "free"
+                return name, _IDENTITY, childclass
+            anchor, ref = j["anchor"], j["ref"]
+            if previous_anchor is None:
+                rotation, translation = body_frame.rotation, body_frame.translation + body_frame.rotation @ anchor
+            else:
+                rotation, translation = np.eye(3), anchor - previous_anchor
+            # MuJoCo's qpos is ref at the pose as written: the joint frame starts from the pose at qpos = 0.
+            if j["kind"] == "hinge":
+                rotation = rotation @ geo.axis_angle(j["axis"], -ref)
+            else:
+                translation = translation - ref * (rotation @ j["axis"])
+            link_name = name if last and not np.any(anchor) else f"{name}/{j['name']}"
+            add_link(link_name, el.sourceline)
+            add_joint(
+                j["name"],
+                j["description_kind"],
+                previous_link,
+                link_name,
+                rotation,
+                translation,
+                joint_el.sourceline,
+                axis=j["axis"],
+                lower=j["lower"],
+                upper=j["upper"],
+                damping=j["damping"],
+                friction=j["friction"],
+                rotor_inertia=j["armature"],
+                stiffness=j["stiffness"],
+                springref=j["springref"],
+            )
+            self.initial_q[j["name"]] = (ref,)
+            self.joint_kinds[j["name"]] = j["kind"]
+            previous_link, previous_anchor = link_name, anchor
+        if previous_link != name:
+            add_link(name, el.sourceline)
+            add_joint(f"{name}/anchor", "fixed", previous_link, name, np.eye(3), -previous_anchor, el.sourceline)
+        return name, _IDENTITY, childclass
+
+    def _read_joint(self, el, childclass) -> dict:
+        doc = self.doc
+        if tag(el) == "freejoint":
+            attrs = _attributes(el)
+            _check_known(doc, el, SPECS["freejoint"])
+            _check_refused(doc, el, SPECS["freejoint"], attrs)
+            name = attrs.get("name") or f"joint{self.joint_count}"
+            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0}
+        v = self.resolve(el, SPECS["joint"], "joint", childclass)
+        name = v.text("name") or f"joint{self.joint_count}"
+        kind = v.choice("type", ("hinge", "slide", "ball", "free"), "hinge")
+        if kind == "ball":
+            raise v.error(
+                f"joint {name!r}: ball joints are not supported yet (postponed: jaxmor has no quaternion "
+                "joint coordinate); model it as three hinges"
+            )
+        damping, armature = v.nonnegative("damping"), v.nonnegative("armature")
+        friction, stiffness = v.nonnegative("frictionloss"), v.nonnegative("stiffness")
+        if kind == "free":
+            if friction or stiffness:
+                raise v.error(f"joint {name!r}: frictionloss and stiffness on a free joint are not supported")
+            return {"kind": "free", "name": name, "damping": damping, "armature": armature}
+        axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
+        norm = np.linalg.norm(axis)
+        if norm < 1e-12:
+            raise v.error(f"joint {name!r} has a zero axis")
+        angular = kind == "hinge"
+        convert = self.compiler.angle if angular else float
+        limited = v.choice("limited", ("auto", "true", "false"), "auto")
+        if limited == "auto":
+            if v.has("range") and not self.compiler.autolimits:
+                raise v.error(
+                    f"joint {name!r} has a range but limited='auto' while the compiler's autolimits is false; "
+                    "set limited"
+                )
+            limited = "true" if v.has("range") else "false"
+        lower, upper = -math.inf, math.inf
+        if limited == "true":
+            bounds = v.numbers("range", 2, default=(0.0, 0.0))
+            lower, upper = convert(bounds[0]), convert(bounds[1])
+            if lower >= upper:
+                raise v.error(f"joint {name!r} has range lower {bounds[0]!r} >= upper {bounds[1]!r}")
+        return {
+            "kind": kind,
+            "description_kind": "prismatic" if not angular else ("revolute" if limited == "true" else "continuous"),
+            "name": name,
+            "anchor": v.numbers("pos", 3, default=(0.0, 0.0, 0.0)) if angular else np.zeros(3),
+            "axis": axis / norm,
+            "lower": lower,
+            "upper": upper,
+            "damping": damping,
+            "friction": friction,
+            "armature": armature,
+            "stiffness": stiffness,
+            "springref": convert(v.number("springref", 0.0)),
+            "ref": convert(v.number("ref", 0.0)),
+        }
+
+    def _read_geom(self, el, link: str, frame: _Frame, childclass, world: bool) -> None:
+        v = self.resolve(el, SPECS["geom"], "geom", childclass)
+        gid = self.geom_count
+        self.geom_count += 1
+        kind = v.choice(
+            "type", ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "hfield", "sdf"), "sphere"
+        )
+        name = v.text("name") or f"geom{gid}"
+        if kind in ("hfield", "sdf"):
+            raise v.error(f"geom {name!r}: {kind} geoms are not supported")
+        if v.has("mesh") and kind != "mesh":
+            raise v.error(f"geom {name!r}: fitting a {kind} to a mesh is not supported; give its size")
+        rotation, translation, size = self._geom_shape(v, kind, name)
+        rotation, translation = frame.rotation @ rotation, frame.rotation @ translation + frame.translation
+        contype, conaffinity = v.integer("contype", 1), v.integer("conaffinity", 1)
+        condim = v.integer("condim", 3)
+        if condim not in (1, 3, 4, 6):
+            raise v.error(f"geom {name!r}: condim must be 1, 3, 4 or 6, got {condim}")
+        friction = v.numbers("friction", 1, 3, default=(1.0, 0.005, 0.0001))
+        if np.any(friction < 0):
+            raise v.error(f"geom {name!r}: friction must not be negative, got {friction.tolist()}")
+        mu = float(friction[0]) if condim >= 3 else 0.0
+        priority = v.integer("priority", 0)
+        collides = bool(contype or conaffinity)
+        if kind == "plane":
+            self._read_plane(v, name, world, rotation, translation, collides, mu, priority, contype, conaffinity)
+            return
+        if world and not collides:
+            return
+        if not world:
+            self._count_mass(v, kind, name, size, rotation, translation, link)
+        if not collides:
+            return
+        if kind == "ellipsoid":
+            raise v.error(
+                f"geom {name!r}: ellipsoid collision geoms are not supported; make it visual "
+                '(contype="0" conaffinity="0") or use another shape'
+            )
+        if condim > 3:
+            self.rich_contacts.append(name)
+        geom = Geom(
+            name,
+            kind,
+            size,
+            rotation,
+            translation,
+            friction=mu,
+            priority=priority,
+            contype=contype,
+            conaffinity=conaffinity,
+        )
+        if kind == "mesh":
+            self._mesh(v, geom)
+        owner = next(lk for lk in reversed(self.links) if lk.name == link)
+        if any(g.name == name for lk in self.links for g in lk.geoms):
+            raise v.error(f"duplicate geom name {name!r}")
+        owner.geoms.append(geom)
+
+    def _geom_shape(self, v: _Values, kind: str, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Orientation, centre and size (jaxmor's: radius and half length, or half sizes) of a geom."""
+        size = np.zeros(3)
+        if v.has("size"):
+            given = v.numbers("size", 1, 3)
+            size[: len(given)] = given
+        if v.has("fromto"):
+            if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
+                raise v.error(f"geom {name!r}: fromto is for capsules, cylinders, boxes and ellipsoids, not a {kind}")
+            ends = v.numbers("fromto", 6)
+            axis = ends[3:] - ends[:3]
+            length = np.linalg.norm(axis)
+            if length < 1e-12:
+                raise v.error(f"geom {name!r}: fromto has zero length")
+            size[1 if kind in ("capsule", "cylinder") else 2] = length / 2.0
+            rotation, translation = geo.z_to(axis), (ends[:3] + ends[3:]) / 2.0
+        else:
+            rotation, translation = self.pose(v)
+        needed = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}.get(kind, 0)
+        if np.any(size[:needed] <= 0):
+            raise v.error(f"geom {name!r}: a {kind} needs {needed} positive size(s), got {size[:needed].tolist()}")
+        return rotation, translation, size
+
+    def _read_plane(self, v, name, world, rotation, translation, collides, mu, priority, contype, conaffinity):
+        """The first horizontal plane facing up is the ground; any other becomes a static box that fills the
+        half space behind it (:data:`HALF_SPACE` deep and wide)."""
+        if not world:
+            raise v.error(f"geom {name!r}: a plane must be in the world body (the ground or a static wall)")
+        if not collides:
+            return
+        if self.ground is None and np.abs(rotation[:, 2] - [0.0, 0.0, 1.0]).max() <= 1e-9:
+            self.ground = GroundPlane(float(translation[2]), mu, priority, contype, conaffinity, v.line)
+            return
+        centre = translation - HALF_SPACE * rotation[:, 2]
+        box = Geom(
+            name,
+            "box",
+            np.full(3, HALF_SPACE),
+            rotation,
+            centre,
+            friction=mu,
+            priority=priority,
+            contype=contype,
+            conaffinity=conaffinity,
+        )
+        self.links[0].geoms.append(box)
+
+    def _read_inertial(self, body, name: str) -> None:
+        """Where the body's mass comes from: its ``<inertial>``, or its geoms (``inertiafromgeom``)."""
+        found = [c for c in body if tag(c) == "inertial"]
+        if len(found) > 1:
+            raise self.doc.error(found[1], f"body {name!r} has more than one <inertial>")
+        mode = self.compiler.inertiafromgeom
+        if found:
+            el = found[0]
+            attrs = _attributes(el)
+            _check_known(self.doc, el, SPECS["inertial"])
+            v = _Values(self.doc, el, attrs)
+            mass = v.number("mass")
+            if mass is None or not v.has("pos"):
+                raise v.error(f"body {name!r}: <inertial> needs pos and mass")
+            if mass < 0:
+                raise v.error(f"body {name!r} has a negative mass {mass!r}")
+            if v.has("diaginertia") == v.has("fullinertia"):
+                raise v.error(f"body {name!r}: <inertial> needs one of diaginertia and fullinertia")
+            if v.has("fullinertia"):
+                if any(v.has(a) for a in ("quat", "axisangle", "euler", "xyaxes", "zaxis")):
+                    raise v.error(f"body {name!r}: fullinertia takes no orientation")
+                xx, yy, zz, xy, xz, yz = v.numbers("fullinertia", 6)
+                inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            else:
+                rotation = self.orientation(v)
+                inertia = rotation @ np.diag(v.numbers("diaginertia", 3)) @ rotation.T
+            if np.linalg.eigvalsh(inertia)[0] < -1e-9 * max(1e-300, np.abs(inertia).max()):
+                raise v.error(f"body {name!r} has an inertia that is not positive semi-definite")
+            if mode != "true":
+                self.body_masses[name] = None
+                self.explicit_masses[name] = (mass, v.numbers("pos", 3), inertia)
+                return
+        self.body_masses[name] = None if mode == "false" else []
+
+    def _finish_masses(self) -> None:
+        """Each body's mass properties, bounded (``boundmass``, ``boundinertia``) and scaled to
+        ``settotalmass``."""
+        props = {}
+        for link in self.links[1:]:
+            if link.name in self.explicit_masses:
+                props[link.name] = self.explicit_masses[link.name]
+            elif self.body_masses.get(link.name):
+                props[link.name] = combine_masses(self.body_masses[link.name])
+        c = self.compiler
+        for name, (mass, com, inertia) in props.items():
+            if c.boundinertia > 0:
+                moments, axes = np.linalg.eigh(inertia)
+                inertia = axes @ np.diag(np.maximum(moments, c.boundinertia)) @ axes.T
+            props[name] = (max(mass, c.boundmass), com, inertia)
+        total = sum(m for m, _, _ in props.values())
+        if c.settotalmass > 0 and total > 0:
+            factor = c.settotalmass / total
+            props = {n: (m * factor, com, i * factor) for n, (m, com, i) in props.items()}
+        for link in self.links:
+            if link.name in props:
+                link.inertial = Inertial(*props[link.name])
+
+    def _count_mass(self, v: _Values, kind, name, size, rotation, translation, link) -> None:
+        """Add the geom's mass to its body when the body's inertia comes from its geoms."""
+        low, high = self.compiler.inertiagroups
+        if not low <= v.integer("group", 0) <= high or self.compiler.inertiafromgeom == "false":
+            return
+        parts = self.body_masses.get(link)
+        if parts is None:  # the body's <inertial> counts instead, or none does (inertiafromgeom="false")
+            return
+        if kind == "mesh":
+            raise v.error(
+                f"geom {name!r}: the inertia of a mesh is not computed; give the body an <inertial> "
+                '(or the geom mass="0" group outside inertiagrouprange)'
+            )
+        if v.has("mass"):
+            mass = v.nonnegative("mass")
+            density = mass / geo.volume(kind, size)
+        else:
+            density = v.nonnegative("density", 1000.0)
+        mass, moments = geo.principal_inertia(kind, size, density)
+        parts.append((mass, translation, rotation @ np.diag(moments) @ rotation.T))
+
+    def _mesh(self, v: _Values, geom: Geom) -> None:
+        mesh = v.text("mesh")
+        if not mesh:
+            raise v.error(f"geom {geom.name!r}: a mesh geom needs a mesh attribute")
+        if mesh not in self.mesh_files:
+            raise v.error(f"geom {geom.name!r}: unknown mesh {mesh!r}")
+        file, scale, mesh_el = self.mesh_files[mesh]
+        geom.mesh, geom.scale = file, scale
+        if self.meshes == "ignore":
+            return
+        base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
+        folder = None if base is None else str(base / self.compiler.meshdir)
+        source = self.doc.source(mesh_el)
+        path = resolve_mesh(file, folder, self.package_dirs, source, mesh_el.sourceline)
+        geom.hull = convex_hull(path, scale, source, mesh_el.sourceline)
+
+    # ---------------------------------------------------------------------------------- actuators
+
+    def _actuator_values(self, el, kind: str) -> _Values:
+        """An actuator's attributes after its class's actuator defaults (the module docstring's rule)."""
+        spec = ACTUATOR_SPECS[kind]
+        own = _attributes(el)
+        _check_known(self.doc, el, spec)
+        cls_name = own.pop("class", None) or _CLASS_ROOT
+        attrs: dict[str, str] = {}
+        own_kind_set = False
+        for cls in _chain(self.doc, self.classes, cls_name, el):
+            for default_kind, default_attrs in cls.actuators:
+                specific = ACTUATOR_OWN[default_kind]
+                for name, text in default_attrs.items():
+                    if name not in specific:
+                        attrs[name] = text
+                    elif kind == default_kind:
+                        attrs[name] = text
+                        own_kind_set = True
+                    elif kind != "motor":
+                        raise self.doc.error(
+                            el,
+                            f"<{kind}> would inherit {name}={text!r} of a <{default_kind}> default (class "
+                            f"{cls_name!r}); one shortcut's parameters passed to another are not supported: give "
+                            "them on the element",
+                        )
+                if default_kind == "motor" and kind in ("general", "position", "velocity"):
+                    if own_kind_set and kind != "general":
+                        raise self.doc.error(
+                            el,
+                            f"<{kind}>: a <motor> default overrides a <{kind}> default of "
+                            f"class {cls_name!r}; that order is not supported",
+                        )
+                    for name in ACTUATOR_OWN["general"]:
+                        attrs.pop(name, None)  # a motor default resets the gain and bias
+        attrs.update(own)
+        _check_refused(self.doc, el, spec, attrs)
+        return _Values(self.doc, el, attrs)
+
+    def _read_actuators(self, section) -> list[AffineActuator]:
+        out, names = [], set()
+        for el in section:
+            kind = tag(el)
+            if kind is None:
+                continue
+            if kind in REFUSED_ELEMENTS:
+                raise self.doc.error(el, f"<{kind}>: {REFUSED_ELEMENTS[kind]}")
+            if kind not in ACTUATOR_SPECS:
+                raise self.doc.error(el, f"unexpected element <{kind}> in <actuator>")
+            v = self._actuator_values(el, kind)
+            index = len(out)
+            name = v.text("name") or f"actuator{index}"
+            self._unique(el, name, names, "actuator")
+            names.add(name)
+            joint = v.text("joint") or v.text("jointinparent")
+            if not joint:
+                raise v.error(f"actuator {name!r} needs a joint (only joint transmissions are supported)")
+            if joint not in self.joint_kinds:
+                raise v.error(f"actuator {name!r} drives an unknown joint {joint!r}")
+            if self.joint_kinds[joint] == "free":
+                raise v.error(f"actuator {name!r}: actuators on a free joint are not supported")
+            gear = float(v.numbers("gear", 1, 6, default=(1.0,))[0])
+            gain, bias = self._law(v, kind, name)
+            ctrl = self._range(v, "ctrl", name)
+            force = self._range(v, "force", name)
+            out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
+        return out
+
+    def _law(self, v: _Values, kind: str, name: str) -> tuple[float, tuple[float, float, float]]:
+        """``(gainprm[0], biasprm[0:3])`` of an affine actuator."""
+        if kind == "motor":
+            return 1.0, (0.0, 0.0, 0.0)
+        if kind == "position":
+            kp, kv = v.nonnegative("kp", 1.0), v.nonnegative("kv", 0.0)
+            return kp, (0.0, -kp, -kv)
+        if kind == "velocity":
+            kv = v.nonnegative("kv", 1.0)
+            return kv, (0.0, 0.0, -kv)
+        if v.choice("gaintype", ("fixed", "affine", "muscle", "user"), "fixed") != "fixed":
+            raise v.error(f"actuator {name!r}: only gaintype='fixed' is supported")
+        if v.choice("dyntype", ("none", "integrator", "filter", "filterexact", "muscle", "user"), "none") != "none":
+            raise v.error(f"actuator {name!r}: only dyntype='none' is supported (activation dynamics are not)")
+        biastype = v.choice("biastype", ("none", "affine", "muscle", "user"), "none")
+        if biastype not in ("none", "affine"):
+            raise v.error(f"actuator {name!r}: only biastype 'none' and 'affine' are supported")
+        gain = v.numbers("gainprm", 1, 10, default=(1.0,))
+        if np.any(gain[1:] != 0):
+            raise v.error(f"actuator {name!r}: only gainprm[0] is used by a fixed gain; the others must be 0")
+        bias = np.zeros(3)
+        if biastype == "affine":
+            given = v.numbers("biasprm", 1, 10, default=(0.0,))
+            if np.any(given[3:] != 0):
+                raise v.error(f"actuator {name!r}: an affine bias uses biasprm[0:3]; the others must be 0")
+            bias[: min(3, len(given))] = given[:3]
+        if bias[0] != 0:
+            raise v.error(f"actuator {name!r}: a constant bias force biasprm[0]={bias[0]!r} is not supported")
+        return float(gain[0]), (0.0, float(bias[1]), float(bias[2]))
+
+    def _range(self, v: _Values, which: str, name: str) -> tuple[float, float] | None:
+        limited = v.choice(f"{which}limited", ("auto", "true", "false"), "auto")
+        given = v.has(f"{which}range")
+        if limited == "auto":
+            if given and not self.compiler.autolimits:
+                raise v.error(
+                    f"actuator {name!r} has a {which}range but {which}limited='auto' while the compiler's "
+                    "autolimits is false; set it"
+                )
+            limited = "true" if given else "false"
+        if limited == "false":
+            return None
+        low, high = v.numbers(f"{which}range", 2, default=(0.0, 0.0))
+        if low >= high:
+            raise v.error(f"actuator {name!r}: {which}range lower {low!r} >= upper {high!r}")
+        return float(low), float(high)
+
+    # ---------------------------------------------------------------------------------- the rest
+
+    def _read_contact(self, section) -> list[tuple[str, str, int]]:
+        out = []
+        bodies = {link.name for link in self.links}
+        for el in section:
+            kind = tag(el)
+            if kind is None:
+                continue
+            if kind == "pair":
+                raise self.doc.error(el, f"<pair>: {REFUSED_ELEMENTS['pair']}")
+            if kind != "exclude":
+                raise self.doc.error(el, f"unexpected element <{kind}> in <contact>")
+            _check_known(self.doc, el, SPECS["exclude"])
+            ends = (el.get("body1"), el.get("body2"))
+            for end in ends:
+                if not end or end not in bodies:
+                    raise self.doc.error(el, f"<exclude> names an unknown body {end!r}")
+            out.append((ends[0], ends[1], el.sourceline))
+        return out
+
+    def _read_custom(self, sections) -> list:
+        """jaxmor's DC-motor actuators, from the file a ``<text name="jaxmor:actuators">`` names."""
+        found = []
+        for section in sections:
+            for el in section:
+                if tag(el) == "text" and el.get("name") == ACTUATORS_TEXT:
+                    _check_known(self.doc, el, SPECS["text"])
+                    found.append(el)
+        if not found:
+            return []
+        if len(found) > 1:
+            raise self.doc.error(found[1], f"more than one <text name={ACTUATORS_TEXT!r}>")
+        el = found[0]
+        file = (el.get("data") or "").strip()
+        if not file:
+            raise self.doc.error(el, f'<text name={ACTUATORS_TEXT!r}> needs data="FILE" (an <actuators> file)')
+        source = self.doc.source(el)
+        base = self.doc.main_dir if source == STRING_SOURCE else Path(source).resolve().parent
+        base = base if base is not None else self.doc.assets_dir
+        path = None if base is None else resolve_actuator_file(file, base, self.actuator_dirs)
+        if path is None:
+            raise self.doc.error(
+                el,
+                f"actuator file {file!r} not found or not readable in the allowed directories (from {base}; "
+                "files are read only within the model's directory tree and the search path, or actuator_dirs)",
+            )
+        definitions, torques, enforced = actuators_from_xml(path, base_dir=path.parent, extra_dirs=self.actuator_dirs)
+        if any(t != 0 for t in torques) or not enforced:
+            raise ModelError(
+                str(path),
+                None,
+                "a model's actuator file holds no torques and no monitor mode (they are "
+                "a world's state: jaxmor.import_actuators sets them)",
+            )
+        return definitions
+
+    def _read_keyframes(self, section, actuators: list[str], dropped: set[str]) -> list[Keyframe]:
+        """Keyframes in jaxmor's conventions: MuJoCo's free-joint angular velocity (body frame) turned into the
+        world frame."""
+        order = list(self.joint_kinds.items())
+        nq = sum(7 if k == "free" else 1 for _, k in order)
+        nv = sum(6 if k == "free" else 1 for _, k in order)
+        out = []
+        for el in section:
+            if tag(el) is None:
+                continue
+            if tag(el) != "key":
+                raise self.doc.error(el, f"unexpected element <{tag(el)}> in <keyframe>")
+            attrs = _attributes(el)
+            _check_known(self.doc, el, SPECS["key"])
+            _check_refused(self.doc, el, SPECS["key"], attrs)
+            v = _Values(self.doc, el, attrs)
+            name = v.text("name") or f"key{len(out)}"
+            qpos = v.numbers("qpos", nq) if v.has("qpos") else None
+            qvel = v.numbers("qvel", nv) if v.has("qvel") else None
+            ctrl = v.numbers("ctrl", len(actuators)) if v.has("ctrl") else None
+            q, u, i, k = {}, {}, 0, 0
+            for joint, kind in order:
+                width_q, width_v = (7, 6) if kind == "free" else (1, 1)
+                coords = self.initial_q[joint] if qpos is None else tuple(qpos[i : i + width_q].tolist())
+                if kind == "free":
+                    if np.linalg.norm(coords[3:]) < 1e-12:
+                        raise v.error(f"keyframe {name!r}: the quaternion of joint {joint!r} is zero")
+                    quat = np.asarray(coords[3:]) / np.linalg.norm(coords[3:])
+                    coords = (*coords[:3], *quat.tolist())
+                q[joint] = coords
+                vel = np.zeros(width_v) if qvel is None else qvel[k : k + width_v].copy()
+                if kind == "free":
+                    vel[3:] = geo.quat_to_rotation(coords[3:]) @ vel[3:]
+                u[joint] = tuple(vel.tolist())
+                i, k = i + width_q, k + width_v
+            controls = {}
+            if ctrl is not None:
+                controls = {a: float(c) for a, c in zip(actuators, ctrl, strict=True) if a not in dropped}
+            out.append(Keyframe(name, el.sourceline, v.number("time", 0.0), q, u, controls))
+        return out
+
+
+def parse_mjcf(
+    path_or_xml: str | os.PathLike,
+    *,
+    assets_dir: str | os.PathLike | None = None,
+    meshes: str = "convex_hull",
+    package_dirs: Sequence[str | os.PathLike] = (),
+    actuator_dirs: Sequence[str | os.PathLike] = (),
+) -> RobotDescription:
+    """Read an MJCF file or string into a :class:`RobotDescription` (module docstring).
+
+    Args:
+        path_or_xml: a file path, or the MJCF text itself (a string starting with ``<``).
+        assets_dir: the folder that takes the place of the file's own for MJCF text (includes, meshes and
+            actuator files are looked up from it); for a file, another folder whose tree may be read.
+        meshes: ``"convex_hull"`` (default) or ``"ignore"``, as for a URDF (:func:`jaxmor.load_urdf`).
+        package_dirs: folders where ``package://`` mesh URIs are looked up first (:mod:`jaxmor.io.mesh`).
+        actuator_dirs: more directory trees where jaxmor's actuator files may be read.
+
+    Returns:
+        The description: the world link first, then each body's links in MuJoCo's body order.
+
+    Raises:
+        ModelError: the model is invalid or uses what jaxmor refuses; the message names the file and line.
+        ArgumentError: ``meshes`` is unknown, or ``package_dirs``/``actuator_dirs`` is a single string.
+    """
+    if meshes not in ("convex_hull", "ignore"):
+        raise ArgumentError(f"meshes must be one of ('convex_hull', 'ignore'), got {meshes!r}")
+    for name, dirs in (("package_dirs", package_dirs), ("actuator_dirs", actuator_dirs)):
+        if isinstance(dirs, (str, bytes, os.PathLike)):
+            raise ArgumentError(f"{name} must be a list of folders, got {dirs!r}")
+    doc = _read_document(path_or_xml, assets_dir)
+    return _Reader(doc, meshes, package_dirs, actuator_dirs).read()

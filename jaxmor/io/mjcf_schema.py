@@ -1,0 +1,298 @@
+"""What the MJCF reader does with every element and attribute: read, ignored (documented), or refused.
+
+MuJoCo validates a file against its schema and so does this reader: an attribute that MuJoCo does not know
+is an error, as a misspelled ``dampin`` must not pass silently. Of the attributes MuJoCo knows, each handled
+element lists
+
+* ``read``: what jaxmor uses;
+* ``ignored``: what has no meaning in jaxmor and is documented as such: looks (``rgba``, ``material``),
+  names of groups, MuJoCo's soft-constraint and solver parameters (``solref``, ``solimp``, ``margin``,
+  ``gap``: jaxmor's contacts and limits are hard constraints of its own solver), user data;
+* ``refused``: physics jaxmor does not model. Each maps to a test of its value: the attribute is accepted
+  when it says what MuJoCo does by default anyway (``gravcomp="0"``, ``mocap="false"``), and refused with
+  an error naming the element and its line otherwise.
+
+Elements listed in :data:`IGNORED_ELEMENTS` are skipped whole (sensors, cameras, lights, sites, textures,
+materials, the ``<visual>`` and ``<statistic>`` sections: nothing in them changes the dynamics);
+elements in :data:`REFUSED_ELEMENTS` are refused wherever they appear, with their reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+def _numbers(text: str) -> list[float] | None:
+    try:
+        return [float(t) for t in text.split()]
+    except ValueError:
+        return None
+
+
+def zero(text: str) -> bool:
+    """Neutral when every number of the value is zero (``"0"``, ``"0 0 0"``)."""
+    values = _numbers(text)
+    return values is not None and all(v == 0.0 for v in values)
+
+
+def false(text: str) -> bool:
+    """Neutral when the value is ``false``."""
+    return text.strip() == "false"
+
+
+def false_or_auto(text: str) -> bool:
+    """Neutral when the value is ``false`` or ``auto``."""
+    return text.strip() in ("false", "auto")
+
+
+def negative(text: str) -> bool:
+    """Neutral when the value is a negative number (MuJoCo's "unset", e.g. ``actdim="-1"``)."""
+    values = _numbers(text)
+    return values is not None and len(values) == 1 and values[0] < 0
+
+
+def empty(text: str) -> bool:
+    """Neutral when the value is empty."""
+    return not text.strip()
+
+
+def value(*allowed: str) -> Callable[[str], bool]:
+    """Neutral when the value is one of ``allowed``."""
+    return lambda text: text.strip() in allowed
+
+
+@dataclass(frozen=True)
+class ElementSpec:
+    """The attributes of one MJCF element: ``read``, ``ignored``, and ``refused`` with the test that accepts a
+    neutral value and the reason given otherwise."""
+
+    read: frozenset[str]
+    ignored: frozenset[str] = frozenset()
+    refused: dict[str, tuple[Callable[[str], bool], str]] = field(default_factory=dict)
+
+    @property
+    def known(self) -> frozenset[str]:
+        return self.read | self.ignored | frozenset(self.refused)
+
+
+def _spec(read: str, ignored: str = "", refused: dict | None = None) -> ElementSpec:
+    return ElementSpec(frozenset(read.split()), frozenset(ignored.split()), dict(refused or {}))
+
+
+_SOFT = "margin gap solref solimp solmix"
+_ORIENTATION = "quat axisangle euler xyaxes zaxis"
+_FLUID = "fluid forces (fluidshape) are not modelled"
+
+#: The elements the reader handles, by tag.
+SPECS: dict[str, ElementSpec] = {
+    "mujoco": _spec("model"),
+    "compiler": _spec(
+        "angle eulerseq autolimits meshdir assetdir inertiafromgeom inertiagrouprange boundmass boundinertia "
+        "settotalmass strippath",
+        "texturedir discardvisual fusestatic usethread savecompiled saveinertial savecanonical fitaabb conflict",
+        {
+            "coordinate": (value("local"), "global coordinates are not supported (nor by MuJoCo 3)"),
+            "balanceinertia": (
+                false,
+                "balanceinertia is not supported: give inertias that satisfy the triangle inequality",
+            ),
+            "alignfree": (false, "alignfree is not supported: the free joint's frame stays the body's"),
+            "passthrough": (false, "passthrough is not supported"),
+        },
+    ),
+    "option": _spec(
+        "timestep gravity",
+        # MuJoCo's integrator and solver settings: jaxmor steps with its own semi-implicit integrator and PGS.
+        "integrator solver iterations ls_iterations ls_tolerance tolerance noslip_iterations noslip_tolerance "
+        "cone impratio jacobian ccd_iterations ccd_tolerance sdf_iterations sdf_initpoints sleep_tolerance "
+        "magnetic o_margin o_solref o_solimp o_friction",
+        {
+            "density": (zero, "fluid forces (option density) are not modelled"),
+            "viscosity": (zero, "fluid forces (option viscosity) are not modelled"),
+            "wind": (zero, "fluid forces (option wind) are not modelled"),
+            "actuatorgroupdisable": (empty, "actuatorgroupdisable is not supported"),
+        },
+    ),
+    "flag": _spec(
+        "gravity contact limit frictionloss spring damper constraint",
+        "warmstart eulerdamp energy midphase sensor refsafe autoreset nativeccd island multiccd fwdinv "
+        "invdiscrete sleep diagexact ipc speculative equality",
+        {
+            "filterparent": (
+                value("enable"),
+                "disabling filterparent is not supported: jaxmor never collides a body with its parent",
+            ),
+            "actuation": (value("enable"), "disabling the actuation is not supported: remove the actuators"),
+            "clampctrl": (
+                value("enable"),
+                "disabling clampctrl is not supported: jaxmor always clamps the controls to ctrlrange",
+            ),
+            "override": (value("disable"), "the contact override flag is not supported"),
+        },
+    ),
+    "default": _spec("class"),
+    "include": _spec("file"),
+    "body": _spec(
+        "name childclass pos " + _ORIENTATION,
+        "user sleep simple fuse",
+        {
+            "mocap": (false, "mocap bodies are not supported"),
+            "gravcomp": (zero, "gravity compensation (gravcomp) is not supported"),
+        },
+    ),
+    "frame": _spec("name childclass pos " + _ORIENTATION),
+    "inertial": _spec("pos mass diaginertia fullinertia " + _ORIENTATION),
+    "joint": _spec(
+        "name class type pos axis range limited damping frictionloss armature stiffness springref ref",
+        "group user margin solreflimit solimplimit solreffriction solimpfriction",
+        {
+            "springdamper": (zero, "springdamper is not supported: give stiffness and damping"),
+            "springyield": (zero, "springyield is not supported"),
+            "actuatorfrclimited": (false_or_auto, "actuatorfrclimited is not supported"),
+            "actuatorfrcrange": (zero, "actuatorfrcrange is not supported: clamp each actuator's forcerange instead"),
+            "actuatorgravcomp": (false, "actuatorgravcomp is not supported"),
+        },
+    ),
+    "freejoint": _spec("name", "group", {"align": (false_or_auto, "freejoint align is not supported")}),
+    "geom": _spec(
+        "name class type size pos fromto mesh contype conaffinity condim priority friction group density mass "
+        + _ORIENTATION,
+        _SOFT + " material rgba user castshadow adhesion fluidcoef fitscale",
+        {
+            "hfield": (empty, "height fields (hfield) are not supported"),
+            "shellinertia": (false, "shellinertia is not supported"),
+            "surfacevel": (zero, "surface velocities (surfacevel) are not supported"),
+            "fluidshape": (value("none"), _FLUID),
+        },
+    ),
+    "mesh": _spec(
+        "name class file scale",
+        "content_type maxhullvert inertia smoothnormal material",
+        {
+            "vertex": (empty, "meshes given by their vertices in the file are not supported: give a mesh file"),
+            "face": (empty, "meshes given by their faces in the file are not supported: give a mesh file"),
+            "normal": (empty, "meshes given in the file are not supported: give a mesh file"),
+            "texcoord": (empty, "meshes given in the file are not supported: give a mesh file"),
+            "builtin": (empty, "built-in (procedural) meshes are not supported"),
+            "params": (empty, "built-in (procedural) meshes are not supported"),
+            "refpos": (zero, "mesh refpos is not supported"),
+            "refquat": (value("1 0 0 0"), "mesh refquat is not supported"),
+        },
+    ),
+    "exclude": _spec("body1 body2", "name"),
+    "key": _spec(
+        "name time qpos qvel ctrl",
+        "",
+        {
+            "act": (empty, "actuator activations (key act) are not supported"),
+            "mpos": (empty, "mocap bodies (key mpos) are not supported"),
+            "mquat": (empty, "mocap bodies (key mquat) are not supported"),
+            "plastic": (empty, "plastic states (key plastic) are not supported"),
+        },
+    ),
+    "text": _spec("name data"),
+}
+
+#: Attributes of every affine actuator element: the transmission, the common ones, and the refused ones.
+_ACTUATOR_COMMON = "name class joint jointinparent gear ctrlrange ctrllimited forcerange forcelimited"
+_ACTUATOR_IGNORED = "group user lengthrange"
+_TRANSMISSION = "only a joint transmission (joint=...) is supported"
+_ACTUATOR_REFUSED = {
+    "tendon": (empty, "tendon transmissions are not supported: " + _TRANSMISSION),
+    "site": (empty, "site transmissions are not supported: " + _TRANSMISSION),
+    "refsite": (empty, "site transmissions are not supported: " + _TRANSMISSION),
+    "body": (empty, "body transmissions are not supported: " + _TRANSMISSION),
+    "cranksite": (empty, "slider-crank transmissions are not supported: " + _TRANSMISSION),
+    "slidersite": (empty, "slider-crank transmissions are not supported: " + _TRANSMISSION),
+    "cranklength": (zero, "slider-crank transmissions are not supported: " + _TRANSMISSION),
+    "armature": (zero, "actuator armature is not supported: give the joint's armature"),
+    "damping": (zero, "actuator damping is not supported: give the joint's damping"),
+    "delay": (zero, "actuator delays are not supported"),
+    "nsample": (zero, "actuator delays are not supported"),
+    "interp": (value("zoh"), "actuator delays are not supported"),
+}
+
+
+def _actuator(read: str, refused: dict | None = None) -> ElementSpec:
+    return _spec(_ACTUATOR_COMMON + " " + read, _ACTUATOR_IGNORED, {**_ACTUATOR_REFUSED, **(refused or {})})
+
+
+_ACTIVATION = "activation dynamics are not supported"
+ACTUATOR_SPECS: dict[str, ElementSpec] = {
+    "motor": _actuator(""),
+    "position": _actuator(
+        "kp kv",
+        {
+            "dampratio": (zero, "position dampratio is not supported: give kv"),
+            "timeconst": (zero, "position timeconst is not supported: " + _ACTIVATION),
+            "inheritrange": (zero, "position inheritrange is not supported: give ctrlrange"),
+        },
+    ),
+    "velocity": _actuator("kv"),
+    "general": _actuator(
+        "gaintype gainprm biastype biasprm dyntype dynprm",
+        {
+            "actdim": (negative, _ACTIVATION),
+            "actearly": (false, _ACTIVATION),
+            "actlimited": (false_or_auto, _ACTIVATION),
+            "actrange": (zero, _ACTIVATION),
+            "ffrange": (zero, "ffrange is not supported"),
+            "velrange": (zero, "velrange is not supported"),
+            "input": (empty, "actuator inputs are not supported"),
+            "inheritrange": (zero, "inheritrange is not supported: give ctrlrange"),
+        },
+    ),
+}
+
+#: The attributes of an actuator shortcut that belong to that shortcut (the rest are common to all):
+#: what a default of one kind can pass to an element of the same kind only.
+ACTUATOR_OWN = {
+    "motor": frozenset(),
+    "position": frozenset({"kp", "kv", "dampratio", "timeconst", "inheritrange"}),
+    "velocity": frozenset({"kv"}),
+    "general": frozenset(
+        {
+            "gaintype",
+            "gainprm",
+            "biastype",
+            "biasprm",
+            "dyntype",
+            "dynprm",
+            "actdim",
+            "actearly",
+            "actlimited",
+            "actrange",
+        }
+    ),
+}
+
+#: Elements skipped whole, wherever they appear: nothing in them changes the dynamics.
+IGNORED_ELEMENTS = frozenset(
+    "site camera light visual statistic size texture material sensor numeric tuple model lengthrange".split()
+)
+
+#: Elements refused wherever they appear, with the reason.
+REFUSED_ELEMENTS = {
+    "tendon": "tendons are not supported",
+    "equality": "equality constraints are not supported",
+    "pair": "explicit contact pairs (<pair>) are not supported; collisions follow contype/conaffinity",
+    "deformable": "deformable objects are not supported",
+    "flexcomp": "deformable objects (flexcomp) are not supported",
+    "composite": "composite objects are not supported",
+    "skin": "skins are not supported",
+    "hfield": "height fields are not supported",
+    "extension": "plugins are not supported",
+    "plugin": "plugins are not supported",
+    "attach": "attaching models (<attach>) is not supported: include the model's file instead",
+    "replicate": "<replicate> is not supported: write the copies out",
+    "intvelocity": "intvelocity actuators (activation dynamics) are not supported",
+    "damper": "damper actuators are not supported",
+    "cylinder": "cylinder actuators (activation dynamics) are not supported",
+    "muscle": "muscle actuators are not supported",
+    "adhesion": "adhesion actuators are not supported",
+    "pid": "pid actuators are not supported: use a position actuator",
+    "orientation": "orientation actuators are not supported",
+    "dcmotor": "MuJoCo's dcmotor actuator is not read: give jaxmor's DC-motor actuators "
+    '(<custom><text name="jaxmor:actuators" data="FILE"/></custom>, or jaxmor.set_actuators)',
+}
