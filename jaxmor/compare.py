@@ -38,7 +38,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.io.mjcf_geometry import quat_to_rotation
 from jaxmor.kinematics import body_poses, link_poses
 from jaxmor.state import init_state
-from jaxmor.step import step
+from jaxmor.step import rollout as rollout_states
 from jaxmor.types import Model, State
 
 try:
@@ -185,18 +185,18 @@ def _report(items) -> Report:
     return Report((d.name, d) for d in items)
 
 
-def _poses(pair: Pair, q: np.ndarray):
-    """jaxmor's link positions and rotations of the MuJoCo bodies, and its geom centres, at ``q``."""
+def _poses(pair: Pair, q):
+    """jaxmor's link positions and rotations of the MuJoCo bodies, and its geom centres, at ``q`` (traceable)."""
     model = pair.model
     bodies = body_poses(model, jnp.asarray(q, model.body_mass.dtype))
     links = link_poses(model, bodies)
     li = np.array([k for k, _ in pair.body_links], dtype=np.int64)
     gb = np.array(model.geom_body, dtype=np.int64) + 1
-    body_r = np.concatenate([np.eye(3)[None], np.asarray(bodies.rotation)])[gb]
-    body_p = np.concatenate([np.zeros((1, 3)), np.asarray(bodies.position)])[gb]
-    centres = body_p + np.einsum("gij,gj->gi", body_r, np.asarray(model.geom_translation))
+    body_r = jnp.concatenate([jnp.eye(3, dtype=bodies.rotation.dtype)[None], bodies.rotation])[gb]
+    body_p = jnp.concatenate([jnp.zeros((1, 3), bodies.position.dtype), bodies.position])[gb]
+    centres = body_p + jnp.einsum("gij,gj->gi", body_r, model.geom_translation.astype(body_p.dtype))
     gi = np.array([g for g, _ in pair.geoms], dtype=np.int64)
-    return np.asarray(links.position)[li], np.asarray(links.rotation)[li], centres[gi]
+    return links.position[li], links.rotation[li], centres[gi]
 
 
 def dynamics(pair: Pair, qpos, qvel) -> Report:
@@ -226,61 +226,54 @@ def dynamics(pair: Pair, qpos, qvel) -> Report:
         [
             Difference("mass_matrix", np.asarray(mass_matrix(pair.model, jq)), t.T @ full[np.ix_(vi, vi)] @ t),
             Difference("bias", np.asarray(bias_force(pair.model, jq, ju)), t.T @ data.qfrc_bias[vi]),
-            Difference("body_position", position, data.xpos[bodies]),
-            Difference("body_rotation", rotation, data.xmat[bodies].reshape(-1, 3, 3)),
-            Difference("geom_position", centres, data.geom_xpos[geoms]),
+            Difference("body_position", np.asarray(position), data.xpos[bodies]),
+            Difference("body_rotation", np.asarray(rotation), data.xmat[bodies].reshape(-1, 3, 3)),
+            Difference("geom_position", np.asarray(centres), data.geom_xpos[geoms]),
         ]
     )
 
 
-def _active_contacts(pair: Pair, state: State) -> int:
-    """jaxmor's contacts of the last step: slots that pushed (a positive normal impulse)."""
-    return int(np.sum(np.asarray(state.contact_impulse)[:, 0] > 0))
-
-
 def rollout(pair: Pair, qpos, qvel, ctrl=None, n_steps: int = 1) -> Report:
     """Both engines stepped ``n_steps`` times from MuJoCo's ``(qpos, qvel)`` with the controls ``ctrl`` held
-    (MuJoCo's actuator order), each with its own integrator and contact model (the module docstring).
+    (MuJoCo's actuator order), each with its own integrator and contact model (the module docstring). jaxmor's
+    steps run in one compiled :func:`jaxmor.rollout`.
 
     Returns:
-        A :class:`Report` over the steps: ``q`` and ``u`` (jaxmor's conventions), ``body_position``,
-        ``geom_position`` (the matched geoms' centres, e.g. the feet) and ``contacts``: MuJoCo's contacts with a
-        positive normal force against jaxmor's contact slots with a positive normal impulse.
+        A :class:`Report` over the steps (the leading axis; entry ``k`` after step ``k + 1``): ``q`` and ``u``
+        (jaxmor's conventions), ``body_position``, ``geom_position`` (the matched geoms' centres, e.g. the feet)
+        and ``contacts``: MuJoCo's contacts with a positive normal force against jaxmor's contact slots with a
+        positive normal impulse, each engine's contacts of that step (found at its start).
     """
     m = pair.mj_model
     data = mujoco.MjData(m)
     data.qpos[:], data.qvel[:] = qpos, qvel
     if ctrl is not None:
         data.ctrl[:] = ctrl
-    state = pair.state(qpos, qvel, ctrl)
-    stepped = jax.jit(lambda s: step(pair.model, s))
+    n_steps = int(n_steps)
+    _, trajectory = jax.jit(lambda s: rollout_states(pair.model, s, n_steps=n_steps))(pair.state(qpos, qvel, ctrl))
+    poses = jax.jit(jax.vmap(lambda q: _poses(pair, q)))(trajectory.q)
     bodies = np.array([b for _, b in pair.body_links], dtype=np.int64)
     geoms = np.array([g for _, g in pair.geoms], dtype=np.int64)
     force = np.zeros(6)
-    rows: dict[str, tuple[list, list]] = {k: ([], []) for k in ("q", "u", "body_position", "geom_position", "contacts")}
-    for _ in range(int(n_steps)):
+    theirs: dict[str, list] = {k: [] for k in ("q", "u", "body_position", "geom_position", "contacts")}
+    for _ in range(n_steps):
         mujoco.mj_step(m, data)
-        state = stepped(state)
-        q, u = np.asarray(state.q, dtype=np.float64), np.asarray(state.u, dtype=np.float64)
-        mq, mu = pair.from_mujoco(data.qpos, data.qvel)
-        position, _, centres = _poses(pair, q)
         pushing = 0  # the contacts of the step just taken (mj_step computed them at its start, as jaxmor does)
         for c in range(data.ncon):
             mujoco.mj_contactForce(m, data, c, force)
             pushing += force[0] > 0
         mujoco.mj_kinematics(m, data)  # the poses at the new qpos (mj_step leaves those of its start)
-        for key, ours, theirs in (
-            ("q", q, mq),
-            ("u", u, mu),
-            ("body_position", position, data.xpos[bodies]),
-            ("geom_position", centres, data.geom_xpos[geoms]),
-            ("contacts", _active_contacts(pair, state), pushing),
-        ):
-            rows[key][0].append(ours)
-            rows[key][1].append(theirs)
-    return _report(
-        [Difference(k, np.asarray(a, dtype=float), np.asarray(b, dtype=float)) for k, (a, b) in rows.items()]
-    )
+        q, u = pair.from_mujoco(data.qpos, data.qvel)
+        for key, value in zip(theirs, (q, u, data.xpos[bodies], data.geom_xpos[geoms], pushing), strict=True):
+            theirs[key].append(np.array(value, dtype=float))
+    ours = {
+        "q": trajectory.q,
+        "u": trajectory.u,
+        "body_position": poses[0],
+        "geom_position": poses[2],
+        "contacts": np.sum(np.asarray(trajectory.contact_impulse)[..., 0] > 0, axis=-1),
+    }
+    return _report([Difference(k, np.asarray(ours[k], dtype=float), np.asarray(v)) for k, v in theirs.items()])
 
 
 __all__ = ["Difference", "Pair", "Report", "dynamics", "rollout"]

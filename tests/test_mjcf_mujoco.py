@@ -105,3 +105,115 @@ def test_joint_limits_damping_friction_and_springs_are_mujocos(pair):
     np.testing.assert_allclose(np.asarray(model.q_default), m.qpos0[ref.qpos], atol=1e-12)
     assert float(model.opt.timestep) == m.opt.timestep
     np.testing.assert_array_equal(np.asarray(model.opt.gravity), m.opt.gravity)
+
+
+# --------------------------------------------------------------------------------------------------
+# The Go2 falling onto its feet and standing, in both engines, and the comparison helper itself.
+
+FEET = ("FL", "FR", "RL", "RR")
+
+
+@pytest.fixture(scope="module")
+def go2_landing():
+    """1 s of the Go2 (``scene_mjx.xml``: position servos held at the home keyframe's targets) dropped from 5 cm
+    above the home pose, in both engines. MuJoCo's cone is set to elliptic, as in ``go2.xml`` (the MJX variant
+    picks pyramidal for speed): its pyramidal cone lets the feet slide 9-15 mm apart while landing (measured),
+    which jaxmor's Coulomb disk, like MuJoCo's elliptic cone, does not."""
+    from jaxmor import compare
+
+    path = mjcf_model("go2/scene_mjx.xml")
+    if path is None:
+        pytest.skip("the Go2 is read from ../shared/robots (or $JAXMOR_GO2_DIR)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = jaxmor.load_mjcf(path)
+    mj_model = mujoco.MjModel.from_xml_path(str(path))
+    mj_model.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    pair = compare.Pair(model, mj_model)
+    data = mujoco.MjData(mj_model)
+    mujoco.mj_resetDataKeyframe(mj_model, data, 0)
+    qpos = data.qpos.copy()
+    qpos[2] += 0.05
+    report = compare.rollout(pair, qpos, np.zeros(mj_model.nv), data.ctrl.copy(), 500)
+    feet = [k for k, (g, _) in enumerate(pair.geoms) if model.geom_names[g] in FEET]
+    radius = float(mj_model.geom_size[pair.geoms[feet[0]][1], 0])
+    return report, feet, radius
+
+
+@pytest.mark.slow
+def test_go2_lands_and_stands_like_mujoco(go2_landing):
+    """Contacts, foot heights and the standing height of the base over 1 s.
+
+    Tolerances, from the two contact models: jaxmor's contacts are hard, MuJoCo's soft (solref/solimp: the
+    MJX Go2's feet, ``solimp="0.015 1 0.031"``, sink up to 22 mm and rest 17 mm deep, measured). So a foot's
+    height agrees once MuJoCo's own sinking ``r - z_mujoco`` is added (to 1e-4 m: measured 3e-6), and the base's
+    height at rest is compared above the feet's lowest points (each engine's foot height minus the radius),
+    within 5 mm (measured 1.3 mm; the servos' sag under the robot's weight is the same law in both).
+    """
+    report, feet, radius = go2_landing
+    contacts = report["contacts"]
+    touchdown = int(np.argmax(contacts.mujoco > 0))
+    assert 10 < touchdown < 100 and contacts.jaxmor[touchdown] > 0  # the same step
+    # Every foot touches from then on, in both engines, and nothing else does; at most one step differs.
+    assert np.count_nonzero(contacts.jaxmor != contacts.mujoco) <= 1
+    np.testing.assert_array_equal(contacts.jaxmor[touchdown + 10 :], 4)
+    # Falling: the same state in both (semi-implicit steps of gravity and the servos).
+    q = report["q"]
+    assert np.abs(q.jaxmor[:touchdown] - q.mujoco[:touchdown]).max() < 1e-9
+    z = report["geom_position"]
+    foot_j, foot_m = z.jaxmor[:, feet, 2], z.mujoco[:, feet, 2]
+    sinking = np.maximum(radius - foot_m, 0.0)
+    assert sinking.max() < 0.03  # MuJoCo's reference behaves (its feet never sink more than 3 cm)
+    np.testing.assert_array_less(np.abs(foot_j - foot_m) - sinking, 1e-4)
+    # jaxmor's feet stand on the ground: no sinking, no bounce, from touchdown on.
+    assert np.abs(foot_j[touchdown + 5 :] - radius).max() < 1e-5
+    # Horizontally the feet stay where they landed in both (MuJoCo's soft friction creeps: measured 2 mm).
+    assert np.abs(z.jaxmor[:, feet, :2] - z.mujoco[:, feet, :2]).max() < 3e-3
+    # At rest (the last 0.1 s): the base's height above the feet's lowest points.
+    rest = slice(-50, None)
+    above_j = q.jaxmor[rest, 2] - (foot_j[rest].mean(axis=1) - radius)
+    above_m = q.mujoco[rest, 2] - (foot_m[rest].mean(axis=1) - radius)
+    assert np.abs(above_j - above_m).max() < 5e-3
+    assert np.abs(q.jaxmor[rest, 2] - q.jaxmor[-1, 2]).max() < 1e-3  # jaxmor's base has come to rest
+
+
+def test_compare_converts_as_the_reference_does(pair):
+    """``jaxmor.compare``'s conversions and quantities against the test reference's (independent code)."""
+    from jaxmor import compare
+
+    name, model, ref = pair
+    helper = compare.Pair(model, ref.m)
+    rng = np.random.default_rng(3)
+    qpos, qvel = ref.random_state(rng)
+    q, u, m_ref, b_ref = ref.terms(qpos, qvel)
+    got_q, got_u = helper.from_mujoco(qpos, qvel)
+    np.testing.assert_allclose(got_q, q, atol=1e-15)
+    np.testing.assert_allclose(got_u, u, atol=1e-12)
+    back = helper.to_mujoco(got_q, got_u)
+    np.testing.assert_allclose(back[0], qpos, atol=1e-15)
+    np.testing.assert_allclose(back[1], qvel, atol=1e-12)
+    report = compare.dynamics(helper, qpos, qvel)
+    np.testing.assert_allclose(report["mass_matrix"].mujoco, m_ref, atol=1e-12)
+    np.testing.assert_allclose(report["bias"].mujoco, b_ref, atol=1e-12)
+    assert report["mass_matrix"].max_abs < TOL * max(1.0, report["mass_matrix"].scale), name
+    assert report["bias"].max_abs < TOL * max(1.0, report["bias"].scale), name
+    assert report["body_position"].max_abs < TOL and report["geom_position"].max_abs < TOL, name
+    assert "mass_matrix" in str(report)
+
+
+@pytest.mark.slow
+def test_compare_rollout_steps_mujoco_as_mj_step_does(go2_landing):
+    """The MuJoCo side of ``compare.rollout`` is MuJoCo's own trajectory: replayed here with ``mj_step``."""
+    path = mjcf_model("go2/scene_mjx.xml")
+    mj_model = mujoco.MjModel.from_xml_path(str(path))
+    mj_model.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    data = mujoco.MjData(mj_model)
+    mujoco.mj_resetDataKeyframe(mj_model, data, 0)
+    data.qpos[2] += 0.05
+    report, _, _ = go2_landing
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = MujocoReference(jaxmor.load_mjcf(path, meshes="ignore"), mj_model)
+    for k in range(60):
+        mujoco.mj_step(mj_model, data)
+        np.testing.assert_allclose(report["q"].mujoco[k], data.qpos[ref.qpos], atol=1e-15)
