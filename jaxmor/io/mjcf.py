@@ -129,6 +129,9 @@ class _Document:
         return self.sources[int(index)] if index is not None else self.sources[0]
 
     def error(self, element, message: str) -> ModelError:
+        """A ModelError at the element's file and line; the message names the element's tag."""
+        if f"<{tag(element)}" not in message:
+            message = f"<{tag(element)}> {message}"
         return ModelError(self.source(element), element.sourceline, message)
 
 
@@ -1018,21 +1021,23 @@ class _Reader:
                 inertia = rotation @ np.diag(v.numbers("diaginertia", 3)) @ rotation.T
             if np.linalg.eigvalsh(inertia)[0] < -1e-9 * max(1e-300, np.abs(inertia).max()):
                 raise v.error(f"body {name!r} has an inertia that is not positive semi-definite")
-            if mode != "true":
-                self.body_masses[name] = None
-                self.explicit_masses[name] = (mass, v.numbers("pos", 3), inertia)
-                return
-        self.body_masses[name] = None if mode == "false" else []
+            self.explicit_masses[name] = (mass, v.numbers("pos", 3), inertia)
+        # "auto": the geoms count where there is no <inertial>; "true": the geoms count where there are any (as
+        # MuJoCo, a body without geoms keeps its <inertial>); "false": only an <inertial> counts.
+        counts = mode == "true" or (mode == "auto" and not found)
+        self.body_masses[name] = [] if counts else None
 
     def _finish_masses(self) -> None:
         """Each body's mass properties, bounded (``boundmass``, ``boundinertia``) and scaled to
         ``settotalmass``."""
         props = {}
-        for link in self.links[1:]:
-            if link.name in self.explicit_masses:
-                props[link.name] = self.explicit_masses[link.name]
-            elif self.body_masses.get(link.name):
-                props[link.name] = combine_masses(self.body_masses[link.name])
+        for name, parts in self.body_masses.items():  # every body but the world
+            if parts:
+                props[name] = combine_masses(parts)
+            elif name in self.explicit_masses:
+                props[name] = self.explicit_masses[name]
+            else:
+                props[name] = (0.0, np.zeros(3), np.zeros((3, 3)))
         c = self.compiler
         for name, (mass, com, inertia) in props.items():
             if c.boundinertia > 0:
@@ -1044,7 +1049,7 @@ class _Reader:
             factor = c.settotalmass / total
             props = {n: (m * factor, com, i * factor) for n, (m, com, i) in props.items()}
         for link in self.links:
-            if link.name in props:
+            if link.name in props and (props[link.name][0] > 0 or np.any(props[link.name][2])):
                 link.inertial = Inertial(*props[link.name])
 
     def _count_mass(self, v: _Values, kind, name, size, rotation, translation, link) -> None:
@@ -1124,7 +1129,7 @@ class _Reader:
         return _Values(self.doc, el, attrs)
 
     def _read_actuators(self, section) -> list[AffineActuator]:
-        out, names = [], set()
+        out, names, driven = [], set(), {}
         for el in section:
             kind = tag(el)
             if kind is None:
@@ -1145,6 +1150,12 @@ class _Reader:
                 raise v.error(f"actuator {name!r} drives an unknown joint {joint!r}")
             if self.joint_kinds[joint] == "free":
                 raise v.error(f"actuator {name!r}: actuators on a free joint are not supported")
+            if joint in driven:
+                raise v.error(
+                    f"actuator {name!r}: joint {joint!r} is already driven by actuator {driven[joint]!r} "
+                    "(jaxmor takes one actuator per joint)"
+                )
+            driven[joint] = name
             gear = float(v.numbers("gear", 1, 6, default=(1.0,))[0])
             gain, bias = self._law(v, kind, name)
             ctrl = self._range(v, "ctrl", name)

@@ -1,0 +1,597 @@
+"""The MJCF reader, feature by feature, against MuJoCo's own compiler (``mujoco``, float64).
+
+Each test writes a small model that uses one feature, compiles it with MuJoCo and with jaxmor, and compares
+what MuJoCo computed (body poses, masses and inertias, joint constants, actuator forces, contacts, keyframes)
+with jaxmor's model; MuJoCo is the independent reference. Refused features each get a test that the error
+names the file, the line and the element. Tolerances: 1e-12 where both sides compute the same closed forms in
+float64 (round-off of a few operations on values of order 1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from oracles import motor_region
+from reference import MujocoReference, rel_err
+
+import jaxmor
+from jaxmor import ModelError
+
+mujoco = pytest.importorskip("mujoco")
+
+
+def model_text(body: str = "", *, head: str = "", actuators: str = "", after: str = "") -> str:
+    """An MJCF model: ``head`` before the world body (compiler, option, defaults, assets), ``body`` in it,
+    ``actuators`` in an ``<actuator>`` section, ``after`` at the end (contact, keyframe, custom)."""
+    act = f"<actuator>{actuators}</actuator>" if actuators else ""
+    return f"<mujoco>{head}<worldbody>{body}</worldbody>{act}{after}</mujoco>"
+
+
+def both(text: str, **kwargs):
+    """The model compiled by jaxmor and by MuJoCo."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = jaxmor.load_mjcf(text, **kwargs)
+    return model, mujoco.MjModel.from_xml_string(text)
+
+
+def refused(text: str, *parts: str, line: int | None = None):
+    """Loading ``text`` raises a ModelError whose message holds every part (and names ``line``)."""
+    with pytest.raises(ModelError) as info:
+        jaxmor.load_mjcf(text)
+    message = str(info.value)
+    for part in parts:
+        assert part in message, message
+    if line is not None:
+        assert info.value.line == line, message
+    return info.value
+
+
+def line_of(text: str, needle: str) -> int:
+    """The 1-based line of the first occurrence of ``needle``."""
+    return text[: text.index(needle)].count("\n") + 1
+
+
+FREE_BOX = '<body name="box" pos="0 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/></body>'
+
+
+# --------------------------------------------------------------------------------------------------
+# Frames, joints and inertias: the kinematic tree against MuJoCo's.
+
+
+ORIENTED = """
+<body name="a" pos="0.1 0.2 0.3" euler="10 20 30">
+  <joint name="ja" axis="0 1 0"/>
+  <geom type="box" size=".1 .2 .3" euler="5 -15 25"/>
+  <body name="b" pos=".1 .2 .3" axisangle="1 1 0 40">
+    <joint name="jb" type="slide" axis="1 0 1" ref="0.2"/>
+    <geom type="capsule" fromto="0 0 0 .1 .2 .3" size=".05"/>
+    <body name="c" xyaxes="0 1 0 -1 0 .3">
+      <joint name="jc" pos=".1 0 .2" axis="1 0 0" ref="30"/>
+      <joint name="jd" pos="0 .1 0" axis="0 0 1"/>
+      <geom type="cylinder" fromto="0 0 0 0 0 -.3" size=".04"/>
+      <frame pos="0 0 .1" euler="0 0 90">
+        <body name="d" zaxis="0 0 -1"><joint name="je"/><geom type="ellipsoid" size=".1 .05 .08" contype="0"
+            conaffinity="0"/>
+          <body name="e" zaxis="1 2 3"><joint name="jf" axis="0 1 0"/><geom size=".05" pos=".1 0 0"/></body>
+        </body>
+      </frame>
+    </body>
+  </body>
+</body>
+"""
+
+
+@pytest.mark.parametrize(
+    "compiler",
+    [
+        '<compiler angle="degree" eulerseq="xyz"/>',
+        '<compiler angle="degree" eulerseq="XYZ"/>',
+        '<compiler angle="degree" eulerseq="zyx"/>',
+        '<compiler angle="degree" eulerseq="ZxY"/>',
+    ],
+)
+def test_frames_anchors_refs_and_inertias_from_geoms_equal_mujocos(compiler):
+    """Every way MJCF writes an orientation (``euler`` in four sequences, ``axisangle``, ``xyaxes``, ``zaxis``,
+    ``fromto``), a ``<frame>``, two joints in one body with anchors off its origin, ``ref`` on a slide and a
+    hinge (in degrees), inertias from a box, capsule, cylinder, ellipsoid and sphere: the mass matrix, bias and
+    body poses at random states."""
+    text = model_text(ORIENTED, head=compiler)
+    model, m = both(text)
+    ref = MujocoReference(model, m)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        q, u, mass, bias = ref.terms(*ref.random_state(rng))
+        assert rel_err(jaxmor.mass_matrix(model, q), mass) < 1e-12
+        assert rel_err(jaxmor.bias_force(model, q, u), bias) < 1e-12
+        poses = jaxmor.forward_kinematics(model, q)
+        for name, (rotation, position) in ref.body_poses().items():
+            k = model.link_names.index(name)
+            np.testing.assert_allclose(poses.rotation[k], rotation, atol=1e-12, err_msg=name)
+            np.testing.assert_allclose(poses.position[k], position, atol=1e-12, err_msg=name)
+    # MuJoCo's qpos0 is each joint's ref; jaxmor's q_default too (so the two coordinates are the same).
+    np.testing.assert_allclose(np.asarray(model.q_default), m.qpos0[ref.qpos], atol=1e-15)
+    assert float(model.q_default[jaxmor.joint_q_index(model, "jc")]) == pytest.approx(math.radians(30))
+
+
+def _body_inertias(model: jaxmor.Model, m) -> None:
+    """Mass, centre of mass and inertia tensor of every MuJoCo body equal jaxmor's body carrying its link."""
+    for i in range(1, m.nbody):
+        b = model.link_body[model.link_names.index(m.body(i).name)]
+        rotation = np.zeros(9)
+        mujoco.mju_quat2Mat(rotation, m.body_iquat[i])
+        rotation = rotation.reshape(3, 3)
+        tensor = rotation @ np.diag(m.body_inertia[i]) @ rotation.T
+        name = m.body(i).name
+        assert float(model.body_mass[b]) == pytest.approx(m.body_mass[i], rel=1e-12), name
+        np.testing.assert_allclose(model.body_com[b], m.body_ipos[i], atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(model.body_inertia[b], tensor, atol=1e-12 * max(1.0, tensor.max()), err_msg=name)
+
+
+GEOM_BODIES = """
+<body name="spheres"><joint/><geom size=".1"/><geom size=".05" pos=".2 0 0" density="500"/></body>
+<body name="capsule" pos="1 0 0"><joint/><geom type="capsule" size=".05 .2" euler="0 30 0"/></body>
+<body name="cylinder" pos="2 0 0"><joint/><geom type="cylinder" size=".05 .2" mass="3"/></body>
+<body name="boxes" pos="3 0 0"><joint/><geom type="box" size=".1 .2 .3"/>
+  <geom type="box" size=".05 .05 .05" pos=".3 0 0" group="4" mass="1"/></body>
+<body name="ellipsoid" pos="4 0 0"><joint/><geom type="ellipsoid" size=".1 .2 .3" quat="1 2 3 4" contype="0"
+  conaffinity="0"/></body>
+<body name="visual_only" pos="5 0 0"><joint/><geom size=".1" contype="0" conaffinity="0" group="2"/></body>
+<body name="explicit" pos="6 0 0"><joint/><inertial pos=".1 0 0" mass="2" diaginertia=".1 .2 .3" euler="0 0 45"/>
+  <geom size=".3"/></body>
+<body name="full" pos="7 0 0"><joint/><inertial pos="0 0 0" mass="2" fullinertia=".3 .3 .3 .01 .02 .03"/></body>
+"""
+
+
+@pytest.mark.parametrize(
+    "compiler",
+    [
+        "",
+        '<compiler inertiafromgeom="true"/>',
+        '<compiler inertiagrouprange="0 3"/>',
+        '<compiler settotalmass="10"/>',
+        '<compiler boundmass="1.5" boundinertia="0.05"/>',
+    ],
+)
+def test_masses_and_inertias_equal_mujocos(compiler):
+    """Geom inertias (density, a given mass, each primitive), explicit ``<inertial>`` (``diaginertia`` with an
+    orientation, ``fullinertia``), visual geoms' mass, and the compiler's ``inertiafromgeom``,
+    ``inertiagrouprange``, ``settotalmass``, ``boundmass`` and ``boundinertia``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # MuJoCo: settotalmass is deprecated
+        model, m = both(model_text(GEOM_BODIES, head=compiler))
+    _body_inertias(model, m)
+
+
+def test_inertia_from_geoms_false_takes_the_inertials_alone():
+    bodies = """<body name="a"><joint/><inertial pos=".1 0 0" mass="2" diaginertia=".1 .2 .3"/><geom size=".3"/>
+      <body name="b" pos="1 0 0"><joint/><inertial pos="0 0 0" mass="1" diaginertia=".1 .1 .1"/>
+        <geom type="box" size=".1 .2 .3"/></body></body>"""
+    for compiler in ('<compiler inertiafromgeom="false"/>', '<compiler inertiafromgeom="true"/>'):
+        model, m = both(model_text(bodies, head=compiler))
+        _body_inertias(model, m)
+
+
+def test_joint_constants_limits_degrees_and_defaults_equal_mujocos():
+    """Joint ranges in degrees (hinge) and metres (slide), limited/autolimits, damping, frictionloss,
+    armature, stiffness and springref from nested default classes and childclass."""
+    text = model_text(
+        """
+        <body name="a" childclass="leg"><joint name="j1" range="-30 60"/><geom size=".1"/>
+          <body name="b" pos="0 0 -.5"><joint name="j2" class="knee"/><geom size=".1"/>
+            <body name="c" pos="0 0 -.5"><joint name="j3" type="slide" range="-.1 .2" limited="false"/>
+              <geom size=".1"/><body name="d" pos="0 0 -.5"><joint name="j4" type="slide" range="-.1 .2"
+                stiffness="50" springref=".05"/><geom size=".1"/></body></body></body></body>
+        """,
+        head="""<default><joint damping=".5"/>
+            <default class="leg"><joint axis="0 1 0" armature=".02" frictionloss=".3" stiffness="3" springref="10"/>
+              <default class="knee"><joint range="-120 0" damping="2"/></default></default></default>""",
+    )
+    model, m = both(text)
+    for j in range(m.njnt):
+        v = jaxmor.joint_index(model, m.joint(j).name)
+        dof = m.jnt_dofadr[j]
+        lower, upper = m.jnt_range[j] if m.jnt_limited[j] else (-np.inf, np.inf)
+        got = [float(getattr(model, f)[v]) for f in ("dof_lower", "dof_upper", "dof_damping", "dof_friction")]
+        got += [float(getattr(model, f)[v]) for f in ("dof_armature", "dof_stiffness", "dof_springref")]
+        expected = [lower, upper, m.dof_damping[dof], m.dof_frictionloss[dof], m.dof_armature[dof]]
+        expected += [m.jnt_stiffness[j], m.qpos_spring[m.jnt_qposadr[j]]]
+        np.testing.assert_allclose(got, expected, atol=1e-15, err_msg=m.joint(j).name)
+    assert not np.isfinite(float(model.dof_lower[jaxmor.joint_index(model, "j3")]))  # limited="false"
+
+
+def test_joint_springs_act_as_mujocos_and_integrate_implicitly():
+    """The passive spring torque at rest equals MuJoCo's ``qfrc_spring``; stepped, a spring follows the
+    semi-implicit recurrence ``(I + h^2 k) (u' - u) = h k (ref - q - h u)``, ``q' = q + h u'`` (the torque at the
+    step's end with ``u'`` implicit), exactly."""
+    text = model_text(
+        '<body name="p"><joint name="j" axis="0 0 1" stiffness="40" springref="20"/>'
+        '<geom type="box" size=".5 .1 .1" mass="2"/></body>',
+        head='<option gravity="0 0 0"/>',
+    )
+    model, m = both(text)
+    data = mujoco.MjData(m)
+    data.qpos[0] = 0.7
+    mujoco.mj_forward(m, data)
+    state = jaxmor.init_state(model, q=[0.7])
+    np.testing.assert_allclose(jaxmor.forces.joint_spring(model, state), data.qfrc_spring, atol=1e-12)
+    inertia = float(jaxmor.mass_matrix(model, jnp.zeros(1))[0, 0])
+    h, k, ref = float(model.opt.timestep), 40.0, math.radians(20)
+    q, u = 0.7, 0.0
+    for _ in range(50):
+        state = jaxmor.step(model, state)
+        u = u + h * k * (ref - q - h * u) / (inertia + h * h * k)
+        q = q + h * u
+        assert float(state.u[0]) == pytest.approx(u, abs=1e-12)
+        assert float(state.q[0]) == pytest.approx(q, abs=1e-12)
+
+
+def test_free_joint_armature_and_damping_act_on_its_six_velocities():
+    text = model_text(
+        '<body name="b" pos="0 0 1" euler="10 20 30"><joint type="free" armature=".3" damping=".2"/>'
+        '<geom type="box" size=".1 .2 .3"/></body>',
+        head='<compiler angle="degree"/>',
+    )
+    model, m = both(text)
+    ref = MujocoReference(model, m)
+    q, _, mass, _ = ref.terms(*ref.random_state(np.random.default_rng(2)))
+    assert rel_err(jaxmor.mass_matrix(model, q), mass) < 1e-12  # isotropic armature: the same in both frames
+    np.testing.assert_allclose(model.dof_damping, m.dof_damping, atol=0)
+    np.testing.assert_allclose(np.asarray(model.q_default), m.qpos0, atol=1e-15)  # the body where the file puts it
+
+
+def test_unnamed_elements_are_named_by_mujocos_ids():
+    text = model_text(
+        '<geom type="plane" size="1 1 1"/><body pos="0 0 1"><freejoint/><geom size=".1"/>'
+        '<body pos="0 0 -.3"><joint name="h"/><geom size=".1"/><geom size=".1" pos=".1 0 0"/></body></body>',
+        actuators='<motor joint="h"/>',
+    )
+    model, m = both(text)
+    assert model.body_joint_name == ("joint0", "h")
+    assert model.link_names == ("body1", "body2")
+    assert model.geom_names == ("geom1", "geom2", "geom3")
+    assert model.affine.names == ("actuator0",)
+    assert m.nbody == 3 and m.njnt == 2 and m.ngeom == 4 and m.nu == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Actuators, default classes and keyframes.
+
+ARM = """
+<body name="a"><joint name="j1" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/>
+  <body name="b" pos=".3 0 0"><joint name="j2" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/>
+    <body name="c" pos=".3 0 0"><joint name="j3" type="slide" axis="1 0 0"/><geom size=".05"/>
+      <body name="d" pos=".1 0 0"><joint name="j4" axis="0 0 1"/><geom size=".05"/></body></body></body></body>
+"""
+
+
+def test_affine_actuators_and_their_defaults_equal_mujocos():
+    """motor (gear, ctrlrange clamp), position (kp, kv, forcerange clamp), velocity (kv), general (affine bias),
+    with ctrlrange, gear and gains from nested default classes, MuJoCo's shared actuator default of a class
+    (a ``<motor>`` default's gear reaching a ``<position>``) and autolimits; jaxmor's generalized actuator
+    force against MuJoCo's ``qfrc_actuator`` and ``actuator_force`` at random states and controls."""
+    head = """<default><motor ctrlrange="-1 1" gear="2"/>
+        <default class="servo"><position kp="30" kv="2" forcerange="-5 5"/></default>
+        <default class="g"><general gainprm="7" biastype="affine" biasprm="0 -3 -1" ctrlrange="-2 2"/></default>
+        <default class="geared"><motor gear="3"/></default></default>"""
+    actuators = """<motor name="m1" joint="j1"/><position name="p2" class="servo" joint="j2"/>
+        <general name="g3" class="g" joint="j3" gear="1.5"/><velocity name="v4" joint="j4" kv="4" ctrlrange="-9 9"/>"""
+    text = model_text(ARM, head=head, actuators=actuators)
+    model, m = both(text)
+    assert model.affine.names == ("m1", "p2", "g3", "v4")
+    data = mujoco.MjData(m)
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        data.qpos[:], data.qvel[:], data.ctrl[:] = rng.normal(size=4), rng.normal(size=4), 3 * rng.normal(size=4)
+        mujoco.mj_forward(m, data)
+        state = jaxmor.init_state(model, q=data.qpos, u=data.qvel)
+        state = jaxmor.set_ctrl(model, state, data.ctrl)
+        np.testing.assert_allclose(jaxmor.affine_joint_force(model, state), data.qfrc_actuator, atol=1e-12)
+    # A <motor> default's gear reaches a <position> of the same class (MuJoCo shares one actuator default).
+    text = model_text(ARM, head=head, actuators='<position class="geared" joint="j1" kp="4"/>')
+    model, m = both(text)
+    assert float(model.affine.gear[0]) == m.actuator_gear[0, 0] == 3.0
+
+
+def test_keyframes_and_set_keyframe_equal_mujocos_reset():
+    text = model_text(
+        FREE_BOX.replace("</body>", ARM + "</body>"),
+        actuators='<motor name="m1" joint="j1"/><position name="p2" joint="j2" kp="10"/>',
+        after="""<keyframe><key name="one" time="1.5" qpos="1 2 3 .5 .5 .5 .5 .1 .2 .3 .4"
+            qvel="1 2 3 4 5 6 .1 .2 .3 .4" ctrl=".5 -.5"/><key name="two" qpos="0 0 1 0 1 0 0 0 0 0 0"/></keyframe>""",
+    )
+    model, m = both(text)
+    assert jaxmor.keyframe_names(model) == ["one", "two"]
+    ref = MujocoReference(model, m)
+    data = mujoco.MjData(m)
+    for key in range(2):
+        mujoco.mj_resetDataKeyframe(m, data, key)
+        q, u, _, _ = ref.terms(data.qpos, data.qvel)
+        state = jaxmor.set_keyframe(model, jaxmor.init_state(model), m.key(key).name)
+        np.testing.assert_allclose(state.q, q, atol=1e-15)
+        np.testing.assert_allclose(state.u, u, atol=1e-12)  # the free joint's angular velocity, world frame
+        np.testing.assert_allclose(state.ctrl, data.ctrl, atol=0)
+        assert float(state.time) == data.time
+    assert jaxmor.set_keyframe(model, jaxmor.init_state(model), 1).q[3] == 0.0
+    with pytest.raises(jaxmor.ArgumentError, match="unknown keyframe 'three'"):
+        jaxmor.set_keyframe(model, jaxmor.init_state(model), "three")
+
+
+# --------------------------------------------------------------------------------------------------
+# Contacts: which geoms touch the ground and each other, and their friction.
+
+
+def _ground_slots(model, q) -> np.ndarray:
+    contacts = jaxmor.collide(model, jaxmor.kinematics.body_poses(model, jnp.asarray(q)))
+    return contacts
+
+
+def test_ground_contacts_follow_contype_conaffinity_and_friction_priority_as_mujoco():
+    """Spheres sunk 1 cm into the floor: those whose bit masks MuJoCo pairs with the floor touch jaxmor's
+    ground, at the same depth, with the friction MuJoCo's contact gets (the higher priority's, else the larger;
+    condim 1 frictionless)."""
+    spheres = [
+        ("plain", ""),
+        ("no_type", 'contype="0"'),
+        ("no_affinity", 'conaffinity="0"'),
+        ("other_bit", 'contype="2" conaffinity="2"'),
+        ("grippy", 'friction="1.7"'),
+        ("slick_priority", 'friction="0.2" priority="1"'),
+        ("frictionless", 'condim="1" priority="1"'),
+    ]
+    body = '<geom name="floor" type="plane" size="5 5 .1" friction="0.9" pos="0 0 0.1"/>'
+    for k, (name, attrs) in enumerate(spheres):
+        body += f'<body name="{name}" pos="{k} 0 0.19"><freejoint/><geom name="{name}" size=".1" {attrs}/></body>'
+    model, m = both(model_text(body))
+    data = mujoco.MjData(m)
+    mujoco.mj_forward(m, data)
+    mj = {m.geom(data.contact[c].geom[1]).name: data.contact[c] for c in range(data.ncon)}
+    assert float(model.ground_height) == 0.1
+    contacts = _ground_slots(model, model.q_default)
+    slots = {model.geom_names[g]: k for k, g in enumerate(g for g in range(model.ng) if model.geom_ground[g])}
+    assert set(slots) == set(mj)
+    for name, c in mj.items():
+        k = slots[name]
+        assert float(contacts.distance[k]) == pytest.approx(c.dist, abs=1e-12), name
+        expected = c.friction[0] if c.dim > 1 else 0.0
+        assert float(contacts.friction[k]) == pytest.approx(expected, abs=1e-12), name
+
+
+def test_walls_self_collision_and_exclusions_follow_mujocos_filter():
+    """Every geom overlaps every other, so MuJoCo's contacts are exactly the pairs its filter keeps. A vertical
+    plane is a static wall (a box filling the half space behind it); robot geoms collide with world geoms always
+    and with each other with ``self_collision=True``, never with their parent's, across an ``<exclude>`` or
+    with incompatible bit masks: jaxmor's pairs are MuJoCo's contacts, at MuJoCo's distances."""
+    body = """<geom name="wall" type="plane" size="1 1 1" pos="0.2 0 0" zaxis="-1 0 0"/>
+      <geom name="post" type="box" size=".05 .05 .5" pos="-0.2 0 0"/>
+      <body name="a"><freejoint/><geom name="a" size=".3"/>
+        <body name="b" pos="0 0 .05"><joint/><geom name="b" size=".3"/>
+          <body name="c" pos="0 0 .05"><joint/><geom name="c" size=".3"/></body></body></body>
+      <body name="d" pos=".05 0 0"><freejoint/><geom name="d" size=".3"/></body>
+      <body name="e" pos="-.05 0 .02"><freejoint/><geom name="e" size=".3" contype="2" conaffinity="2"/></body>"""
+    text = model_text(body, after='<contact><exclude body1="a" body2="d"/></contact>')
+    for self_collision in (False, True):
+        model, m = both(text, self_collision=self_collision)
+        data = mujoco.MjData(m)
+        mujoco.mj_forward(m, data)
+        mj = {frozenset(m.geom(g).name for g in c.geom): c for c in data.contact[: data.ncon]}
+        expected = {p for p in mj if self_collision or p & {"wall", "post"}}
+        pairs = [frozenset(model.geom_names[g] for g in p) for p in model.contact_pairs]
+        assert set(pairs) == expected
+        distance = np.asarray(_ground_slots(model, model.q_default).distance)
+        slot = 0
+        for pair, geoms in zip(pairs, model.contact_pairs, strict=True):
+            assert distance[slot] == pytest.approx(mj[pair].dist, abs=1e-12), sorted(pair)
+            slot += jaxmor.collision.pair_slot_count(model, geoms)
+
+
+# --------------------------------------------------------------------------------------------------
+# Files: includes, DC motors through the extension, meshes.
+
+
+def test_includes_are_found_beside_the_including_file_then_the_main_one(tmp_path):
+    (tmp_path / "parts" / "deep").mkdir(parents=True)
+    (tmp_path / "parts" / "deep" / "options.xml").write_text('<mujoco><option timestep="0.005"/></mujoco>')
+    (tmp_path / "defaults.xml").write_text('<mujoco><default><geom size=".2"/></default></mujoco>')
+    (tmp_path / "parts" / "robot.xml").write_text(
+        '<mujoco><include file="deep/options.xml"/><include file="defaults.xml"/>'
+        f"<worldbody>{FREE_BOX}</worldbody></mujoco>"
+    )
+    (tmp_path / "scene.xml").write_text('<mujoco><include file="parts/robot.xml"/></mujoco>')
+    model, m = jaxmor.load_mjcf(tmp_path / "scene.xml"), mujoco.MjModel.from_xml_path(str(tmp_path / "scene.xml"))
+    assert float(model.opt.timestep) == m.opt.timestep == 0.005
+    assert model.nq == m.nq == 7
+
+
+def test_include_errors_name_the_included_file_and_its_line(tmp_path):
+    (tmp_path / "bad.xml").write_text('<mujoco>\n<worldbody>\n<body><joint type="ball"/></body></worldbody></mujoco>')
+    (tmp_path / "main.xml").write_text('<mujoco>\n<include file="bad.xml"/>\n</mujoco>')
+    with pytest.raises(ModelError) as info:
+        jaxmor.load_mjcf(tmp_path / "main.xml")
+    assert info.value.source.endswith("bad.xml") and info.value.line == 3
+    (tmp_path / "loop.xml").write_text('<mujoco><include file="main2.xml"/></mujoco>')
+    (tmp_path / "main2.xml").write_text('<mujoco>\n<include file="loop.xml"/></mujoco>')
+    with pytest.raises(ModelError, match="included twice"):
+        jaxmor.load_mjcf(tmp_path / "main2.xml")
+    outside = tmp_path.parent / f"{tmp_path.name}_outside.xml"
+    outside.write_text("<mujoco/>")
+    (tmp_path / "escape.xml").write_text(f'<mujoco>\n<include file="../{outside.name}"/></mujoco>')
+    with pytest.raises(ModelError, match="not found or not readable inside the model's folders") as info:
+        jaxmor.load_mjcf(tmp_path / "escape.xml")
+    assert info.value.line == 2
+    with pytest.raises(ModelError, match="needs assets_dir"):
+        jaxmor.load_mjcf('<mujoco><include file="defaults.xml"/></mujoco>')
+
+
+def test_dc_motor_actuators_come_from_the_jaxmor_extension_and_replace_the_mjcf_ones(tmp_path):
+    """``<custom><text name="jaxmor:actuators" data="FILE"/>``, which MuJoCo loads and ignores: the file's
+    DC-motor actuators replace the MJCF actuators of their joints, and the step clips their torques to the
+    motor region (the closed form of ``tests/oracles.py``)."""
+    (tmp_path / "motors.xml").write_text(
+        '<actuators><actuator joint="j1" name="hip" gear_ratio="10"><motor resistance="0.5" torque_constant="0.1"'
+        ' velocity_constant="10" bus_voltage="24" peak_torque="2"/></actuator></actuators>'
+    )
+    text = model_text(
+        ARM,
+        actuators='<motor name="m1" joint="j1"/><motor name="m2" joint="j2"/>',
+        after='<custom><text name="jaxmor:actuators" data="motors.xml"/></custom>'
+        '<keyframe><key name="k" ctrl="0.5 0.7"/></keyframe>',
+    )
+    (tmp_path / "arm.xml").write_text(text)
+    mujoco.MjModel.from_xml_path(str(tmp_path / "arm.xml"))  # MuJoCo loads it
+    model = jaxmor.load_mjcf(tmp_path / "arm.xml")
+    assert jaxmor.actuator_names(model) == ["hip"] and model.affine.names == ("m2",)
+    assert model.keyframes[0].ctrl == (0.7,)  # m1's control went with m1
+    state = jaxmor.init_state(model, u=[20.0, 0, 0, 0])
+    state = jaxmor.set_actuator_torques(model, state, [100.0])
+    state = jaxmor.step(model, state)
+    lower, upper = motor_region(10 * 20.0, 0.5, 0.1, 10.0, 24.0, 2.0)
+    assert float(state.actuator_state.motor_torque[0]) == pytest.approx(upper, rel=1e-12)
+    assert lower < upper < 2.0  # the voltage, not the peak torque, limits it at this speed
+
+
+def test_collision_meshes_are_their_convex_hulls(tmp_path):
+    pytest.importorskip("trimesh")
+    corners = [(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]
+    faces = "f 1 2 4 3\nf 5 7 8 6\nf 1 5 6 2\nf 3 4 8 7\nf 1 3 7 5\nf 2 6 8 4\n"
+    (tmp_path / "cube.obj").write_text("".join(f"v {x} {y} {z}\n" for x, y, z in corners) + faces)
+    text = model_text(
+        '<body name="b"><freejoint/><inertial pos="0 0 0" mass="1" diaginertia=".1 .1 .1"/>'
+        '<geom type="mesh" mesh="cube" pos="0 0 .5"/></body>',
+        head='<asset><mesh file="cube.obj" scale=".1 .2 .3"/></asset>',
+    )
+    model = jaxmor.load_mjcf(text, assets_dir=tmp_path)
+    assert model.geom_type == (jaxmor.GeomType.MESH,)
+    vertices = np.asarray(model.mesh_vertices[0, : model.mesh_vertex_count[0]])
+    np.testing.assert_allclose(np.sort(np.abs(vertices), axis=0), np.tile([0.1, 0.2, 0.3], (8, 1)), atol=1e-12)
+    no_inertial = text.replace('<inertial pos="0 0 0" mass="1" diaginertia=".1 .1 .1"/>', "")
+    with pytest.raises(ModelError, match="the inertia of a mesh is not computed"):
+        jaxmor.load_mjcf(no_inertial, assets_dir=tmp_path)
+    ignored = jaxmor.load_mjcf(text, assets_dir=tmp_path, meshes="ignore")
+    assert ignored.ng == 0 and ignored.mesh_geoms == (("b", "cube.obj"),)
+
+
+def test_options_flags_and_visual_geoms():
+    text = model_text(
+        FREE_BOX.replace("</body>", '<geom size=".3" contype="0" conaffinity="0" rgba="1 0 0 1"/></body>'),
+        head='<option timestep="0.004" gravity="0 1 -3"><flag frictionloss="disable" limit="disable"/></option>',
+    )
+    model, m = both(text)
+    assert float(model.opt.timestep) == 0.004 and model.opt.friction_rule == "max"
+    np.testing.assert_array_equal(np.asarray(model.opt.gravity), m.opt.gravity)
+    assert model.ng == 1  # the visual sphere is dropped (its mass counted: MuJoCo's body mass)
+    assert float(model.body_mass[0]) == pytest.approx(m.body_mass[1], rel=1e-12)
+    off = jaxmor.load_mjcf(model_text(FREE_BOX, head='<option><flag gravity="disable" contact="disable"/></option>'))
+    assert np.all(np.asarray(off.opt.gravity) == 0) and off.ng == 0
+    no_limits = jaxmor.load_mjcf(
+        model_text(
+            '<body><joint range="-1 1" frictionloss="1"/><geom size=".1"/></body>',
+            head='<option><flag limit="disable" frictionloss="disable"/></option>',
+        )  # fmt: skip
+    )
+    assert not np.isfinite(float(no_limits.dof_upper[0])) and float(no_limits.dof_friction[0]) == 0.0
+
+
+def test_mjcf_is_read_as_untrusted_input(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password")
+    text = f'<?xml version="1.0"?><!DOCTYPE m [<!ENTITY x SYSTEM "file://{secret}">]><mujoco model="&x;"/>'
+    with pytest.raises(ModelError, match="external entity|DTD declarations") as info:
+        jaxmor.load_mjcf(text)
+    assert "password" not in str(info.value)
+    with pytest.raises(ModelError, match="malformed XML"):
+        jaxmor.load_mjcf("<mujoco><worldbody></mujoco>")
+    with pytest.raises(ModelError, match="no such file"):
+        jaxmor.load_mjcf(tmp_path / "missing.xml")
+    with pytest.raises(ModelError, match="not <mujoco>"):
+        jaxmor.load_mjcf("<robot name='r'/>")
+
+
+# --------------------------------------------------------------------------------------------------
+# Refused features: one test each, the error naming the file, the line and the element.
+
+BODY = '<body name="b">\n<joint name="j"/>\n<geom size=".1"/>\n</body>'
+#: A default class whose <general> parameters a <position> must not inherit.
+DEFAULTS = '<default><default class="g"><general gainprm="3"/></default></default>'
+
+#: feature -> (section, snippet, marker, reason): the snippet goes into the section ("world", "actuator",
+#: "head" or "after"), the error must name the line of ``marker`` and say ``reason``.
+REFUSALS = {
+    "ball joint": ("world", '<body name="c"><joint type="ball"/><geom size=".1"/></body>', "ball", "ball joints"),
+    "tendon": ("after", '<tendon>\n<fixed><joint joint="j" coef="1"/></fixed></tendon>', "<tendon>", "tendons"),
+    "equality": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>', "<equality>", "equality"),
+    "contact pair": ("after", '<contact>\n<pair geom1="a" geom2="b"/></contact>', "<pair", "explicit contact pairs"),
+    "height field geom": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "height fields"),
+    "ellipsoid collision geom": ("world", '<body><geom type="ellipsoid" size=".1 .2 .3"/></body>', "ellipsoid",
+                                 "ellipsoid collision geoms"),
+    "sdf geom": ("world", '<body><geom type="sdf"/></body>', "sdf", "sdf geoms"),
+    "mesh fitting": ("world", '<body><geom type="box" mesh="m"/></body>', 'mesh="m"', "fitting a box to a mesh"),
+    "tendon transmission": ("actuator", '<motor tendon="t"/>', "tendon=", "tendon transmissions"),
+    "site transmission": ("actuator", '<general site="s"/>', "site=", "site transmissions"),
+    "activation dynamics": ("actuator", '<general joint="j" dyntype="filter"/>', "filter", "dyntype='none'"),
+    "affine gain": ("actuator", '<general joint="j" gaintype="affine"/>', "gaintype", "gaintype='fixed'"),
+    "constant bias": ("actuator", '<general joint="j" biastype="affine" biasprm="1 0 0"/>', "biasprm", "constant bias"),
+    "intvelocity actuator": ("actuator", '<intvelocity joint="j"/>', "intvelocity", "intvelocity actuators"),
+    "damper actuator": ("actuator", '<damper joint="j" kv="1"/>', "damper", "damper actuators"),
+    "cylinder actuator": ("actuator", '<cylinder joint="j"/>', "cylinder", "cylinder actuators"),
+    "muscle actuator": ("actuator", '<muscle joint="j"/>', "muscle", "muscle actuators"),
+    "adhesion actuator": ("actuator", '<adhesion body="b"/>', "adhesion", "adhesion actuators"),
+    "MuJoCo dcmotor": ("actuator", '<dcmotor joint="j"/>', "dcmotor", "jaxmor's DC-motor actuators"),
+    "actuator on a free joint": ("actuator", '<motor joint="free"/>', 'joint="free"', "actuators on a free joint"),
+    "two actuators on a joint": ("actuator", '<motor name="a1" joint="j"/>\n<motor name="a2" joint="j"/>', "a2",
+                                 "already driven"),
+    "actuator damping": ("actuator", '<motor joint="j" damping="1"/>', "damping", "actuator damping"),
+    "position dampratio": ("actuator", '<position joint="j" dampratio="1"/>', "dampratio", "dampratio"),
+    "mixed shortcut defaults": ("actuator", '<position joint="j" class="g"/>', '<position joint="j" class',
+                                "would inherit gainprm"),
+    "mocap body": ("world", '<body name="m" mocap="true"><geom size=".1"/></body>', "mocap", "mocap bodies"),
+    "gravity compensation": ("world", '<body gravcomp="1"><joint/><geom size=".1"/></body>', "gravcomp", "gravcomp"),
+    "nested free joint": ("world", '<body><joint/><geom size=".1"/>\n<body name="n"><freejoint/></body></body>',
+                          '<freejoint/></body></body>', "only in a top-level body"),
+    "free joint with another joint": ("world", '<body name="f2"><freejoint/>\n<joint/><geom size=".1"/></body>',
+                                      '<freejoint/>\n<joint/><geom', "the body's only joint"),
+    "springdamper": ("world", '<body><joint springdamper="1 1"/><geom size=".1"/></body>', "springdamper",
+                     "springdamper"),
+    "actuatorfrcrange": ("world", '<body><joint actuatorfrcrange="-1 1"/><geom size=".1"/></body>', "frcrange",
+                         "actuatorfrcrange"),
+    "shell inertia": ("world", '<body><joint/><geom size=".1" shellinertia="true"/></body>', "shell", "shellinertia"),
+    "surface velocity": ("world", '<body><joint/><geom size=".1" surfacevel="1 0 0"/></body>', "surfacevel",
+                         "surfacevel"),
+    "unknown attribute": ("world", '<body><joint/><geom size=".1" sise="1"/></body>', "sise", "attribute 'sise'"),
+    "unknown class": ("world", '<body><joint/><geom size=".1" class="nope"/></body>', "nope", "unknown default class"),
+    "composite": ("world", '<composite type="grid" count="2 2 1"/>', "composite", "composite objects"),
+    "flexcomp": ("world", '<flexcomp name="fc" type="grid" count="2 2 1"/>', "flexcomp", "deformable objects"),
+    "attach": ("world", '<attach model="m" body="b" prefix="p"/>', "attach", "attaching models"),
+    "replicate": ("world", '<replicate count="2"><geom size=".1"/></replicate>', "replicate", "<replicate> is not"),
+    "plugin": ("world", '<plugin plugin="p"/>', "plugin", "plugins are not supported"),
+    "fluid": ("head", '<option density="1.2"/>', "density", "fluid forces"),
+    "global coordinates": ("head", '<compiler coordinate="global"/>', "coordinate", "global coordinates"),
+    "balanceinertia": ("head", '<compiler balanceinertia="true"/>', "balance", "balanceinertia"),
+    "disabled filterparent": ("head", '<option>\n<flag filterparent="disable"/></option>', "filterparent",
+                              "filterparent"),
+    "disabled clampctrl": ("head", '<option>\n<flag clampctrl="disable"/></option>', "clampctrl", "clampctrl"),
+    "keyframe activations": ("after", '<keyframe>\n<key act="1"/></keyframe>', "act=", "activations"),
+    "keyframe mocap": ("after", '<keyframe>\n<key mpos="0 0 0"/></keyframe>', "mpos", "mocap"),
+    "inline mesh": ("head", '<asset>\n<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>', "vertex",
+                    "meshes given by their vertices"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("feature", sorted(REFUSALS))
+def test_refused_feature_names_the_element_and_its_line(feature):
+    section, snippet, marker, reason = REFUSALS[feature]
+    parts = {"world": "", "actuator": "", "head": "", "after": ""}
+    parts[section] = snippet
+    world = f'{BODY}\n<body name="fb"><freejoint name="free"/><geom size=".1"/></body>\n{parts["world"]}\n'
+    text = model_text(world, head=f"\n{DEFAULTS}\n{parts['head']}\n", actuators=f"\n{parts['actuator']}\n",
+                      after=f"\n{parts['after']}\n")  # fmt: skip
+    at = text.index(marker)
+    element = re.match(r"<([a-z_]+)", text[text.rindex("<", 0, at + 1) :]).group(1)
+    error = refused(text, reason, line=line_of(text, marker))
+    assert error.source == "<string>"
+    assert f"<{element}" in str(error), (element, str(error))
