@@ -595,3 +595,54 @@ def test_refused_feature_names_the_element_and_its_line(feature):
     error = refused(text, reason, line=line_of(text, marker))
     assert error.source == "<string>"
     assert f"<{element}" in str(error), (element, str(error))
+
+
+# --------------------------------------------------------------------------------------------------
+# Robustness: mutated third-party files load or fail with a ModelError naming a file and a line.
+
+MJCF_TAGS = ("body", "joint", "geom", "inertial", "motor", "general", "default", "worldbody", "key", "freejoint")
+MJCF_TYPES = ("hinge", "slide", "ball", "free", "sphere", "box", "capsule", "plane", "mesh", "x")
+
+
+@pytest.mark.slow
+def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
+    """Seeded mutations of the dm_control walker and cheetah (degrees, fromto capsules, default classes,
+    settotalmass) and, where present, the Go2 (includes, nested classes, keyframe): each loads, or raises a
+    ModelError that names one of the model's files and a line."""
+    import random
+
+    from fuzz import mutate
+    from reference import mjcf_model
+
+    sources = [p for p in (mjcf_model("walker"), mjcf_model("cheetah"), mjcf_model("go2/scene_mjx.xml")) if p]
+    if not sources:
+        pytest.skip("no third-party MJCF installed")
+    cases = []
+    for source in sources:
+        folder = tmp_path / source.stem
+        folder.mkdir(exist_ok=True)
+        for f in source.parent.glob("*.xml"):
+            (folder / f.name).write_text(f.read_text())
+        if (source.parent / "common").is_dir():
+            (folder / "common").symlink_to(source.parent / "common")
+        files = [folder / source.name] + ([folder / "go2_mjx.xml"] if source.name == "scene_mjx.xml" else [])
+        cases.append((folder / source.name, files))
+    rng = random.Random(20261201)
+    outcomes = {"loaded": 0, "refused": 0}
+    for case in range(150):
+        main, files = cases[case % len(cases)]
+        target = files[-1]
+        original = target.read_text()
+        target.write_text(mutate(original, rng, MJCF_TAGS, MJCF_TYPES))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                jaxmor.load_mjcf(main, meshes="ignore")
+            outcomes["loaded"] += 1
+        except ModelError as error:
+            assert error.source in {str(f) for f in files}, (case, str(error))
+            assert isinstance(error.line, int) and error.line >= 1, (case, str(error))
+            outcomes["refused"] += 1
+        finally:
+            target.write_text(original)
+    assert outcomes["loaded"] > 0 and outcomes["refused"] > 0, outcomes
