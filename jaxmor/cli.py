@@ -8,6 +8,8 @@
 * ``jaxmor plot-region ROBOT.urdf [--actuator NAME] [--side motor|joint] -o FILE.png``: the operating
   regions beside the Box-MOR of the URDF's ``<limit effort velocity>``.
 
+A robot file whose name ends in ``.xml`` is read as MJCF (:func:`jaxmor.load_mjcf`), any other as URDF.
+
 Errors (a missing or malformed file, an unknown actuator, matplotlib missing) are one line on stderr and
 exit code 2.
 """
@@ -62,12 +64,19 @@ def timestep_bounds(model) -> tuple[np.ndarray, np.ndarray]:
     return inertia, bound
 
 
+def _load(path: str):
+    """The robot of a file: MJCF for a name ending in ``.xml``, else URDF."""
+    import jaxmor
+
+    return jaxmor.load_mjcf(path) if path.lower().endswith(".xml") else jaxmor.load_urdf(path)
+
+
 def _info(path: str, dt: float | None) -> int:
     import jaxmor
     from jaxmor.errors import ArgumentError
     from jaxmor.types import JointType
 
-    model = jaxmor.load_urdf(path)
+    model = _load(path)
     print(jaxmor.summary(model))
     f64 = {name: np.asarray(getattr(model, name), dtype=np.float64) for name in _JOINT_FIELDS}
 
@@ -148,10 +157,9 @@ _MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_volt
 
 
 def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
-    import jaxmor
     from jaxmor.errors import ArgumentError
 
-    model = jaxmor.load_urdf(path)
+    model = _load(path)
     if not model.na:
         raise ArgumentError(f"{path}: the robot has no DC-motor actuators")
     if actuator is not None and actuator not in model.actuators.names:
@@ -188,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--worlds", type=int, default=None, help="parallel worlds (default 1024 on a CPU, 8192 else)")
     demo.add_argument("--seconds", type=float, default=None, help="simulated time [s] (default 0.5)")
     demo.add_argument("--out", default=".", help="folder for demo_regions.png (default: the current folder)")
-    info = sub.add_parser("info", help="joints, actuators and time-step bounds of a URDF")
+    info = sub.add_parser("info", help="joints, actuators and time-step bounds of a URDF or an MJCF (.xml)")
     info.add_argument("urdf")
     info.add_argument("--dt", type=float, default=None, help="time step to check [s] (default: the model's)")
     plot = sub.add_parser("plot-region", help="draw the motor operating regions beside the Box-MOR")

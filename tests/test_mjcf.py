@@ -646,3 +646,15 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
         finally:
             target.write_text(original)
     assert outcomes["loaded"] > 0 and outcomes["refused"] > 0, outcomes
+
+
+def test_the_command_line_reads_mjcf_files(tmp_path, capsys):
+    from jaxmor import cli
+
+    (tmp_path / "arm.xml").write_text(model_text(ARM, actuators='<motor name="m1" joint="j1"/>'))
+    assert cli.main(["info", str(tmp_path / "arm.xml")]) == 0
+    out = capsys.readouterr().out
+    assert "affine actuators: m1" in out and "j3" in out and "prismatic" in out
+    (tmp_path / "bad.xml").write_text("<mujoco>\n<worldbody><body><joint type='ball'/></body></worldbody></mujoco>")
+    assert cli.main(["info", str(tmp_path / "bad.xml")]) == 2
+    assert "bad.xml:2: <joint>" in capsys.readouterr().err
