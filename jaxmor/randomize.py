@@ -20,7 +20,7 @@ name                                       what                                 
 ``geom.friction``, ``geom.restitution``    contact properties (drawn frictions      geom name
                                            count as given, ``Model.geom_friction_given``)
 ``joint.damping``, ``joint.friction``,     per 1-DoF joint                          joint name
-``joint.armature``
+``joint.armature``, ``joint.stiffness``
 ``motor.resistance``, ``.torque_constant``,  the motor constants; ``motor.bus_voltage``  actuator name
 ``.velocity_constant``, ``.peak_torque``,  (alias ``bus_voltage``) is the voltage a
 ``.bus_voltage``                           new State starts with
@@ -159,6 +159,7 @@ PARAMETERS: dict[str, _Parameter] = {
     "joint.damping": _Parameter(("dof_damping",), _joints, "non-negative"),
     "joint.friction": _Parameter(("dof_friction",), _joints, "non-negative"),
     "joint.armature": _Parameter(("dof_armature",), _joints, "non-negative"),
+    "joint.stiffness": _Parameter(("dof_stiffness",), _joints, "non-negative"),
     "motor.resistance": _Parameter(("actuators", "motor", "resistance"), _actuators, "motor"),
     "motor.torque_constant": _Parameter(("actuators", "motor", "torque_constant"), _actuators, "motor"),
     "motor.velocity_constant": _Parameter(("actuators", "motor", "velocity_constant"), _actuators, "motor"),

@@ -304,9 +304,10 @@ class Model:
             passive torque ``stiffness (springref - q)``, integrated implicitly like the PD.
         dof_springref: (nv,) the position at which each joint's spring is relaxed [rad or m].
         q_default: (nq,) the coordinates a new State starts from (:func:`jaxmor.init_state`,
-            :func:`jaxmor.neutral_q`) [m, -, rad]: as loaded, every free joint at the origin with the
-            identity quaternion and every 1-DoF joint at 0 clipped into its limits; :func:`jaxmor.add_free_body`
-            and :func:`jaxmor.combine` set the poses they are given.
+            :func:`jaxmor.neutral_q`) [m, -, rad]: as a URDF loads, every free joint at the origin with the
+            identity quaternion and every 1-DoF joint at 0 clipped into its limits; as an MJCF loads, MuJoCo's
+            ``qpos0`` (free bodies where the file puts them, hinges and slides at their ``ref``, unclipped);
+            :func:`jaxmor.add_free_body` and :func:`jaxmor.combine` set the poses they are given.
         ground_height: () height of the ground plane (normal +z) [m].
         ground_friction: () friction coefficient of the ground [-].
         ground_restitution: () coefficient of restitution of the ground [-].

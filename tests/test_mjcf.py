@@ -13,6 +13,7 @@ import math
 import re
 import warnings
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -658,3 +659,11 @@ def test_the_command_line_reads_mjcf_files(tmp_path, capsys):
     (tmp_path / "bad.xml").write_text("<mujoco>\n<worldbody><body><joint type='ball'/></body></worldbody></mujoco>")
     assert cli.main(["info", str(tmp_path / "bad.xml")]) == 2
     assert "bad.xml:2: <joint>" in capsys.readouterr().err
+
+
+def test_joint_stiffness_is_randomized_per_world():
+    model = jaxmor.load_mjcf(model_text(ARM))
+    models, axes = jaxmor.randomize(model, jax.random.key(0), 64, {"joint.stiffness": jaxmor.uniform(10.0, 20.0)})
+    drawn = np.asarray(models.dof_stiffness)
+    assert drawn.shape == (64, 4) and axes.dof_stiffness == 0
+    assert drawn.min() >= 10.0 and drawn.max() <= 20.0 and len(np.unique(drawn)) == drawn.size
