@@ -12,7 +12,7 @@ What is read
 * ``<include file>``, anywhere: the included file's ``<mujoco>`` children take its place. The file is looked
   up beside the including file, then beside the main file, and read only inside the main file's directory
   tree or ``assets_dir``'s; a file is included at most once (no cycles), at most
-  :data:`MAX_INCLUDES` files.
+  :data:`~jaxmor.io.mjcf_document.MAX_INCLUDES` files.
 * ``<compiler>``: ``angle`` (default ``degree``: joint ranges, ``springref``, ``euler`` and ``axisangle``
   angles), ``eulerseq``, ``autolimits``, ``meshdir``/``assetdir``, ``strippath``, ``inertiafromgeom``
   (``auto``: from the geoms of a body without ``<inertial>``), ``inertiagrouprange``, ``boundmass``,
@@ -74,7 +74,6 @@ from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io import mjcf_geometry as geo
 from jaxmor.io.actuators import actuators_from_xml, resolve_actuator_file
 from jaxmor.io.description import (
-    AffineActuator,
     Geom,
     GroundPlane,
     Inertial,
@@ -85,306 +84,33 @@ from jaxmor.io.description import (
     combine_masses,
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
-from jaxmor.io.mjcf_schema import (
-    ACTUATOR_OWN,
-    ACTUATOR_SPECS,
-    IGNORED_ELEMENTS,
-    REFUSED_ELEMENTS,
-    SPECS,
-    ElementSpec,
+from jaxmor.io.mjcf_actuators import read_actuators
+from jaxmor.io.mjcf_document import (
+    CLASS_ROOT,
+    ClassDefaults,
+    Compiler,
+    Document,
+    Values,
+    attributes,
+    check_known,
+    check_refused,
+    class_chain,
+    read_compiler,
+    read_defaults,
+    read_document,
 )
-from jaxmor.io.xml import STRING_SOURCE, parse_float, parse_xml, tag
+from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
+from jaxmor.io.xml import STRING_SOURCE, tag
 
 #: MuJoCo's default time step [s], a model's without <option timestep>.
 MUJOCO_TIMESTEP = 0.002
 #: Half size [m] of the static box that stands for a plane other than the ground (a wall): it fills the half
 #: space behind the plane, this deep and twice this wide.
 HALF_SPACE = 50.0
-#: Most files an MJCF model may include.
-MAX_INCLUDES = 256
 #: Most bodies an MJCF model may have (as many as the URDF reader's links).
 MAX_BODIES = 100_000
 #: The ``<custom><text name=...>`` that names jaxmor's DC-motor actuator file.
 ACTUATORS_TEXT = "jaxmor:actuators"
-#: Where an included element keeps the index of its file (a namespaced attribute, invisible to the checks).
-_SOURCE_ATTR = "{urn:jaxmor:mjcf}source"
-_CLASS_ROOT = "main"
-
-
-# --------------------------------------------------------------------------------------------------
-# The document: files, includes, and where each element comes from.
-
-
-@dataclass
-class _Document:
-    """The model's XML tree with every ``<include>`` expanded, and the file each element comes from."""
-
-    root: object
-    sources: list[str]
-    main_dir: Path | None
-    assets_dir: Path | None
-
-    def source(self, element) -> str:
-        index = element.get(_SOURCE_ATTR)
-        return self.sources[int(index)] if index is not None else self.sources[0]
-
-    def error(self, element, message: str) -> ModelError:
-        """A ModelError at the element's file and line; the message names the element's tag."""
-        if f"<{tag(element)}" not in message:
-            message = f"<{tag(element)}> {message}"
-        return ModelError(self.source(element), element.sourceline, message)
-
-
-def _inside(path: Path, tree: Path) -> bool:
-    try:
-        path.resolve().relative_to(tree.resolve())
-        return True
-    except ValueError:
-        return False
-
-
-def _read_document(path_or_xml, assets_dir) -> _Document:
-    root, source = parse_xml(path_or_xml)
-    main_dir = None if source == STRING_SOURCE else Path(source).resolve().parent
-    assets = None if assets_dir is None else Path(assets_dir)
-    doc = _Document(root, [source], main_dir, assets)
-    if tag(root) != "mujoco":
-        raise doc.error(root, f"the root element is <{tag(root)}>, not <mujoco>")
-    included: set[Path] = set()
-    while True:
-        pending = [el for el in root.iter() if tag(el) == "include"]
-        if not pending:
-            return doc
-        for el in pending:
-            _include(doc, el, included)
-
-
-def _include(doc: _Document, el, included: set[Path]) -> None:
-    _check_known(doc, el, SPECS["include"])
-    if len(el):
-        raise doc.error(el, "<include> must be empty")
-    name = el.get("file")
-    if not name:
-        raise doc.error(el, "<include> needs a file attribute")
-    source = doc.source(el)
-    includer = None if source == STRING_SOURCE else Path(source).resolve().parent
-    bases = [d for d in (includer, doc.main_dir, doc.assets_dir) if d is not None]
-    if not bases:
-        raise doc.error(el, f"<include file={name!r}> in MJCF text needs assets_dir (the folder it is in)")
-    trees = [d for d in (doc.main_dir, doc.assets_dir) if d is not None]
-    found = None
-    for base in bases:
-        candidate = Path(name) if Path(name).is_absolute() else base / name
-        if candidate.is_file() and any(_inside(candidate, t) for t in trees):
-            found = candidate.resolve()
-            break
-    if found is None:
-        where = ", ".join(str(t) for t in trees)
-        raise doc.error(
-            el, f"included file {name!r} not found or not readable inside the model's folders (searched: {where})"
-        )
-    if found in included:
-        raise doc.error(el, f"file {name!r} is included twice (an include cycle?)")
-    if len(included) == MAX_INCLUDES:
-        raise doc.error(el, f"the model includes more than {MAX_INCLUDES} files")
-    included.add(found)
-    sub_root, sub_source = parse_xml(found)
-    if tag(sub_root) != "mujoco":
-        raise ModelError(sub_source, sub_root.sourceline, f"an included file's root is <{tag(sub_root)}>, not <mujoco>")
-    index = str(len(doc.sources))
-    doc.sources.append(sub_source)
-    for node in sub_root.iter():
-        if tag(node) is not None:
-            node.set(_SOURCE_ATTR, index)
-    parent = el.getparent()
-    position = parent.index(el)
-    parent.remove(el)
-    for offset, child in enumerate([c for c in sub_root if tag(c) is not None]):
-        parent.insert(position + offset, child)
-
-
-def _attributes(element) -> dict[str, str]:
-    """The element's own attributes (namespaced ones, e.g. the source marker, left out)."""
-    return {k: v for k, v in element.attrib.items() if not k.startswith("{")}
-
-
-def _check_known(doc: _Document, element, spec: ElementSpec, attrs: dict[str, str] | None = None) -> None:
-    """Refuse an attribute MuJoCo does not know (``attrs`` defaults to the element's own)."""
-    for name in _attributes(element) if attrs is None else attrs:
-        if name not in spec.known:
-            known = ", ".join(sorted(spec.known))
-            raise doc.error(element, f"unknown attribute '{name}' on <{tag(element)}> (known: {known})")
-
-
-def _check_refused(doc: _Document, element, spec: ElementSpec, attrs: dict[str, str]) -> None:
-    """Refuse an attribute whose value asks for physics jaxmor does not model."""
-    for name, (neutral, reason) in spec.refused.items():
-        text = attrs.get(name)
-        if text is not None and not neutral(text):
-            raise doc.error(element, f"<{tag(element)}> {name}={text!r}: {reason}")
-
-
-# --------------------------------------------------------------------------------------------------
-# Values of attributes.
-
-
-class _Values:
-    """An element's attributes after its default class, read into numbers with errors at its line."""
-
-    def __init__(self, doc: _Document, element, attrs: dict[str, str]):
-        self.doc, self.element, self.attrs = doc, element, attrs
-        self.line = element.sourceline
-
-    def error(self, message: str) -> ModelError:
-        return self.doc.error(self.element, message)
-
-    def has(self, name: str) -> bool:
-        return name in self.attrs
-
-    def text(self, name: str, default: str | None = None) -> str | None:
-        return self.attrs.get(name, default)
-
-    def numbers(self, name: str, low: int, high: int | None = None, default=None) -> np.ndarray | None:
-        """Between ``low`` and ``high`` (default ``low``) numbers, as a float64 array, or ``default``."""
-        text = self.attrs.get(name)
-        if text is None:
-            return None if default is None else np.asarray(default, dtype=np.float64)
-        parts = text.split()
-        high = low if high is None else high
-        if not low <= len(parts) <= high:
-            count = f"{low}" if low == high else f"{low} to {high}"
-            raise self.error(f"{name} of <{tag(self.element)}> needs {count} numbers, got {len(parts)}: {text!r}")
-        what = f"{name} of <{tag(self.element)}>"
-        return np.array([parse_float(p, self.doc.source(self.element), self.element, what) for p in parts])
-
-    def number(self, name: str, default: float | None = None) -> float | None:
-        values = self.numbers(name, 1)
-        return default if values is None else float(values[0])
-
-    def integer(self, name: str, default: int) -> int:
-        text = self.attrs.get(name)
-        if text is None:
-            return default
-        try:
-            return int(text)
-        except ValueError:
-            raise self.error(f"{name} of <{tag(self.element)}> is not an integer: {text!r}") from None
-
-    def choice(self, name: str, options: Sequence[str], default: str) -> str:
-        text = self.attrs.get(name, default).strip()
-        if text not in options:
-            raise self.error(f"{name} of <{tag(self.element)}> must be one of {', '.join(options)}, got {text!r}")
-        return text
-
-    def flag(self, name: str, default: bool) -> bool:
-        return self.choice(name, ("true", "false"), "true" if default else "false") == "true"
-
-    def nonnegative(self, name: str, default: float = 0.0) -> float:
-        value = self.number(name, default)
-        if value < 0.0:
-            raise self.error(f"{name} of <{tag(self.element)}> must not be negative, got {value!r}")
-        return value
-
-
-# --------------------------------------------------------------------------------------------------
-# Compiler settings and default classes.
-
-
-@dataclass
-class _Compiler:
-    degree: bool = True
-    eulerseq: str = "xyz"
-    autolimits: bool = True
-    meshdir: str = ""
-    strippath: bool = False
-    inertiafromgeom: str = "auto"
-    inertiagroups: tuple[int, int] = (0, 5)
-    boundmass: float = 0.0
-    boundinertia: float = 0.0
-    settotalmass: float = -1.0
-
-    def angle(self, value: float) -> float:
-        return math.radians(value) if self.degree else value
-
-
-def _read_compiler(doc: _Document, el, compiler: _Compiler) -> None:
-    spec = SPECS["compiler"]
-    attrs = _attributes(el)
-    _check_known(doc, el, spec)
-    _check_refused(doc, el, spec, attrs)
-    for child in el:
-        if tag(child) not in (None, "lengthrange"):
-            raise doc.error(child, f"unexpected element <{tag(child)}> in <compiler>")
-    v = _Values(doc, el, attrs)
-    compiler.degree = v.choice("angle", ("degree", "radian"), "degree" if compiler.degree else "radian") == "degree"
-    seq = v.text("eulerseq", compiler.eulerseq)
-    if len(seq) != 3 or any(c not in "xyzXYZ" for c in seq):
-        raise v.error(f"eulerseq must be three of x, y, z, X, Y, Z, got {seq!r}")
-    compiler.eulerseq = seq
-    compiler.autolimits = v.flag("autolimits", compiler.autolimits)
-    compiler.meshdir = v.text("meshdir", v.text("assetdir", compiler.meshdir))
-    compiler.strippath = v.flag("strippath", compiler.strippath)
-    compiler.inertiafromgeom = v.choice("inertiafromgeom", ("auto", "true", "false"), compiler.inertiafromgeom)
-    if v.has("inertiagrouprange"):
-        groups = v.numbers("inertiagrouprange", 2)
-        compiler.inertiagroups = (int(groups[0]), int(groups[1]))
-    compiler.boundmass = v.nonnegative("boundmass", compiler.boundmass)
-    compiler.boundinertia = v.nonnegative("boundinertia", compiler.boundinertia)
-    compiler.settotalmass = v.number("settotalmass", compiler.settotalmass)
-
-
-#: The elements a default class can hold that the reader uses; the others in a default are looks (site,
-#: camera, light, material, texture) or refused wherever used (pair, equality, tendon).
-_DEFAULTED = ("joint", "geom", "mesh", *ACTUATOR_SPECS)
-
-
-@dataclass
-class _Class:
-    parent: str | None
-    attrs: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: The actuator shortcuts of this class in document order: ``(kind, attributes)``.
-    actuators: list[tuple[str, dict[str, str]]] = field(default_factory=list)
-
-
-def _read_defaults(doc: _Document, sections) -> dict[str, _Class]:
-    classes: dict[str, _Class] = {_CLASS_ROOT: _Class(None)}
-    stack = [(el, None) for el in reversed(sections)]
-    while stack:
-        el, parent = stack.pop()
-        _check_known(doc, el, SPECS["default"])
-        name = el.get("class") or _CLASS_ROOT if parent is None else el.get("class")
-        if parent is not None and not name:
-            raise doc.error(el, "a nested <default> needs a class attribute")
-        if parent is not None and name in classes:
-            raise doc.error(el, f"default class {name!r} is defined twice")
-        cls = classes.setdefault(name, _Class(parent))
-        for child in el:
-            kind = tag(child)
-            if kind is None:
-                continue
-            if kind == "default":
-                stack.append((child, name))
-            elif kind in ACTUATOR_SPECS:
-                _check_known(doc, child, ACTUATOR_SPECS[kind])
-                cls.actuators.append((kind, _attributes(child)))
-            elif kind in _DEFAULTED:
-                _check_known(doc, child, SPECS[kind])
-                cls.attrs.setdefault(kind, {}).update(_attributes(child))
-            elif kind in REFUSED_ELEMENTS:
-                raise doc.error(child, f"<{kind}> in <default>: {REFUSED_ELEMENTS[kind]}")
-            elif kind not in IGNORED_ELEMENTS | {"pair", "equality"}:
-                raise doc.error(child, f"unexpected element <{kind}> in <default>")
-    return classes
-
-
-def _chain(doc: _Document, classes: dict[str, _Class], name: str, element) -> list[_Class]:
-    if name not in classes:
-        raise doc.error(element, f"unknown default class {name!r} (defined: {', '.join(sorted(classes))})")
-    chain = []
-    while name is not None:
-        chain.append(classes[name])
-        name = classes[name].parent
-    return chain[::-1]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -415,14 +141,14 @@ class _Options:
 class _Reader:
     """One model being read: the document, its settings, and what has been found so far."""
 
-    def __init__(self, doc: _Document, meshes, package_dirs, actuator_dirs):
+    def __init__(self, doc: Document, meshes, package_dirs, actuator_dirs):
         self.doc = doc
         self.meshes = meshes
         self.package_dirs = tuple(str(d) for d in package_dirs)
         self.actuator_dirs = list(actuator_dirs)
-        self.compiler = _Compiler()
+        self.compiler = Compiler()
         self.options = _Options()
-        self.classes: dict[str, _Class] = {}
+        self.classes: dict[str, ClassDefaults] = {}
         self.mesh_files: dict[str, tuple[str, np.ndarray, object]] = {}
         self.links: list[Link] = []
         self.joints: list[Joint] = []
@@ -439,20 +165,20 @@ class _Reader:
 
     # ---------------------------------------------------------------------------------- attributes
 
-    def resolve(self, element, spec: ElementSpec, kind: str, childclass: str | None) -> _Values:
+    def resolve(self, element, spec: ElementSpec, kind: str, childclass: str | None) -> Values:
         """The element's attributes: its class's defaults (``class``, else the enclosing ``childclass``, else
         the root class) under its own; unknown and refused ones raise."""
-        own = _attributes(element)
-        _check_known(self.doc, element, spec)
-        name = own.pop("class", None) or childclass or _CLASS_ROOT
+        own = attributes(element)
+        check_known(self.doc, element, spec)
+        name = own.pop("class", None) or childclass or CLASS_ROOT
         attrs: dict[str, str] = {}
-        for cls in _chain(self.doc, self.classes, name, element):
+        for cls in class_chain(self.doc, self.classes, name, element):
             attrs.update(cls.attrs.get(kind, {}))
         attrs.update(own)
-        _check_refused(self.doc, element, spec, attrs)
-        return _Values(self.doc, element, attrs)
+        check_refused(self.doc, element, spec, attrs)
+        return Values(self.doc, element, attrs)
 
-    def orientation(self, v: _Values) -> np.ndarray:
+    def orientation(self, v: Values) -> np.ndarray:
         """The rotation of an element's one orientation attribute (identity without one)."""
         given = [a for a in ("quat", "axisangle", "euler", "xyaxes", "zaxis") if v.has(a)]
         if len(given) > 1:
@@ -479,19 +205,19 @@ class _Reader:
         return self._nonzero(v, z, name) and geo.z_to(z)
 
     @staticmethod
-    def _nonzero(v: _Values, vector: np.ndarray, name: str) -> bool:
+    def _nonzero(v: Values, vector: np.ndarray, name: str) -> bool:
         if np.linalg.norm(vector) < 1e-12:
             raise v.error(f"{name} of <{tag(v.element)}> has a zero axis: {v.text(name)!r}")
         return True
 
-    def pose(self, v: _Values) -> tuple[np.ndarray, np.ndarray]:
+    def pose(self, v: Values) -> tuple[np.ndarray, np.ndarray]:
         return self.orientation(v), v.numbers("pos", 3, default=(0.0, 0.0, 0.0))
 
     # ---------------------------------------------------------------------------------- sections
 
     def read(self) -> RobotDescription:
         doc, root = self.doc, self.doc.root
-        _check_known(doc, root, SPECS["mujoco"])
+        check_known(doc, root, SPECS["mujoco"])
         sections: dict[str, list] = {}
         for el in root:
             name = tag(el)
@@ -518,15 +244,19 @@ class _Reader:
             if name not in known:
                 raise doc.error(elements[0], f"unexpected element <{name}> in <mujoco>")
         for el in sections.get("compiler", []):
-            _read_compiler(doc, el, self.compiler)
+            read_compiler(doc, el, self.compiler)
         for el in sections.get("option", []):
             self._read_option(el)
-        self.classes = _read_defaults(doc, sections.get("default", []))
+        self.classes = read_defaults(doc, sections.get("default", []))
         for el in sections.get("asset", []):
             self._read_assets(el)
         self._read_world(sections.get("worldbody", []))
         self._finish_masses()
-        affine = [a for el in sections.get("actuator", []) for a in self._read_actuators(el)]
+        affine = [
+            a
+            for el in sections.get("actuator", [])
+            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el)
+        ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
         driven = {m.joint for m in motors}
@@ -563,10 +293,10 @@ class _Reader:
 
     def _read_option(self, el) -> None:
         doc, spec = self.doc, SPECS["option"]
-        attrs = _attributes(el)
-        _check_known(doc, el, spec)
-        _check_refused(doc, el, spec, attrs)
-        v = _Values(doc, el, attrs)
+        attrs = attributes(el)
+        check_known(doc, el, spec)
+        check_refused(doc, el, spec, attrs)
+        v = Values(doc, el, attrs)
         if v.has("timestep"):
             h = v.number("timestep")
             if h <= 0:
@@ -579,10 +309,10 @@ class _Reader:
                 continue
             if tag(child) != "flag":
                 raise doc.error(child, f"unexpected element <{tag(child)}> in <option>")
-            flags = _attributes(child)
-            _check_known(doc, child, SPECS["flag"])
-            _check_refused(doc, child, SPECS["flag"], flags)
-            fv = _Values(doc, child, flags)
+            flags = attributes(child)
+            check_known(doc, child, SPECS["flag"])
+            check_refused(doc, child, SPECS["flag"], flags)
+            fv = Values(doc, child, flags)
             for name in SPECS["flag"].read:
                 if name in flags:
                     state = fv.choice(name, ("enable", "disable"), "enable")
@@ -643,7 +373,7 @@ class _Reader:
         the world body's contents (of every ``<worldbody>``, merged as MuJoCo merges them) first."""
         doc = self.doc
         for worldbody in sections:
-            if _attributes(worldbody):
+            if attributes(worldbody):
                 raise doc.error(worldbody, "<worldbody> takes no attributes")
         self.links.append(Link("world", sections[0].sourceline if sections else 1, None, []))
         self.body_count = 1
@@ -686,12 +416,12 @@ class _Reader:
             if tag(child) != "frame":
                 out.append((child, f, cls))
                 continue
-            attrs = _attributes(child)
-            _check_known(self.doc, child, SPECS["frame"])
-            v = _Values(self.doc, child, attrs)
+            attrs = attributes(child)
+            check_known(self.doc, child, SPECS["frame"])
+            v = Values(self.doc, child, attrs)
             inner_class = attrs.get("childclass", cls)
             if inner_class is not None:
-                _chain(self.doc, self.classes, inner_class, child)
+                class_chain(self.doc, self.classes, inner_class, child)
             inner = f.then(*self.pose(v))
             stack.extend((c, inner, inner_class) for c in reversed(list(child)))
         return out
@@ -706,16 +436,16 @@ class _Reader:
         doc = self.doc
         if self.body_count == MAX_BODIES:
             raise doc.error(el, f"the model has more than {MAX_BODIES} bodies")
-        attrs = _attributes(el)
-        _check_known(doc, el, SPECS["body"])
-        _check_refused(doc, el, SPECS["body"], attrs)
-        v = _Values(doc, el, attrs)
+        attrs = attributes(el)
+        check_known(doc, el, SPECS["body"])
+        check_refused(doc, el, SPECS["body"], attrs)
+        v = Values(doc, el, attrs)
         name = attrs.get("name") or f"body{self.body_count}"
         self.body_count += 1
         self._unique(el, name, {link.name for link in self.links}, "body")
         childclass = attrs.get("childclass", childclass)
         if childclass is not None:
-            _chain(doc, self.classes, childclass, el)
+            class_chain(doc, self.classes, childclass, el)
         body_frame = frame.then(*self.pose(v))
         self._read_inertial(el, name)
         joints = [c for c in el if tag(c) in ("joint", "freejoint")]
@@ -833,9 +563,9 @@ class _Reader:
     def _read_joint(self, el, childclass) -> dict:
         doc = self.doc
         if tag(el) == "freejoint":
-            attrs = _attributes(el)
-            _check_known(doc, el, SPECS["freejoint"])
-            _check_refused(doc, el, SPECS["freejoint"], attrs)
+            attrs = attributes(el)
+            check_known(doc, el, SPECS["freejoint"])
+            check_refused(doc, el, SPECS["freejoint"], attrs)
             name = attrs.get("name") or f"joint{self.joint_count}"
             return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0}
         v = self.resolve(el, SPECS["joint"], "joint", childclass)
@@ -946,7 +676,7 @@ class _Reader:
             raise v.error(f"duplicate geom name {name!r}")
         owner.geoms.append(geom)
 
-    def _geom_shape(self, v: _Values, kind: str, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _geom_shape(self, v: Values, kind: str, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Orientation, centre and size (jaxmor's: radius and half length, or half sizes) of a geom."""
         size = np.zeros(3)
         if v.has("size"):
@@ -1001,9 +731,9 @@ class _Reader:
         mode = self.compiler.inertiafromgeom
         if found:
             el = found[0]
-            attrs = _attributes(el)
-            _check_known(self.doc, el, SPECS["inertial"])
-            v = _Values(self.doc, el, attrs)
+            attrs = attributes(el)
+            check_known(self.doc, el, SPECS["inertial"])
+            v = Values(self.doc, el, attrs)
             mass = v.number("mass")
             if mass is None or not v.has("pos"):
                 raise v.error(f"body {name!r}: <inertial> needs pos and mass")
@@ -1052,7 +782,7 @@ class _Reader:
             if link.name in props and (props[link.name][0] > 0 or np.any(props[link.name][2])):
                 link.inertial = Inertial(*props[link.name])
 
-    def _count_mass(self, v: _Values, kind, name, size, rotation, translation, link) -> None:
+    def _count_mass(self, v: Values, kind, name, size, rotation, translation, link) -> None:
         """Add the geom's mass to its body when the body's inertia comes from its geoms."""
         low, high = self.compiler.inertiagroups
         if not low <= v.integer("group", 0) <= high or self.compiler.inertiafromgeom == "false":
@@ -1073,7 +803,7 @@ class _Reader:
         mass, moments = geo.principal_inertia(kind, size, density)
         parts.append((mass, translation, rotation @ np.diag(moments) @ rotation.T))
 
-    def _mesh(self, v: _Values, geom: Geom) -> None:
+    def _mesh(self, v: Values, geom: Geom) -> None:
         mesh = v.text("mesh")
         if not mesh:
             raise v.error(f"geom {geom.name!r}: a mesh geom needs a mesh attribute")
@@ -1089,127 +819,6 @@ class _Reader:
         path = resolve_mesh(file, folder, self.package_dirs, source, mesh_el.sourceline)
         geom.hull = convex_hull(path, scale, source, mesh_el.sourceline)
 
-    # ---------------------------------------------------------------------------------- actuators
-
-    def _actuator_values(self, el, kind: str) -> _Values:
-        """An actuator's attributes after its class's actuator defaults (the module docstring's rule)."""
-        spec = ACTUATOR_SPECS[kind]
-        own = _attributes(el)
-        _check_known(self.doc, el, spec)
-        cls_name = own.pop("class", None) or _CLASS_ROOT
-        attrs: dict[str, str] = {}
-        own_kind_set = False
-        for cls in _chain(self.doc, self.classes, cls_name, el):
-            for default_kind, default_attrs in cls.actuators:
-                specific = ACTUATOR_OWN[default_kind]
-                for name, text in default_attrs.items():
-                    if name not in specific:
-                        attrs[name] = text
-                    elif kind == default_kind:
-                        attrs[name] = text
-                        own_kind_set = True
-                    elif kind != "motor":
-                        raise self.doc.error(
-                            el,
-                            f"<{kind}> would inherit {name}={text!r} of a <{default_kind}> default (class "
-                            f"{cls_name!r}); one shortcut's parameters passed to another are not supported: give "
-                            "them on the element",
-                        )
-                if default_kind == "motor" and kind in ("general", "position", "velocity"):
-                    if own_kind_set and kind != "general":
-                        raise self.doc.error(
-                            el,
-                            f"<{kind}>: a <motor> default overrides a <{kind}> default of "
-                            f"class {cls_name!r}; that order is not supported",
-                        )
-                    for name in ACTUATOR_OWN["general"]:
-                        attrs.pop(name, None)  # a motor default resets the gain and bias
-        attrs.update(own)
-        _check_refused(self.doc, el, spec, attrs)
-        return _Values(self.doc, el, attrs)
-
-    def _read_actuators(self, section) -> list[AffineActuator]:
-        out, names, driven = [], set(), {}
-        for el in section:
-            kind = tag(el)
-            if kind is None:
-                continue
-            if kind in REFUSED_ELEMENTS:
-                raise self.doc.error(el, f"<{kind}>: {REFUSED_ELEMENTS[kind]}")
-            if kind not in ACTUATOR_SPECS:
-                raise self.doc.error(el, f"unexpected element <{kind}> in <actuator>")
-            v = self._actuator_values(el, kind)
-            index = len(out)
-            name = v.text("name") or f"actuator{index}"
-            self._unique(el, name, names, "actuator")
-            names.add(name)
-            joint = v.text("joint") or v.text("jointinparent")
-            if not joint:
-                raise v.error(f"actuator {name!r} needs a joint (only joint transmissions are supported)")
-            if joint not in self.joint_kinds:
-                raise v.error(f"actuator {name!r} drives an unknown joint {joint!r}")
-            if self.joint_kinds[joint] == "free":
-                raise v.error(f"actuator {name!r}: actuators on a free joint are not supported")
-            if joint in driven:
-                raise v.error(
-                    f"actuator {name!r}: joint {joint!r} is already driven by actuator {driven[joint]!r} "
-                    "(jaxmor takes one actuator per joint)"
-                )
-            driven[joint] = name
-            gear = float(v.numbers("gear", 1, 6, default=(1.0,))[0])
-            gain, bias = self._law(v, kind, name)
-            ctrl = self._range(v, "ctrl", name)
-            force = self._range(v, "force", name)
-            out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
-        return out
-
-    def _law(self, v: _Values, kind: str, name: str) -> tuple[float, tuple[float, float, float]]:
-        """``(gainprm[0], biasprm[0:3])`` of an affine actuator."""
-        if kind == "motor":
-            return 1.0, (0.0, 0.0, 0.0)
-        if kind == "position":
-            kp, kv = v.nonnegative("kp", 1.0), v.nonnegative("kv", 0.0)
-            return kp, (0.0, -kp, -kv)
-        if kind == "velocity":
-            kv = v.nonnegative("kv", 1.0)
-            return kv, (0.0, 0.0, -kv)
-        if v.choice("gaintype", ("fixed", "affine", "muscle", "user"), "fixed") != "fixed":
-            raise v.error(f"actuator {name!r}: only gaintype='fixed' is supported")
-        if v.choice("dyntype", ("none", "integrator", "filter", "filterexact", "muscle", "user"), "none") != "none":
-            raise v.error(f"actuator {name!r}: only dyntype='none' is supported (activation dynamics are not)")
-        biastype = v.choice("biastype", ("none", "affine", "muscle", "user"), "none")
-        if biastype not in ("none", "affine"):
-            raise v.error(f"actuator {name!r}: only biastype 'none' and 'affine' are supported")
-        gain = v.numbers("gainprm", 1, 10, default=(1.0,))
-        if np.any(gain[1:] != 0):
-            raise v.error(f"actuator {name!r}: only gainprm[0] is used by a fixed gain; the others must be 0")
-        bias = np.zeros(3)
-        if biastype == "affine":
-            given = v.numbers("biasprm", 1, 10, default=(0.0,))
-            if np.any(given[3:] != 0):
-                raise v.error(f"actuator {name!r}: an affine bias uses biasprm[0:3]; the others must be 0")
-            bias[: min(3, len(given))] = given[:3]
-        if bias[0] != 0:
-            raise v.error(f"actuator {name!r}: a constant bias force biasprm[0]={bias[0]!r} is not supported")
-        return float(gain[0]), (0.0, float(bias[1]), float(bias[2]))
-
-    def _range(self, v: _Values, which: str, name: str) -> tuple[float, float] | None:
-        limited = v.choice(f"{which}limited", ("auto", "true", "false"), "auto")
-        given = v.has(f"{which}range")
-        if limited == "auto":
-            if given and not self.compiler.autolimits:
-                raise v.error(
-                    f"actuator {name!r} has a {which}range but {which}limited='auto' while the compiler's "
-                    "autolimits is false; set it"
-                )
-            limited = "true" if given else "false"
-        if limited == "false":
-            return None
-        low, high = v.numbers(f"{which}range", 2, default=(0.0, 0.0))
-        if low >= high:
-            raise v.error(f"actuator {name!r}: {which}range lower {low!r} >= upper {high!r}")
-        return float(low), float(high)
-
     # ---------------------------------------------------------------------------------- the rest
 
     def _read_contact(self, section) -> list[tuple[str, str, int]]:
@@ -1223,7 +832,7 @@ class _Reader:
                 raise self.doc.error(el, f"<pair>: {REFUSED_ELEMENTS['pair']}")
             if kind != "exclude":
                 raise self.doc.error(el, f"unexpected element <{kind}> in <contact>")
-            _check_known(self.doc, el, SPECS["exclude"])
+            check_known(self.doc, el, SPECS["exclude"])
             ends = (el.get("body1"), el.get("body2"))
             for end in ends:
                 if not end or end not in bodies:
@@ -1237,7 +846,7 @@ class _Reader:
         for section in sections:
             for el in section:
                 if tag(el) == "text" and el.get("name") == ACTUATORS_TEXT:
-                    _check_known(self.doc, el, SPECS["text"])
+                    check_known(self.doc, el, SPECS["text"])
                     found.append(el)
         if not found:
             return []
@@ -1279,10 +888,10 @@ class _Reader:
                 continue
             if tag(el) != "key":
                 raise self.doc.error(el, f"unexpected element <{tag(el)}> in <keyframe>")
-            attrs = _attributes(el)
-            _check_known(self.doc, el, SPECS["key"])
-            _check_refused(self.doc, el, SPECS["key"], attrs)
-            v = _Values(self.doc, el, attrs)
+            attrs = attributes(el)
+            check_known(self.doc, el, SPECS["key"])
+            check_refused(self.doc, el, SPECS["key"], attrs)
+            v = Values(self.doc, el, attrs)
             name = v.text("name") or f"key{len(out)}"
             qpos = v.numbers("qpos", nq) if v.has("qpos") else None
             qvel = v.numbers("qvel", nv) if v.has("qvel") else None
@@ -1339,5 +948,5 @@ def parse_mjcf(
     for name, dirs in (("package_dirs", package_dirs), ("actuator_dirs", actuator_dirs)):
         if isinstance(dirs, (str, bytes, os.PathLike)):
             raise ArgumentError(f"{name} must be a list of folders, got {dirs!r}")
-    doc = _read_document(path_or_xml, assets_dir)
+    doc = read_document(path_or_xml, assets_dir)
     return _Reader(doc, meshes, package_dirs, actuator_dirs).read()
