@@ -172,13 +172,16 @@ def _last_phase(stderr: str) -> str | None:
     return phases[-1][len(PHASE) :].strip() if phases else None
 
 
-def run_subprocess_case(spec: dict, timeout_s: float, env: dict, hang_s: float = 0.0) -> dict:
-    """Run one case in a fresh interpreter; the result dict, with status timeout/hung/error on failure.
+def run_subprocess_case(
+    spec: dict, timeout_s: float, env: dict, hang_s: float = 0.0, command: tuple[str, ...] = ("-m", "bench.case")
+) -> dict:
+    """Run one case in a fresh interpreter (``python COMMAND SPEC``); the result dict, with status
+    timeout/hung/error on failure.
 
     ``hang_s`` > 0: a case process that uses (almost) no CPU for that many seconds is deadlocked
     (see bench/README.md) and is killed, with status ``hung``.
     """
-    cmd = [sys.executable, "-m", "bench.case", json.dumps(spec)]
+    cmd = [sys.executable, *command, json.dumps(spec)]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     tick_s = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
