@@ -19,8 +19,9 @@ from jaxmor.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
-from jaxmor.batch import init_states, rollout_batch
+from jaxmor.batch import init_states, rollout_batch, shard_worlds
 from jaxmor.build import load_mjcf, load_urdf
+from jaxmor.checkpoint import load_checkpoint, save_checkpoint
 from jaxmor.collision import Contacts, collide, contact_count
 from jaxmor.compose import add_free_body, combine
 from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
@@ -93,6 +94,7 @@ from jaxmor.types import (
     Options,
     State,
 )
+from jaxmor.world import export_package, export_world, load_world
 
 __all__ = [
     "ActuatorCoupling",
@@ -138,6 +140,8 @@ __all__ = [
     "enable_self_collision",
     "envs",
     "export_actuators",
+    "export_package",
+    "export_world",
     "forward_dynamics",
     "forward_kinematics",
     "generalized_force",
@@ -156,8 +160,10 @@ __all__ = [
     "joint_q_index",
     "keyframe_names",
     "link_jacobian",
+    "load_checkpoint",
     "load_mjcf",
     "load_urdf",
+    "load_world",
     "log_uniform",
     "mass_matrix",
     "motor_operating_region_violation",
@@ -172,6 +178,7 @@ __all__ = [
     "rollout",
     "robots",
     "rollout_batch",
+    "save_checkpoint",
     "scale",
     "set_actuation_limits",
     "set_actuator_pd_gains",
@@ -191,6 +198,7 @@ __all__ = [
     "set_motor_operating_region_enforced",
     "set_pd_gains",
     "set_pd_targets",
+    "shard_worlds",
     "step",
     "summary",
     "sysid",

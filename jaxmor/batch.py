@@ -1,9 +1,15 @@
-"""Many worlds: rollouts of a batch of worlds, in vmapped chunks, with per-world model leaves."""
+"""Many worlds: rollouts of a batch of worlds, in vmapped chunks, with per-world model leaves, on one device or
+sharded over several."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxmor.checks import as_positive_int
 from jaxmor.errors import ArgumentError
@@ -112,6 +118,19 @@ def rollout_batch(
         return jax.vmap(world)(part, s, c)
 
     args = (batched, states, controls)
+    groups = jax.device_count()
+    if groups > 1 and n % groups == 0:
+        # One group of worlds per device, vmapped, each group chunked on its own: worlds sharded over the devices
+        # (shard_worlds) stay where they are, and the devices run their groups in parallel.
+        per = n // groups
+        grouped = _split_worlds(args, groups, per)
+        return _merge_worlds(jax.vmap(lambda a: _chunked(run, a, per, chunk_size))(grouped))
+    return _chunked(run, args, n, chunk_size)
+
+
+def _chunked(run, args, n: int, chunk_size: int):
+    """``run`` over ``n`` worlds in chunks of ``chunk_size``, one chunk after the other (``lax.scan``), the
+    remainder as one more call."""
     chunk = min(chunk_size, n) if n else 1
     n_chunks, rest = divmod(n, chunk)
     outs = []
@@ -123,6 +142,54 @@ def rollout_batch(
     if len(outs) == 1:
         return outs[0]
     return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), *outs)
+
+
+def shard_worlds(tree: Any, axes: Any = None, devices: Sequence[jax.Device] | None = None) -> Any:
+    """A batch of worlds placed across devices along its world axis, for data-parallel rollouts.
+
+    ``jax.device_put`` with a ``NamedSharding`` over a one-axis mesh named ``"worlds"``: each device holds
+    ``n / devices`` consecutive worlds of every batched leaf, and the other leaves are replicated.
+    :func:`rollout_batch` (under ``jit`` or not) then runs each device's worlds on that device, with no
+    communication, and its outputs stay sharded the same way. Works for States, controls, and randomized
+    models (with ``jaxmor.randomize``'s ``axes``); on several hosts, after ``jax.distributed.initialize``,
+    over all their devices (README, "Many devices").
+
+    Args:
+        tree: a pytree of arrays with a leading world axis (a batch of States, controls), or a batch of models.
+        axes: ``None`` (every leaf is batched) or a pytree like ``tree`` with ``0`` on the batched leaves and
+            ``None`` on the shared ones (``jaxmor.randomize``'s ``axes``).
+        devices: the devices (default ``jax.devices()``, all of them).
+
+    Returns:
+        The same tree, placed.
+
+    Raises:
+        ArgumentError: a batched leaf whose leading axis is not divisible by the number of devices, or
+            ``axes`` of another structure.
+    """
+    devices = jax.devices() if devices is None else list(devices)
+    mesh = Mesh(np.array(devices), ("worlds",))
+    spread, replicated = NamedSharding(mesh, PartitionSpec("worlds")), NamedSharding(mesh, PartitionSpec())
+
+    def placement(axis, x):
+        if axis is None:
+            return replicated
+        if axis != 0 or isinstance(axis, bool):
+            raise ArgumentError(f"axes entries must be 0 or None, got {axis!r}")
+        if jnp.ndim(x) < 1 or jnp.shape(x)[0] % len(devices):
+            raise ArgumentError(
+                f"a batched leaf of shape {jnp.shape(x)} cannot be split over {len(devices)} devices: its world "
+                "axis must be a multiple of the device count"
+            )
+        return spread
+
+    if axes is None:
+        axes = jax.tree.map(lambda _: 0, tree)
+    try:
+        shardings = jax.tree.map(placement, axes, tree, is_leaf=_is_none)
+    except ValueError as e:
+        raise ArgumentError(f"axes must have the structure of tree: {e}") from None
+    return jax.device_put(tree, shardings)
 
 
 def init_states(

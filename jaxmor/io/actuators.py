@@ -664,6 +664,14 @@ def actuators_from_xml(
             ``motor_operating_region_enforced`` other than ``true``/``false``; naming the file and line.
     """
     root, source = parse_xml(path_or_xml)
+    return actuators_from_element(root, source, base_dir=base_dir, extra_dirs=extra_dirs)
+
+
+def actuators_from_element(
+    root, source: str, *, base_dir: str | os.PathLike | None = None, extra_dirs: Sequence[str | os.PathLike] = ()
+) -> tuple[list[ActuatorDefinition], list[float], bool]:
+    """:func:`actuators_from_xml` of an ``<actuators>`` element already parsed (e.g. inside a world file);
+    errors name ``source`` and the element's lines."""
     if tag(root) != "actuators":
         raise ModelError(source, root.sourceline, f"the root element is <{tag(root)}>, not <actuators>")
     check_attributes(root, ("motor_operating_region_enforced",), source)

@@ -1,0 +1,217 @@
+"""Checkpoints: a Model and a State (one world or a batch) on disk, restored bit for bit.
+
+Format (version :data:`FORMAT_VERSION`): one NumPy ``.npz`` archive, written by ``numpy.savez`` and read with
+``allow_pickle=False``, so loading never runs code: a pickled object anywhere in it is refused. It holds
+
+* ``jaxmor_checkpoint``: the UTF-8 JSON of the structure: the format's name and version, and the Model and the
+  State as trees of jaxmor's own dataclasses, each static field (topology, names, counts, options) written as
+  JSON and each array leaf as the name of an array of the archive;
+* ``model/...`` and ``state/...``: the array leaves, with their dtypes and shapes (a batch of worlds keeps its
+  leading axes; per-world model leaves, e.g. from :func:`jaxmor.randomize`, too).
+
+Only the dataclasses and enums of :data:`_TYPES` are ever constructed from a file. The arrays come back with
+the dtypes they were saved with, so a float64 checkpoint needs ``jax_enable_x64`` (loading says so instead of
+rounding). Sharded arrays are gathered to the host when saved (one process).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.motor import DcMotorParameters
+from jaxmor.types import (
+    ActuatorState,
+    AffineActuators,
+    Battery,
+    GeomType,
+    JointType,
+    Keyframe,
+    Model,
+    MotorActuators,
+    Options,
+    State,
+)
+
+#: The format's name and version, written into every checkpoint.
+FORMAT = "jaxmor-checkpoint"
+FORMAT_VERSION = 1
+_META = "jaxmor_checkpoint"
+#: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
+_TYPES = {
+    t.__name__: t
+    for t in (
+        Model,
+        Options,
+        MotorActuators,
+        DcMotorParameters,
+        AffineActuators,
+        Battery,
+        Keyframe,
+        State,
+        ActuatorState,
+        JointType,
+        GeomType,
+    )
+}
+
+
+def _encode(value, prefix: str, arrays: dict):
+    """JSON for a (possibly nested) jaxmor dataclass; its array leaves go into ``arrays``."""
+    if isinstance(value, enum.Enum):
+        return {"enum": type(value).__name__, "value": value.value}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if type(value).__name__ not in _TYPES:
+            raise ArgumentError(f"a checkpoint cannot hold a {type(value).__name__}")
+        fields = {}
+        for f in dataclasses.fields(value):
+            child = getattr(value, f.name)
+            leaf = f.metadata.get("pytree_node", True) and not dataclasses.is_dataclass(child)
+            if leaf and not isinstance(child, (bool, int, float)):  # a Python number leaf stays one (JSON)
+                key = f"{prefix}/{f.name}"
+                arrays[key] = np.asarray(jax.device_get(child))
+                fields[f.name] = {"array": key}
+            else:
+                fields[f.name] = _encode(child, f"{prefix}/{f.name}", arrays)
+        return {"dataclass": type(value).__name__, "fields": fields}
+    if isinstance(value, (tuple, list)):
+        return {"tuple": [_encode(v, prefix, arrays) for v in value]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"value": value}
+    raise ArgumentError(f"a checkpoint cannot hold {type(value).__name__} values ({prefix})")
+
+
+def _decode(node, arrays, source: str):
+    """The value a JSON node stands for; only the types of :data:`_TYPES` are constructed."""
+    if not isinstance(node, dict) or len(node) not in (1, 2):
+        raise ModelError(source, None, f"not a jaxmor checkpoint: unexpected entry {str(node)[:80]!r}")
+    if "value" in node and "enum" not in node:
+        return node["value"]
+    if "tuple" in node:
+        return tuple(_decode(v, arrays, source) for v in node["tuple"])
+    if "array" in node:
+        key = node["array"]
+        if key not in arrays:
+            raise ModelError(source, None, f"the checkpoint lacks the array {key!r} (truncated or edited?)")
+        return arrays[key]
+    kind = node.get("enum") or node.get("dataclass")
+    if kind not in _TYPES:
+        raise ModelError(source, None, f"the checkpoint names an unknown type {kind!r}")
+    cls = _TYPES[kind]
+    if "enum" in node:
+        return cls(node["value"])
+    fields = node.get("fields")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if not isinstance(fields, dict) or set(fields) != names:
+        raise ModelError(source, None, f"the checkpoint's {kind} does not have this jaxmor version's fields")
+    return cls(**{name: _decode(child, arrays, source) for name, child in fields.items()})
+
+
+def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None:
+    """Write a Model and a State (one world or a batch) to ``path`` (module docstring).
+
+    Args:
+        path: the file to write (an ``.npz`` archive; the suffix is not added).
+        model: the model, batched leaves included.
+        state: the state (of one world, or with leading world axes).
+
+    Raises:
+        ArgumentError: ``model`` or ``state`` is not a jaxmor Model/State.
+    """
+    if not isinstance(model, Model) or not isinstance(state, State):
+        raise ArgumentError(
+            f"save_checkpoint needs a Model and a State, got {type(model).__name__}, {type(state).__name__}"
+        )
+    arrays: dict[str, np.ndarray] = {}
+    meta = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "model": _encode(model, "model", arrays),
+        "state": _encode(state, "state", arrays),
+    }
+    text = json.dumps(meta, allow_nan=True).encode("utf-8")
+    with open(path, "wb") as f:
+        np.savez(f, **{_META: np.frombuffer(text, dtype=np.uint8)}, **arrays)
+
+
+def _mismatch(saved, given, where: str = "Model") -> str | None:
+    """The first static difference between two models (a field path and both values), ``None`` if none."""
+    if type(saved) is not type(given):
+        return f"{where}: {type(saved).__name__} vs {type(given).__name__}"
+    if dataclasses.is_dataclass(saved):
+        for f in dataclasses.fields(saved):
+            if f.name == "source":  # the same robot read from another place matches
+                continue
+            a, b = getattr(saved, f.name), getattr(given, f.name)
+            if f.metadata.get("pytree_node", True) and not dataclasses.is_dataclass(a):
+                sa, sb = np.shape(a), np.shape(b)  # the saved leaf may carry leading world axes
+                if sa[len(sa) - len(sb) :] != sb:
+                    return f"{where}.{f.name}: shape {sa} vs {sb}"
+                continue
+            found = _mismatch(a, b, f"{where}.{f.name}")
+            if found:
+                return found
+        return None
+    return None if saved == given else f"{where}: {str(saved)[:60]} vs {str(given)[:60]}"
+
+
+def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tuple[Model, State]:
+    """Read a checkpoint written by :func:`save_checkpoint`: the Model and the State, bit for bit.
+
+    Args:
+        path: the checkpoint.
+        model: optionally, the model the checkpoint must belong to: its topology, names, counts and options
+            must be the saved model's (array leaves may differ in value, and saved ones may carry world axes;
+            the file it was loaded from may differ).
+
+    Returns:
+        ``(model, state)`` as saved.
+
+    Raises:
+        ModelError: the file is missing, truncated, not a jaxmor checkpoint (a foreign ``.npz``, a pickle),
+            of another format version, or holds float64 arrays while ``jax_enable_x64`` is off; naming the file.
+        ArgumentError: ``model`` does not match the checkpoint's (the message names the first difference).
+    """
+    source = str(path)
+    if not Path(path).is_file():
+        raise ModelError(source, None, "no such file")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except ValueError as err:  # pickled data, which allow_pickle=False refuses
+        raise ModelError(source, None, f"not a jaxmor checkpoint, refused without running it: {err}") from None
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        raise ModelError(source, None, f"not a readable checkpoint (truncated or not an .npz archive): {err}") from None
+    if _META not in arrays:
+        raise ModelError(source, None, "not a jaxmor checkpoint (a foreign .npz archive: no jaxmor_checkpoint entry)")
+    try:
+        meta = json.loads(arrays.pop(_META).tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelError(source, None, f"not a jaxmor checkpoint (its structure does not parse: {err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelError(source, None, "not a jaxmor checkpoint (no jaxmor-checkpoint format marker)")
+    if meta.get("version") != FORMAT_VERSION:
+        raise ModelError(
+            source, None, f"checkpoint format version {meta.get('version')!r}; this jaxmor reads {FORMAT_VERSION}"
+        )
+    if not jax.config.jax_enable_x64 and any(a.dtype == np.float64 for a in arrays.values()):
+        raise ModelError(source, None, "the checkpoint holds float64 arrays: enable jax_enable_x64 before loading it")
+    leaves = {key: jnp.asarray(value) for key, value in arrays.items()}
+    saved_model = _decode(meta.get("model"), leaves, source)
+    state = _decode(meta.get("state"), leaves, source)
+    if not isinstance(saved_model, Model) or not isinstance(state, State):
+        raise ModelError(source, None, "not a jaxmor checkpoint (it holds no Model and State)")
+    if model is not None:
+        problem = _mismatch(saved_model, model)
+        if problem:
+            raise ArgumentError(f"checkpoint {source} belongs to another model: {problem}")
+    return saved_model, state
