@@ -366,8 +366,17 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             for key, value in zip(dof, values, strict=True):
                 dof[key].extend([value] * 6)
         else:
-            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper, j.stiffness,
-                      j.springref)  # fmt: skip
+            values = (
+                j.rotor_inertia,
+                j.damping,
+                j.friction,
+                j.effort,
+                j.velocity,
+                j.lower,
+                j.upper,
+                j.stiffness,
+                j.springref,
+            )
             for key, value in zip(dof, values, strict=True):
                 dof[key].append(value)
 
@@ -565,8 +574,10 @@ def _compile_affine(model: Model, description: RobotDescription):
     for a in description.affine_actuators:
         try:
             if a.joint in seen:
-                raise ArgumentError(f"joint '{a.joint}' is already driven by actuator '{seen[a.joint]}' (jaxmor takes "
-                                    "one actuator per joint)")  # fmt: skip
+                raise ArgumentError(
+                    f"joint '{a.joint}' is already driven by actuator '{seen[a.joint]}' (jaxmor takes "
+                    "one actuator per joint)"
+                )
             seen[a.joint] = a.name
             definitions.append(
                 AffineActuatorDefinition.from_mujoco(

@@ -188,10 +188,12 @@ class _Reader:
         name = given[0]
         if name == "quat":
             q = v.numbers("quat", 4)
-            return self._nonzero(v, q, name) and geo.quat_to_rotation(q)
+            self._nonzero(v, q, name)
+            return geo.quat_to_rotation(q)
         if name == "axisangle":
             a = v.numbers("axisangle", 4)
-            return self._nonzero(v, a[:3], name) and geo.axis_angle(a[:3], self.compiler.angle(a[3]))
+            self._nonzero(v, a[:3], name)
+            return geo.axis_angle(a[:3], self.compiler.angle(a[3]))
         if name == "euler":
             angles = [self.compiler.angle(a) for a in v.numbers("euler", 3)]
             return geo.euler(angles, self.compiler.eulerseq)
@@ -202,13 +204,13 @@ class _Reader:
                 raise v.error(f"xyaxes of <{tag(v.element)}> are zero or parallel: {v.text('xyaxes')!r}")
             return geo.xy_axes(axes)
         z = v.numbers("zaxis", 3)
-        return self._nonzero(v, z, name) and geo.z_to(z)
+        self._nonzero(v, z, name)
+        return geo.z_to(z)
 
     @staticmethod
-    def _nonzero(v: Values, vector: np.ndarray, name: str) -> bool:
+    def _nonzero(v: Values, vector: np.ndarray, name: str) -> None:
         if np.linalg.norm(vector) < 1e-12:
             raise v.error(f"{name} of <{tag(v.element)}> has a zero axis: {v.text(name)!r}")
-        return True
 
     def pose(self, v: Values) -> tuple[np.ndarray, np.ndarray]:
         return self.orientation(v), v.numbers("pos", 3, default=(0.0, 0.0, 0.0))
