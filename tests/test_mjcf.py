@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import warnings
 
 import jax
@@ -626,7 +627,7 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
         for f in source.parent.glob("*.xml"):
             (folder / f.name).write_text(f.read_text())
         if (source.parent / "common").is_dir():
-            (folder / "common").symlink_to(source.parent / "common")
+            shutil.copytree(source.parent / "common", folder / "common")  # includes are read inside the tree
         files = [folder / source.name] + ([folder / "go2_mjx.xml"] if source.name == "scene_mjx.xml" else [])
         cases.append((folder / source.name, files))
     rng = random.Random(20261201)
