@@ -205,13 +205,6 @@ def run_mjx(spec: dict) -> dict:
 RUNNERS = {("jaxmor", "forward"): run_jaxmor, ("mujoco", "forward"): run_mujoco, ("mjx", "forward"): run_mjx}
 
 
-def _run_case_process(spec: dict, args, env: dict) -> dict:
-    """bench.run's case runner (timeout, hang detection), with ``python -m bench.go2 --case SPEC`` as the process."""
-    return run.run_subprocess_case(
-        spec, args.case_timeout, env, args.hang_timeout, command=("-m", "bench.go2", "--case")
-    )
-
-
 # ---------------------------------------------------------------------------------------------- runner
 
 
@@ -232,40 +225,9 @@ def measure(args) -> tuple[list[dict], Path]:
     args.dt = float(mujoco.MjModel.from_xml_path(str(args.xml)).opt.timestep)
     args.grad_worlds, args.mujoco_single_thread = 0, True
     cases = [c for c in run.plan_cases(args, available) if args.jaxmor_vmap or c["engine_label"] != "jaxmor-vmap"]
-    records = []
-    for i, c in enumerate(cases, 1):
-        spec = {k: v for k, v in c.items() if k not in ("status", "error")}
-        spec.update(scenario="go2", xml=str(args.xml))
-        load, flags = os.getloadavg()[0], env.get("XLA_FLAGS", "")
-        if c.get("status") == "skipped":
-            result = {"status": "skipped", "error": c["error"]}
-        else:
-            result = _run_case_process(spec, args, env)
-            if result["status"] == "hung" and args.retry_hung and run.RETRY_FLAG not in flags:
-                print(f"[{i:2d}/{len(cases)}] {result['error']}; retrying with XLA_FLAGS+={run.RETRY_FLAG}")
-                first = {k: result[k] for k in ("status", "error")}
-                flags = f"{flags} {run.RETRY_FLAG}".strip()
-                result = _run_case_process(spec, args, {**env, "XLA_FLAGS": flags})
-                result["retried_after_hang"] = first
-        if "traceback" in result:
-            result["traceback"] = result["traceback"][-4000:]
-        rec = {
-            "schema": run.SCHEMA,
-            "run_id": run_id,
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": machine,
-            "device": device,
-            "versions": vers,
-            "xla_flags": flags,
-            "loadavg_1min_before": load,
-            **spec,
-            **result,
-        }
-        rec = run.summarize(rec, rec["n_worlds"], rec["n_steps"])
-        records.append(rec)
-        with out.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-        print(run.progress_line(i, len(cases), rec), flush=True)
+    context = {"run_id": run_id, "machine": machine, "device": device, "versions": vers}
+    extra = {"scenario": "go2", "xml": str(args.xml)}
+    records = run.run_cases(cases, args, env, out, context, ("-m", "bench.go2", "--case"), extra)
     return records, out
 
 

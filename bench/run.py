@@ -319,6 +319,55 @@ def plan_cases(args, available: dict[str, str | None]) -> list[dict]:
     return cases
 
 
+def run_cases(
+    cases: list[dict],
+    args,
+    env: dict,
+    out: Path,
+    context: dict,
+    command: tuple[str, ...] = ("-m", "bench.case"),
+    extra: dict | None = None,
+) -> list[dict]:
+    """Run the planned cases one process each (``python COMMAND SPEC``), rerun a hung one once with
+    :data:`RETRY_FLAG`, and append each record (``context``: run id, machine, device, versions; ``extra``: more
+    fields of the spec) to the JSON-lines file ``out``; returns the records."""
+    records = []
+    for i, case in enumerate(cases, 1):
+        spec = {k: v for k, v in case.items() if k not in ("status", "error")}
+        spec.update(extra or {})
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        flags = env.get("XLA_FLAGS", "")
+        if case.get("status") == "skipped":
+            result = {"status": "skipped", "error": case["error"]}
+        else:
+            result = run_subprocess_case(spec, args.case_timeout, env, args.hang_timeout, command)
+            if result["status"] == "hung" and args.retry_hung and RETRY_FLAG not in flags:
+                print(f"[{i:2d}/{len(cases)}] {result['error']}; retrying with XLA_FLAGS+={RETRY_FLAG}", flush=True)
+                first = {k: result[k] for k in ("status", "error") if k in result}
+                flags = f"{flags} {RETRY_FLAG}".strip()
+                result = run_subprocess_case(
+                    spec, args.case_timeout, {**env, "XLA_FLAGS": flags}, args.hang_timeout, command
+                )
+                result["retried_after_hang"] = first
+        if "traceback" in result:
+            result["traceback"] = result["traceback"][-4000:]
+        rec = {
+            "schema": SCHEMA,
+            **context,
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "xla_flags": flags,
+            "loadavg_1min_before": load,
+            **spec,
+            **result,
+        }
+        rec = summarize(rec, rec["n_worlds"], rec["n_steps"])
+        records.append(rec)
+        with out.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(progress_line(i, len(cases), rec), flush=True)
+    return records
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default=DEFAULT_SIZES, help=f"comma-separated world counts (default {DEFAULT_SIZES})")
@@ -403,41 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     env["PYTHONPATH"] = os.pathsep.join(x for x in (str(ROOT), env.get("PYTHONPATH", "")) if x)
 
     cases = plan_cases(args, available)
-    records = []
-    for i, case in enumerate(cases, 1):
-        spec = {k: v for k, v in case.items() if k not in ("status", "error")}
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        flags = env.get("XLA_FLAGS", "")
-        if case.get("status") == "skipped":
-            result = {"status": "skipped", "error": case["error"]}
-        else:
-            result = run_subprocess_case(spec, args.case_timeout, env, args.hang_timeout)
-            if result["status"] == "hung" and args.retry_hung and RETRY_FLAG not in flags:
-                print(f"[{i:2d}/{len(cases)}] {result['error']}; retrying with XLA_FLAGS+={RETRY_FLAG}", flush=True)
-                first = {k: result[k] for k in ("status", "error") if k in result}
-                flags = f"{flags} {RETRY_FLAG}".strip()
-                result = run_subprocess_case(spec, args.case_timeout, {**env, "XLA_FLAGS": flags}, args.hang_timeout)
-                result["retried_after_hang"] = first
-        if "traceback" in result:
-            result["traceback"] = result["traceback"][-4000:]
-        rec = {
-            "schema": SCHEMA,
-            "run_id": run_id,
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": machine,
-            "device": device,
-            "versions": vers,
-            "xla_flags": flags,
-            "loadavg_1min_before": load,
-            **spec,
-            **result,
-        }
-        rec = summarize(rec, rec["n_worlds"], rec["n_steps"])
-        records.append(rec)
-        with out.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-        print(progress_line(i, len(cases), rec), flush=True)
-
+    context = {"run_id": run_id, "machine": machine, "device": device, "versions": vers}
+    records = run_cases(cases, args, env, out, context)
     print(render_table(records), flush=True)
     if not args.no_readme:
         update_readme(Path(args.readme), records, out)
