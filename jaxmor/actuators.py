@@ -22,6 +22,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, actuators_from_xml, actuators_to_xml
 from jaxmor.io.xml import looks_like_xml
 from jaxmor.motor import DcMotorParameters
+from jaxmor.motor_dynamics import features_of, initial_motor_state
 from jaxmor.state import zero_actuator_state
 from jaxmor.types import Model, State
 
@@ -70,6 +71,7 @@ def _reset_motor_inputs(model: Model, state: State) -> State:
         actuator_torque=jnp.zeros((model.na,), dtype),
         bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
+        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
     )
 
 
@@ -104,6 +106,7 @@ def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefi
                 couplings=couplings,
                 output_damping=float(act.output_damping[i]),
                 output_friction=float(act.output_friction[i]),
+                **features_of(act.dynamics, i),
             )
         )
     return out

@@ -39,6 +39,7 @@ from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
 from jaxmor.motor import DcMotorParameters
+from jaxmor.motor_dynamics import compile_dynamics
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, MotorActuators, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
@@ -717,6 +718,7 @@ def empty_actuators(nv: int) -> MotorActuators:
         motor=DcMotorParameters(zero, zero, zero, zero, zero),
         output_damping=zero,
         output_friction=zero,
+        dynamics=compile_dynamics([], [], [], []),
     )
 
 
@@ -774,6 +776,7 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
             "peak_torque": m.peak_torque,
             "output_damping": d.output_damping,
             "output_friction": d.output_friction,
+            "inductance": d.inductance,
             **{f"ratio of the coupling to joint '{c.joint}'": c.ratio for c in d.couplings},
         }
         source = d.source if d.source is not None else API_SOURCE
@@ -804,4 +807,10 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         ),
         output_damping=col([d.output_damping for d in definitions]),
         output_friction=col([d.output_friction for d in definitions]),
+        dynamics=compile_dynamics(
+            [float(d.inductance) for d in definitions],
+            [d.thermal for d in definitions],
+            [d.cogging for d in definitions],
+            [d.lugre for d in definitions],
+        ),
     )

@@ -36,6 +36,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.model import adjacent_bodies, geom_index
+from jaxmor.motor_dynamics import concatenate_dynamics
 from jaxmor.scene import set_geom_properties
 from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
 
@@ -280,6 +281,7 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
         motor=jax.tree.map(cat, a.motor, b.motor),
         output_damping=cat(a.output_damping, b.output_damping),
         output_friction=cat(a.output_friction, b.output_friction),
+        dynamics=concatenate_dynamics(a.dynamics, b.dynamics),
     )
 
 

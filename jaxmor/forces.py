@@ -40,7 +40,22 @@ import numpy as np
 from flax import struct
 
 from jaxmor.affine import affine_generalized_force
-from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_torque_bounds, motor_validity
+from jaxmor.motor import (
+    DcMotorParameters,
+    MotorSaturation,
+    MotorTorqueBounds,
+    motor_torque_bounds,
+    motor_torque_bounds_from_constants,
+    motor_validity,
+)
+from jaxmor.motor_dynamics import (
+    cogging_torque,
+    current_decay,
+    derating_factor,
+    flux_factor,
+    lugre_coefficients,
+    resistance_factor,
+)
 from jaxmor.types import ActuatorState, Model, State
 
 
@@ -80,7 +95,54 @@ def _joint_mask(model: Model, dtype) -> jax.Array:
 
 
 def _motor_now(model: Model, state: State) -> DcMotorParameters:
-    return model.actuators.motor.replace(bus_voltage=state.bus_voltage)
+    """The motors' constants now: the state's bus voltages and, for motors with a thermal model, the
+    resistance and flux at the winding temperature (:mod:`jaxmor.motor_dynamics`)."""
+    motor = model.actuators.motor.replace(bus_voltage=state.bus_voltage)
+    dyn = model.actuators.dynamics
+    if not dyn.any_thermal:
+        return motor
+    temperature = state.motor_state.winding_temperature
+    on = np.asarray(dyn.thermal, bool)
+    flux = flux_factor(dyn, temperature)
+    dtype = temperature.dtype
+    return motor.replace(
+        resistance=jnp.where(on, jnp.asarray(motor.resistance, dtype) * resistance_factor(dyn, temperature), motor.resistance),
+        torque_constant=jnp.where(on, jnp.asarray(motor.torque_constant, dtype) * flux, motor.torque_constant),
+        velocity_constant=jnp.where(on, jnp.asarray(motor.velocity_constant, dtype) / flux, motor.velocity_constant),
+    )
+
+
+def _region(model: Model, state: State, motor: DcMotorParameters, speed: jax.Array) -> tuple[MotorTorqueBounds, jax.Array]:
+    """The region of the step at motor speeds ``speed``: the quasi-static one, with the peak torque derated for
+    the winding temperature and the voltage band narrowed to the currents an inductance can reach within
+    the step (:mod:`jaxmor.motor_dynamics`). Returns the bounds and the derating factor (na,)."""
+    dyn = model.actuators.dynamics
+    dtype = speed.dtype
+    derating = jnp.ones_like(speed)
+    if not (dyn.any_thermal or dyn.any_inductive):
+        return motor_torque_bounds(motor, speed), derating
+    stall, damping, peak = motor.stall_torque(), motor.back_emf_damping(), jnp.asarray(motor.peak_torque, dtype)
+    if dyn.any_thermal:
+        ms = state.motor_state
+        derating = derating_factor(dyn, ms.winding_temperature, ms.cutout)
+        limited = jnp.isfinite(peak) & (derating < 1.0)
+        peak = jnp.where(limited, jnp.where(limited, peak, 1.0) * derating, peak)
+    offset = None
+    if dyn.any_inductive:
+        h = jnp.asarray(model.opt.timestep, dtype)
+        carried = current_decay(dyn, jnp.asarray(motor.resistance, dtype), h)
+        stall, damping = (1.0 - carried) * stall, (1.0 - carried) * damping
+        offset = carried * jnp.asarray(motor.torque_constant, dtype) * state.motor_state.current
+    bounds = motor_torque_bounds_from_constants(stall, damping, peak, speed, offset)
+    if dyn.any_thermal:
+        temperature = int(MotorSaturation.TEMPERATURE)
+        peak_label = int(MotorSaturation.PEAK_TORQUE)
+        derated = derating < 1.0
+        bounds = bounds.replace(
+            lower_saturation=jnp.where(derated & (bounds.lower_saturation == peak_label), temperature, bounds.lower_saturation),
+            upper_saturation=jnp.where(derated & (bounds.upper_saturation == peak_label), temperature, bounds.upper_saturation),
+        )
+    return bounds, derating
 
 
 def motor_speeds(model: Model, u: jax.Array) -> jax.Array:
@@ -96,7 +158,7 @@ def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.A
     Returns:
         ``(lower, upper)``, each (na,) [Nm or N].
     """
-    bounds = motor_torque_bounds(_motor_now(model, state), motor_speeds(model, state.u))
+    bounds, _ = _region(model, state, _motor_now(model, state), motor_speeds(model, state.u))
     gear = model.actuators.gear_ratio.astype(state.u.dtype)
     inf = jnp.asarray(jnp.inf, state.u.dtype)
     lower = jnp.where(state.mor_enforced, gear * bounds.lower, -inf)
@@ -170,9 +232,11 @@ def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
     commanded = jnp.where(valid, commanded_actuator_torque(model, state) / jnp.where(valid, gear, 1.0), 0.0)
     motor = _motor_now(model, state)
     motor = jax.tree.map(lambda m, s: jnp.where(valid, m, s), motor, _STAND_IN)
-    clipped, saturation = motor_torque_bounds(motor, speed).clip(commanded)
+    bounds, derating = _region(model, state, motor, speed)
+    clipped, saturation = bounds.clip(commanded)
     motor_torque = jnp.where(valid, jnp.where(state.mor_enforced, clipped, commanded), 0.0)
     joint_torque = transmission.T @ motor_torque
+    current = jnp.where(valid, motor_torque / jnp.asarray(motor.torque_constant, dtype), 0.0)
     states = ActuatorState(
         motor_speed=speed,
         average_motor_speed=speed,
@@ -181,8 +245,32 @@ def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
         joint_loss_torque=jnp.zeros_like(speed),
         saturation=jnp.where(valid, saturation, int(MotorSaturation.NONE)).astype(jnp.int32),
         valid=valid,
+        current=current,
+        voltage=jnp.where(valid, _terminal_voltage(model, state, motor, speed, current), 0.0),
+        derating=derating,
     )
     return joint_torque, states
+
+
+def _terminal_voltage(model: Model, state: State, motor: DcMotorParameters, speed: jax.Array, current: jax.Array):
+    """(na,) the voltage the driver holds over the step [V] to make ``current``: ``R i + w / Kv``, or with an
+    inductance ``R (i' - e i) / (1 - e) + w / Kv`` (the zero-order-hold solution solved for the voltage)."""
+    dtype = speed.dtype
+    resistance = jnp.asarray(motor.resistance, dtype)
+    emf = speed / jnp.asarray(motor.velocity_constant, dtype)
+    dyn = model.actuators.dynamics
+    if not dyn.any_inductive:
+        return resistance * current + emf
+    carried = current_decay(dyn, resistance, jnp.asarray(model.opt.timestep, dtype))
+    return resistance * (current - carried * state.motor_state.current) / (1.0 - carried) + emf
+
+
+def cogging_joint_torque(model: Model, state: State) -> jax.Array:
+    """(nv,) generalized force of the motors' cogging at ``q_t`` (:func:`jaxmor.motor_dynamics.cogging_torque` at
+    the motor angles ``T q``, mapped by ``T^T``; not clipped by the region) [Nm or N]."""
+    transmission = model.actuators.transmission.astype(state.q.dtype)
+    angle = transmission @ _joint_coordinates(model, state.q)
+    return transmission.T @ cogging_torque(model.actuators.dynamics, angle)
 
 
 def joint_damping(model: Model) -> jax.Array:
@@ -258,6 +346,14 @@ def forces(model: Model, state: State) -> Forces:
     applied = applied + joint_spring(model, state) - damping * state.u
     stiffness = model.dof_stiffness.astype(dtype)
     implicit = (state.pd_d_gain + h * state.pd_p_gain + h * stiffness) * _joint_mask(model, dtype) + 0.5 * damping
+    dyn = model.actuators.dynamics
+    if dyn.any_cogging:
+        applied = applied + cogging_joint_torque(model, state)
+    if dyn.any_lugre:
+        drive = np.asarray(model.actuators.joint_v_index, dtype=np.int32)
+        offset, slope, _ = lugre_coefficients(dyn, state.motor_state.bristle, state.u[drive], h)
+        applied = applied.at[drive].add(-offset - slope * state.u[drive])
+        implicit = implicit.at[drive].add(slope)
     return Forces(
         applied=applied,
         implicit=implicit,

@@ -102,6 +102,9 @@ class MotorSaturation(enum.IntEnum):
     """The torque is limited by the peak torque (core saturation)."""
     VOLTAGE = 2
     """The torque is limited by the bus voltage (back EMF)."""
+    TEMPERATURE = 3
+    """The torque is limited by the peak torque derated for the winding temperature
+    (:mod:`jaxmor.motor_dynamics`)."""
 
 
 def _label(value: MotorSaturation) -> jnp.ndarray:
@@ -276,6 +279,7 @@ def motor_torque_bounds_from_constants(
     back_emf_damping: ArrayLike,
     peak_torque: ArrayLike,
     speed: ArrayLike,
+    offset: ArrayLike | None = None,
 ) -> MotorTorqueBounds:
     """Admissible motor torque at ``speed``, from the motor constants evaluated once.
 
@@ -288,11 +292,15 @@ def motor_torque_bounds_from_constants(
         back_emf_damping: :meth:`DcMotorParameters.back_emf_damping` [Nm s/rad].
         peak_torque: :attr:`DcMotorParameters.peak_torque` [Nm], may be ``inf``.
         speed: motor (rotor-side) speed [rad/s].
+        offset: a torque [Nm] added to both voltage lines before the peak clamp, or ``None`` (none): the part
+            of the step's torque an inductance carries over from the last step (:mod:`jaxmor.motor_dynamics`).
 
     Returns:
         The interval and the bound that limits each side, of the arguments' broadcast shape.
     """
     back_emf_torque = back_emf_damping * speed
+    if offset is not None:
+        back_emf_torque = back_emf_torque - offset
     voltage_upper = stall_torque - back_emf_torque
     voltage_lower = -stall_torque - back_emf_torque
     # min/max (not a clip with a possibly inverted interval); with peak = inf the max/min simply select the

@@ -23,6 +23,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.kinematics import point_jacobian
 from jaxmor.model import actuator_index, neutral_q
 from jaxmor.motor import motor_problem
+from jaxmor.motor_dynamics import MotorState, initial_motor_state
 from jaxmor.types import ActuatorState, Model, State
 
 # --------------------------------------------------------------------------------------------------
@@ -40,6 +41,9 @@ def zero_actuator_state(na: int, dtype: Any = None) -> ActuatorState:
         joint_loss_torque=zero,
         saturation=jnp.zeros((na,), jnp.int32),
         valid=jnp.ones((na,), bool),
+        current=zero,
+        voltage=zero,
+        derating=jnp.ones((na,), dtype),
     )
 
 
@@ -88,6 +92,7 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         friction_impulse=zero_v,
         limit_impulse=zero_v,
         actuator_state=zero_actuator_state(model.na, dtype),
+        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
         nonfinite=jnp.asarray(False),
         invalid=jnp.asarray(False),
     )
@@ -131,6 +136,8 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     }
     for name in ActuatorState.__dataclass_fields__:
         shapes[f"actuator_state.{name}"] = (na,)
+    for name in MotorState.__dataclass_fields__:
+        shapes[f"motor_state.{name}"] = (na,)
     return shapes
 
 
@@ -447,6 +454,45 @@ def set_bus_voltage(model: Model, state: State, voltage: ArrayLike, name: str | 
     return state.replace(bus_voltage=state.bus_voltage.at[i].set(value))
 
 
+def set_motor_temperature(
+    model: Model, state: State, winding: ArrayLike, housing: ArrayLike | None = None, name: str | None = None
+) -> State:
+    """Set the winding (and housing) temperature [degC] of all motors, or of the one named.
+
+    A motor without a thermal model keeps its constants whatever its temperature; one without a housing node
+    ignores ``housing``. The cut-off flag of the temperature limit is cleared.
+
+    Args:
+        model: the model.
+        state: the state.
+        winding: the winding temperature [degC]: a scalar, or (na,) for all motors.
+        housing: the housing temperature [degC], same shape; default: unchanged.
+        name: an actuator's name, to set only its motor (scalar temperatures).
+
+    Raises:
+        ArgumentError: unknown actuator, a wrong shape, or a non-finite temperature (checked outside ``jit``).
+    """
+    check_state(model, state, "set_motor_temperature")
+    ms = state.motor_state
+    dtype = ms.winding_temperature.dtype
+    select = np.ones(model.na, bool) if name is None else np.arange(model.na) == _actuator(model, name)
+    shape = () if name is not None else None
+    out = {}
+    for field, value in (("winding_temperature", winding), ("housing_temperature", housing)):
+        if value is None:
+            continue
+        label = "winding" if field == "winding_temperature" else "housing"
+        array = as_array(value, label, dtype)
+        if array.shape not in ((), (model.na,)) or (shape == () and array.shape != ()):
+            expected = "a scalar" if shape == () else f"a scalar or ({model.na},)"
+            raise ArgumentError(f"{label} must be {expected} [degC], got shape {array.shape}")
+        known = concrete(array)
+        if known is not None and not np.all(np.isfinite(known)):
+            raise ArgumentError(f"{label} temperature must be finite, got {known!r}")
+        out[field] = jnp.where(select, jnp.broadcast_to(array, (model.na,)), getattr(ms, field))
+    return state.replace(motor_state=ms.replace(cutout=ms.cutout & ~select, **out))
+
+
 def set_motor_operating_region_enforced(model: Model, state: State, enforce: bool | ArrayLike = _MISSING) -> State:
     """Clip actuator torques to their motor operating regions (``True``, the default) or only
     monitor them (``False``: torques are applied as commanded, the states still report the motor
@@ -523,8 +569,9 @@ def reset_actuator_state(model: Model, state: State) -> State:
     """A state whose actuator inputs fit the model's actuators again, after the actuators changed.
 
     The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
-    actuator definitions', the actuator states cleared and the affine controls zeroed; everything else is
-    kept.
+    actuator definitions', the actuator states cleared, the motors at their ambient temperature without
+    current (:func:`jaxmor.motor_dynamics.initial_motor_state`) and the affine controls zeroed; everything
+    else is kept.
 
     Args:
         model: the model with its new actuators (``set_actuators``, ``set_affine_actuators``).
@@ -539,6 +586,7 @@ def reset_actuator_state(model: Model, state: State) -> State:
         actuator_velocity_target=jnp.zeros((model.na,), dtype),
         bus_voltage=_initial_bus_voltage(model, dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
+        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
         ctrl=jnp.zeros((model.nu,), dtype),
     )
 

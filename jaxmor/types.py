@@ -25,6 +25,7 @@ from flax import struct
 
 from jaxmor.checks import check_options
 from jaxmor.motor import DcMotorParameters
+from jaxmor.motor_dynamics import MotorDynamics, MotorState
 
 
 class JointType(enum.IntEnum):
@@ -133,6 +134,8 @@ class MotorActuators:
             robot description gave. The bus voltage used by the step lives in :class:`State`.
         output_damping: (na,) viscous damping of each actuator at its output [Nm s/rad or N s/m].
         output_friction: (na,) Coulomb friction torque of each actuator at its output [Nm or N].
+        dynamics: the motors' optional dynamic features (winding temperature, inductance, cogging, LuGre
+            friction; :mod:`jaxmor.motor_dynamics`), their constants (na,) leaves, which actuators have them static.
     """
 
     names: tuple[str, ...] = struct.field(pytree_node=False)
@@ -148,6 +151,7 @@ class MotorActuators:
     motor: DcMotorParameters
     output_damping: jax.Array
     output_friction: jax.Array
+    dynamics: MotorDynamics
 
     @property
     def transmission(self) -> jax.Array:
@@ -461,6 +465,12 @@ class ActuatorState:
         saturation: int32 :class:`jaxmor.MotorSaturation` value of the bound that limited the command.
         valid: bool, whether the actuator could act: its motor valid with the bus voltage and its gear
             ratio positive (an invalid one applied no torque; see :func:`jaxmor.forces.actuator_validity`).
+        current: the winding current over the step [A], ``motor_torque / Kt`` (``Kt`` at the winding
+            temperature).
+        voltage: the terminal voltage the driver held over the step [V] (``R i + w / Kv`` without inductance;
+            in ``[-V_bus, V_bus]`` when the region is enforced and the peak torque did not limit).
+        derating: the fraction [0, 1] of the peak torque the temperature limit allowed (1 without a limit;
+            :func:`jaxmor.motor_dynamics.derating_factor`).
     """
 
     motor_speed: jax.Array
@@ -470,6 +480,9 @@ class ActuatorState:
     joint_loss_torque: jax.Array
     saturation: jax.Array
     valid: jax.Array
+    current: jax.Array
+    voltage: jax.Array
+    derating: jax.Array
 
 
 @struct.dataclass
@@ -513,6 +526,8 @@ class State:
         friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
         actuator_state: the actuator states of the last step.
+        motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
+            (:class:`jaxmor.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).
         nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``. The world then keeps
             its last ``q``, ``u``, time, impulses and actuator states, and it stops: later steps change
             nothing but clear the external forces, until the flag is cleared
@@ -551,6 +566,7 @@ class State:
     limit_impulse: jax.Array
     # Outputs of the last step.
     actuator_state: ActuatorState
+    motor_state: MotorState
     nonfinite: jax.Array
     invalid: jax.Array
 

@@ -433,9 +433,10 @@ def test_set_actuators_with_a_state_zeroes_torques_and_resets_voltages(hound):
     np.testing.assert_array_equal(actuator_torques(fresh), [0.0, 0.0, 0.0])
     np.testing.assert_array_equal(fresh.bus_voltage, [24.0, 24.0, 24.0])  # the definitions' voltages
     cleared = actuator_states(fresh)
-    for leaf in jax.tree_util.tree_leaves(cleared.replace(valid=jnp.zeros(3))):
+    for leaf in jax.tree_util.tree_leaves(cleared.replace(valid=jnp.zeros(3), derating=jnp.zeros(3))):
         np.testing.assert_array_equal(leaf, 0)
     np.testing.assert_array_equal(cleared.valid, [True] * 3)  # a world that has not stepped: nothing invalid
+    np.testing.assert_array_equal(cleared.derating, [1.0] * 3)  # and no temperature limit acting
     np.testing.assert_array_equal(fresh.u, state.u)
     assert not bool(is_motor_operating_region_enforced(fresh))  # the runtime setting stays
 

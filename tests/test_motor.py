@@ -417,8 +417,10 @@ def test_float32_is_kept():
 
 
 def test_saturation_enum():
-    assert [int(s) for s in MotorSaturation] == [0, 1, 2]
-    assert [s.name for s in MotorSaturation] == ["NONE", "PEAK_TORQUE", "VOLTAGE"]
+    # The spec's three labels keep their values; TEMPERATURE (a derated peak, jaxmor.motor_dynamics) is jaxmor's
+    # extension and occurs only for a motor with a temperature limit.
+    assert [int(s) for s in MotorSaturation] == [0, 1, 2, 3]
+    assert [s.name for s in MotorSaturation] == ["NONE", "PEAK_TORQUE", "VOLTAGE", "TEMPERATURE"]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -116,6 +116,7 @@ from jaxmor.io.xml import (
     tag,
 )
 from jaxmor.motor import DcMotorParameters, motor_problem
+from jaxmor.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 
 __all__ = [
     "ActuatorCoupling",
@@ -141,8 +142,13 @@ _MODEL_ATTRIBUTES = ("gear_ratio", "output_damping", "output_friction")
 _ACTUATOR_ATTRIBUTES = frozenset({"joint", "name", "file", "model", *_MODEL_ATTRIBUTES})
 _ACTUATOR_MODEL_ATTRIBUTES = frozenset({"name", *_MODEL_ATTRIBUTES})
 _MOTOR_ATTRIBUTES = frozenset(
-    {"resistance", "torque_constant", "velocity_constant", "back_emf_constant", "bus_voltage", "peak_torque"}
+    {"resistance", "torque_constant", "velocity_constant", "back_emf_constant", "bus_voltage", "peak_torque", "inductance"}
 )
+#: The optional children of a model beside its ``<motor>``: the dynamic features (:mod:`jaxmor.motor_dynamics`).
+_THERMAL_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(ThermalModel))
+_COGGING_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(CoggingModel))
+_LUGRE_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(LugreModel))
+_FEATURES = ("thermal", "cogging", "lugre")
 _COUPLING_ATTRIBUTES = frozenset({"joint", "ratio"})
 
 #: Child elements whose misplacement gets its own message.
@@ -189,6 +195,11 @@ class ActuatorDefinition:
             [Nm s/rad, or N s/m for a prismatic joint]; adds to the joint's damping.
         output_friction: Coulomb friction torque measured at the actuator output [Nm, or N]; adds to
             the joint's friction.
+        inductance: winding inductance ``L`` [H] (0: the current follows the voltage at once;
+            :mod:`jaxmor.motor_dynamics`).
+        thermal: the motor's thermal network and temperature limit, or ``None`` (no heating).
+        cogging: the motor's cogging torque, or ``None``.
+        lugre: LuGre friction at the actuator output, or ``None``.
         source: where the definition came from (a file path or ``"<string>"``); ``None`` for
             definitions made in Python (not compared).
         line: line of its ``<actuator>`` element in ``source``, or ``None`` (not compared).
@@ -203,6 +214,10 @@ class ActuatorDefinition:
     couplings: tuple[ActuatorCoupling, ...] = ()
     output_damping: float = 0.0
     output_friction: float = 0.0
+    inductance: float = 0.0
+    thermal: ThermalModel | None = None
+    cogging: CoggingModel | None = None
+    lugre: LugreModel | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
@@ -248,10 +263,19 @@ def definition_problem(defn: ActuatorDefinition) -> str | None:
         ratio = _as_float(coupling.ratio)
         if ratio is None or not math.isfinite(ratio):
             return f"the ratio of the coupling to joint '{coupling.joint}' must be finite, got {coupling.ratio!r}"
-    for attr in ("output_damping", "output_friction"):
+    for attr in ("output_damping", "output_friction", "inductance"):
         value = _as_float(getattr(defn, attr))
         if value is None or not math.isfinite(value) or value < 0.0:
             return f"{attr} must be non-negative and finite, got {getattr(defn, attr)!r}"
+    for attr, kind in (("thermal", ThermalModel), ("cogging", CoggingModel), ("lugre", LugreModel)):
+        part = getattr(defn, attr)
+        if part is None:
+            continue
+        if not isinstance(part, kind):
+            return f"{attr} must be a jaxmor.{kind.__name__} or None, got {type(part).__name__}"
+        problem = part.problem(defn.motor.peak_torque) if attr == "thermal" else part.problem()
+        if problem is not None:
+            return problem
     return None
 
 
@@ -375,6 +399,32 @@ class _Model:
     output_damping: float
     output_friction: float
     motor: DcMotorParameters
+    inductance: float = 0.0
+    thermal: ThermalModel | None = None
+    cogging: CoggingModel | None = None
+    lugre: LugreModel | None = None
+
+
+def _parse_feature(element, kind, attributes, source: str):
+    """One ``<thermal>``, ``<cogging>`` or ``<lugre>`` element as its model; errors name the element's line."""
+    check_attributes(element, attributes, source)
+    check_children(element, (), source, _MISPLACED)
+    values = {}
+    for f in dataclasses.fields(kind):
+        text = element.get(f.name)
+        if text is None:
+            continue
+        if f.name == "limit":
+            values[f.name] = text.strip()
+        elif f.name == "max_temperature" and text.strip().lower() == "inf":
+            values[f.name] = math.inf
+        else:
+            values[f.name] = float(parse_float(text, source, element, f"{f.name} of <{tag(element)}>"))
+    required = [f.name for f in dataclasses.fields(kind) if f.default is dataclasses.MISSING]
+    missing = [name for name in required if name not in values]
+    if missing:
+        raise ModelError(source, element.sourceline, f"<{tag(element)}> needs {', '.join(missing)}")
+    return kind(**values)
 
 
 def _parse_model(element, name: str, source: str) -> _Model:
@@ -392,7 +442,23 @@ def _parse_model(element, name: str, source: str) -> _Model:
             f"<{element.tag}> needs exactly one <motor>, found {len(motors)} (a second one here)",
         )
     motor = _parse_motor(motors[0], source)
-    return _Model(name, float(gear_ratio), float(losses[0]), float(losses[1]), motor)
+    inductance = nonnegative(motors[0], "inductance", source, 0.0)
+    features = {}
+    for feature, kind, attributes in (
+        ("thermal", ThermalModel, _THERMAL_ATTRIBUTES),
+        ("cogging", CoggingModel, _COGGING_ATTRIBUTES),
+        ("lugre", LugreModel, _LUGRE_ATTRIBUTES),
+    ):
+        found = [child for child in element if tag(child) == feature]
+        if len(found) > 1:
+            raise ModelError(source, found[1].sourceline, f"<{element.tag}> has a second <{feature}>; give at most one")
+        if found:
+            model = _parse_feature(found[0], kind, attributes, source)
+            problem = model.problem(motor.peak_torque) if feature == "thermal" else model.problem()
+            if problem is not None:
+                raise ModelError(source, found[0].sourceline, problem)
+            features[feature] = model
+    return _Model(name, float(gear_ratio), float(losses[0]), float(losses[1]), motor, float(inductance), **features)
 
 
 def _parse_coupling(element, source: str) -> ActuatorCoupling:
@@ -415,7 +481,7 @@ def _read_model_file(path: Path) -> _Model:
             file_source, root.sourceline, f"an actuator file needs an <actuator_model> root, not <{root.tag}>"
         )
     check_attributes(root, _ACTUATOR_MODEL_ATTRIBUTES, file_source)
-    check_children(root, ("motor",), file_source, _MISPLACED)
+    check_children(root, ("motor", *_FEATURES), file_source, _MISPLACED)
     return _parse_model(root, root.get("name", ""), file_source)
 
 
@@ -469,13 +535,13 @@ def parse_actuators(
             continue
         line = element.sourceline
         check_attributes(element, _ACTUATOR_ATTRIBUTES, source)
-        check_children(element, ("motor", "coupling"), source)
+        check_children(element, ("motor", "coupling", *_FEATURES), source)
         joint = element.get("joint")
         if not joint:
             raise ModelError(source, line, "<actuator> needs a joint attribute")
         file = element.get("file")
         if file is not None:
-            inline = [f"<{tag(c)}>" for c in element if tag(c) == "motor"]
+            inline = [f"<{tag(c)}>" for c in element if tag(c) in ("motor", *_FEATURES)]
             inline += [a for a in ("model", *_MODEL_ATTRIBUTES) if element.get(a) is not None]
             if inline:
                 raise ModelError(
@@ -504,6 +570,10 @@ def parse_actuators(
                 couplings=couplings,
                 output_damping=model.output_damping,
                 output_friction=model.output_friction,
+                inductance=model.inductance,
+                thermal=model.thermal,
+                cogging=model.cogging,
+                lugre=model.lugre,
                 source=source,
                 line=line,
             )
@@ -599,6 +669,18 @@ def _number_text(value: float) -> str:
     return repr(float(value))
 
 
+def _feature_xml(name: str, model) -> str:
+    """``<thermal .../>``, ``<cogging .../>`` or ``<lugre .../>``, every field not at its default, exactly."""
+    attrs = []
+    for f in dataclasses.fields(model):
+        value = getattr(model, f.name)
+        if f.default is not dataclasses.MISSING and value == f.default:
+            continue
+        text = value if isinstance(value, str) else ("inf" if value == math.inf else _number_text(value))
+        attrs.append(f'{f.name}="{text}"')
+    return f"    <{name} {' '.join(attrs)}/>"
+
+
 def actuators_to_xml(
     definitions: Sequence[ActuatorDefinition], torques: Sequence[float] | None = None, enforced: bool = True
 ) -> str:
@@ -637,8 +719,11 @@ def actuators_to_xml(
         ]
         if math.isfinite(float(m.peak_torque)):
             motor.append(f'peak_torque="{_number_text(m.peak_torque)}"')
+        if float(d.inductance) > 0:
+            motor.append(f'inductance="{_number_text(d.inductance)}"')
         lines.append(f"  <actuator {' '.join(a for a in attrs if a)}>")
         lines.append(f"    <motor {' '.join(motor)}/>")
+        lines.extend(_feature_xml(name, getattr(d, name)) for name in _FEATURES if getattr(d, name) is not None)
         lines.extend(f'    <coupling joint="{c.joint}" ratio="{_number_text(c.ratio)}"/>' for c in d.couplings)
         lines.append("  </actuator>")
     lines.append("</actuators>")
