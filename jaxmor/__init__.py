@@ -58,6 +58,7 @@ from jaxmor.motor import (
     motor_torque_bounds,
     motor_torque_bounds_from_constants,
 )
+from jaxmor.motor_dynamics import CoggingModel, LugreModel, MotorState, ThermalModel
 from jaxmor.randomize import Distribution, log_uniform, normal, randomize, scale, uniform
 from jaxmor.scene import add_ground, enable_self_collision, set_battery, set_geom_properties, set_ground_contact
 from jaxmor.state import (
@@ -78,6 +79,7 @@ from jaxmor.state import (
     set_generalized_force,
     set_keyframe,
     set_motor_operating_region_enforced,
+    set_motor_temperature,
     set_pd_gains,
     set_pd_targets,
 )
@@ -104,6 +106,7 @@ __all__ = [
     "AffineActuators",
     "ArgumentError",
     "Battery",
+    "CoggingModel",
     "Contacts",
     "DcMotorParameters",
     "Distribution",
@@ -111,14 +114,17 @@ __all__ = [
     "JaxmorError",
     "JointType",
     "Keyframe",
+    "LugreModel",
     "Model",
     "ModelError",
     "MotorActuators",
     "MotorSaturation",
+    "MotorState",
     "MotorTorqueBounds",
     "Options",
     "Poses",
     "State",
+    "ThermalModel",
     "actuate",
     "actuator_index",
     "actuator_names",
@@ -196,6 +202,7 @@ __all__ = [
     "set_keyframe",
     "set_ground_contact",
     "set_motor_operating_region_enforced",
+    "set_motor_temperature",
     "set_pd_gains",
     "set_pd_targets",
     "shard_worlds",

@@ -106,13 +106,17 @@ def _motor_now(model: Model, state: State) -> DcMotorParameters:
     flux = flux_factor(dyn, temperature)
     dtype = temperature.dtype
     return motor.replace(
-        resistance=jnp.where(on, jnp.asarray(motor.resistance, dtype) * resistance_factor(dyn, temperature), motor.resistance),
+        resistance=jnp.where(
+            on, jnp.asarray(motor.resistance, dtype) * resistance_factor(dyn, temperature), motor.resistance
+        ),
         torque_constant=jnp.where(on, jnp.asarray(motor.torque_constant, dtype) * flux, motor.torque_constant),
         velocity_constant=jnp.where(on, jnp.asarray(motor.velocity_constant, dtype) / flux, motor.velocity_constant),
     )
 
 
-def _region(model: Model, state: State, motor: DcMotorParameters, speed: jax.Array) -> tuple[MotorTorqueBounds, jax.Array]:
+def _region(
+    model: Model, state: State, motor: DcMotorParameters, speed: jax.Array
+) -> tuple[MotorTorqueBounds, jax.Array]:
     """The region of the step at motor speeds ``speed``: the quasi-static one, with the peak torque derated for
     the winding temperature and the voltage band narrowed to the currents an inductance can reach within
     the step (:mod:`jaxmor.motor_dynamics`). Returns the bounds and the derating factor (na,)."""
@@ -139,8 +143,12 @@ def _region(model: Model, state: State, motor: DcMotorParameters, speed: jax.Arr
         peak_label = int(MotorSaturation.PEAK_TORQUE)
         derated = derating < 1.0
         bounds = bounds.replace(
-            lower_saturation=jnp.where(derated & (bounds.lower_saturation == peak_label), temperature, bounds.lower_saturation),
-            upper_saturation=jnp.where(derated & (bounds.upper_saturation == peak_label), temperature, bounds.upper_saturation),
+            lower_saturation=jnp.where(
+                derated & (bounds.lower_saturation == peak_label), temperature, bounds.lower_saturation
+            ),
+            upper_saturation=jnp.where(
+                derated & (bounds.upper_saturation == peak_label), temperature, bounds.upper_saturation
+            ),
         )
     return bounds, derating
 

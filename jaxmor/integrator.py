@@ -261,7 +261,9 @@ def advance_motors(
     ms = ms.replace(current=act_state.current)
     lugre_torque = jnp.zeros_like(act_state.current)
     if dyn.any_thermal:
-        resistance = jnp.asarray(model.actuators.motor.resistance, dtype) * resistance_factor(dyn, ms.winding_temperature)
+        resistance = jnp.asarray(model.actuators.motor.resistance, dtype) * resistance_factor(
+            dyn, ms.winding_temperature
+        )
         power = jnp.where(act_state.valid, resistance * act_state.current**2, 0.0)
         winding, housing = thermal_step(dyn, ms.winding_temperature, ms.housing_temperature, power, h)
         ms = ms.replace(

@@ -13,7 +13,8 @@ ambient ``R_th`` [K/W] and the ambient temperature ``T_a``; the time constant is
 ``C_h dT_h/dt = (T_w - T_h) / R_th - (T_h - T_a) / R_ha``. The winding's resistance and the magnets' flux
 follow the winding temperature::
 
-    R(T) = R_ref (1 + alpha (T - T_ref)),    Kt(T) = Kt_ref (1 + beta (T - T_ref)),    1/Kv(T) = (1/Kv_ref) (1 + beta (T - T_ref))
+    R(T) = R_ref (1 + alpha (T - T_ref))
+    Kt(T) = Kt_ref (1 + beta (T - T_ref)),    1 / Kv(T) = (1 + beta (T - T_ref)) / Kv_ref
 
 (``alpha`` about +0.0039 /K for copper, ``beta`` about -0.001 /K for NdFeB magnets; in SI units the torque
 and back-EMF constants are the same flux, so both change). Every step evaluates the operating region with
@@ -384,7 +385,9 @@ def features_of(dynamics: MotorDynamics, i: int) -> dict:
         cogging = CoggingModel(value("cogging_amplitude"), value("cogging_periods"), value("cogging_phase"))
     lugre = None
     if dynamics.lugre[i]:
-        lugre = LugreModel(*(value(f"lugre_{n}") for n in ("stiffness", "damping", "coulomb", "static", "stribeck_velocity")))
+        lugre = LugreModel(
+            *(value(f"lugre_{n}") for n in ("stiffness", "damping", "coulomb", "static", "stribeck_velocity"))
+        )
     inductance = value("inductance") if dynamics.inductive[i] else 0.0
     return {"inductance": inductance, "thermal": thermal, "cogging": cogging, "lugre": lugre}
 
@@ -486,9 +489,9 @@ def thermal_step(
 
     First order: ``x' = x* + (x - x*) exp(-h / (R_th C_w))`` with ``x = T_w - T_a`` and ``x* = P R_th``. Two
     nodes: ``x' = x* + exp(A h) (x - x*)`` for ``x = (T_w - T_a, T_h - T_a)``, ``x* = P (R_th + R_ha, R_ha)``;
-    ``A`` has two distinct negative eigenvalues ``l1 > l2`` and
-    ``exp(A h) = (exp(l1 h) (A - l2) - exp(l2 h) (A - l1)) / (l1 - l2)``. An actuator without a thermal
-    model keeps its temperatures.
+    ``A``'s eigenvalues ``m +- s`` are real, negative and distinct (``s > 0``) and
+    ``exp(A h) = exp(m h) (cosh(s h) I + sinh(s h) / s (A - m I))``. An actuator without a thermal model keeps
+    its temperatures.
     """
     dtype = winding.dtype
     ambient = jnp.asarray(dynamics.ambient_temperature, dtype)
@@ -502,20 +505,21 @@ def thermal_step(
     decay = jnp.exp(-h / (r_w * c_w))
     steady = power * r_w
     first = steady + (xw - steady) * decay
-    # Two nodes.
+    # Two nodes: exp(A h) = exp(m h) (cosh(s h) I + sinh(s h) / s (A - m I)) with m the mean of the eigenvalues and
+    # s their half spread, a form without the cancellation of the eigen-decomposition when h is small; for
+    # s h > 20 exp(-2 s h) is below round-off and the exponentials are taken apart so none overflows.
     a11, a12 = -1.0 / (c_w * r_w), 1.0 / (c_w * r_w)
     a21, a22 = 1.0 / (c_h * r_w), -1.0 / (c_h * r_w) - 1.0 / (c_h * r_h)
     mean = 0.5 * (a11 + a22)
     spread = jnp.sqrt(0.25 * (a11 - a22) ** 2 + a12 * a21)
-    l1, l2 = mean + spread, mean - spread
-    e1, e2 = jnp.exp(l1 * h), jnp.exp(l2 * h)
-    sw, sh = power * (r_w + r_h), power * r_h
-    dw, dh = xw - sw, xh - sh
-    scale = 1.0 / (l1 - l2)
-    # exp(A h) d = (e1 (A - l2) d - e2 (A - l1) d) / (l1 - l2)
-    aw, ah = a11 * dw + a12 * dh, a21 * dw + a22 * dh
-    two_w = sw + scale * (e1 * (aw - l2 * dw) - e2 * (aw - l1 * dw))
-    two_h = sh + scale * (e1 * (ah - l2 * dh) - e2 * (ah - l1 * dh))
+    small = spread * h < 20.0
+    sh = jnp.where(small, spread * h, 0.0)
+    cosh = jnp.where(small, jnp.exp(mean * h) * jnp.cosh(sh), 0.5 * jnp.exp((mean + spread) * h))
+    sinh = jnp.where(small, jnp.exp(mean * h) * jnp.sinh(sh), cosh) / spread
+    sw, shh = power * (r_w + r_h), power * r_h
+    dw, dh = xw - sw, xh - shh
+    two_w = sw + cosh * dw + sinh * ((a11 - mean) * dw + a12 * dh)
+    two_h = shh + cosh * dh + sinh * (a21 * dw + (a22 - mean) * dh)
     on = np.asarray(dynamics.thermal, bool)
     new_w = jnp.where(on, jnp.where(housing_on, two_w, first) + ambient, winding)
     new_h = jnp.where(on & housing_on, two_h + ambient, housing)

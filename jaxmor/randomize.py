@@ -24,6 +24,16 @@ name                                       what                                 
 ``motor.resistance``, ``.torque_constant``,  the motor constants; ``motor.bus_voltage``  actuator name
 ``.velocity_constant``, ``.peak_torque``,  (alias ``bus_voltage``) is the voltage a
 ``.bus_voltage``                           new State starts with
+``motor.inductance``,                      the motors' dynamic features             actuator name
+``motor.thermal_resistance``,              (:mod:`jaxmor.motor_dynamics`): drawn
+``.heat_capacity``,                        for every selected actuator, used by
+``.housing_thermal_resistance``,           those that have the feature; a new
+``.housing_heat_capacity``,                State starts at the drawn ambient
+``.ambient_temperature``,                  temperature (``init_state`` of the
+``.resistance_tempco``, ``.flux_tempco``,  world's model)
+``.cogging_amplitude``,
+``.lugre_stiffness``, ``.lugre_coulomb``,
+``.lugre_static``
 ``actuator.gear_ratio``,                   the transmission and output losses       actuator name
 ``actuator.output_damping``,
 ``actuator.output_friction``
@@ -168,6 +178,24 @@ PARAMETERS: dict[str, _Parameter] = {
     "actuator.gear_ratio": _Parameter(("actuators", "gear_ratio"), _actuators, "positive"),
     "actuator.output_damping": _Parameter(("actuators", "output_damping"), _actuators, "non-negative"),
     "actuator.output_friction": _Parameter(("actuators", "output_friction"), _actuators, "non-negative"),
+    # The motors' dynamic features (jaxmor.motor_dynamics); drawn for every selected actuator, used by those that
+    # have the feature.
+    "motor.inductance": _Parameter(("actuators", "dynamics", "inductance"), _actuators, "non-negative"),
+    "motor.thermal_resistance": _Parameter(("actuators", "dynamics", "thermal_resistance"), _actuators, "positive"),
+    "motor.heat_capacity": _Parameter(("actuators", "dynamics", "heat_capacity"), _actuators, "positive"),
+    "motor.housing_thermal_resistance": _Parameter(
+        ("actuators", "dynamics", "housing_thermal_resistance"), _actuators, "positive"
+    ),
+    "motor.housing_heat_capacity": _Parameter(
+        ("actuators", "dynamics", "housing_heat_capacity"), _actuators, "positive"
+    ),
+    "motor.ambient_temperature": _Parameter(("actuators", "dynamics", "ambient_temperature"), _actuators, "finite"),
+    "motor.resistance_tempco": _Parameter(("actuators", "dynamics", "resistance_tempco"), _actuators, "finite"),
+    "motor.flux_tempco": _Parameter(("actuators", "dynamics", "flux_tempco"), _actuators, "finite"),
+    "motor.cogging_amplitude": _Parameter(("actuators", "dynamics", "cogging_amplitude"), _actuators, "finite"),
+    "motor.lugre_stiffness": _Parameter(("actuators", "dynamics", "lugre_stiffness"), _actuators, "positive"),
+    "motor.lugre_coulomb": _Parameter(("actuators", "dynamics", "lugre_coulomb"), _actuators, "positive"),
+    "motor.lugre_static": _Parameter(("actuators", "dynamics", "lugre_static"), _actuators, "positive"),
     "gravity": _Parameter(("opt", "gravity"), lambda m: ("x", "y", "z"), "finite"),
     "timestep": _Parameter(("opt", "timestep"), _none, "positive"),
     "ground.friction": _Parameter(("ground_friction",), _none, "non-negative"),
@@ -316,7 +344,7 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         if name == "geom.friction":
             for i in slots:
                 given[int(i)] = True
-        if name.startswith("motor."):
+        if name.startswith("motor.") and name.split(".")[1] in DcMotorParameters.__dataclass_fields__:
             drawn_motor.add(name)
     if drawn_motor:
         _check_motors(model, model.actuators.motor, drawn_motor)

@@ -51,6 +51,23 @@ PARAMETERS = (
     "output_damping",
     "output_friction",
     "rotor_inertia",
+    # The thermal network (jaxmor.motor_dynamics): from a recorded winding temperature, or from the fade of the
+    # torque (current) of a long run as the resistance rises.
+    "thermal_resistance",
+    "heat_capacity",
+    "housing_thermal_resistance",
+    "housing_heat_capacity",
+    "resistance_tempco",
+)
+
+#: The parameters of the thermal network, fitted over whole recordings (the temperatures of a window's start are
+#: not known from the motion).
+THERMAL_PARAMETERS = (
+    "thermal_resistance",
+    "heat_capacity",
+    "housing_thermal_resistance",
+    "housing_heat_capacity",
+    "resistance_tempco",
 )
 
 #: Curvature (relative to the largest eigenvalue of ``J^T J``) below which a direction is not identified.
@@ -66,15 +83,18 @@ class Recording:
         u: (T + 1, nv) generalized velocities at every sample.
         torque: (T, na) actuator torques commanded over each step [Nm or N] (at the gear outputs).
         current: optional (T, na) measured winding current of each motor during each step [A].
+        temperature: optional (T + 1, na) measured winding temperature of each motor at every sample [degC],
+            the start included.
     """
 
     q: np.ndarray
     u: np.ndarray
     torque: np.ndarray
     current: np.ndarray | None = None
+    temperature: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("q", "u", "torque", "current"):
+        for name in ("q", "u", "torque", "current", "temperature"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, np.asarray(value, dtype=np.float64))
@@ -90,6 +110,9 @@ class Recording:
             raise ArgumentError(f"a Recording needs q (T+1, nq), u (T+1, nv) and torque (T, na), got {shapes}")
         if self.current is not None and self.current.shape != self.torque.shape:
             raise ArgumentError(f"current must have the shape of torque {self.torque.shape}, got {self.current.shape}")
+        expected = (steps + 1, self.torque.shape[1])
+        if self.temperature is not None and self.temperature.shape != expected:
+            raise ArgumentError(f"temperature must have shape (T+1, na) = {expected}, got {self.temperature.shape}")
 
 
 def record(model: Model, state: State, torque: Any, *, noise: float = 0.0, key: jax.Array | None = None) -> Recording:
@@ -104,24 +127,29 @@ def record(model: Model, state: State, torque: Any, *, noise: float = 0.0, key: 
         key: the random key for the noise (required when ``noise > 0``).
 
     Returns:
-        The :class:`Recording`, with the currents ``tau_m / Kt`` the motors drew.
+        The :class:`Recording`, with the currents the motors drew (``ActuatorState.current``) and, when the model
+        has a thermal model, the winding temperatures.
     """
     torque = jnp.asarray(torque, state.u.dtype)
     final, traj = jax.jit(lambda s, c: rollout(model, s, c))(state, torque)
     del final
     q = np.concatenate([np.asarray(state.q)[None], np.asarray(traj.q)])
     u = np.concatenate([np.asarray(state.u)[None], np.asarray(traj.u)])
-    current = np.asarray(traj.actuator_state.motor_torque) / np.asarray(model.actuators.motor.torque_constant)
+    current = np.asarray(traj.actuator_state.current)
     channels = [q, u, current]
+    if model.actuators.dynamics.any_thermal:
+        temps = traj.motor_state.winding_temperature
+        channels.append(np.concatenate([np.asarray(state.motor_state.winding_temperature)[None], np.asarray(temps)]))
     if noise:
         if key is None:
             raise ArgumentError("record needs a key when noise > 0")
-        keys = jax.random.split(key, 3)
+        keys = jax.random.split(key, len(channels))
         channels = [
             x + noise * np.std(x, axis=0) * np.asarray(jax.random.normal(k, x.shape), np.float64)
             for x, k in zip(channels, keys, strict=True)
         ]
-    return Recording(channels[0], channels[1], np.asarray(torque), channels[2])
+    temperature = channels[3] if len(channels) > 3 else None
+    return Recording(channels[0], channels[1], np.asarray(torque), channels[2], temperature)
 
 
 @dataclasses.dataclass
@@ -172,6 +200,8 @@ def _get(model: Model, name: str, index: np.ndarray) -> jax.Array:
         return model.dof_armature[np.asarray(act.joint_v_index)[index]]
     if name in ("output_damping", "output_friction"):
         return getattr(act, name)[index]
+    if name in THERMAL_PARAMETERS:
+        return getattr(act.dynamics, name)[index]
     return getattr(act.motor, name)[index]
 
 
@@ -182,6 +212,9 @@ def _set(model: Model, name: str, index: np.ndarray, value: jax.Array) -> Model:
         return model.replace(dof_armature=model.dof_armature.at[joints].set(value))
     if name in ("output_damping", "output_friction"):
         return model.replace(actuators=act.replace(**{name: getattr(act, name).at[index].set(value)}))
+    if name in THERMAL_PARAMETERS:
+        dynamics = act.dynamics.replace(**{name: getattr(act.dynamics, name).at[index].set(value)})
+        return model.replace(actuators=act.replace(dynamics=dynamics))
     motor = act.motor.replace(**{name: getattr(act.motor, name).at[index].set(value)})
     return model.replace(actuators=act.replace(motor=motor))
 
@@ -196,11 +229,15 @@ class _Windows:
     q: jax.Array
     u: jax.Array
     current: jax.Array | None
+    temperature0: jax.Array | None
+    temperature: jax.Array | None
 
 
 def _windows(recordings: Sequence[Recording], window: int, dtype) -> _Windows:
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("q0", "u0", "torque", "q", "u", "current")}
+    keys = ("q0", "u0", "torque", "q", "u", "current", "temperature0", "temperature")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     with_current = all(r.current is not None for r in recordings)
+    with_temperature = all(r.temperature is not None for r in recordings)
     for r in recordings:
         steps = r.torque.shape[0]
         for start in range(0, steps - window + 1, window):
@@ -212,6 +249,9 @@ def _windows(recordings: Sequence[Recording], window: int, dtype) -> _Windows:
             parts["u"].append(r.u[start + 1 : end + 1])
             if with_current:
                 parts["current"].append(r.current[start:end])
+            if with_temperature:
+                parts["temperature0"].append(r.temperature[start])
+                parts["temperature"].append(r.temperature[start + 1 : end + 1])
     if not parts["q0"]:
         raise ArgumentError(f"the recordings are shorter than one window of {window} steps")
     arrays = {k: jnp.asarray(np.stack(v), dtype) for k, v in parts.items() if v}
@@ -234,7 +274,7 @@ def residual_function(
     parameters: Sequence[str] = ("resistance", "torque_constant", "velocity_constant"),
     *,
     state: State | None = None,
-    window: int = 50,
+    window: int | None = 50,
     use_currents: bool = True,
     ideal_motor: bool = False,
 ):
@@ -242,7 +282,8 @@ def residual_function(
 
     Returns:
         ``(residuals, unpack, size)``: ``residuals(theta)`` is the (N,) vector of normalized errors of the
-        simulated windows (coordinates, velocities and, when recorded and used, currents) for the
+        simulated windows (coordinates, velocities and, when recorded, currents (if used) and winding
+        temperatures) for the
         log-parameters ``theta`` (``p = p0 exp(theta)``, shape (size,), zero at the model's values; with
         ``ideal_motor`` the torque constant has no entry); ``unpack(theta)`` gives the model with those
         values. The loss of :func:`fit` is ``0.5 * mean(residuals(theta) ** 2)``.
@@ -268,13 +309,33 @@ def residual_function(
                 f"a recording of q {r.q.shape}, u {r.u.shape}, torque {r.torque.shape} does not fit the model "
                 f"(nq={model.nq}, nv={model.nv}, na={model.na})"
             )
-    window = as_positive_int(window, "window")
+    thermal = [p for p in parameters if p in THERMAL_PARAMETERS]
+    if thermal:
+        lacking = [a for a, i in zip(names, index, strict=True) if not model.actuators.dynamics.thermal[i]]
+        if lacking:
+            raise ArgumentError(f"{thermal} need actuators with a thermal model; {lacking} have none")
+        lengths = {r.torque.shape[0] for r in recordings}
+        whole = all(r.temperature is not None for r in recordings)
+        if window is None:
+            if len(lengths) != 1:
+                raise ArgumentError(
+                    f"the thermal parameters are fitted over whole recordings of one length, got {sorted(lengths)}"
+                )
+            window = lengths.pop()
+        elif not whole and any(window != n for n in lengths):
+            raise ArgumentError(
+                "the thermal parameters without recorded temperatures are fitted over whole recordings (a window's "
+                f"starting temperature is unknown): pass window=None or window={sorted(lengths)[0]}, got {window}"
+            )
+    window = as_positive_int(50 if window is None else window, "window")
     dtype = model.body_mass.dtype
     data = _windows(recordings, window, dtype)
     currents = use_currents and data.current is not None
+    temperatures = data.temperature is not None and model.actuators.dynamics.any_thermal
     template = init_state(model) if state is None else state
     scale_q, scale_u = _scale(data.q), _scale(data.u)
     scale_i = _scale(data.current[..., index]) if currents else None
+    scale_t = _scale(data.temperature[..., index]) if temperatures else None
     initial = {p: _get(model, p, index) for p in parameters}
     free = [p for p in parameters if not (ideal_motor and p == "torque_constant")]
 
@@ -294,16 +355,22 @@ def residual_function(
         if "bus_voltage" in parameters:
             voltage = voltage.at[index].set(_get(m, "bus_voltage", index))
 
-        def one(q0, u0, torque):
+        def one(q0, u0, torque, temperature0):
             s = template.replace(q=q0, u=u0, bus_voltage=voltage)
+            if temperature0 is not None:
+                thermal_on = np.asarray(m.actuators.dynamics.thermal, bool)
+                winding = jnp.where(thermal_on, temperature0, s.motor_state.winding_temperature)
+                s = s.replace(motor_state=s.motor_state.replace(winding_temperature=winding))
             return rollout(m, s, torque)[1]
 
-        traj = jax.vmap(one)(data.q0, data.u0, data.torque)
+        traj = jax.vmap(one)(data.q0, data.u0, data.torque, data.temperature0)
         parts = [((traj.q - data.q) / scale_q).reshape(-1), ((traj.u - data.u) / scale_u).reshape(-1)]
         if currents:
-            kt = _get(m, "torque_constant", index)
-            simulated = traj.actuator_state.motor_torque[..., index] / kt
+            simulated = traj.actuator_state.current[..., index]
             parts.append(((simulated - data.current[..., index]) / scale_i).reshape(-1))
+        if temperatures:
+            simulated = traj.motor_state.winding_temperature[..., index]
+            parts.append(((simulated - data.temperature[..., index]) / scale_t).reshape(-1))
         return jnp.concatenate(parts)
 
     return residuals, unpack, len(free) * len(names)
@@ -316,7 +383,7 @@ def fit(
     parameters: Sequence[str] = ("resistance", "torque_constant", "velocity_constant"),
     *,
     state: State | None = None,
-    window: int = 50,
+    window: int | None = 50,
     iterations: int = 50,
     method: str = "gauss_newton",
     optimizer: Any = None,
@@ -336,7 +403,12 @@ def fit(
         window: steps per window (multiple shooting): short enough to keep the gradient well conditioned,
             long enough for the parameters to show and for the noise of the recorded state that starts each
             window to matter little (that noise biases slope-like quantities such as ``Kt / R`` a little, an
-            errors-in-variables effect the reported standard deviations do not include).
+            errors-in-variables effect the reported standard deviations do not include). The thermal parameters
+            (:data:`THERMAL_PARAMETERS`) need the windows' starting temperatures: with recorded temperatures
+            (:attr:`Recording.temperature`) windows start from them (the housing at the template's); without, only
+            whole recordings can be fitted (``window=None``: one window per recording, starting from the
+            template state's temperatures, e.g. ambient), from the fade of the current or motion as the winding
+            heats.
         iterations: most iterations.
         method: ``"gauss_newton"`` (Levenberg-Marquardt) or ``"optax"``.
         optimizer: the ``optax`` optimizer of ``method="optax"`` (default ``optax.adam(0.05)``).

@@ -544,7 +544,20 @@ REFUSALS = {
     "cylinder actuator": ("actuator", '<cylinder joint="j"/>', "cylinder", "cylinder actuators"),
     "muscle actuator": ("actuator", '<muscle joint="j"/>', "muscle", "muscle actuators"),
     "adhesion actuator": ("actuator", '<adhesion body="b"/>', "adhesion", "adhesion actuators"),
-    "MuJoCo dcmotor": ("actuator", '<dcmotor joint="j"/>', "dcmotor", "jaxmor's DC-motor actuators"),
+    "dcmotor controller input": ("actuator", '<dcmotor joint="j" resistance="1" motorconst="0.1" input="pos vel"/>',
+                                 "input=", "only the voltage input"),
+    "dcmotor controller gains": ("actuator", '<dcmotor joint="j" resistance="1" motorconst="0.1"\n'
+                                 'controller="0 0 0 0 0 5"/>', "controller=", "on-board controller"),
+    "dcmotor current rate": ("actuator", '<dcmotor joint="j" resistance="1" motorconst="0.1" ctrlrange="-1 1"\n'
+                             'saturation="0 0 5" inductance="0.01"/>', "saturation=", "current rate limit"),
+    "dcmotor damping with nominal": ("actuator", '<dcmotor joint="j" nominal="12 1 100" damping="0.001"/>', "nominal=",
+                                     "solving a quadratic"),
+    "dcmotor damping": ("actuator", '<dcmotor joint="j" resistance="1" motorconst="0.1" damping="0.001"/>', "damping=",
+                        "actuator damping is not supported"),
+    "dcmotor armature": ("actuator", '<dcmotor joint="j" resistance="1" motorconst="0.1" armature="0.001"/>',
+                         "armature=", "actuator armature"),
+    "dcmotor default": ("head", '<default>\n<dcmotor resistance="1" motorconst="0.1"/></default>', "<dcmotor",
+                        "dcmotor defaults are not supported"),
     "actuator on a free joint": ("actuator", '<motor joint="free"/>', 'joint="free"', "actuators on a free joint"),
     "two actuators on a joint": ("actuator", '<motor name="a1" joint="j"/>\n<motor name="a2" joint="j"/>', "a2",
                                  "already driven"),
@@ -669,3 +682,176 @@ def test_joint_stiffness_is_randomized_per_world():
     drawn = np.asarray(models.dof_stiffness)
     assert drawn.shape == (64, 4) and axes.dof_stiffness == 0
     assert drawn.min() >= 10.0 and drawn.max() <= 20.0 and len(np.unique(drawn)) == drawn.size
+
+
+# --------------------------------------------------------------------------------------------------
+# MuJoCo's <dcmotor>: a jaxmor DC motor with the constants MuJoCo's compiler derives, and the same forces.
+
+ROTOR = '<body name="r"><joint name="j" axis="0 0 1"/><inertial pos="0 0 0" mass="1" diaginertia=".01 .01 .01"/></body>'
+SLIDER = '<body name="s"><joint name="x" type="slide" axis="1 0 0"/><geom size=".1"/></body>'
+#: attributes of a <dcmotor joint="j"> -> what the case exercises. Each compiles in MuJoCo 4 and in jaxmor.
+DCMOTOR_CASES = {
+    "both motor constants: their geometric mean": 'gear="2" resistance="1.5" motorconst="0.1 0.2" ctrlrange="-12 12"',
+    "torque constant only": 'resistance="1" motorconst="0.1" ctrlrange="-24 24"',
+    "back-EMF constant only, asymmetric range": 'resistance="1" motorconst="0 0.08" ctrlrange="-6 12"',
+    "nominal point alone (V, stall torque, no-load speed)": 'gear="3" nominal="12 2 100"',
+    "nominal with a torque constant: Ke from the no-load speed": 'motorconst="0.1" nominal="12 2 100"',
+    "nominal with a resistance": 'resistance="3" nominal="12 2 100" ctrlrange="-10 10"',
+    "saturation torque": 'resistance="2" motorconst="0.1" saturation="0.3 5" ctrlrange="-12 12"',
+    "saturation current": 'resistance="2" motorconst="0.1" saturation="0 4" ctrlrange="-12 12"',
+    "inductance": 'resistance="2" motorconst="0.1" inductance="0.01 0.5" ctrlrange="-12 12"',
+    "electrical time constant": 'resistance="2" motorconst="0.1" inductance="0 0.004" ctrlrange="-12 12"',
+    "thermal resistance and capacitance": 'resistance="1" motorconst="0.1" thermal="2 30 0 .0039 20 25"'
+    ' ctrlrange="0 1"',
+    "thermal time constant with the resistance": 'resistance="1" motorconst="0.1" thermal="2 0 50 .004 25 30"'
+    ' ctrlrange="-1 1"',
+    "thermal time constant with the capacitance": 'resistance="1" motorconst="0.1" thermal="0 10 40 .004"'
+    ' ctrlrange="-1 1"',
+    "thermal, all three (time constant first)": 'resistance="1" motorconst="0.1" thermal="2 1 3 .004 20 25"'
+    ' ctrlrange="-1 1"',
+    "cogging": 'gear="4" resistance="1" motorconst="0.1" cogging="0.02 6 0.3" ctrlrange="-12 12"',
+    "lugre": 'gear="5" resistance="1" motorconst="0.1" lugre="100 0.5 0.05 0.08 0.2" ctrlrange="-12 12"',
+    "everything, explicit voltage input": 'gear="2.5" resistance="1" motorconst="0.05 0.06" inductance="0.002" '
+    'thermal="3 20 0 .0039 25 25" cogging="-0.01 8" lugre="50 0.1 0.02 0.03 1" saturation="0.4" input="voltage" '
+    'ctrlrange="-24 24"',
+}  # fmt: skip
+
+
+def _dcmotor(attributes: str, body: str = ROTOR, joint: str = "j", name: str = "m") -> str:
+    return model_text(body, actuators=f'<dcmotor name="{name}" joint="{joint}" {attributes}/>')
+
+
+@pytest.mark.parametrize("case", sorted(DCMOTOR_CASES))
+def test_dcmotor_constants_equal_mujocos_compiled_ones(case):
+    """Each attribute against what MuJoCo compiled (``actuator_gainprm`` = [R, K, alpha, T_ref, ...],
+    ``actuator_dynprm`` = [te, di/dt max, R_th, C, T_a, sigma0, sigma1, ...], ``actuator_biasprm`` = [A, N, phi,
+    F_C, F_S, v_S], ``forcerange``, ``gear``, ``ctrlrange``), converted where jaxmor's conventions differ: one
+    motor constant K as Kt = K and Kv = 1/K, the inductance L = te R, LuGre at the output (gear G)."""
+    from jaxmor.motor_dynamics import features_of
+
+    text = _dcmotor(DCMOTOR_CASES[case])
+    model, m = both(text)
+    assert model.affine.names == () and jaxmor.actuator_names(model) == ["m"]
+    gain, dyn, bias = m.actuator_gainprm[0], m.actuator_dynprm[0], m.actuator_biasprm[0]
+    motor = jax.tree.map(lambda x: float(np.asarray(x)[0]), model.actuators.motor)
+    gear = float(model.actuators.gear_ratio[0])
+    assert gear == m.actuator_gear[0, 0]
+    r, k = gain[0], gain[1]
+    assert motor.resistance == pytest.approx(r, rel=1e-14)
+    assert motor.torque_constant == pytest.approx(k, rel=1e-14)
+    assert motor.velocity_constant == pytest.approx(1.0 / k, rel=1e-14)
+    volts = float(text.split('nominal="')[1].split()[0]) if "nominal" in text else None
+    bus = np.abs(m.actuator_ctrlrange[0]).max() if m.actuator_ctrllimited[0] else volts
+    assert motor.bus_voltage == bus
+    peak = m.actuator_forcerange[0, 1] if m.actuator_forcelimited[0] else math.inf
+    assert m.actuator_forcerange[0, 0] == -m.actuator_forcerange[0, 1]
+    assert motor.peak_torque == pytest.approx(peak, rel=1e-14)
+    features = features_of(model.actuators.dynamics, 0)
+    assert features["inductance"] == pytest.approx(dyn[0] * r, rel=1e-14)  # MuJoCo's te = L / R
+    thermal = features["thermal"]
+    assert (thermal is None) == (dyn[2] == 0)
+    if thermal is not None:
+        assert thermal.thermal_resistance == pytest.approx(dyn[2], rel=1e-14)
+        assert thermal.heat_capacity == pytest.approx(dyn[3], rel=1e-14)
+        assert thermal.ambient_temperature == dyn[4]
+        assert thermal.resistance_tempco == pytest.approx(gain[2], rel=1e-14)
+        assert thermal.reference_temperature == gain[3]
+        assert thermal.flux_tempco == 0.0 and thermal.housing_heat_capacity == 0.0
+        assert m.actuator_actnum[0] >= 1  # MuJoCo's temperature slot
+    cogging = features["cogging"]
+    assert (cogging is None) == (bias[0] == 0)
+    if cogging is not None:
+        assert (cogging.amplitude, cogging.periods, cogging.phase) == pytest.approx(tuple(bias[:3]), rel=1e-14)
+    lugre = features["lugre"]
+    assert (lugre is None) == (dyn[5] == 0)
+    if lugre is not None:  # actuator side (velocity G v) -> output side: tests/test_mjcf.py checks the forces too
+        expected = (gear**2 * dyn[5], gear**2 * dyn[6], gear * bias[3], gear * bias[4], bias[5] / gear)
+        got = (lugre.stiffness, lugre.damping, lugre.coulomb, lugre.static, lugre.stribeck_velocity)
+        assert got == pytest.approx(expected, rel=1e-14)
+
+
+def test_dcmotor_forces_equal_mujocos():
+    """The motor, its temperature, cogging and LuGre friction act as MuJoCo's (stateless current, ``te = 0``), at
+    random positions, velocities, winding temperatures and bristle deflections: MuJoCo's actuator force at
+    ``ctrl = +-V`` and ``0`` against jaxmor's region at the gear output (``G (K V / R(T) - K^2 w / R(T))``: the
+    half width is the voltage's torque, the midpoint the back-EMF's), its cogging torque and its LuGre friction
+    (the step's, extrapolated to ``h -> 0``: the continuous force MuJoCo evaluates explicitly)."""
+    from jaxmor.forces import cogging_joint_torque
+    from jaxmor.motor_dynamics import lugre_coefficients
+
+    attrs = ('gear="3" resistance="1.2" motorconst="0.05 0.07" thermal="2 40 0 .0039 20 25" cogging="0.01 6 0.4" '
+             'lugre="80 0.02 0.03 0.05 2" ctrlrange="-24 24"')  # fmt: skip
+    for body, joint in ((ROTOR, "j"), (SLIDER, "x")):
+        model, m = both(_dcmotor(attrs, body, joint))
+        data = mujoco.MjData(m)
+        gear = m.actuator_gear[0, 0]
+        dyn = model.actuators.dynamics
+        rng = np.random.default_rng(3)
+        for _ in range(6):
+            q, v, rise, z = rng.normal(), 2 * rng.normal(), 60 * rng.random(), 1e-3 * rng.normal()
+            forces = {}
+            for ctrl in (24.0, -24.0, 0.0):
+                data.qpos[0], data.qvel[0], data.ctrl[0] = q, v, ctrl
+                data.act[:] = rise, z  # MuJoCo's slots: temperature rise above ambient, bristle (actuator side)
+                mujoco.mj_forward(m, data)
+                forces[ctrl] = gear * data.actuator_force[0]
+            state = jaxmor.init_state(model, q=[q], u=[v])
+            state = jaxmor.set_motor_temperature(model, state, 25.0 + rise)
+            state = state.replace(motor_state=state.motor_state.replace(bristle=jnp.asarray([z / gear])))
+            lower, upper = (float(b[0]) for b in jaxmor.actuator_torque_bounds(model, state))
+            cogging = float(cogging_joint_torque(model, state)[0])
+
+            def friction(h, state=state, v=v, dyn=dyn):
+                offset, slope, _ = lugre_coefficients(dyn, state.motor_state.bristle, state.u, jnp.asarray(h))
+                return -float(offset[0] + slope[0] * v)
+
+            lugre = 2 * friction(0.5e-9) - friction(1e-9)  # first order in h: Richardson to h -> 0 (1e-11)
+            scale = abs(forces[24.0]) + abs(forces[-24.0])
+            assert (upper - lower) / 2 == pytest.approx((forces[24.0] - forces[-24.0]) / 2, rel=1e-12)
+            assert abs((upper + lower) / 2 + cogging + lugre - forces[0.0]) < 1e-9 * scale, (joint, forces, lugre)
+            assert abs(cogging) > 1e-3 * gear * 0.01 and abs(lugre) > 0  # both act
+
+
+def test_dcmotor_and_the_extension_on_one_joint(tmp_path):
+    """The jaxmor:actuators extension's motors replace the MJCF actuators of their joints, dcmotors too; the other
+    dcmotors stay, in document order before the extension's; a dcmotor's keyframe control (a voltage) is dropped,
+    an affine actuator's kept."""
+    (tmp_path / "motors.xml").write_text(
+        '<actuators><actuator joint="j2" name="knee" gear_ratio="10"><motor resistance="0.5" torque_constant="0.1"'
+        ' velocity_constant="10" bus_voltage="24"/></actuator></actuators>'
+    )
+    text = model_text(
+        ARM,
+        actuators='<dcmotor name="d1" joint="j1" resistance="1" motorconst="0.1" ctrlrange="-12 12"/>'
+        '<dcmotor name="d2" joint="j2" resistance="1" motorconst="0.1" ctrlrange="-12 12"/>'
+        '<motor name="m3" joint="j3"/><dcmotor name="d4" joint="j4" gear="2" nominal="24 1 50"/>',
+        after='<custom><text name="jaxmor:actuators" data="motors.xml"/></custom>'
+        '<keyframe><key name="k" ctrl="1 2 3 4"/></keyframe>',
+    )
+    (tmp_path / "arm.xml").write_text(text)
+    mujoco.MjModel.from_xml_path(str(tmp_path / "arm.xml"))  # MuJoCo loads it
+    model = jaxmor.load_mjcf(tmp_path / "arm.xml")
+    assert jaxmor.actuator_names(model) == ["d1", "d4", "knee"] and model.affine.names == ("m3",)
+    assert model.actuators.joints == ("j1", "j4", "j2")
+    assert model.keyframes[0].ctrl == (3.0,)
+    assert np.asarray(model.actuators.motor.bus_voltage).tolist() == [12.0, 24.0, 24.0]
+
+
+def test_dcmotor_errors_name_the_element_and_its_line():
+    """Beyond the refusals of REFUSALS: what MuJoCo refuses too, the bus voltage jaxmor needs, LuGre constants
+    jaxmor's model refuses, a dcmotor's (dropped) control in a key is fine."""
+    cases = {
+        'resistance="1" ctrlrange="-1 1"': "motor constant K must be positive",
+        'motorconst="0.1" ctrlrange="-1 1"': "resistance R must be positive",
+        'resistance="1" motorconst="0.1"': "needs a bus voltage: give ctrlrange or nominal",
+        'resistance="1" motorconst="-0.1" ctrlrange="-1 1"': "motor constants must be non-negative",
+        'resistance="1" motorconst="0.1" ctrlrange="-1 1" thermal="2"': "thermal needs two",
+        'resistance="1" motorconst="0.1" ctrlrange="-1 1" inductance="-1"': "must be non-negative",
+        'resistance="1" motorconst="0.1" ctrlrange="-1 1" lugre="10 0 0.2 0.1 1"': "static >= coulomb",
+        'resistance="1" motorconst="0.1" ctrlrange="-1 1" lugre="10 0 0.1 0.2 0"': "positive Stribeck",
+        'resistance="1" motorconst="0.1" ctrlrange="-1 1" gear="-2"': "must be positive",
+    }
+    for attrs, reason in cases.items():
+        text = model_text(BODY, actuators=f'\n<dcmotor name="bad" joint="j" {attrs}/>')
+        error = refused(text, reason, "<dcmotor", "'bad'", line=line_of(text, "<dcmotor"))
+        assert error.source == "<string>"

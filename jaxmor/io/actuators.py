@@ -142,7 +142,15 @@ _MODEL_ATTRIBUTES = ("gear_ratio", "output_damping", "output_friction")
 _ACTUATOR_ATTRIBUTES = frozenset({"joint", "name", "file", "model", *_MODEL_ATTRIBUTES})
 _ACTUATOR_MODEL_ATTRIBUTES = frozenset({"name", *_MODEL_ATTRIBUTES})
 _MOTOR_ATTRIBUTES = frozenset(
-    {"resistance", "torque_constant", "velocity_constant", "back_emf_constant", "bus_voltage", "peak_torque", "inductance"}
+    {
+        "resistance",
+        "torque_constant",
+        "velocity_constant",
+        "back_emf_constant",
+        "bus_voltage",
+        "peak_torque",
+        "inductance",
+    }
 )
 #: The optional children of a model beside its ``<motor>``: the dynamic features (:mod:`jaxmor.motor_dynamics`).
 _THERMAL_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(ThermalModel))

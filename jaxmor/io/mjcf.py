@@ -47,6 +47,13 @@ What is read
   ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
   (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco`); ``<keyframe>`` ``<key>`` (``qpos``, ``qvel``,
   ``ctrl``, ``time``).
+* MuJoCo's ``<dcmotor>`` on a hinge or slide (``joint``, ``gear``, ``ctrlrange``, ``resistance``, ``motorconst``,
+  ``nominal``, ``saturation``, ``inductance``, ``thermal``, ``cogging``, ``lugre``, ``input="voltage"``): a jaxmor
+  DC-motor actuator with the constants MuJoCo's compiler derives, its winding temperature, current, cogging and
+  LuGre friction (:mod:`jaxmor.io.mjcf_actuators` lists the mapping). The motor is the same, the command is not:
+  MuJoCo's ``ctrl`` is the terminal voltage, jaxmor commands a torque that its driver makes within the motor's
+  region at the bus voltage ``max(|ctrlrange|)`` (else the nominal voltage); a torque beyond the region means the
+  full bus voltage. The on-board controller, a current rate limit and dcmotor defaults are refused.
 * jaxmor's DC-motor actuators, through an element MuJoCo loads and ignores::
 
       <custom><text name="jaxmor:actuators" data="go2_motors.xml"/></custom>
@@ -54,7 +61,8 @@ What is read
   names an ``<actuators>`` file (the format ``jaxmor.export_actuators`` writes: ``<actuator joint=...>``
   elements with an inline model or an actuator file, :mod:`jaxmor.io.actuators`), read with the actuator
   files' search path and safety rules from the MJCF's folder. Its actuators replace the MJCF actuators on
-  the same joints (those are dropped, and so are their controls in the keyframes).
+  the same joints, ``<dcmotor>`` ones included (those are dropped, and so are their controls in the keyframes);
+  the model's DC motors are the MJCF's dcmotors in document order, then the extension's.
 
 MuJoCo's ids name what the file leaves unnamed: ``body3``, ``joint0``, ``geom12``, ``actuator1``.
 """
@@ -72,8 +80,9 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io import mjcf_geometry as geo
-from jaxmor.io.actuators import actuators_from_xml, resolve_actuator_file
+from jaxmor.io.actuators import ActuatorDefinition, actuators_from_xml, resolve_actuator_file
 from jaxmor.io.description import (
+    AffineActuator,
     Geom,
     GroundPlane,
     Inertial,
@@ -254,7 +263,7 @@ class _Reader:
             self._read_assets(el)
         self._read_world(sections.get("worldbody", []))
         self._finish_masses()
-        affine = [
+        mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
             for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el)
@@ -262,9 +271,14 @@ class _Reader:
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
         driven = {m.joint for m in motors}
-        dropped = {a.name for a in affine if a.joint in driven}
-        names = [a.name for a in affine]
+        names = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
+        affine = [a for a in mjcf_actuators if isinstance(a, AffineActuator)]
+        dc_motors = [a for a in mjcf_actuators if isinstance(a, ActuatorDefinition)]
+        # The extension's motors replace the MJCF actuators (affine or dcmotor) of their joints; a dcmotor's
+        # control (a voltage) is no jaxmor control, so its keyframe controls are dropped too.
+        dropped = {a.name for a in affine if a.joint in driven} | {d.name for d in dc_motors}
         affine = [a for a in affine if a.name not in dropped]
+        motors = [d for d in dc_motors if d.joint not in driven] + motors
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
         if self.rich_contacts:
             warnings.warn(

@@ -7,12 +7,47 @@ actuator shortcuts of a default class share one actuator default, as in MuJoCo: 
 (``kp``, ``gainprm``, ...) only to an element of the same shortcut (a ``<motor>`` default resets a
 ``<general>``'s gain and bias, as MuJoCo's does); passing them to another shortcut is refused, since MuJoCo's
 result there depends on the order of the defaults.
+
+MuJoCo's ``<dcmotor>`` on a hinge or slide becomes a jaxmor DC-motor actuator
+(:class:`~jaxmor.io.actuators.ActuatorDefinition`, :func:`dc_motor`): the same motor, its thermal model,
+inductance, cogging and LuGre friction, with the constants MuJoCo's compiler derives (``mjs_setToDCMotor``):
+
+* ``K``: ``motorconst="Kt Ke"``, the geometric mean when both are positive, else the positive one; a
+  ``nominal="V tau0 w0"`` without ``Ke`` gives ``Ke = V / w0`` (MuJoCo's rule without actuator damping);
+  ``torque_constant = K``, ``velocity_constant = 1 / K``. ``R``: ``resistance``, else ``K V / tau0``.
+* the bus voltage: ``max(|ctrlrange|)`` where the control is limited, else the nominal voltage (jaxmor's motor
+  needs one). **Semantics**: MuJoCo commands the terminal voltage (``ctrl``); jaxmor's driver commands a torque
+  (the actuator torque, at the gear output) and applies the voltage in ``[-V_bus, V_bus]`` that makes it, or the
+  nearest torque of the region. The motor and its operating region are the same; a torque command beyond the
+  region (e.g. ``1e6`` without a peak torque) means the full bus voltage. A ``ctrlrange`` that is not symmetric
+  still gives the symmetric band ``+-max(|ctrlrange|)``; a keyframe's voltage for a dcmotor is dropped (the
+  command is a world's state in jaxmor).
+* ``peak_torque``: ``saturation`` ``torque``, else ``K current`` (MuJoCo's ``forcerange``; a symmetric
+  ``forcerange`` a default class passes on counts as well). MuJoCo clips the force ``K i`` and lets the current
+  run on; jaxmor's driver regulates the current to the peak (the same torque, not the same heating).
+* ``inductance``: ``L``, else ``timeconst R``. MuJoCo's current decays with ``te = L / R`` fixed at the reference
+  resistance, jaxmor's with ``R(T) / L``: the same at the reference temperature.
+* ``thermal="R_th C timeconst alpha T_ref T_ambient"``: :class:`~jaxmor.motor_dynamics.ThermalModel`, the
+  time constant resolved as MuJoCo 4's compiler does (with ``R_th``: ``C = timeconst / R_th``, else
+  ``R_th = timeconst / C``), no flux change. MuJoCo integrates the temperature by explicit Euler heated by the
+  current of the step's beginning, jaxmor exactly with the step's current: both first order in the time step.
+* ``cogging="A N phi"``: ``A sin(N G q + phi)`` on the rotor in both (MuJoCo's actuator length is ``G q``).
+* ``lugre="sigma0 sigma1 F_C F_S v_S"`` is at MuJoCo's actuator (rotor) side, jaxmor's LuGre at the output:
+  :func:`lugre_at_output` converts it.
+
+Refused, naming the element and its line: the on-board controller (``controller``, ``input`` other than
+``voltage``), ``saturation``'s current rate, actuator ``damping`` and ``armature`` (as for the other
+actuators), ``nominal`` with actuator damping (MuJoCo then solves a quadratic for ``K``), a gear that is not
+positive, LuGre constants jaxmor's model refuses (``F_S < F_C``, ``v_S <= 0``), dcmotor defaults.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from jaxmor.io.actuators import ActuatorDefinition
 from jaxmor.io.description import AffineActuator
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
@@ -24,13 +59,18 @@ from jaxmor.io.mjcf_document import (
     check_refused,
     class_chain,
 )
-from jaxmor.io.mjcf_schema import ACTUATOR_OWN, ACTUATOR_SPECS, REFUSED_ELEMENTS
+from jaxmor.io.mjcf_schema import ACTUATOR_OWN, ACTUATOR_SPECS, DCMOTOR_SPEC, REFUSED_ELEMENTS
 from jaxmor.io.xml import tag
+from jaxmor.motor import DcMotorParameters
+from jaxmor.motor_dynamics import CoggingModel, LugreModel, ThermalModel
+
+#: The actuator elements read in ``<actuator>``: the affine shortcuts and MuJoCo's DC motor.
+ELEMENT_SPECS = {**ACTUATOR_SPECS, "dcmotor": DCMOTOR_SPEC}
 
 
 def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
     """An actuator's attributes after its class's actuator defaults (the module docstring's rule)."""
-    spec = ACTUATOR_SPECS[kind]
+    spec = ELEMENT_SPECS[kind]
     own = attributes(el)
     check_known(doc, el, spec)
     cls_name = own.pop("class", None) or CLASS_ROOT
@@ -68,17 +108,18 @@ def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
 
 def read_actuators(
     doc: Document, classes, compiler: Compiler, joint_kinds: dict[str, str], section
-) -> list[AffineActuator]:
-    """The affine actuators of one ``<actuator>`` section, in document order (``joint_kinds``: MJCF joint name
-    -> its type, for the checks)."""
+) -> list[AffineActuator | ActuatorDefinition]:
+    """The actuators of one ``<actuator>`` section, in document order (MuJoCo's actuator order): the affine
+    ones, and jaxmor DC motors for the ``<dcmotor>`` elements (``joint_kinds``: MJCF joint name -> its type,
+    for the checks)."""
     out, names, driven = [], set(), {}
     for el in section:
         kind = tag(el)
         if kind is None:
             continue
-        if kind in REFUSED_ELEMENTS:
+        if kind in REFUSED_ELEMENTS and kind != "dcmotor":
             raise doc.error(el, f"<{kind}>: {REFUSED_ELEMENTS[kind]}")
-        if kind not in ACTUATOR_SPECS:
+        if kind not in ELEMENT_SPECS:
             raise doc.error(el, f"unexpected element <{kind}> in <actuator>")
         v = _actuator_values(doc, classes, el, kind)
         index = len(out)
@@ -100,11 +141,164 @@ def read_actuators(
             )
         driven[joint] = name
         gear = float(v.numbers("gear", 1, 6, default=(1.0,))[0])
+        if kind == "dcmotor":
+            out.append(dc_motor(v, name, joint, gear, compiler.autolimits))
+            continue
         gain, bias = _law(v, kind, name)
         ctrl = _range(v, "ctrl", name, compiler.autolimits)
         force = _range(v, "force", name, compiler.autolimits)
         out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# MuJoCo's <dcmotor>.
+
+
+def _padded(v: Values, name: str, size: int) -> list[float]:
+    """The 1 to ``size`` numbers of attribute ``name``, the rest 0 (MuJoCo reads a shorter value that way)."""
+    given = v.numbers(name, 1, size, default=(0.0,))
+    return [float(x) for x in given] + [0.0] * (size - len(given))
+
+
+def lugre_at_output(gear: float, stiffness, damping, coulomb, static, stribeck) -> LugreModel:
+    """MuJoCo's LuGre constants (actuator side, velocity ``G v``) as jaxmor's at the output (joint velocity ``v``).
+
+    MuJoCo: ``dz_a/dt = G v - sigma0 |G v| z_a / g_a(G v)``, ``g_a(w) = F_C + (F_S - F_C) exp(-(w / v_S)^2)``,
+    force ``F_a = sigma0 z_a + sigma1 dz_a/dt`` on the actuator, ``G F_a`` on the joint. With ``z = z_a / G``:
+    ``dz/dt = v - (G sigma0 / g_a(G v)) |v| z``, and ``G sigma0 / g_a(G v) = (G^2 sigma0) / g(v)`` with
+    ``g(v) = G g_a(G v) = G F_C + (G F_S - G F_C) exp(-(v / (v_S / G))^2)``; the joint torque is
+    ``G F_a = G^2 sigma0 z + G^2 sigma1 dz/dt``. So ``sigma0' = G^2 sigma0``, ``sigma1' = G^2 sigma1``,
+    ``F_C' = G F_C``, ``F_S' = G F_S``, ``v_S' = v_S / G``: the same friction, the same bristle (in joint units).
+    """
+    g = float(gear)
+    return LugreModel(
+        stiffness=g * g * float(stiffness),
+        damping=g * g * float(damping),
+        coulomb=g * float(coulomb),
+        static=g * float(static),
+        stribeck_velocity=float(stribeck) / g,
+    )
+
+
+def dc_motor(v: Values, name: str, joint: str, gear: float, autolimits: bool) -> ActuatorDefinition:
+    """A ``<dcmotor>``'s jaxmor DC-motor actuator (the module docstring), with the constants MuJoCo compiles."""
+    what = f"dcmotor {name!r}"
+    if not (math.isfinite(gear) and gear > 0):
+        raise v.error(f"{what}: gear {gear!r} must be positive (jaxmor's gear ratio; reverse the joint axis instead)")
+    kt, ke = _padded(v, "motorconst", 2)
+    resistance = v.number("resistance", 0.0)
+    volts, stall, no_load = _padded(v, "nominal", 3)
+    if kt < 0 or ke < 0:
+        raise v.error(f"{what}: motor constants must be non-negative, got motorconst={v.text('motorconst')!r}")
+    derive = volts > 0 and ke <= 0 and no_load > 0  # MuJoCo's Ke from the nominal no-load speed
+    if np.any(v.numbers("damping", 1, 3, default=(0.0,)) != 0):
+        if derive:
+            raise v.error(
+                f"{what}: nominal with actuator damping: MuJoCo then derives the motor constant by solving a "
+                "quadratic in it (the damping in the no-load speed), and jaxmor does not model actuator "
+                "damping; give motorconst (and the joint's damping)"
+            )
+        raise v.error(f"{what}: actuator damping is not supported: give the joint's damping (gear^2 times it)")
+    if derive:
+        ke = volts / no_load
+    k = math.sqrt(kt * ke) if kt > 0 and ke > 0 else (kt if kt > 0 else ke)
+    if resistance == 0 and volts > 0 and stall > 0 and k > 0:
+        resistance = k * volts / stall
+    if not k > 0:
+        raise v.error(f"{what}: the motor constant K must be positive: give motorconst or nominal")
+    if not resistance > 0:
+        raise v.error(f"{what}: the resistance R must be positive: give resistance or nominal")
+    ctrl = _range(v, "ctrl", name, autolimits)
+    if ctrl is not None:
+        bus = max(abs(ctrl[0]), abs(ctrl[1]))
+    elif volts > 0:
+        bus = volts
+    else:
+        raise v.error(f"{what}: jaxmor's DC motor needs a bus voltage: give ctrlrange or nominal")
+    torque, current, rate = _padded(v, "saturation", 3)
+    if rate > 0:
+        raise v.error(f"{what}: a current rate limit (saturation current_rate={rate!r}) is not supported")
+    peak = math.inf
+    if torque > 0:
+        peak = torque
+    elif current > 0:
+        peak = k * current
+    else:
+        force = _range(v, "force", name, autolimits)  # from a default class (a dcmotor has no forcerange)
+        if force is not None:
+            if force[0] != -force[1]:
+                raise v.error(f"{what}: forcerange {list(force)} from its default class is not symmetric")
+            peak = force[1]
+    inductance, time_constant = _padded(v, "inductance", 2)
+    if inductance < 0 or time_constant < 0:
+        raise v.error(f"{what}: inductance and its time constant must be non-negative, got {v.text('inductance')!r}")
+    if inductance == 0:
+        inductance = time_constant * resistance
+    return ActuatorDefinition(
+        joint,
+        gear,
+        DcMotorParameters(
+            resistance=resistance,
+            torque_constant=k,
+            velocity_constant=1.0 / k,
+            bus_voltage=bus,
+            peak_torque=peak,
+        ),
+        name=name,
+        model="mujoco dcmotor",
+        inductance=inductance,
+        thermal=_thermal(v, what),
+        cogging=_cogging(v),
+        lugre=_lugre(v, what, gear),
+        source=v.doc.source(v.element),
+        line=v.line,
+    )
+
+
+def _thermal(v: Values, what: str) -> ThermalModel | None:
+    """``thermal="R_th C timeconst alpha T_ref T_ambient"``, its time constant resolved as MuJoCo 4 does."""
+    r_th, capacity, time_constant, alpha, reference, ambient = _padded(v, "thermal", 6)
+    if min(r_th, capacity, time_constant) < 0:
+        raise v.error(f"{what}: thermal resistance, capacitance and timeconst must be non-negative")
+    if r_th == 0 and capacity == 0 and time_constant == 0:
+        return None
+    if time_constant > 0 and r_th > 0:
+        capacity = time_constant / r_th
+    elif time_constant > 0 and capacity > 0:
+        r_th = time_constant / capacity
+    if r_th <= 0 or capacity <= 0:
+        raise v.error(f"{what}: thermal needs two of the thermal resistance, capacitance and timeconst")
+    return ThermalModel(
+        thermal_resistance=r_th,
+        heat_capacity=capacity,
+        ambient_temperature=ambient,
+        reference_temperature=reference,
+        resistance_tempco=alpha,
+        flux_tempco=0.0,
+    )
+
+
+def _cogging(v: Values) -> CoggingModel | None:
+    """``cogging="A N phi"``: off when ``A = 0``, as in MuJoCo."""
+    amplitude, periods, phase = _padded(v, "cogging", 3)
+    return CoggingModel(amplitude, periods, phase) if amplitude != 0 else None
+
+
+def _lugre(v: Values, what: str, gear: float) -> LugreModel | None:
+    """``lugre="sigma0 sigma1 F_C F_S v_S"`` (actuator side; off unless ``sigma0 > 0``, as in MuJoCo), at the output."""
+    stiffness, damping, coulomb, static, stribeck = _padded(v, "lugre", 5)
+    if not stiffness > 0:
+        return None
+    if damping < 0:
+        raise v.error(f"{what}: lugre damping must be non-negative, got {damping!r}")
+    if not coulomb > 0:
+        raise v.error(f"{what}: jaxmor's LuGre friction needs a positive coulomb friction, got {coulomb!r}")
+    if static < coulomb:
+        raise v.error(f"{what}: jaxmor's LuGre friction needs static >= coulomb, got {static!r} < {coulomb!r}")
+    if not stribeck > 0:
+        raise v.error(f"{what}: jaxmor's LuGre friction needs a positive Stribeck velocity, got {stribeck!r}")
+    return lugre_at_output(gear, stiffness, damping, coulomb, static, stribeck)
 
 
 def _law(v: Values, kind: str, name: str) -> tuple[float, tuple[float, float, float]]:

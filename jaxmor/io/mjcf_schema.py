@@ -14,7 +14,8 @@ element lists
 
 Elements listed in :data:`IGNORED_ELEMENTS` are skipped whole (sensors, cameras, lights, sites, textures,
 materials, the ``<visual>`` and ``<statistic>`` sections: nothing in them changes the dynamics);
-elements in :data:`REFUSED_ELEMENTS` are refused wherever they appear, with their reason.
+elements in :data:`REFUSED_ELEMENTS` are refused wherever they appear, with their reason (``<dcmotor>``, read in
+``<actuator>`` by :data:`DCMOTOR_SPEC`, is refused everywhere else, in a default class too).
 """
 
 from __future__ import annotations
@@ -245,6 +246,30 @@ ACTUATOR_SPECS: dict[str, ElementSpec] = {
     ),
 }
 
+#: MuJoCo's ``<dcmotor>`` on a joint: a jaxmor DC-motor actuator (:mod:`jaxmor.io.mjcf_actuators`). Its schema has
+#: no ``forcerange``/``forcelimited`` and no body transmission; ``damping`` is read to be refused with its reason
+#: (with ``nominal`` it changes how MuJoCo derives the motor constant), and the voltage command is the only input.
+_DCMOTOR_REFUSED = {name: test for name, test in _ACTUATOR_REFUSED.items() if name not in ("body", "damping")}
+DCMOTOR_SPEC = _spec(
+    "name class joint jointinparent gear ctrlrange ctrllimited motorconst resistance nominal saturation inductance "
+    "cogging thermal lugre damping",
+    _ACTUATOR_IGNORED,
+    {
+        **_DCMOTOR_REFUSED,
+        "armature": (zero, "actuator armature is not supported: give the joint's armature (gear^2 times the rotor's)"),
+        "input": (
+            value("voltage"),
+            "only the voltage input is supported: jaxmor's driver commands a torque (the actuator torque, or "
+            "jaxmor's actuator PD), MuJoCo's on-board controller and passive dcmotors are not modelled",
+        ),
+        "controller": (
+            zero,
+            "the dcmotor's on-board controller (kp ki kd slewmax Imax Vmax) is not supported: command the "
+            "actuator torque, or use jaxmor's actuator PD (jaxmor.set_actuator_pd_gains)",
+        ),
+    },
+)
+
 #: The attributes of an actuator shortcut that belong to that shortcut (the rest are common to all):
 #: what a default of one kind can pass to an element of the same kind only.
 ACTUATOR_OWN = {
@@ -293,6 +318,7 @@ REFUSED_ELEMENTS = {
     "adhesion": "adhesion actuators are not supported",
     "pid": "pid actuators are not supported: use a position actuator",
     "orientation": "orientation actuators are not supported",
-    "dcmotor": "MuJoCo's dcmotor actuator is not read: give jaxmor's DC-motor actuators "
-    '(<custom><text name="jaxmor:actuators" data="FILE"/></custom>, or jaxmor.set_actuators)',
+    # <dcmotor> is read in <actuator> (DCMOTOR_SPEC); anywhere else, a default class included, it is refused.
+    "dcmotor": "a <dcmotor> is read only in <actuator>, with its parameters on the element: dcmotor defaults are "
+    "not supported (MuJoCo passes a default's compiled constants on sub-value by sub-value)",
 }
