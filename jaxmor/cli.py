@@ -124,6 +124,7 @@ def _info(path: str, dt: float | None) -> int:
     ]
     print(_table(headers, rows))
 
+    _dynamics_table(model)
     inertia, bound = timestep_bounds(model)
     step = float(np.asarray(model.opt.timestep)) if dt is None else float(dt)
     if not step > 0:
@@ -143,6 +144,45 @@ def _info(path: str, dt: float | None) -> int:
         print(f"{source} time step {1e3 * step:g} ms is inside every bound (smallest {1e3 * bound.min():.4g} ms)")
     return 0
 
+
+def _dynamics_table(model) -> None:
+    """The motors' dynamic features (jaxmor.motor_dynamics), for the actuators that have any."""
+    dyn = model.actuators.dynamics
+    chosen = [a for a in range(model.na) if dyn.inductive[a] or dyn.thermal[a] or dyn.cogging[a] or dyn.lugre[a]]
+    if not chosen:
+        print("\nmotor dynamics: none (every motor quasi-static)")
+        return
+    v = {f: np.asarray(getattr(dyn, f), dtype=np.float64) for f in dyn.__dataclass_fields__ if f not in _STATIC}
+    r = np.asarray(model.actuators.motor.resistance, dtype=np.float64)
+
+    def thermal(a):
+        if not dyn.thermal[a]:
+            return ["-"] * 5
+        tau = v["thermal_resistance"][a] * v["heat_capacity"][a]
+        housing = (
+            f"{v['housing_thermal_resistance'][a]:g}K/W,{v['housing_heat_capacity'][a]:g}J/K" if dyn.housing[a] else "-"
+        )
+        top = v["max_temperature"][a]
+        limit = f"{'cut' if dyn.cut[a] else 'derate'} {v['limit_start'][a]:g}..{top:g}" if np.isfinite(top) else "-"
+        return [tau, v["ambient_temperature"][a], v["resistance_tempco"][a], housing, limit]
+
+    print("\nmotor dynamics (inductance at the motor; thermal tau = R_th C; LuGre at the output):")
+    headers = ["name", "L[mH]", "L/R[ms]", "tau_th[s]", "ambient[degC]", "alpha[1/K]", "housing", "limit[degC]"]
+    headers += ["cogging[Nm]x[periods]", "lugre(sigma0,F_C,F_S,v_S)"]
+    rows = []
+    for a in chosen:
+        inductance = v["inductance"][a] if dyn.inductive[a] else 0.0
+        cogging = f"{v['cogging_amplitude'][a]:g}x{v['cogging_periods'][a]:g}" if dyn.cogging[a] else "-"
+        lugre = (
+            ",".join(f"{v['lugre_' + n][a]:g}" for n in ("stiffness", "coulomb", "static", "stribeck_velocity"))
+            if dyn.lugre[a]
+            else "-"
+        )
+        rows.append([model.actuators.names[a], 1e3 * inductance, 1e3 * inductance / r[a], *thermal(a), cogging, lugre])
+    print(_table(headers, rows))
+
+
+_STATIC = ("inductive", "thermal", "housing", "cut", "cogging", "lugre")
 
 _JOINT_FIELDS = (
     "dof_lower",

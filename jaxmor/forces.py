@@ -27,6 +27,13 @@ torque ``kp_a (q_ref,a - q_j) + kd_a (u_ref,a - u_j)`` on each actuator's driven
 explicitly at ``q_t, u_t``, added to the actuator torque as set, and the sum is what the region clips
 (the spec's advice for a position-target policy: compute the PD explicitly, send it as actuator torque).
 
+Motor dynamics (:mod:`jaxmor.motor_dynamics`, each optional per actuator): the region of a motor with a
+thermal model is evaluated with its resistance, flux and derated peak at the winding temperature of the step's
+start, and with an inductance it is the set of currents reachable within the step; cogging adds
+``T^T tau_cog(T q_t)`` to the applied force (not clipped), and LuGre friction on the driven joint adds
+``-(offset + slope u_t)`` to it and ``slope`` to the implicit diagonal
+(:func:`jaxmor.motor_dynamics.lugre_coefficients`).
+
 Output damping and friction are kept per actuator and added to the driven joint's own damping and
 friction here (:func:`joint_damping`, :func:`joint_friction`), so replacing the actuators never leaves
 stale losses on a joint.

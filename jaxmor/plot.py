@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jax
 import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
@@ -41,6 +42,7 @@ __all__ = [
     "draw_region",
     "plot_actuator",
     "plot_actuators",
+    "plot_motor_temperatures",
 ]
 
 #: Colour of the operating points per :class:`jaxmor.MotorSaturation`.
@@ -48,6 +50,7 @@ SATURATION_COLORS = {
     MotorSaturation.NONE: "tab:blue",
     MotorSaturation.PEAK_TORQUE: "tab:purple",
     MotorSaturation.VOLTAGE: "tab:red",
+    MotorSaturation.TEMPERATURE: "tab:brown",
 }
 
 _SIDES = ("motor", "joint")
@@ -99,6 +102,7 @@ def draw_region(
     voltage_lines: bool = True,
     color: str = "tab:green",
     label: str | None = "EM-MOR",
+    gid: str = "region",
 ) -> list[Line2D]:
     """Draw a motor's operating region: its upper and lower bound over the speed, shaded between.
 
@@ -116,6 +120,7 @@ def draw_region(
         voltage_lines: also draw the two voltage limits ``+-tau_stall - b w`` as dotted lines.
         color: colour of the region.
         label: legend label of the region (``None``: none).
+        gid: the prefix of the bounds' gids (``"region"``: ``"region_upper"``, ``"region_lower"``).
 
     Returns:
         The drawn lines: the upper and lower bound (gids ``"region_upper"``, ``"region_lower"``), then
@@ -146,8 +151,8 @@ def draw_region(
     x = w * to_speed
     ax.fill_between(x, lower * to_torque, upper * to_torque, color=color, alpha=0.15, linewidth=0)
     lines = [
-        ax.plot(x, upper * to_torque, color=color, lw=2, label=label, gid="region_upper")[0],
-        ax.plot(x, lower * to_torque, color=color, lw=2, gid="region_lower")[0],
+        ax.plot(x, upper * to_torque, color=color, lw=2, label=label, gid=f"{gid}_upper")[0],
+        ax.plot(x, lower * to_torque, color=color, lw=2, gid=f"{gid}_lower")[0],
     ]
     if voltage_lines:
         for sign in (1.0, -1.0):
@@ -295,6 +300,7 @@ def plot_actuator(
     box: bool = True,
     losses: bool = True,
     legend: bool = True,
+    temperature: float | None = None,
 ) -> Axes:
     """One actuator of a model: its region, the Box-MOR of its joint and, optionally, operating points.
 
@@ -309,6 +315,9 @@ def plot_actuator(
         box: draw the Box-MOR of the driven joint's URDF limits.
         losses: draw the outline after the joint's and the actuator's friction and damping.
         legend: add a legend.
+        temperature: a winding temperature [degC]: for a motor with a thermal model, also draw (dashed, red,
+            gids ``"hot_region_upper"``/``"hot_region_lower"``) its region at that temperature: the resistance
+            and flux there, the peak derated by its temperature limit (:mod:`jaxmor.motor_dynamics`).
 
     Returns:
         The Axes, titled with the actuator's name.
@@ -328,6 +337,14 @@ def plot_actuator(
     damping = float(np.asarray(model.dof_damping)[v] + np.asarray(act.output_damping)[a]) if losses else 0.0
     friction = float(np.asarray(model.dof_friction)[v] + np.asarray(act.output_friction)[a]) if losses else 0.0
     draw_region(ax, motor, gear_ratio=gear, side=side, damping=damping, friction=friction)
+    if temperature is not None and act.dynamics.thermal[a]:
+        hot = _motor_at(act, a, motor, float(temperature))
+        lines = draw_region(
+            ax, hot, gear_ratio=gear, side=side, voltage_lines=False, color="tab:red",
+            label=f"at {float(temperature):g} degC", gid="hot_region",
+        )  # fmt: skip
+        for line in lines:
+            line.set_linestyle("--")
     if box:
         effort, velocity = np.asarray(model.dof_effort_limit)[v], np.asarray(model.dof_velocity_limit)[v]
         if np.isfinite(effort) and np.isfinite(velocity) and effort > 0 and velocity > 0:
@@ -349,6 +366,63 @@ def plot_actuator(
 
 
 _MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
+
+
+def _motor_at(act, a: int, motor: DcMotorParameters, temperature: float) -> DcMotorParameters:
+    """Actuator ``a``'s motor at a winding temperature: the constants and the derated peak the step would use."""
+    from jaxmor.motor_dynamics import derating_factor, flux_factor, resistance_factor
+
+    dyn = jax.tree.map(lambda x: np.asarray(x)[a : a + 1], act.dynamics)
+    t = np.array([temperature])
+    r, f = float(resistance_factor(dyn, t)[0]), float(flux_factor(dyn, t)[0])
+    d = float(derating_factor(dyn, t, np.array([temperature >= float(dyn.max_temperature[0])]))[0])
+    peak = float(motor.peak_torque)
+    return DcMotorParameters(
+        float(motor.resistance) * r,
+        float(motor.torque_constant) * f,
+        float(motor.velocity_constant) / f,
+        float(motor.bus_voltage),
+        peak * d if np.isfinite(peak) and d < 1 else peak,
+    )
+
+
+def plot_motor_temperatures(model, motor_states, timestep: float, *, ax: Axes | None = None) -> Axes:
+    """The winding temperature of every motor with a thermal model over a run, with its temperature limit.
+
+    Args:
+        model: the model.
+        motor_states: a rollout's ``traj.motor_state`` (fields (T, na)).
+        timestep: the time step [s] (``model.opt.timestep``).
+        ax: the Axes to draw on; default a new figure's.
+
+    Returns:
+        The Axes; one line per motor (gid ``"winding/<actuator>"``), a dotted line at each finite
+        ``max_temperature`` (gid ``"max_temperature/<actuator>"``).
+
+    Raises:
+        ArgumentError: a model without a thermal model, or states that do not have (T, na) fields.
+    """
+    act = model.actuators
+    chosen = [a for a in range(model.na) if act.dynamics.thermal[a]]
+    if not chosen:
+        raise ArgumentError("the model has no motor with a thermal model")
+    temps = np.asarray(motor_states.winding_temperature)
+    if temps.ndim != 2 or temps.shape[1] != model.na:
+        raise ArgumentError(f"motor_states must have fields of shape (T, {model.na}), got {temps.shape}")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.subplots(figsize=(6.0, 3.5), layout="constrained")[1]
+    t = float(timestep) * np.arange(1, temps.shape[0] + 1)
+    for a in chosen:
+        (line,) = ax.plot(t, temps[:, a], label=act.names[a], gid=f"winding/{act.names[a]}")
+        top = float(np.asarray(act.dynamics.max_temperature)[a])
+        if np.isfinite(top):
+            ax.axhline(top, ls=":", color=line.get_color(), lw=1, gid=f"max_temperature/{act.names[a]}")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("winding temperature [degC]")
+    ax.legend(fontsize=7)
+    return ax
 
 
 def plot_actuators(

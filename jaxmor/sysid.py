@@ -17,6 +17,11 @@ from the Gauss-Newton approximation ``J^T J`` of the loss's Hessian at the optim
 the residuals), directions with (near) zero curvature are reported as not identifiable, and the others get
 standard deviations ``sigma^2 (J^T J)^-1`` with the residual variance ``sigma^2``.
 
+Thermal constants (:data:`THERMAL_PARAMETERS`, for motors with a thermal model, :mod:`jaxmor.motor_dynamics`):
+from a recorded winding temperature (:attr:`Recording.temperature`), or, with no thermometer, from the fade of
+the current and the motion of a long run as the resistance rises; the latter are fitted over whole recordings
+(``window=None``), since a window's starting temperature is not known from the motion.
+
 Methods. ``method="gauss_newton"`` (default) is Levenberg-Marquardt on the residuals, with their Jacobian by
 forward-mode differentiation (a few parameters: one pass with a handful of tangents); it converges in a few
 tens of iterations. ``method="optax"`` runs any ``optax`` optimizer on the loss's gradient (reverse mode),

@@ -28,8 +28,9 @@ PENDULUM = ROBOTS / "pendulum" / "pendulum.urdf"
 TURNTABLE = ROBOTS / "turntable" / "turntable.urdf"
 
 #: What the readers in ``jaxmor/io`` may import from jaxmor: errors, the motor constants and their
-#: validity rule (the spec's value type, no Model or State), and each other.
-IO_MAY_IMPORT = {"jaxmor.errors", "jaxmor.motor"}
+#: validity rule (the spec's value type, no Model or State), the motor-dynamics definitions beside them
+#: (``ThermalModel`` etc.; that module imports neither Model nor State), and each other.
+IO_MAY_IMPORT = {"jaxmor.errors", "jaxmor.motor", "jaxmor.motor_dynamics"}
 
 
 @pytest.fixture(scope="module")

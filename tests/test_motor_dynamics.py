@@ -10,6 +10,7 @@ LuGre steady state, and jaxmor's previous release (the quasi-static step, bit fo
 
 from __future__ import annotations
 
+import functools
 import math
 import subprocess
 import sys
@@ -51,6 +52,12 @@ def held_run(model, command, n, state=None):
     """``n`` steps at rest: each step's actuator torque cancelled by an external torque. Returns the stacked states."""
     state = jaxmor.init_state(model) if state is None else state
     state = jaxmor.set_actuator_torques(model, state, jnp.array([command]))
+    return _held(model, state, n)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _held(model, state, n):
+    """The held run, compiled once per model structure and length (the model is an argument, not a constant)."""
 
     def body(s, _):
         lower, upper = jaxmor.actuator_torque_bounds(model, s)
@@ -58,7 +65,12 @@ def held_run(model, command, n, state=None):
         s = jaxmor.step(model, s.replace(external_force=-applied))
         return s, s
 
-    return jax.jit(lambda s: jax.lax.scan(body, s, None, length=n)[1])(state)
+    return jax.lax.scan(body, state, None, length=n)[1]
+
+
+step = jax.jit(jaxmor.step)
+bounds = jax.jit(jaxmor.actuator_torque_bounds)
+rollout = jax.jit(jaxmor.rollout, static_argnames="n_steps")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,9 +143,9 @@ def test_derating_scales_the_peak_and_labels_temperature(turntable):
     state = jaxmor.set_actuator_torques(model, jaxmor.init_state(model), jnp.array([100.0]))
     for temp, factor in ((25.0, 1.0), (100.0, 1.0), (105.0, 0.75), (119.0, 0.05), (130.0, 0.0)):
         s = jaxmor.set_motor_temperature(model, state, temp)
-        lower, upper = jaxmor.actuator_torque_bounds(model, s)
+        lower, upper = bounds(model, s)
         np.testing.assert_allclose([float(lower[0]), float(upper[0])], [-15.0 * factor, 15.0 * factor], atol=1e-12)
-        out = jaxmor.step(model, s).actuator_state
+        out = step(model, s).actuator_state
         assert float(out.derating[0]) == pytest.approx(factor, abs=1e-12)
         expected = jaxmor.MotorSaturation.TEMPERATURE if factor < 1 else jaxmor.MotorSaturation.PEAK_TORQUE
         assert int(out.saturation[0]) == expected
@@ -186,7 +198,7 @@ def test_inductance_region_is_the_reachable_current_set(turntable):
         speed, current = rng.uniform(-300, 300), rng.uniform(-20, 20)
         s = jaxmor.init_state(model, u=jnp.array([speed / GEAR]))
         s = s.replace(motor_state=s.motor_state.replace(current=jnp.array([current])))
-        lower, upper = jaxmor.actuator_torque_bounds(model, s)
+        lower, upper = bounds(model, s)
         lines = [0.1 * (e * current + (1 - e) * (v - speed / 10.0) / 0.2) for v in (-24.0, 24.0)]
         expected = np.clip(lines, -1.5, 1.5) * GEAR
         np.testing.assert_allclose([float(lower[0]), float(upper[0])], expected, rtol=1e-12, atol=1e-12)
@@ -202,13 +214,13 @@ QUASI_STATIC_SCRIPT = textwrap.dedent(
     for name in ("turntable", "quadruped"):
         m = jaxmor.load_urdf(jaxmor.robots.path(name))
         if name == "quadruped":
-            m = jaxmor.add_ground(m)
+            m = jaxmor.set_battery(jaxmor.add_ground(m), 48.0, 0.05)
         s = jaxmor.init_state(m)
         if name == "quadruped":
-            q = np.asarray(s.q).copy(); q[2] = 0.6
+            q = np.asarray(s.q).copy(); q[2] = 0.55
             s = jaxmor.init_state(m, q=jnp.asarray(q))
         rng = np.random.default_rng(0)
-        controls = jnp.asarray(rng.uniform(-30, 30, (150, m.na)))
+        controls = jnp.asarray(rng.uniform(-30, 30, (60, m.na)))
         final, traj = jax.jit(lambda s, c: jaxmor.rollout(m, s, c))(s, controls)
         for field in ("q", "u"):
             out[f"{name}.{field}"] = np.asarray(getattr(traj, field))
@@ -255,7 +267,7 @@ def test_cogging_torque_on_the_first_step(turntable):
     model = with_motor(turntable, h=1e-3, cogging=CoggingModel(amplitude=0.02, periods=12.0, phase=0.3))
     for q0 in (0.0, 0.013, -0.4):
         s = jaxmor.init_state(model, q=jnp.array([q0]))
-        u1 = float(jaxmor.step(model, s).u[0])
+        u1 = float(step(model, s).u[0])
         expected = 1e-3 * GEAR * 0.02 * math.sin(12.0 * GEAR * q0 + 0.3) / INERTIA
         assert u1 == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
@@ -357,9 +369,7 @@ def test_randomized_thermal_constants_per_world(turntable):
         r_th = float(one.actuators.dynamics.thermal_resistance[0])
         ambient = float(one.actuators.dynamics.ambient_temperature[0])
         assert float(states.motor_state.winding_temperature[w, 0]) == ambient
-        single = jaxmor.rollout(
-            one, jaxmor.set_actuator_torques(one, jaxmor.init_state(one), jnp.array([5.0])), n_steps=200
-        )
+        single = rollout(one, jaxmor.set_actuator_torques(one, jaxmor.init_state(one), jnp.array([5.0])), n_steps=200)
         assert float(final.motor_state.winding_temperature[w, 0]) == pytest.approx(
             float(single[0].motor_state.winding_temperature[0]), rel=1e-12
         )
@@ -507,3 +517,44 @@ def test_sysid_recovers_the_thermal_time_constant_from_the_torque_fade(heating_r
     )
     tau = result.values["thermal_resistance"][0] * result.values["heat_capacity"][0]
     assert tau == pytest.approx(5.0, rel=0.05), result.summary()
+
+
+# --------------------------------------------------------------------------------------------------
+# jaxmor info and the plots
+
+
+def test_info_lists_the_features(tmp_path, capsys):
+    from jaxmor.cli import main
+
+    path = tmp_path / "r.urdf"
+    path.write_text(URDF_TEMPLATE.format(inductance=' inductance="0.0003"', features=FEATURES))
+    assert main(["info", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(k for k, line in enumerate(lines) if line.startswith("motor dynamics"))
+    row = lines[header + 2]
+    cells = row.split()
+    # L = 0.3 mH, L/R = 0.3 mH / 0.3 Ohm = 1 ms, tau = 1.5 K/W * 20 J/K = 30 s, ambient 30 degC, the cut limit
+    assert cells[:5] == ["spin", "0.3", "1", "30", "30"], row
+    assert "cut" in row and "110..140" in row and "0.004x24" in row and "500,0.05,0.08,0.2" in row
+
+
+def test_plots_show_the_hot_region_and_the_temperatures(turntable):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from jaxmor import plot
+
+    th = ThermalModel(2.0, 5.0, resistance_tempco=0.004, flux_tempco=-0.001, max_temperature=150, limit_start=100)
+    model = with_motor(turntable, voltage=2.0, peak=1.5, thermal=th)
+    ax = Figure().add_subplot()
+    plot.plot_actuator(model, "spin", ax=ax, temperature=125.0)
+    hot = {line.get_gid(): line for line in ax.lines if str(line.get_gid()).startswith("hot_region")}
+    x, y = hot["hot_region_upper"].get_data()
+    # At 125 degC: R = 0.2 (1 + 0.4), Kt = 0.1 (1 - 0.1), peak derated to half: 0.75; stall 0.09 * 2 / 0.28.
+    stall = 0.1 * 0.9 * 2.0 / (0.2 * 1.4)
+    assert np.interp(0.0, x, y) == pytest.approx(min(stall, 0.75), rel=1e-12)
+    traj = held_run(model, 1e6, 50)
+    ax2 = plot.plot_motor_temperatures(model, traj.motor_state, 0.01, ax=Figure().add_subplot())
+    (line,) = [ln for ln in ax2.lines if ln.get_gid() == "winding/spin"]
+    np.testing.assert_array_equal(line.get_ydata(), np.asarray(traj.motor_state.winding_temperature)[:, 0])
+    assert any(ln.get_gid() == "max_temperature/spin" for ln in ax2.lines)

@@ -45,6 +45,17 @@ optional ``model`` name and one ``<motor>`` child)::
     positive); exactly one of ``velocity_constant`` Kv [rad/s/V] and ``back_emf_constant`` 1/Kv
     [V s/rad] (positive); ``peak_torque`` [Nm] (optional, positive; without it only the voltage limits
     apply, i.e. ``inf``).
+    ``inductance`` L [H] (optional, non-negative, default 0: the current follows the voltage within the step).
+``<thermal>``, ``<cogging>``, ``<lugre>`` (optional children of a model, at most one each; :mod:`jaxmor.motor_dynamics`)
+    ``<thermal thermal_resistance heat_capacity [housing_thermal_resistance housing_heat_capacity]
+    [ambient_temperature reference_temperature resistance_tempco flux_tempco] [max_temperature limit_start
+    limit]/>``: the winding's thermal network [K/W, J/K] (a housing node when ``housing_heat_capacity`` > 0),
+    temperatures in degC (defaults 25), ``resistance_tempco`` [1/K] (default 0.00393, copper), ``flux_tempco``
+    [1/K] (default 0), a temperature limit ``max_temperature`` (default ``inf``: none) with ``limit="derate"``
+    (from ``limit_start``) or ``"cut"`` (back on below ``limit_start``), which needs a finite ``peak_torque``.
+    ``<cogging amplitude periods [phase]/>`` [Nm, -, rad] on the rotor. ``<lugre stiffness damping coulomb
+    static stribeck_velocity/>`` at the output [Nm/rad, Nm s/rad, Nm, Nm, rad/s; N and m for a prismatic
+    joint], ``static >= coulomb``. Files without them are the quasi-static motor, as before.
 ``<coupling>``
     ``joint`` (required) another revolute or prismatic joint the motor also turns with; ``ratio``
     (required, finite, any sign): motor speed per unit speed of that joint.
@@ -87,6 +98,10 @@ line on which the start tag ends.) :func:`parse_actuators` rejects:
 * a motor parameter that is not positive (R, Kt, Kv or 1/Kv, V_bus, peak torque), or whose derived
   constants (Kt/R, Kt V_bus/R, Kt/(R Kv), Kv V_bus, and Kv = 1/back_emf_constant) overflow or underflow;
 * a ``<coupling>`` without a ``joint`` or without a finite ``ratio``; a ``<coupling>`` in a model file;
+* a negative ``inductance``; a second ``<thermal>``, ``<cogging>`` or ``<lugre>``; one missing a required
+  attribute or with a value its model refuses (:meth:`ThermalModel.problem <jaxmor.motor_dynamics.ThermalModel.problem>`
+  and the others: non-positive resistances or capacities, a limit without a finite peak torque or with
+  ``limit_start >= max_temperature``, an unknown ``limit``, ``static < coulomb``);
 * any attribute value that is not a finite number where a number is expected; unknown attributes and
   unknown child elements.
 
