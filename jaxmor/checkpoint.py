@@ -29,6 +29,7 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.motor import DcMotorParameters
+from jaxmor.motor_dynamics import MotorDynamics, MotorState
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
@@ -44,7 +45,7 @@ from jaxmor.types import (
 
 #: The format's name and version, written into every checkpoint.
 FORMAT = "jaxmor-checkpoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state)
 _META = "jaxmor_checkpoint"
 #: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
 _TYPES = {
@@ -59,6 +60,8 @@ _TYPES = {
         Keyframe,
         State,
         ActuatorState,
+        MotorDynamics,
+        MotorState,
         JointType,
         GeomType,
     )

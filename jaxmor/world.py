@@ -391,7 +391,13 @@ def _read_state(el, source: str, model: Model, state: State) -> State:
             if numbers.size != len(parts):
                 raise ModelError(source, child.sourceline, f"state value {name!r}: numbers expected")
         values[name] = jnp.asarray(numbers.reshape(shape).astype(template.dtype))
-    missing = [n for n in fields if n not in values and n not in _IN_ACTUATORS]
+    # A file written before the motor dynamics lacks these: they keep the fresh state's (motors at ambient).
+    newer = ("actuator_state.current", "actuator_state.voltage", "actuator_state.derating")
+    missing = [
+        n
+        for n in fields
+        if n not in values and n not in _IN_ACTUATORS and not (n.startswith("motor_state.") or n in newer)
+    ]
     if missing:
         raise ModelError(source, el.sourceline, f"the state lacks {', '.join(missing)}")
     nested = {}

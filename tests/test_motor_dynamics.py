@@ -558,3 +558,21 @@ def test_plots_show_the_hot_region_and_the_temperatures(turntable):
     (line,) = [ln for ln in ax2.lines if ln.get_gid() == "winding/spin"]
     np.testing.assert_array_equal(line.get_ydata(), np.asarray(traj.motor_state.winding_temperature)[:, 0])
     assert any(ln.get_gid() == "max_temperature/spin" for ln in ax2.lines)
+
+
+def test_world_files_and_checkpoints_keep_the_motor_state(tmp_path):
+    path = tmp_path / "r.urdf"
+    path.write_text(URDF_TEMPLATE.format(inductance=' inductance="0.0002"', features=FEATURES))
+    model = jaxmor.load_urdf(path)
+    state = jaxmor.set_actuator_torques(model, jaxmor.init_state(model), jnp.array([3.0]))
+    state = rollout(model, jaxmor.set_motor_temperature(model, state, 90.0, 60.0), n_steps=20)[0]
+    jaxmor.export_world(model, state, tmp_path / "w.xml")
+    model2, state2 = jaxmor.load_world(tmp_path / "w.xml")
+    assert jaxmor.get_actuators(model2) == jaxmor.get_actuators(model)
+    for a, b in zip(jax.tree.leaves(state2.motor_state), jax.tree.leaves(state.motor_state), strict=True):
+        np.testing.assert_array_equal(a, b)
+    jaxmor.save_checkpoint(tmp_path / "c.npz", model, state)
+    model3, state3 = jaxmor.load_checkpoint(tmp_path / "c.npz", model)
+    assert model3.actuators.dynamics.thermal == model.actuators.dynamics.thermal
+    for a, b in zip(jax.tree.leaves((model3, state3)), jax.tree.leaves((model, state)), strict=True):
+        np.testing.assert_array_equal(a, b)
