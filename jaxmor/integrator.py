@@ -274,7 +274,11 @@ def advance_motors(
         offset, slope, keep = lugre_coefficients(dyn, ms.bristle, state.u[drive], h)
         lugre_torque = -(offset + slope * u_next[drive])
         on = np.asarray(dyn.lugre, bool)
-        ms = ms.replace(bristle=jnp.where(on, keep * (ms.bristle + h * u_next[drive]), ms.bristle))
+        # The continuous model keeps |z| <= F_S / sigma0; a step that starts at rest (no decay yet) under a large
+        # acceleration can deflect the bristles past it, so the stored deflection is projected back onto that set.
+        reach = jnp.asarray(dyn.lugre_static, dtype) / jnp.where(on, jnp.asarray(dyn.lugre_stiffness, dtype), 1.0)
+        bristle = jnp.clip(keep * (ms.bristle + h * u_next[drive]), -reach, reach)
+        ms = ms.replace(bristle=jnp.where(on, bristle, ms.bristle))
     return ms, lugre_torque
 
 

@@ -56,7 +56,10 @@ deflection ``z`` [rad or m] (:attr:`MotorState.bristle`)::
 (``sigma2 v``, the viscous part, is the actuator's ``output_damping``). Over a step ``z' = a (z + h v')`` with
 ``a = 1 / (1 + h sigma0 |v| / g(v))`` at the velocity ``v`` of the step's beginning and the step's own end
 velocity ``v'``: the friction torque is linear in ``v'`` and its slope enters the effective mass like the
-implicit PD's, so a stiff bristle (``h^2 sigma0 / I`` large) stays stable.
+implicit PD's, so a stiff bristle (``h^2 sigma0 / I`` large) stays stable. The decay ``a`` uses the velocity of the
+step's start: a step that starts at rest under a large acceleration deflects the bristles as a spring, past the
+continuous model's bound ``|z| <= F_S / sigma0``, and that step's friction can exceed ``F_S``; the stored
+deflection is then projected back onto the bound (MuJoCo's exact-hold bristle update shares the overshoot).
 
 Units: temperatures in degrees Celsius (differences in kelvin), rotor side for the electrical and cogging
 quantities, output (joint) side for LuGre. Every function is pure JAX and works under ``jit``, ``vmap``

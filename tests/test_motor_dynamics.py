@@ -576,3 +576,23 @@ def test_world_files_and_checkpoints_keep_the_motor_state(tmp_path):
     assert model3.actuators.dynamics.thermal == model.actuators.dynamics.thermal
     for a, b in zip(jax.tree.leaves((model3, state3)), jax.tree.leaves((model, state)), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_lugre_bristles_stay_within_their_bound_under_a_jolt(turntable):
+    # 50 Nm from rest, 100 times the static friction: the first step deflects the bristles as a spring; the stored
+    # deflection never leaves the continuous model's set |z| <= F_S / sigma0, and the rotor slides on.
+    d = jaxmor.get_actuators(turntable)[0].replace(lugre=LUGRE)
+    model = jaxmor.set_actuators(turntable, [d])
+    model = model.replace(opt=model.opt.replace(timestep=1e-3))
+
+    def body(s, _):
+        s = jaxmor.step(model, s.replace(external_force=jnp.array([50.0])))
+        return s, s.motor_state.bristle[0]
+
+    # 15 steps: the rotor stays below the motor's no-load speed (24 rad/s at the joint), where the idle motor's
+    # region still holds zero torque.
+    final, bristle = jax.jit(lambda s: jax.lax.scan(body, s, None, length=15))(jaxmor.init_state(model))
+    assert np.max(np.abs(np.asarray(bristle))) <= 0.5 / 2000.0 * (1 + 1e-12)
+    # The bristles' spring step from rest brakes the first step (7 Nm, slope sigma0 h + sigma1 times 1 rad/s),
+    # then friction is below F_S = 0.5 Nm: at least 97% of the frictionless speed n h tau / I.
+    assert 0.97 * 50 * 0.015 / INERTIA < float(final.u[0]) < 50 * 0.015 / INERTIA
