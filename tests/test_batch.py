@@ -46,27 +46,50 @@ def _assert_same(got, want):
     )
 
 
+@pytest.fixture(scope="module")
+def programs(worlds):
+    """The compiled programs, shared by the tests: the models are arguments (not closed over), so a model of the
+    same structure (the shared model's resistance broadcast over the worlds) runs the same compiled program.
+    Every quadruped step compiled costs about a minute on CI; the file compiles four."""
+    _, _, axes, _, _ = worlds
+    chunked = jax.jit(lambda m, s, c: jaxmor.rollout_batch(m, s, c, chunk_size=3, model_axes=axes))
+    vmapped = jax.jit(jax.vmap(lambda m, s, c: jaxmor.rollout(m, s, c), in_axes=(axes, 0, 0)))
+    return chunked, vmapped
+
+
+def _per_world(model, resistance):
+    motor = model.actuators.motor.replace(resistance=jnp.asarray(resistance))
+    return model.replace(actuators=model.actuators.replace(motor=motor))
+
+
 @pytest.mark.slow
-def test_chunks_equal_one_vmap_with_a_remainder_and_per_world_motors(worlds):
+def test_chunks_equal_one_vmap_with_a_remainder_and_per_world_motors(worlds, programs):
     model, models, axes, states, controls = worlds
-    run = jax.jit(lambda m, s, c: jaxmor.rollout_batch(m, s, c, chunk_size=3, model_axes=axes))
+    run, ref = programs
     final, traj = run(models, states, controls)
-    ref = jax.jit(jax.vmap(lambda m, s, c: jaxmor.rollout(m, s, c), in_axes=(axes, 0, 0)))
     want_final, want_traj = ref(models, states, controls)
     _assert_same(final, want_final)
     assert traj.q.shape == (N_WORLDS, N_STEPS, model.nq)
     _assert_same(jax.tree.map(lambda x: x[:, 1], traj), jax.tree.map(lambda x: x[:, 1], want_traj))
-    # The per-world resistance matters: the shared model gives other motor torques.
-    shared, _ = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=3))(states, controls)
-    assert np.abs(np.asarray(shared.actuator_state.motor_torque - final.actuator_state.motor_torque)).max() > 1e-3
+    # The per-world resistance matters: the shared model's resistance in every world (the same compiled program,
+    # the resistance an argument) gives other motor torques.
+    shared = _per_world(model, jnp.broadcast_to(model.actuators.motor.resistance, (N_WORLDS, model.na)))
+    shared_final, _ = run(shared, states, controls)
+    assert np.abs(np.asarray(shared_final.actuator_state.motor_torque - final.actuator_state.motor_torque)).max() > 1e-3
 
 
 @pytest.mark.slow
-def test_one_chunk_and_no_controls(worlds):
+def test_one_chunk_and_no_controls(worlds, programs):
+    """chunk_size above the number of worlds (one chunk), no controls (each state's torques are kept). The
+    reference is the one vmap of ``rollout`` compiled above, with the shared model's resistance in every world and
+    each state's own torques as the controls of every step (what ``controls=None`` means), after 2 steps."""
     model, _, _, states, _ = worlds
-    final, _ = jax.jit(lambda s: jaxmor.rollout_batch(model, s, n_steps=2, chunk_size=64))(states)
-    want, _ = jax.jit(jax.vmap(lambda s: jaxmor.rollout(model, s, n_steps=2)))(states)
-    _assert_same(final, want)
+    final, _ = jax.jit(lambda m, s: jaxmor.rollout_batch(m, s, n_steps=2, chunk_size=64))(model, states)
+    _, ref = programs
+    shared = _per_world(model, jnp.broadcast_to(model.actuators.motor.resistance, (N_WORLDS, model.na)))
+    held = jnp.repeat(states.actuator_torque[:, None], N_STEPS, axis=1)
+    _, want = ref(shared, states, held)
+    _assert_same(final, jax.tree.map(lambda x: x[:, 1], want))
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,13 @@ Independent references: the torque bounds of the motor region in closed form (``
 and the URDF's effort limits read from the file; a fresh ``env.reset`` with the stored key for the
 automatic reset; the base velocity rotated into the base frame with a rotation built here from the
 quaternion. World counts are small except in the 4,096-world test; each distinct configuration compiles
-once per module.
+once per module: the 16-world tests share one compiled ``jit(vmap(reset))`` and ``jit(vmap(step))`` (``pd_fns``),
+and the one-physics-step environments one compiled ``jit(step)`` per motor model (``_one_physics_step_env``).
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -52,29 +55,30 @@ def test_environment_runs_under_jit_vmap_at_4096_worlds():
 def test_random_actions_for_1000_steps_stay_finite(pd_env, pd_fns):
     """1,000 control steps (5,000 physics steps) of uniform random actions on 16 worlds (in [-1, 1] on half
     of them, in [-0.1, 0.1] on the others): every observation, reward and metric finite, and both ways an
-    episode ends happen."""
+    episode ends happen. The steps are the module's compiled ``jit(vmap(step))``, called 1,000 times (a
+    ``lax.scan`` over them would compile the step once more)."""
     reset, step = pd_fns
     states = reset(jax.random.split(jax.random.PRNGKey(2), N_SMALL))
-
-    @jax.jit
-    def run(states, key):
-        def body(s, k):
-            a = jax.random.uniform(k, (N_SMALL, pd_env.action_size), minval=-1.0, maxval=1.0)
-            a = a * jnp.where(jnp.arange(N_SMALL) < N_SMALL // 2, 1.0, 0.1)[:, None]
-            s = jax.vmap(pd_env.step)(s, a)
-            finite = jnp.all(jnp.isfinite(s.obs)) & jnp.all(jnp.isfinite(s.reward))
-            for v in s.metrics.values():
-                finite = finite & jnp.all(jnp.isfinite(v))
-            ended = jnp.stack([jnp.sum(s.done & ~s.info["truncated"]), jnp.sum(s.info["truncated"])])
-            return s, (finite, ended, jnp.max(jnp.abs(s.obs)))
-
-        return jax.lax.scan(body, states, jax.random.split(key, 1000))
-
-    _, (finite, ended, largest) = run(states, jax.random.PRNGKey(3))
-    assert bool(jnp.all(finite)), f"non-finite values first at step {int(jnp.argmin(finite))}"
-    failures, truncations = (int(x) for x in jnp.sum(ended, axis=0))
+    keys = jax.random.split(jax.random.PRNGKey(3), 1000)
+    scale = jnp.where(jnp.arange(N_SMALL) < N_SMALL // 2, 1.0, 0.1)[None, :, None]
+    actions = jax.vmap(lambda k: jax.random.uniform(k, (N_SMALL, pd_env.action_size), minval=-1.0, maxval=1.0))(keys)
+    actions = actions * scale  # (1000, N_SMALL, action_size)
+    finite, ended, largest = [], [], []
+    for a in actions:
+        states = step(states, a)
+        ok = jnp.all(jnp.isfinite(states.obs)) & jnp.all(jnp.isfinite(states.reward))
+        for v in states.metrics.values():
+            ok = ok & jnp.all(jnp.isfinite(v))
+        truncated = states.info["truncated"]
+        finite.append(ok)
+        ended.append(jnp.stack([jnp.sum(states.done & ~truncated), jnp.sum(truncated)]))
+        largest.append(jnp.max(jnp.abs(states.obs)))
+    finite, ended, largest = np.asarray(jnp.stack(finite)), np.asarray(jnp.stack(ended)), np.asarray(jnp.stack(largest))
+    assert finite.shape == (1000,)
+    assert np.all(finite), f"non-finite values first at step {int(np.argmin(finite))}"
+    failures, truncations = (int(x) for x in np.sum(ended, axis=0))
     assert failures > 0 and truncations > 0, (failures, truncations)
-    assert float(jnp.max(largest)) < 1e3  # observations stay physical (speeds, angles, ratios)
+    assert float(np.max(largest)) < 1e3  # observations stay physical (speeds, angles, ratios)
 
 
 def test_auto_reset_starts_a_fresh_episode(pd_env, pd_fns):
@@ -94,7 +98,7 @@ def test_auto_reset_starts_a_fresh_episode(pd_env, pd_fns):
     idx = int(jnp.argmax(survivors))
     assert bool(after.done[idx]) and bool(after.info["truncated"][idx])
     assert int(after.info["episode_length"][idx]) == 40 and int(after.steps[idx]) == 0
-    fresh = pd_env.reset(before.key[idx])
+    fresh = jax.tree.map(lambda x: x[idx], reset(before.key))  # env.reset of each world's stored key
     np.testing.assert_array_equal(np.asarray(after.obs[idx]), np.asarray(fresh.obs))
     np.testing.assert_array_equal(np.asarray(after.sim.q[idx]), np.asarray(fresh.sim.q))
     np.testing.assert_array_equal(np.asarray(after.data.command[idx]), np.asarray(fresh.data.command))
@@ -102,30 +106,35 @@ def test_auto_reset_starts_a_fresh_episode(pd_env, pd_fns):
     assert float(after.info["episode_return"][idx]) != 0.0 and float(after.episode_return[idx]) == 0.0
 
 
-def test_a_fall_terminates_without_truncation(pd_env):
-    state = pd_env.reset(jax.random.PRNGKey(5))
-    sunk = state.replace(sim=state.sim.replace(q=state.sim.q.at[2].set(0.1)))  # base far below 60 % height
-    out = jax.jit(pd_env.step)(sunk, jnp.zeros(pd_env.action_size))
-    assert bool(out.done) and not bool(out.info["truncated"])
-    assert int(out.steps) == 0  # restarted
+def test_a_fall_terminates_without_truncation(pd_env, pd_fns):
+    reset, step = pd_fns
+    states = reset(jax.random.split(jax.random.PRNGKey(5), N_SMALL))
+    sunk = states.replace(sim=states.sim.replace(q=states.sim.q.at[:, 2].set(0.1)))  # base far below 60 % height
+    out = step(sunk, jnp.zeros((N_SMALL, pd_env.action_size)))
+    assert bool(jnp.all(out.done)) and not bool(jnp.any(out.info["truncated"]))
+    assert bool(jnp.all(out.steps == 0))  # restarted
 
 
+@functools.cache
 def _one_physics_step_env(motor_model):
-    return envs.Locomotion(action_mode="torque", motor_model=motor_model, substeps=1, auto_reset=False)
+    """The environment with one physics step per action and its compiled ``jit(step)``, one per motor model for
+    the module (the Box-MOR one serves two tests)."""
+    env = envs.Locomotion(action_mode="torque", motor_model=motor_model, substeps=1, auto_reset=False)
+    return env, jax.jit(env.step)
 
 
 @pytest.mark.parametrize("motor_model", ["em", "box"])
 def test_actions_at_plus_minus_one_are_the_torque_bounds(motor_model):
     """With one physics step per action, ``a = +-1`` applies exactly the bounds at the start of the step: the
     motor region in closed form times the gear (EM-MOR), or the URDF effort limits (Box-MOR, at rest)."""
-    env = _one_physics_step_env(motor_model)
+    env, step = _one_physics_step_env(motor_model)
     model = env.model
     state = env.reset(jax.random.PRNGKey(6))
     # Moving joints, so that the motor region's bounds differ from the peak torque (voltage band).
     u = state.sim.u.at[np.asarray(model.actuators.joint_v_index)].set(jnp.linspace(-20.0, 20.0, model.na))
     state = state.replace(sim=state.sim.replace(u=u))
     signs = jnp.asarray(np.tile([1.0, -1.0, 1.0], model.na // 3))
-    out = jax.jit(env.step)(state, signs)
+    out = step(state, signs)
     st = out.sim.actuator_state
     gear = np.asarray(model.actuators.gear_ratio)
     applied = np.asarray(st.motor_torque) * gear
@@ -162,12 +171,12 @@ def test_actions_at_plus_minus_one_are_the_torque_bounds(motor_model):
 def test_box_mor_monitors_the_region_and_reports_its_violation():
     """Box-MOR: the region only monitored; the effort-limited torques at high speed lie outside the motor
     region, and the metric says by how much (closed form)."""
-    env = _one_physics_step_env("box")
+    env, step = _one_physics_step_env("box")
     model = env.model
     state = env.reset(jax.random.PRNGKey(7))
     assert not bool(state.sim.mor_enforced)
     u = state.sim.u.at[np.asarray(model.actuators.joint_v_index)].set(15.0)  # drive with the motion: voltage-limited
-    out = jax.jit(env.step)(state.replace(sim=state.sim.replace(u=u)), jnp.ones(model.na))
+    out = step(state.replace(sim=state.sim.replace(u=u)), jnp.ones(model.na))
     st = out.sim.actuator_state
     m = model.actuators.motor
     lower, upper = motor_region(

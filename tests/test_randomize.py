@@ -125,8 +125,10 @@ def test_randomized_worlds_in_rollout_batch_equal_each_world_alone(quadruped):
     models, axes = jaxmor.randomize(quadruped, jax.random.key(3), n, spec)
     states = jaxmor.init_states(models, axes, n, q=jnp.asarray(quadruped_standing_q(quadruped, 0.53)))
     torques = jnp.asarray(np.random.default_rng(0).uniform(-30, 30, (n, steps, 12)))
-    final, _ = jax.jit(lambda s, c: jaxmor.rollout_batch(models, s, c, chunk_size=100, model_axes=axes))(
-        states, torques
+    # Two full chunks of 128: a remainder would compile the step a second time, and the remainder with per-world
+    # model leaves is shown in test_batch.py; the models are arguments of the compiled rollouts, not constants.
+    final, _ = jax.jit(lambda m, s, c: jaxmor.rollout_batch(m, s, c, chunk_size=128, model_axes=axes))(
+        models, states, torques
     )
     alone = jax.jit(lambda m, s, c: jaxmor.rollout(m, s, c)[0])
     for i in range(n):
@@ -243,7 +245,7 @@ def test_the_bus_voltage_sags_with_the_current_the_motors_draw(turntable):
     )
     states = jaxmor.init_states(models, axes, 4, u=jnp.array([5.0]))
     states = states.replace(actuator_torque=jnp.full((4, 1), 100.0))
-    stepped = jax.vmap(jaxmor.step, in_axes=(axes, 0))(models, states)
+    stepped = jax.jit(jax.vmap(jaxmor.step, in_axes=(axes, 0)))(models, states)  # compiled: faster than eager
     drop = v_oc - np.asarray(stepped.bus_voltage[:, 0])
     np.testing.assert_allclose(drop / np.asarray(models.battery.internal_resistance), power / v_oc, rtol=1e-9)
     with pytest.raises(ArgumentError, match="open_circuit_voltage must be positive"):

@@ -28,9 +28,14 @@ def empty_scene(**ground) -> jaxmor.Model:
     return jaxmor.add_ground(jaxmor.load_urdf(WORLD), **ground)
 
 
+# The model is an argument of the compiled rollout, not a constant in it: models of one structure (the same
+# bodies, other values) and the same number of steps share one compilation, e.g. the quadruped alone in the two
+# tests of bodies that move as they do alone.
+_ROLLOUT = jax.jit(lambda model, state, n_steps: jaxmor.rollout(model, state, n_steps=n_steps)[1], static_argnums=2)
+
+
 def rollout(model, state, n_steps):
-    _, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=n_steps))(state)
-    return traj
+    return _ROLLOUT(model, state, n_steps)
 
 
 def rotation_angle(quat, quat0):
@@ -123,6 +128,11 @@ def test_a_pushed_box_moves_as_an_inelastic_impact_with_friction_says(push):
 # bodies that never touch move as they do alone
 
 
+# Steps of the tests of bodies that move as they do alone: one number, so that the quadruped alone, rolled out in
+# both, compiles once.
+ALONE_STEPS = 600
+
+
 @pytest.fixture(scope="module")
 def quadruped_ground():
     return jaxmor.add_ground(load_shipped(QUADRUPED_URDF))
@@ -155,7 +165,7 @@ def test_a_quadruped_and_boxes_move_as_each_alone(quadruped_ground):
         (box_alone, box_q, np.array([0.5, 0.2, 0.0, 0.0, 0.0, 3.0])),
         (spin_alone, spin_q, np.array([-0.3, 0.0, 1.0, 5.0, -2.0, 1.0])),
     ]
-    together, alone = _alone_and_combined(parts, scene, 600)
+    together, alone = _alone_and_combined(parts, scene, ALONE_STEPS)
     assert np.all(np.isfinite(together))
     assert np.ptp(together[:, 2]) > 0.05 and np.ptp(together[:, 19 + 7 + 2]) > 0.05  # they did move
     start = 0
@@ -169,7 +179,8 @@ def test_a_quadruped_and_boxes_move_as_each_alone(quadruped_ground):
 @pytest.mark.slow
 def test_two_quadrupeds_with_actuators_move_as_each_alone(quadruped_ground):
     """Two quadrupeds side by side (the second combined with a prefix, 2 m away), each with its own DC-motor
-    actuator torques: equal to each alone; the actuators' names, joints and velocity indices follow."""
+    actuator torques: equal to each alone over 600 steps; the actuators' names, joints and velocity indices
+    follow."""
     twin = jaxmor.combine(quadruped_ground, load_shipped(QUADRUPED_URDF), prefix="b_", position=[0, 2.0, 0])
     m = quadruped_ground
     assert twin.na == 2 * m.na and twin.actuators.names[m.na :] == tuple("b_" + n for n in m.actuators.names)
@@ -184,10 +195,10 @@ def test_two_quadrupeds_with_actuators_move_as_each_alone(quadruped_ground):
     state = jaxmor.set_actuator_torques(
         twin, jaxmor.init_state(twin, q=np.concatenate([q, shifted])), np.concatenate([torques, -torques])
     )
-    together = np.asarray(rollout(twin, state, 300).q)
+    together = np.asarray(rollout(twin, state, ALONE_STEPS).q)
     for torque, q0, part in ((torques, q, together[:, : m.nq]), (-torques, shifted, together[:, m.nq :])):
         alone_state = jaxmor.set_actuator_torques(m, jaxmor.init_state(m, q=q0), torque)
-        alone = np.asarray(rollout(m, alone_state, 300).q)
+        alone = np.asarray(rollout(m, alone_state, ALONE_STEPS).q)
         print("max difference alone vs combined:", np.abs(part - alone).max())
         np.testing.assert_allclose(part, alone, atol=1e-11)
 
