@@ -147,12 +147,14 @@ def _info(path: str, dt: float | None) -> int:
 
 def _dynamics_table(model) -> None:
     """The motors' dynamic features (jaxmor.motor_dynamics), for the actuators that have any."""
+    from jaxmor.motor_dynamics import STATIC_FIELDS
+
     dyn = model.actuators.dynamics
     chosen = [a for a in range(model.na) if dyn.inductive[a] or dyn.thermal[a] or dyn.cogging[a] or dyn.lugre[a]]
     if not chosen:
         print("\nmotor dynamics: none (every motor quasi-static)")
         return
-    v = {f: np.asarray(getattr(dyn, f), dtype=np.float64) for f in dyn.__dataclass_fields__ if f not in _STATIC}
+    v = {f: np.asarray(getattr(dyn, f), dtype=np.float64) for f in dyn.__dataclass_fields__ if f not in STATIC_FIELDS}
     r = np.asarray(model.actuators.motor.resistance, dtype=np.float64)
 
     def thermal(a):
@@ -181,8 +183,6 @@ def _dynamics_table(model) -> None:
         rows.append([model.actuators.names[a], 1e3 * inductance, 1e3 * inductance / r[a], *thermal(a), cogging, lugre])
     print(_table(headers, rows))
 
-
-_STATIC = ("inductive", "thermal", "housing", "cut", "cogging", "lugre")
 
 _JOINT_FIELDS = (
     "dof_lower",

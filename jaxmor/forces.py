@@ -59,9 +59,8 @@ from jaxmor.motor_dynamics import (
     cogging_torque,
     current_decay,
     derating_factor,
-    flux_factor,
     lugre_coefficients,
-    resistance_factor,
+    motor_at_temperature,
 )
 from jaxmor.types import ActuatorState, Model, State
 
@@ -108,17 +107,7 @@ def _motor_now(model: Model, state: State) -> DcMotorParameters:
     dyn = model.actuators.dynamics
     if not dyn.any_thermal:
         return motor
-    temperature = state.motor_state.winding_temperature
-    on = np.asarray(dyn.thermal, bool)
-    flux = flux_factor(dyn, temperature)
-    dtype = temperature.dtype
-    return motor.replace(
-        resistance=jnp.where(
-            on, jnp.asarray(motor.resistance, dtype) * resistance_factor(dyn, temperature), motor.resistance
-        ),
-        torque_constant=jnp.where(on, jnp.asarray(motor.torque_constant, dtype) * flux, motor.torque_constant),
-        velocity_constant=jnp.where(on, jnp.asarray(motor.velocity_constant, dtype) / flux, motor.velocity_constant),
-    )
+    return motor_at_temperature(motor, dyn, state.motor_state.winding_temperature)
 
 
 def _region(

@@ -68,6 +68,7 @@ and ``grad``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -87,6 +88,7 @@ __all__ = [
     "derating_factor",
     "flux_factor",
     "lugre_coefficients",
+    "motor_at_temperature",
     "resistance_factor",
     "thermal_step",
 ]
@@ -317,6 +319,10 @@ class MotorDynamics:
         return any(self.lugre)
 
 
+#: The static fields of :class:`MotorDynamics`: which actuators have which feature.
+STATIC_FIELDS = tuple(f.name for f in dataclasses.fields(MotorDynamics) if not f.metadata.get("pytree_node", True))
+
+
 def compile_dynamics(
     inductance: list[float],
     thermal: list[ThermalModel | None],
@@ -397,7 +403,7 @@ def features_of(dynamics: MotorDynamics, i: int) -> dict:
 
 def concatenate_dynamics(a: MotorDynamics, b: MotorDynamics) -> MotorDynamics:
     """The dynamics of the actuators of ``a`` followed by those of ``b``."""
-    statics = {f: getattr(a, f) + getattr(b, f) for f in ("inductive", "thermal", "housing", "cut", "cogging", "lugre")}
+    statics = {f: getattr(a, f) + getattr(b, f) for f in STATIC_FIELDS}
     leaves = {
         f: jnp.concatenate([jnp.asarray(getattr(a, f)), jnp.asarray(getattr(b, f), jnp.asarray(getattr(a, f)).dtype)])
         for f in MotorDynamics.__dataclass_fields__
@@ -450,6 +456,26 @@ def flux_factor(dynamics: MotorDynamics, temperature: jax.Array) -> jax.Array:
     dtype = temperature.dtype
     beta = jnp.asarray(dynamics.flux_tempco, dtype)
     return 1.0 + beta * (temperature - jnp.asarray(dynamics.reference_temperature, dtype))
+
+
+def motor_at_temperature(motor, dynamics: MotorDynamics, temperature: jax.Array):
+    """The motors' constants at winding temperature ``temperature`` [degC] (na,): ``R(T)``, ``Kt(T)`` and
+    ``Kv(T)`` for the motors with a thermal model, the others' unchanged; the bus voltage and peak as given.
+
+    Args:
+        motor: a :class:`jaxmor.DcMotorParameters` with (na,) fields.
+        dynamics: the actuators' :class:`MotorDynamics`.
+        temperature: (na,) winding temperatures [degC].
+    """
+    on = np.asarray(dynamics.thermal, bool)
+    dtype = temperature.dtype
+    flux = flux_factor(dynamics, temperature)
+    resistance = jnp.asarray(motor.resistance, dtype) * resistance_factor(dynamics, temperature)
+    return motor.replace(
+        resistance=jnp.where(on, resistance, motor.resistance),
+        torque_constant=jnp.where(on, jnp.asarray(motor.torque_constant, dtype) * flux, motor.torque_constant),
+        velocity_constant=jnp.where(on, jnp.asarray(motor.velocity_constant, dtype) / flux, motor.velocity_constant),
+    )
 
 
 def derating_factor(dynamics: MotorDynamics, temperature: jax.Array, cutout: jax.Array) -> jax.Array:

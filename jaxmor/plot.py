@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import jax
 import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
@@ -369,18 +368,21 @@ _MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_volt
 
 
 def _motor_at(act, a: int, motor: DcMotorParameters, temperature: float) -> DcMotorParameters:
-    """Actuator ``a``'s motor at a winding temperature: the constants and the derated peak the step would use."""
-    from jaxmor.motor_dynamics import derating_factor, flux_factor, resistance_factor
+    """Actuator ``a``'s motor at a winding temperature: the constants and the derated peak the step would use
+    (:func:`jaxmor.motor_dynamics.motor_at_temperature`, :func:`~jaxmor.motor_dynamics.derating_factor`, for
+    every actuator at that temperature, then actuator ``a``'s)."""
+    from jaxmor.motor_dynamics import derating_factor, motor_at_temperature
 
-    dyn = jax.tree.map(lambda x: np.asarray(x)[a : a + 1], act.dynamics)
-    t = np.array([temperature])
-    r, f = float(resistance_factor(dyn, t)[0]), float(flux_factor(dyn, t)[0])
-    d = float(derating_factor(dyn, t, np.array([temperature >= float(dyn.max_temperature[0])]))[0])
+    dyn = act.dynamics
+    temps = np.full(len(act.names), float(temperature))
+    hot = motor_at_temperature(act.motor, dyn, temps)
+    cut = temps >= np.asarray(dyn.max_temperature, np.float64)
+    d = float(derating_factor(dyn, temps, cut)[a])
     peak = float(motor.peak_torque)
     return DcMotorParameters(
-        float(motor.resistance) * r,
-        float(motor.torque_constant) * f,
-        float(motor.velocity_constant) / f,
+        float(hot.resistance[a]),
+        float(hot.torque_constant[a]),
+        float(hot.velocity_constant[a]),
         float(motor.bus_voltage),
         peak * d if np.isfinite(peak) and d < 1 else peak,
     )

@@ -596,3 +596,26 @@ def test_lugre_bristles_stay_within_their_bound_under_a_jolt(turntable):
     # The bristles' spring step from rest brakes the first step (7 Nm, slope sigma0 h + sigma1 times 1 rad/s),
     # then friction is below F_S = 0.5 Nm: at least 97% of the frictionless speed n h tau / I.
     assert 0.97 * 50 * 0.015 / INERTIA < float(final.u[0]) < 50 * 0.015 / INERTIA
+
+
+def test_the_hot_region_of_each_actuator_uses_its_own_limit():
+    # Quadruped: LF_HAA derates from 100 to 120 degC, RF_KFE cuts at 120. At 110 degC the first draws half its peak,
+    # the second all of it (not cut yet): each actuator's own mode, whatever its place in the model.
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from jaxmor import plot
+
+    model = jaxmor.load_urdf(jaxmor.robots.path("quadruped"))
+    defs = jaxmor.get_actuators(model)
+    index = {d.label: i for i, d in enumerate(defs)}
+    for name, limit in (("LF_HAA", "derate"), ("RF_KFE", "cut")):
+        th = ThermalModel(2.0, 5.0, resistance_tempco=0.0, max_temperature=120.0, limit_start=100.0, limit=limit)
+        defs[index[name]] = defs[index[name]].replace(thermal=th)
+    model = jaxmor.set_actuators(model, defs)
+    for name, factor in (("LF_HAA", 0.5), ("RF_KFE", 1.0)):
+        ax = Figure().add_subplot()
+        plot.plot_actuator(model, name, ax=ax, temperature=110.0)
+        x, y = next(line for line in ax.lines if line.get_gid() == "hot_region_upper").get_data()
+        peak = float(defs[index[name]].motor.peak_torque)
+        assert np.interp(0.0, x, y) == pytest.approx(factor * peak, rel=1e-6), name
