@@ -41,6 +41,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.run import write_block
+
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 README = BENCH_DIR / "README.md"
@@ -279,13 +281,7 @@ def update_readme(path: Path, records: list[dict], header: dict, results_file: P
         f"(dt = {r0['dt'] * 1e3:g} ms), {r0['physics_steps']} physics steps per call, {r0['dtype']}; "
         f"`episode_steps={r0['episode_steps']}`; {len(r0['times_s'])} timed calls per case."
     )
-    block = f"{TABLE_START}\n{head}\n\n{render_table(records)}\n{TABLE_END}"
-    text = path.read_text() if path.exists() else "# bench\n\n"
-    if TABLE_START in text and TABLE_END in text:
-        text = text.split(TABLE_START, 1)[0] + block + text.split(TABLE_END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
+    write_block(path, TABLE_START, TABLE_END, f"{head}\n\n{render_table(records)}")
 
 
 def main(argv: list[str] | None = None) -> int:

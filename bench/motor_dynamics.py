@@ -611,13 +611,7 @@ def update_readme(path: Path, records: list[dict], results: Path) -> None:
         + (f" ({v['jaxmor_commit'][:10]})" if v.get("jaxmor_commit") else "")
         + "."
     )
-    block = f"{TABLE_START}\n{header}\n\n{render(records)}\n{TABLE_END}"
-    text = path.read_text() if path.exists() else "# bench\n"
-    if TABLE_START in text and TABLE_END in text:
-        text = text.split(TABLE_START, 1)[0] + block + text.split(TABLE_END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
+    run.write_block(path, TABLE_START, TABLE_END, f"{header}\n\n{render(records)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -615,12 +615,16 @@ def update_readme(path: Path, records: list[dict], results_file: Path) -> None:
         + (f" ({v['jaxmor_commit'][:10]})" if v.get("jaxmor_commit") else "")
         + "."
     )
-    block = f"{TABLE_START}\n{header}\n\n{render_table(records)}\n{TABLE_END}"
+    write_block(path, TABLE_START, TABLE_END, f"{header}\n\n{render_table(records)}")
+
+
+def write_block(path: Path, start: str, end: str, body: str) -> None:
+    """Put ``body`` between the markers ``start`` and ``end`` of ``path`` (a README), replacing what was there, or
+    append the markers with it (``path`` created as ``# bench`` if missing). Every bench's table goes in this way."""
+    block = f"{start}\n{body}\n{end}"
     text = path.read_text() if path.exists() else "# bench\n\n"
-    if TABLE_START in text and TABLE_END in text:
-        pre = text.split(TABLE_START, 1)[0]
-        post = text.split(TABLE_END, 1)[1]
-        text = pre + block + post
+    if start in text and end in text:
+        text = text.split(start, 1)[0] + block + text.split(end, 1)[1]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     path.write_text(text)
