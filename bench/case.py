@@ -229,6 +229,18 @@ def run_jaxmor_grad(spec: dict) -> dict:
 # ---------------------------------------------------------------------------------------------- MuJoCo
 
 
+def mujoco_standing_states(model, n: int) -> np.ndarray:
+    """(n, state size) MuJoCo full-physics states of the scenario's quadruped standing, at rest, one per world."""
+    import mujoco
+
+    data = mujoco.MjData(model)
+    data.qpos[:] = sc.standing_qpos()
+    full = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    s0 = np.zeros(mujoco.mj_stateSize(model, full))
+    mujoco.mj_getState(model, data, s0, full)
+    return np.tile(s0, (n, 1))
+
+
 def run_mujoco_forward(spec: dict) -> dict:
     import mujoco
     from mujoco import rollout
@@ -239,14 +251,9 @@ def run_mujoco_forward(spec: dict) -> dict:
     model = sc.mujoco_spec(dt).compile()
     compile_s = time.perf_counter() - t
 
-    data = mujoco.MjData(model)
-    data.qpos[:] = sc.standing_qpos()
-    state_spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    s0 = np.zeros(mujoco.mj_stateSize(model, state_spec))
-    mujoco.mj_getState(model, data, s0, state_spec)
-    initial = np.tile(s0, (n, 1))
+    initial = mujoco_standing_states(model, n)
     controls = np.ascontiguousarray(sc.controls(n, steps, dt))
-    states = np.empty((n, steps, s0.size))
+    states = np.empty((n, steps, initial.shape[1]))
     sensordata = np.empty((n, steps, model.nsensordata))
     datas = [mujoco.MjData(model) for _ in range(max(nthread, 1))]
     baseline = _current_rss_mb()

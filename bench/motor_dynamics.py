@@ -253,14 +253,9 @@ def _mujoco_program(spec: dict, option: str) -> _Program:
     t = time.perf_counter()
     model = built.compile()
     compile_s = time.perf_counter() - t
-    data = mujoco.MjData(model)
-    data.qpos[:] = sc.standing_qpos()
-    full = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    s0 = np.zeros(mujoco.mj_stateSize(model, full))
-    mujoco.mj_getState(model, data, s0, full)
-    initial = np.tile(s0, (n, 1))
+    initial = case.mujoco_standing_states(model, n)
     controls = np.ascontiguousarray(sc.controls(n, steps, dt) / _gears())  # the motor torques, rotor side
-    states = np.empty((n, steps, s0.size))
+    states = np.empty((n, steps, initial.shape[1]))
     sensordata = np.empty((n, steps, model.nsensordata))
     datas = [mujoco.MjData(model) for _ in range(max(nthread, 1))]
     runner = rollout.Rollout(nthread=nthread)
