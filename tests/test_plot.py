@@ -94,9 +94,9 @@ def test_operating_points_are_coloured_by_saturation():
     ax = axes()
     speed = np.array([[0.0, 100.0, 230.0], [-50.0, 10.0, 200.0]])
     torque = np.array([[1.0, 1.5, 0.5], [-1.5, 0.2, 1.5]])
-    sat = np.array([[0, 1, 2], [1, 0, 2]])
+    sat = np.array([[0, 1, 2], [1, 3, 2]])  # every label, TEMPERATURE (a derated peak) among them
     drawn = plot.draw_operating_points(ax, speed, torque, sat, gear_ratio=G, side="joint")
-    assert len(drawn) == 3
+    assert len(drawn) == 4
     for value, collection in zip(MotorSaturation, drawn, strict=True):
         mask = sat == int(value)
         np.testing.assert_allclose(collection.get_offsets(), np.c_[speed[mask] / G, torque[mask] * G])
