@@ -130,8 +130,14 @@ def test_the_gradient_of_the_loss_matches_central_differences(setup):
         return 0.5 * jnp.mean(r * r)
 
     theta = jnp.asarray(np.linspace(-0.3, -0.1, size))
-    grad = np.asarray(jax.jit(jax.grad(loss))(theta))
-    value = jax.jit(loss)
+    # One compiled program gives the gradient and the loss values of the differences (a separate jit(loss) would
+    # compile the rollout once more).
+    value_and_grad = jax.jit(jax.value_and_grad(loss))
+    grad = np.asarray(value_and_grad(theta)[1])
+
+    def value(t):
+        return float(value_and_grad(t)[0])
+
     eps = 1e-6
     fd = np.array([(value(theta.at[k].add(eps)) - value(theta.at[k].add(-eps))) / (2 * eps) for k in range(size)])
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9 * np.abs(fd).max())
