@@ -87,7 +87,7 @@ def _features(option: str) -> set[str]:
 
 def jaxmor_definitions(definitions: list, option: str) -> list:
     """The actuator definitions with the option's features (``ActuatorDefinition.replace``)."""
-    from jaxmor.motor_dynamics import CoggingModel, LugreModel, ThermalModel
+    from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 
     features = _features(option)
     extra: dict = {}

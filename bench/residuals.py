@@ -6,7 +6,7 @@ The bench scenario (:mod:`bench.scenario`) is run for each of ``--steps`` steps;
 velocity problem (warm-started from the last step's impulses, as the step does) and position problem
 (from zero) are solved with k sweeps and with ``--reference`` sweeps (float64). Printed per k: the
 velocity error ``|M_eff^-1 J^T (lam_k - lam_ref)|`` (max over the worlds and its median over the worlds),
-:func:`jaxmor.solver.contact_residuals` (most negative normal velocity, Signorini), and the position
+:func:`jaxmor.sim.solver.contact_residuals` (most negative normal velocity, Signorini), and the position
 pass's pseudo-velocity error. Recorded in docs/design/solver.md.
 """
 
@@ -24,12 +24,12 @@ def problems(n_worlds: int, n_steps: int, dt: float):
 
     import jaxmor
     from bench import scenario as sc
-    from jaxmor.collision import collide
-    from jaxmor.constraint import constraints, warm_start
-    from jaxmor.dynamics import dynamics
-    from jaxmor.forces import forces
-    from jaxmor.integrator import free_motion
-    from jaxmor.kinematics import kinematics
+    from jaxmor.sim.collision import collide
+    from jaxmor.sim.constraint import constraints, warm_start
+    from jaxmor.sim.dynamics import dynamics
+    from jaxmor.sim.forces import forces
+    from jaxmor.sim.integrator import free_motion
+    from jaxmor.sim.kinematics import kinematics
 
     model = jaxmor.add_ground(jaxmor.load_urdf(str(sc.URDF)), friction=sc.FRICTION)
     model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, jnp.float64)))
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dt", type=float, default=0.002)
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    from jaxmor.solver import contact_residuals, solve
+    from jaxmor.sim.solver import contact_residuals, solve
 
     for n_steps in (int(s) for s in args.steps.split(",")):
         cons, warm = problems(args.worlds, n_steps, args.dt)

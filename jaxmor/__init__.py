@@ -4,40 +4,38 @@ The public API is re-exported here; nothing is defined in this module, and impor
 global setting (x64, print options).
 """
 
-from jaxmor import envs, robots, sysid
-from jaxmor.actuators import (
-    export_actuators,
-    get_actuators,
-    import_actuators,
-    set_actuators,
-    set_affine_actuators,
-)
-from jaxmor.affine import (
+from jaxmor import envs, robots
+from jaxmor.actuation.affine import (
     AffineActuatorDefinition,
     affine_force,
     affine_force_at,
     affine_generalized_force,
     clamp_ctrl,
 )
-from jaxmor.batch import init_states, rollout_batch, shard_worlds
-from jaxmor.build import load_mjcf, load_urdf
-from jaxmor.checkpoint import load_checkpoint, save_checkpoint
-from jaxmor.collision import Contacts, collide, contact_count
-from jaxmor.compose import add_free_body, combine
-from jaxmor.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
-from jaxmor.errors import ArgumentError, JaxmorError, ModelError
-from jaxmor.forces import (
-    actuate,
-    actuator_torque_bounds,
-    affine_joint_force,
-    generalized_force,
-    joint_damping,
-    joint_friction,
-    motor_speeds,
+from jaxmor.actuation.motor import (
+    DcMotorParameters,
+    MotorSaturation,
+    MotorTorqueBounds,
+    clip_motor_torque,
+    motor_operating_region_violation,
+    motor_torque_bounds,
+    motor_torque_bounds_from_constants,
 )
-from jaxmor.integrator import integrate_positions
+from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, MotorState, ThermalModel
+from jaxmor.build.actuators import (
+    export_actuators,
+    get_actuators,
+    import_actuators,
+    set_actuators,
+    set_affine_actuators,
+)
+from jaxmor.build.builder import load_mjcf, load_urdf
+from jaxmor.build.checkpoint import load_checkpoint, save_checkpoint
+from jaxmor.build.compose import add_free_body, combine
+from jaxmor.build.scene import add_ground, enable_self_collision, set_battery, set_geom_properties, set_ground_contact
+from jaxmor.build.world import export_package, export_world, load_world
+from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
-from jaxmor.kinematics import Poses, forward_kinematics, link_jacobian, point_jacobian
 from jaxmor.model import (
     actuator_index,
     actuator_names,
@@ -49,18 +47,21 @@ from jaxmor.model import (
     summary,
     transmission_matrix,
 )
-from jaxmor.motor import (
-    DcMotorParameters,
-    MotorSaturation,
-    MotorTorqueBounds,
-    clip_motor_torque,
-    motor_operating_region_violation,
-    motor_torque_bounds,
-    motor_torque_bounds_from_constants,
+from jaxmor.sim.batch import init_states, rollout_batch, shard_worlds
+from jaxmor.sim.collision import Contacts, collide, contact_count
+from jaxmor.sim.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
+from jaxmor.sim.forces import (
+    actuate,
+    actuator_torque_bounds,
+    affine_joint_force,
+    generalized_force,
+    joint_damping,
+    joint_friction,
+    motor_speeds,
 )
-from jaxmor.motor_dynamics import CoggingModel, LugreModel, MotorState, ThermalModel
-from jaxmor.randomize import Distribution, log_uniform, normal, randomize, scale, uniform
-from jaxmor.scene import add_ground, enable_self_collision, set_battery, set_geom_properties, set_ground_contact
+from jaxmor.sim.integrator import integrate_positions
+from jaxmor.sim.kinematics import Poses, forward_kinematics, link_jacobian, point_jacobian
+from jaxmor.sim.pipeline import rollout, step
 from jaxmor.state import (
     actuator_states,
     actuator_torques,
@@ -83,7 +84,8 @@ from jaxmor.state import (
     set_pd_gains,
     set_pd_targets,
 )
-from jaxmor.step import rollout, step
+from jaxmor.tools import sysid
+from jaxmor.tools.randomization import Distribution, log_uniform, normal, randomize, scale, uniform
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
@@ -96,7 +98,6 @@ from jaxmor.types import (
     Options,
     State,
 )
-from jaxmor.world import export_package, export_world, load_world
 
 __all__ = [
     "ActuatorCoupling",

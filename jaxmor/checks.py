@@ -167,7 +167,7 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
     return (lo, hi)
 
 
-#: The values of ``Options.implicit_bias`` (:mod:`jaxmor.integrator`).
+#: The values of ``Options.implicit_bias`` (:mod:`jaxmor.sim.integrator`).
 IMPLICIT_BIAS = ("kahan", "euler", "base")
 
 

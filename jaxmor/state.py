@@ -17,13 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.motor import motor_problem
+from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
 from jaxmor.checks import as_array, as_vector, concrete
-from jaxmor.collision import contact_count
 from jaxmor.errors import ArgumentError
-from jaxmor.kinematics import point_jacobian
 from jaxmor.model import actuator_index, neutral_q
-from jaxmor.motor import motor_problem
-from jaxmor.motor_dynamics import MotorState, initial_motor_state
+from jaxmor.sim.collision import contact_count
+from jaxmor.sim.kinematics import point_jacobian
 from jaxmor.types import ActuatorState, Model, State
 
 # --------------------------------------------------------------------------------------------------
@@ -404,7 +404,7 @@ def set_actuator_pd_targets(
 
 
 def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
-    """Reject a voltage that makes a selected motor invalid (:func:`jaxmor.motor.motor_problem`).
+    """Reject a voltage that makes a selected motor invalid (:func:`jaxmor.actuation.motor.motor_problem`).
 
     Checked only when the voltage and the motor constants are concrete: under ``jit``/``vmap`` it is
     skipped rather than concretizing a tracer. A model batched without ``vmap`` (fields of shape
@@ -570,7 +570,7 @@ def reset_actuator_state(model: Model, state: State) -> State:
 
     The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
     actuator definitions', the actuator states cleared, the motors at their ambient temperature without
-    current (:func:`jaxmor.motor_dynamics.initial_motor_state`) and the affine controls zeroed; everything
+    current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`) and the affine controls zeroed; everything
     else is kept.
 
     Args:

@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.actuation.motor import DcMotorParameters
+from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
 from jaxmor.checks import check_options
-from jaxmor.motor import DcMotorParameters
-from jaxmor.motor_dynamics import MotorDynamics, MotorState
 
 
 class JointType(enum.IntEnum):
@@ -81,9 +81,9 @@ class Options:
         position_iterations: sweeps per step of the position-correction pass (static, ``>= 1``). The two
             passes share their loop: a step's dependent loop iterations are the larger count.
         friction_rule: how two given friction coefficients combine: ``"geometric_mean"`` (default),
-            ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.collision.combine_friction`).
+            ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.sim.collision.combine_friction`).
         implicit_bias: how the velocity-dependent forces (Coriolis, centrifugal, gyroscopic) enter the
-            effective mass (static; see :mod:`jaxmor.integrator`): ``"kahan"`` (default), ``M + (h/2) D``
+            effective mass (static; see :mod:`jaxmor.sim.integrator`): ``"kahan"`` (default), ``M + (h/2) D``
             with ``D = db/du`` of the whole tree, which does not dissipate; ``"euler"``, ``M + h D``,
             linearized backward Euler, which dissipates; ``"base"``, only a floating base's gyroscopic
             block, backward Euler, the joints' terms explicit (the cheapest).
@@ -135,7 +135,8 @@ class MotorActuators:
         output_damping: (na,) viscous damping of each actuator at its output [Nm s/rad or N s/m].
         output_friction: (na,) Coulomb friction torque of each actuator at its output [Nm or N].
         dynamics: the motors' optional dynamic features (winding temperature, inductance, cogging, LuGre
-            friction; :mod:`jaxmor.motor_dynamics`), their constants (na,) leaves, which actuators have them static.
+            friction; :mod:`jaxmor.actuation.motor_dynamics`), their constants (na,) leaves, which actuators have them
+            static.
     """
 
     names: tuple[str, ...] = struct.field(pytree_node=False)
@@ -464,13 +465,13 @@ class ActuatorState:
             [Nm or N, joint side].
         saturation: int32 :class:`jaxmor.MotorSaturation` value of the bound that limited the command.
         valid: bool, whether the actuator could act: its motor valid with the bus voltage and its gear
-            ratio positive (an invalid one applied no torque; see :func:`jaxmor.forces.actuator_validity`).
+            ratio positive (an invalid one applied no torque; see :func:`jaxmor.sim.forces.actuator_validity`).
         current: the winding current over the step [A], ``motor_torque / Kt`` (``Kt`` at the winding
             temperature).
         voltage: the terminal voltage the driver held over the step [V] (``R i + w / Kv`` without inductance;
             in ``[-V_bus, V_bus]`` when the region is enforced and the peak torque did not limit).
         derating: the fraction [0, 1] of the peak torque the temperature limit allowed (1 without a limit;
-            :func:`jaxmor.motor_dynamics.derating_factor`).
+            :func:`jaxmor.actuation.motor_dynamics.derating_factor`).
     """
 
     motor_speed: jax.Array
@@ -527,7 +528,7 @@ class State:
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
-            (:class:`jaxmor.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).
+            (:class:`jaxmor.actuation.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).
         nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``. The world then keeps
             its last ``q``, ``u``, time, impulses and actuator states, and it stops: later steps change
             nothing but clear the external forces, until the flag is cleared

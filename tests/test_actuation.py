@@ -45,9 +45,9 @@ from jaxmor import (
     set_motor_operating_region_enforced,
     transmission_matrix,
 )
+from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation, motor_operating_region_violation
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
-from jaxmor.motor import DcMotorParameters, MotorSaturation, motor_operating_region_violation
 
 NONE, PEAK, VOLTAGE = int(MotorSaturation.NONE), int(MotorSaturation.PEAK_TORQUE), int(MotorSaturation.VOLTAGE)
 

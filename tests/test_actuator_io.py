@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import HOUND_URDF
 
+from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.errors import ModelError
 from jaxmor.io.actuators import (
     ActuatorCoupling,
@@ -23,7 +24,6 @@ from jaxmor.io.actuators import (
     validate_actuators,
 )
 from jaxmor.io.xml import parse_xml
-from jaxmor.motor import DcMotorParameters
 
 #: Joints of the synthetic robot written by :func:`robot_text`, name -> URDF type.
 JOINTS = {

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from jaxmor.affine import (
+from jaxmor.actuation.affine import (
     AffineActuatorDefinition,
     AffineActuators,
     affine_actuator_force,

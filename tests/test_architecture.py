@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import jaxmor
-import jaxmor.kinematics
+import jaxmor.sim.kinematics
 from jaxmor import ArgumentError
 
 PACKAGE = Path(jaxmor.__file__).resolve().parent
@@ -30,7 +30,7 @@ TURNTABLE = ROBOTS / "turntable" / "turntable.urdf"
 #: What the readers in ``jaxmor/io`` may import from jaxmor: errors, the motor constants and their
 #: validity rule (the spec's value type, no Model or State), the motor-dynamics definitions beside them
 #: (``ThermalModel`` etc.; that module imports neither Model nor State), and each other.
-IO_MAY_IMPORT = {"jaxmor.errors", "jaxmor.motor", "jaxmor.motor_dynamics"}
+IO_MAY_IMPORT = {"jaxmor.errors", "jaxmor.actuation.motor", "jaxmor.actuation.motor_dynamics"}
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +44,13 @@ def quadruped():
 
 def _count_joint_transforms(monkeypatch, fn, *args) -> int:
     calls = []
-    original = jaxmor.kinematics.joint_transforms
+    original = jaxmor.sim.kinematics.joint_transforms
 
     def counting(*a, **k):
         calls.append(1)
         return original(*a, **k)
 
-    monkeypatch.setattr(jaxmor.kinematics, "joint_transforms", counting)
+    monkeypatch.setattr(jaxmor.sim.kinematics, "joint_transforms", counting)
     jax.clear_caches()  # a step traced before (another test in this process) would not be traced again
     jax.make_jaxpr(fn)(*args)
     return len(calls)
@@ -105,7 +105,7 @@ def test_io_imports_no_runtime_module():
 
 
 def test_the_row_layout_lives_in_the_constraint_module():
-    """No ``3 * nc`` offset arithmetic on the flat impulse vector outside ``jaxmor/constraint.py``."""
+    """No ``3 * nc`` offset arithmetic on the flat impulse vector outside ``jaxmor/sim/constraint.py``."""
     pattern = re.compile(r"\b3\s*\*\s*nc\b|\bnc\s*\*\s*3\b")
     offenders = [
         f"{p.relative_to(PACKAGE)}:{i}"

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 from conftest import QUADRUPED_URDF, ROOT, TURNTABLE_URDF
 
-import jaxmor.demo
-from jaxmor.cli import main
-from jaxmor.motor import MotorSaturation
+import jaxmor.tools.demo
+from jaxmor.actuation.motor import MotorSaturation
+from jaxmor.tools.cli import main
 
 # The turntable's motor (jaxmor/robots/turntable/actuators/spin_actuator.xml) and the quadruped's motor (both files).
 SPIN = {"G": 10.0, "R": 0.2, "Kt": 0.1, "Kv": 10.0, "V": 24.0, "peak": 1.5}
@@ -47,7 +47,7 @@ def figures(m: dict, gear: float) -> dict:
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "jaxmor.cli", *args], capture_output=True, text=True, check=False, cwd=cwd or ROOT
+        [sys.executable, "-m", "jaxmor.tools.cli", *args], capture_output=True, text=True, check=False, cwd=cwd or ROOT
     )
 
 
@@ -160,7 +160,7 @@ def test_errors_are_one_line(tmp_path):
 
 def test_plot_region_without_matplotlib_is_one_line(tmp_path):
     code = (
-        "import sys; sys.modules['matplotlib'] = None; from jaxmor.cli import main; "
+        "import sys; sys.modules['matplotlib'] = None; from jaxmor.tools.cli import main; "
         f"sys.exit(main(['plot-region', {str(TURNTABLE_URDF)!r}, '-o', {str(tmp_path / 'r.png')!r}]))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
@@ -178,7 +178,7 @@ def test_plot_region_writes_a_png(tmp_path, capsys):
 def demo_run(tmp_path_factory):
     """``jaxmor demo --worlds 8 --seconds 0.05 --out TMP`` in this process; the run's result is kept too."""
     results = []
-    original = jaxmor.demo.run_demo
+    original = jaxmor.tools.demo.run_demo
 
     def spy(*args, **kwargs):
         results.append(original(*args, **kwargs))
@@ -186,7 +186,7 @@ def demo_run(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("demo")
     mp = pytest.MonkeyPatch()
-    mp.setattr(jaxmor.demo, "run_demo", spy)
+    mp.setattr(jaxmor.tools.demo, "run_demo", spy)
     import contextlib
     import io
 

@@ -1,4 +1,4 @@
-"""Contact candidates (jaxmor.collision) against geometry computed independently here with NumPy.
+"""Contact candidates (jaxmor.sim.collision) against geometry computed independently here with NumPy.
 
 Models are small URDF strings. Pair tests use a world-rooted robot: a ``post`` link welded to the
 world (its geom has body -1, geom 0) and a ``base`` link on a floating joint (body 0, geom 1), so the
@@ -18,8 +18,8 @@ import pytest
 from oracles import quat_of_axis_angle, rot_of_quat, rpy
 
 from jaxmor import ArgumentError, GeomType, add_ground, enable_self_collision, load_urdf, set_geom_properties
-from jaxmor.collision import Contacts, collide, contact_count, tangent_frame
-from jaxmor.kinematics import body_poses
+from jaxmor.sim.collision import Contacts, collide, contact_count, tangent_frame
+from jaxmor.sim.kinematics import body_poses
 
 I = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>'  # noqa: E741
 LIMIT = '<limit lower="-3" upper="3" effort="10" velocity="5"/>'

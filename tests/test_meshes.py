@@ -130,7 +130,7 @@ def test_mesh_pairs_equal_the_primitive_pairs_of_the_same_box(files):
     another mesh box: the mesh functions take the hull's vertices and planes, the primitive ones the box's
     closed-form geometry (tests/test_collision.py checks those against sampled distances). STL files hold float32
     coordinates: the mesh box's corners are the box's to 1.5e-8 m, hence the tolerance."""
-    from jaxmor import collision
+    from jaxmor.sim import collision
 
     model = load(mesh_urdf("../meshes/box.stl"), files / "pkg" / "robots")
     hull = (model.mesh_vertices[:1], model.mesh_planes[:1], np.arange(64)[None] < model.mesh_vertex_count[0])
@@ -232,7 +232,7 @@ def test_ground_contact_filter_by_link_geom_and_pattern(files):
     described = jaxmor.add_ground(jaxmor.load_urdf(text.replace("{extra}", '<ground_contact names="*_foot"/>')))
     assert described.geom_ground == feet.geom_ground
     # The slots are the feet's lowest points (r = 0.02, 0.01, 0.02; 0.3 below the base at z = 0.33).
-    contacts = jaxmor.collide(feet, jaxmor.kinematics.body_poses(feet, jnp.array([0, 0, 0.33, 1.0, 0, 0, 0, 0])))
+    contacts = jaxmor.collide(feet, jaxmor.sim.kinematics.body_poses(feet, jnp.array([0, 0, 0.33, 1.0, 0, 0, 0, 0])))
     assert contacts.body_b == (1, 1, 1)
     np.testing.assert_allclose(contacts.distance, [0.01, 0.02, 0.01], atol=1e-12)
     with pytest.raises(jaxmor.ArgumentError, match=r"'\*_hand' matches no collision geom.*toe"):
@@ -331,7 +331,7 @@ def test_robot_with_mesh_collisions_stands_like_mujoco(robot):
     targets = np.zeros(model.nv)
     for name, jq, ju in zip(model.joint_names, model.joint_q, model.joint_u, strict=True):
         q0[jq] = targets[ju] = standing_pose(robot, name)
-    gaps = jaxmor.collide(model, jaxmor.kinematics.body_poses(model, jnp.asarray(q0))).distance
+    gaps = jaxmor.collide(model, jaxmor.sim.kinematics.body_poses(model, jnp.asarray(q0))).distance
     q0[2] = -float(np.min(gaps))  # the lowest hull point touches the ground
     joints = np.array(model.joint_u)
     state = jaxmor.init_state(model, q=jnp.asarray(q0))
@@ -343,7 +343,9 @@ def test_robot_with_mesh_collisions_stands_like_mujoco(robot):
     n = int(round(DURATION / H))
     final, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=n))(state)
     assert not bool(final.nonfinite)
-    lowest = jax.jit(jax.vmap(lambda q: jaxmor.collide(model, jaxmor.kinematics.body_poses(model, q)).distance.min()))
+    lowest = jax.jit(
+        jax.vmap(lambda q: jaxmor.collide(model, jaxmor.sim.kinematics.body_poses(model, q)).distance.min())
+    )
     assert float(lowest(traj.q[::50]).min()) > -2e-3
     height = np.asarray(traj.q[:, 2])
     reference = mujoco_stand(path, model, q0, kp, kd, friction)

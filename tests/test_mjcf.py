@@ -221,7 +221,7 @@ def test_joint_springs_act_as_mujocos_and_integrate_implicitly():
     data.qpos[0] = 0.7
     mujoco.mj_forward(m, data)
     state = jaxmor.init_state(model, q=[0.7])
-    np.testing.assert_allclose(jaxmor.forces.joint_spring(model, state), data.qfrc_spring, atol=1e-12)
+    np.testing.assert_allclose(jaxmor.sim.forces.joint_spring(model, state), data.qfrc_spring, atol=1e-12)
     inertia = float(jaxmor.mass_matrix(model, jnp.zeros(1))[0, 0])
     h, k, ref = float(model.opt.timestep), 40.0, math.radians(20)
     q, u = 0.7, 0.0
@@ -330,7 +330,7 @@ def test_keyframes_and_set_keyframe_equal_mujocos_reset():
 
 
 def _ground_slots(model, q) -> np.ndarray:
-    contacts = jaxmor.collide(model, jaxmor.kinematics.body_poses(model, jnp.asarray(q)))
+    contacts = jaxmor.collide(model, jaxmor.sim.kinematics.body_poses(model, jnp.asarray(q)))
     return contacts
 
 
@@ -390,7 +390,7 @@ def test_walls_self_collision_and_exclusions_follow_mujocos_filter():
         slot = 0
         for pair, geoms in zip(pairs, model.contact_pairs, strict=True):
             assert distance[slot] == pytest.approx(mj[pair].dist, abs=1e-12), sorted(pair)
-            slot += jaxmor.collision.pair_slot_count(model, geoms)
+            slot += jaxmor.sim.collision.pair_slot_count(model, geoms)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -665,7 +665,7 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
 
 
 def test_the_command_line_reads_mjcf_files(tmp_path, capsys):
-    from jaxmor import cli
+    from jaxmor.tools import cli
 
     (tmp_path / "arm.xml").write_text(model_text(ARM, actuators='<motor name="m1" joint="j1"/>'))
     assert cli.main(["info", str(tmp_path / "arm.xml")]) == 0
@@ -727,7 +727,7 @@ def test_dcmotor_constants_equal_mujocos_compiled_ones(case):
     ``actuator_dynprm`` = [te, di/dt max, R_th, C, T_a, sigma0, sigma1, ...], ``actuator_biasprm`` = [A, N, phi,
     F_C, F_S, v_S], ``forcerange``, ``gear``, ``ctrlrange``), converted where jaxmor's conventions differ: one
     motor constant K as Kt = K and Kv = 1/K, the inductance L = te R, LuGre at the output (gear G)."""
-    from jaxmor.motor_dynamics import features_of
+    from jaxmor.actuation.motor_dynamics import features_of
 
     text = _dcmotor(DCMOTOR_CASES[case])
     model, m = both(text)
@@ -776,8 +776,8 @@ def test_dcmotor_forces_equal_mujocos():
     ``ctrl = +-V`` and ``0`` against jaxmor's region at the gear output (``G (K V / R(T) - K^2 w / R(T))``: the
     half width is the voltage's torque, the midpoint the back-EMF's), its cogging torque and its LuGre friction
     (the step's, extrapolated to ``h -> 0``: the continuous force MuJoCo evaluates explicitly)."""
-    from jaxmor.forces import cogging_joint_torque
-    from jaxmor.motor_dynamics import lugre_coefficients
+    from jaxmor.actuation.motor_dynamics import lugre_coefficients
+    from jaxmor.sim.forces import cogging_joint_torque
 
     attrs = ('gear="3" resistance="1.2" motorconst="0.05 0.07" thermal="2 40 0 .0039 20 25" cogging="0.01 6 0.4" '
              'lugre="80 0.02 0.03 0.05 2" ctrlrange="-24 24"')  # fmt: skip

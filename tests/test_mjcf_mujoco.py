@@ -119,7 +119,7 @@ def go2_landing():
     above the home pose, in both engines. MuJoCo's cone is set to elliptic, as in ``go2.xml`` (the MJX variant
     picks pyramidal for speed): its pyramidal cone lets the feet slide 9-15 mm apart while landing (measured),
     which jaxmor's Coulomb disk, like MuJoCo's elliptic cone, does not."""
-    from jaxmor import compare
+    from jaxmor.tools import compare
 
     path = mjcf_model("go2/scene_mjx.xml")
     if path is None:
@@ -178,8 +178,8 @@ def test_go2_lands_and_stands_like_mujoco(go2_landing):
 
 
 def test_compare_converts_as_the_reference_does(pair):
-    """``jaxmor.compare``'s conversions and quantities against the test reference's (independent code)."""
-    from jaxmor import compare
+    """``jaxmor.tools.compare``'s conversions and quantities against the test reference's (independent code)."""
+    from jaxmor.tools import compare
 
     name, model, ref = pair
     helper = compare.Pair(model, ref.m)

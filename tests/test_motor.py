@@ -1,4 +1,4 @@
-"""Tests of the DC motor model and its operating region (jaxmor.motor).
+"""Tests of the DC motor model and its operating region (jaxmor.actuation.motor).
 
 Expected values are computed by hand from the spec's formulas, or by an independent plain-Python
 reference that intersects the voltage band -Vbus <= R/Kt tau + w/Kv <= Vbus with |tau| <= peak.
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmor.motor import (
+from jaxmor.actuation.motor import (
     DcMotorParameters,
     MotorSaturation,
     MotorTorqueBounds,
@@ -417,7 +417,8 @@ def test_float32_is_kept():
 
 
 def test_saturation_enum():
-    # The spec's three labels keep their values; TEMPERATURE (a derated peak, jaxmor.motor_dynamics) is jaxmor's
+    # The spec's three labels keep their values; TEMPERATURE (a derated peak, jaxmor.actuation.motor_dynamics) is
+    # jaxmor's
     # extension and occurs only for a motor with a temperature limit.
     assert [int(s) for s in MotorSaturation] == [0, 1, 2, 3]
     assert [s.name for s in MotorSaturation] == ["NONE", "PEAK_TORQUE", "VOLTAGE", "TEMPERATURE"]

@@ -1,4 +1,5 @@
-"""The motor beyond the quasi-static region (jaxmor.motor_dynamics) against closed forms and independent solutions.
+"""The motor beyond the quasi-static region (jaxmor.actuation.motor_dynamics) against closed forms and independent
+solutions.
 
 Float64 (tests/conftest.py). The robot is the spec's turntable (gear 10, I = 0.042 kg m^2 at the joint) with its
 motor's constants changed per test. A "held" rotor is kept at rest by an external torque equal and opposite to
@@ -27,8 +28,8 @@ from scipy.linalg import expm
 from scipy.optimize import brentq
 
 import jaxmor
+from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ModelError
-from jaxmor.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 
 ROOT = Path(__file__).resolve().parent.parent
 GEAR = 10.0
@@ -487,7 +488,7 @@ def heating_run(turntable):
     model = with_motor(turntable, h=0.01, voltage=12.0, thermal=th, output_damping=0.5)
     state = jaxmor.init_state(model)
     torque = np.full((2000, 1), 1e4)
-    recording = jaxmor.sysid.record(model, state, torque, noise=0.003, key=jax.random.PRNGKey(1))
+    recording = jaxmor.tools.sysid.record(model, state, torque, noise=0.003, key=jax.random.PRNGKey(1))
     guess = jaxmor.set_actuators(
         model, [jaxmor.get_actuators(model)[0].replace(thermal=ThermalModel(thermal_resistance=1.0, heat_capacity=1.5))]
     )
@@ -497,7 +498,7 @@ def heating_run(turntable):
 def test_sysid_recovers_the_thermal_time_constant_from_a_recorded_temperature(heating_run):
     guess, recording = heating_run
     assert recording.temperature[-1, 0] - recording.temperature[0, 0] > 8.0
-    result = jaxmor.sysid.fit(
+    result = jaxmor.tools.sysid.fit(
         guess, recording, ["spin"], ["thermal_resistance", "heat_capacity"], window=None, progress=False
     )
     tau = result.values["thermal_resistance"][0] * result.values["heat_capacity"][0]
@@ -509,10 +510,12 @@ def test_sysid_recovers_the_thermal_time_constant_from_the_torque_fade(heating_r
     # No thermometer: the current fades as R(T) rises (about 4% over the run); fitted over the whole recording
     # (from 1.5 s, a third of the true time constant).
     guess, recording = heating_run
-    blind = jaxmor.sysid.Recording(recording.q, recording.u, recording.torque, recording.current)
+    blind = jaxmor.tools.sysid.Recording(recording.q, recording.u, recording.torque, recording.current)
     with pytest.raises(jaxmor.ArgumentError, match="whole recordings"):
-        jaxmor.sysid.fit(guess, blind, ["spin"], ["thermal_resistance", "heat_capacity"], window=50, progress=False)
-    result = jaxmor.sysid.fit(
+        jaxmor.tools.sysid.fit(
+            guess, blind, ["spin"], ["thermal_resistance", "heat_capacity"], window=50, progress=False
+        )
+    result = jaxmor.tools.sysid.fit(
         guess, blind, ["spin"], ["thermal_resistance", "heat_capacity"], window=None, progress=False
     )
     tau = result.values["thermal_resistance"][0] * result.values["heat_capacity"][0]
@@ -524,7 +527,7 @@ def test_sysid_recovers_the_thermal_time_constant_from_the_torque_fade(heating_r
 
 
 def test_info_lists_the_features(tmp_path, capsys):
-    from jaxmor.cli import main
+    from jaxmor.tools.cli import main
 
     path = tmp_path / "r.urdf"
     path.write_text(URDF_TEMPLATE.format(inductance=' inductance="0.0003"', features=FEATURES))
@@ -542,7 +545,7 @@ def test_plots_show_the_hot_region_and_the_temperatures(turntable):
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
 
-    from jaxmor import plot
+    from jaxmor.tools import plot
 
     th = ThermalModel(2.0, 5.0, resistance_tempco=0.004, flux_tempco=-0.001, max_temperature=150, limit_start=100)
     model = with_motor(turntable, voltage=2.0, peak=1.5, thermal=th)
@@ -604,7 +607,7 @@ def test_the_hot_region_of_each_actuator_uses_its_own_limit():
     pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
 
-    from jaxmor import plot
+    from jaxmor.tools import plot
 
     model = jaxmor.load_urdf(jaxmor.robots.path("quadruped"))
     defs = jaxmor.get_actuators(model)

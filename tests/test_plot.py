@@ -1,4 +1,4 @@
-"""jaxmor.plot: the drawn outlines are the closed-form region bounds, computed here from the motor constants.
+"""jaxmor.tools.plot: the drawn outlines are the closed-form region bounds, computed here from the motor constants.
 
 Region (spec/actuators-motor-operating-region.md), motor side: upper(w) = clamp(stall - b w, -peak, peak),
 lower(w) = clamp(-stall - b w, -peak, peak); after joint losses (damping d, friction c at the joint):
@@ -16,9 +16,9 @@ from conftest import ROOT
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from jaxmor import plot
+from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation
 from jaxmor.errors import ArgumentError
-from jaxmor.motor import DcMotorParameters, MotorSaturation
+from jaxmor.tools import plot
 
 # The turntable's motor: R 0.2, Kt 0.1, Kv 10, V 24, peak 1.5, G 10 -> stall 12 Nm, b 0.05 Nm s/rad.
 SPIN = DcMotorParameters(0.2, 0.1, 10.0, 24.0, 1.5)
@@ -144,7 +144,7 @@ def test_bad_arguments(quadruped):
 def test_jaxmor_imports_without_matplotlib():
     code = (
         "import sys; sys.modules['matplotlib'] = None; import jaxmor; "
-        "assert 'jaxmor.plot' not in sys.modules; print('ok')"
+        "assert 'jaxmor.tools.plot' not in sys.modules; print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
     assert out.returncode == 0, out.stderr

@@ -213,10 +213,10 @@ def test_add_ground_friction_is_the_contact_friction_of_a_urdf_box():
 def test_two_given_frictions_combine_by_the_models_rule(rule, expected):
     model = jaxmor.set_geom_properties(jaxmor.add_ground(jaxmor.load_urdf(BOX), friction=0.3), "box/0", friction=0.2)
     model = model.replace(opt=model.opt.replace(friction_rule=rule))
-    contacts = jaxmor.collide(model, jaxmor.kinematics.body_poses(model, jaxmor.neutral_q(model)))
+    contacts = jaxmor.collide(model, jaxmor.sim.kinematics.body_poses(model, jaxmor.neutral_q(model)))
     np.testing.assert_allclose(contacts.friction, expected, rtol=1e-12)
     bare = jaxmor.add_ground(jaxmor.load_urdf(BOX), friction=0.3).replace(opt=model.opt)
-    contacts = jaxmor.collide(bare, jaxmor.kinematics.body_poses(bare, jaxmor.neutral_q(bare)))
+    contacts = jaxmor.collide(bare, jaxmor.sim.kinematics.body_poses(bare, jaxmor.neutral_q(bare)))
     np.testing.assert_allclose(contacts.friction, 0.3, rtol=1e-12)  # a URDF geom gives none: the ground's
     with pytest.raises(ArgumentError, match="friction_rule must be one of"):
         model.opt.replace(friction_rule="product")

@@ -31,13 +31,13 @@ import pytest
 from oracles import rot_of_quat
 
 import jaxmor
-from jaxmor.collision import collide
-from jaxmor.constraint import PENETRATION_ALLOWANCE, constraints, warm_start
-from jaxmor.dynamics import dynamics
-from jaxmor.forces import forces
-from jaxmor.integrator import free_motion
-from jaxmor.kinematics import kinematics
-from jaxmor.solver import contact_residuals, solve
+from jaxmor.sim.collision import collide
+from jaxmor.sim.constraint import PENETRATION_ALLOWANCE, constraints, warm_start
+from jaxmor.sim.dynamics import dynamics
+from jaxmor.sim.forces import forces
+from jaxmor.sim.integrator import free_motion
+from jaxmor.sim.kinematics import kinematics
+from jaxmor.sim.solver import contact_residuals, solve
 
 G = 9.81
 
@@ -259,7 +259,7 @@ def test_gradient_of_the_stopping_distance_through_the_contacts(box_base):
     """d(travel)/d(mu) through 300 steps of four sliding, then sticking, friction contacts: jax.grad and
     jax.jacfwd against central differences of the simulator itself (float64, eps = 1e-6) and against the
     analytic -v0^2 / (2 mu^2 g). The solver's derivative takes each sweep's Jacobians at the final
-    impulses (jaxmor/solver.py), exact where the warm-started sweeps have converged, so it must agree
+    impulses (jaxmor/sim/solver.py), exact where the warm-started sweeps have converged, so it must agree
     with the differences to the differences' own accuracy (1e-6 relative); the analytic value holds
     to the O(h / t_stop) = 0.5% of the time discretization (the stopping step)."""
     gravity = jnp.array([0.0, 0.0, -G])

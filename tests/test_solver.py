@@ -1,4 +1,4 @@
-"""The projected Gauss-Seidel solver (``jaxmor.solver``) on hand-made ``jaxmor.constraint.Problem``s.
+"""The projected Gauss-Seidel solver (``jaxmor.sim.solver``) on hand-made ``jaxmor.sim.constraint.Problem``s.
 
 Sources of the expected values (never the solver's output):
 
@@ -38,8 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmor.constraint import Impulses, Problem
-from jaxmor.solver import contact_residuals, solve, solve_all
+from jaxmor.sim.constraint import Impulses, Problem
+from jaxmor.sim.solver import contact_residuals, solve, solve_all
 
 #: Relative tolerance for closed forms the solver reproduces in a few floating-point operations.
 ROUND_OFF = 1e-13
@@ -102,7 +102,7 @@ def numpy_tree(tree):
 
 def row_velocity(prob: Problem, lam: Impulses) -> np.ndarray:
     """``v = A lam + b`` in NumPy, with the row impulses laid out as the module docstring of
-    ``jaxmor.constraint`` says: each contact's normal (and tangents), then each joint's friction plus limit."""
+    ``jaxmor.sim.constraint`` says: each contact's normal (and tangents), then each joint's friction plus limit."""
     contact = np.asarray(lam.contact)
     if prob.rows_per_contact == 1:
         contact = contact[:, :1]

@@ -1,15 +1,15 @@
 """Each stage of ``jaxmor.step`` on its own, on the shipped robots, under ``jax.jit``.
 
-The stages (jaxmor/step.py) are run as the step runs them: one jitted function per robot returns every
+The stages (jaxmor/sim/pipeline.py) are run as the step runs them: one jitted function per robot returns every
 stage's result for a state, and each test checks one stage's output against an oracle built from that
 stage's inputs and from sources independent of jaxmor:
 
 * ``kinematics``: every body's world pose and pose relative to its parent body against a NumPy
   composition of the URDF's joint origins (``xyz``, ``rpy``) and axes, read from the files with
   ``xml.etree``;
-* ``forces``: ``jaxmor/forces.py``'s composition formula recomputed in NumPy from the constants in the
+* ``forces``: ``jaxmor/sim/forces.py``'s composition formula recomputed in NumPy from the constants in the
   robots' READMEs and URDF comments (gear ratios, transmission matrix, motor constants, damping, friction,
-  effort limits) and the motor region of ``jaxmor/motor.py``'s docstring;
+  effort limits) and the motor region of ``jaxmor/actuation/motor.py``'s docstring;
 * ``free_motion``: a NumPy solve with the mass matrix and bias from Pinocchio (tests/reference.py), the
   forces oracle above, and the base's gyroscopic term as central differences of Pinocchio's bias with
   the joints at rest (the bias is quadratic in u, so a unit step is exact up to round-off); for the
@@ -19,7 +19,7 @@ stage's inputs and from sources independent of jaxmor:
 * ``constraints``: the Delassus matrix, free velocities and response ``M_eff^-1 J^T`` assembled in NumPy
   from the stage's inputs (the contact rows, ``M_eff^-1``, ``u_free``), the targets from the constraint
   module docstring's rules (speculative ``-max(d, 0) / h``, restitution, position correction), the friction
-  combination from jaxmor/collision.py's docstring, the joint bounds from the URDF;
+  combination from jaxmor/sim/collision.py's docstring, the joint bounds from the URDF;
 * ``restitution_targets``: hand cases of the docstring's rule;
 * ``advance``: the position update written in NumPy (joints ``q + h u``, base ``p + h v`` and the quaternion
   ``exp(h w / 2) * quat`` for the world-frame ``w``), the bookkeeping of its docstring.
@@ -47,8 +47,8 @@ from reference import PinReference
 
 import jaxmor
 from jaxmor import MotorSaturation
-from jaxmor.collision import collide
-from jaxmor.constraint import (
+from jaxmor.sim.collision import collide
+from jaxmor.sim.constraint import (
     PENETRATION_ALLOWANCE,
     POSITION_CORRECTION,
     RESTITUTION_THRESHOLD,
@@ -59,10 +59,10 @@ from jaxmor.constraint import (
     restitution_targets,
     velocity_change,
 )
-from jaxmor.dynamics import dynamics
-from jaxmor.forces import forces
-from jaxmor.integrator import accept, advance, finite, free_motion, runnable
-from jaxmor.kinematics import kinematics
+from jaxmor.sim.dynamics import dynamics
+from jaxmor.sim.forces import forces
+from jaxmor.sim.integrator import accept, advance, finite, free_motion, runnable
+from jaxmor.sim.kinematics import kinematics
 
 ROBOTS = Path(__file__).resolve().parents[1] / "jaxmor" / "robots"
 QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
@@ -190,7 +190,7 @@ def urdf_link_poses(path: Path, joint_value: dict[str, float], base_pose=None) -
 
 
 def region(speed, voltage):
-    """The quadruped motor's region at a motor speed (jaxmor/motor.py's docstring): the voltage lines
+    """The quadruped motor's region at a motor speed (jaxmor/actuation/motor.py's docstring): the voltage lines
     ``+-stall - b w`` clamped into ``+-peak``, and the label of each side (VOLTAGE where its line lies strictly
     inside the peak bound, else PEAK_TORQUE)."""
     stall = QD_KT * voltage / QD_R
@@ -203,7 +203,7 @@ def region(speed, voltage):
 
 
 def expected_forces(state, h: float, output_damping, output_friction) -> dict[str, np.ndarray]:
-    """jaxmor/forces.py's composition for the quadruped, in NumPy:
+    """jaxmor/sim/forces.py's composition for the quadruped, in NumPy:
     ``clamp(tau_ff + kp (q* - q - h u) + kd (u* - u), +-limit) + T^T tau_m + tau_ext - b_j u`` with the PD on
     the joints only, ``tau_m`` the command ``tau / G`` clipped to the region at ``w = T u`` (or as commanded in
     monitor mode), ``b_j`` the joint's damping plus its actuator's output damping."""
@@ -586,7 +586,7 @@ def expected_targets(contacts, approach, h, restitution) -> np.ndarray:
 
 
 def geom_of_slots(model) -> list[tuple[int, int]]:
-    """(geom A, geom B) of every slot from jaxmor/collision.py's documented layout, ``-1`` for the ground:
+    """(geom A, geom B) of every slot from jaxmor/sim/collision.py's documented layout, ``-1`` for the ground:
     the ground slots (box: 4, sphere: 1) in geom order, then ``contact_pairs``."""
     points = {jaxmor.GeomType.BOX: 4, jaxmor.GeomType.SPHERE: 1}
     slots = [(-1, g) for g in range(model.ng) for _ in range(points[model.geom_type[g]])]

@@ -23,17 +23,17 @@ import numpy as np
 from flax import struct
 
 from jaxmor import robots
-from jaxmor.build import load_urdf
+from jaxmor.actuation.motor import motor_operating_region_violation
+from jaxmor.build.builder import load_urdf
+from jaxmor.build.scene import add_ground
 from jaxmor.checks import as_positive_int
 from jaxmor.envs.core import Env
 from jaxmor.errors import ArgumentError
-from jaxmor.forces import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.math import quat_to_rotation
-from jaxmor.motor import motor_operating_region_violation
-from jaxmor.randomize import Distribution, randomize, scale, uniform
-from jaxmor.scene import add_ground
+from jaxmor.sim.forces import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
+from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.state import init_state
-from jaxmor.step import step as physics_step
+from jaxmor.tools.randomization import Distribution, randomize, scale, uniform
 from jaxmor.types import Model, State
 
 #: The reward terms and their default weights (per second of simulated time; each term is multiplied by its

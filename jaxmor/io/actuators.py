@@ -46,7 +46,8 @@ optional ``model`` name and one ``<motor>`` child)::
     [V s/rad] (positive); ``peak_torque`` [Nm] (optional, positive; without it only the voltage limits
     apply, i.e. ``inf``).
     ``inductance`` L [H] (optional, non-negative, default 0: the current follows the voltage within the step).
-``<thermal>``, ``<cogging>``, ``<lugre>`` (optional children of a model, at most one each; :mod:`jaxmor.motor_dynamics`)
+``<thermal>``, ``<cogging>``, ``<lugre>`` (optional children of a model, at most one each;
+:mod:`jaxmor.actuation.motor_dynamics`)
     ``<thermal thermal_resistance heat_capacity [housing_thermal_resistance housing_heat_capacity]
     [ambient_temperature reference_temperature resistance_tempco flux_tempco] [max_temperature limit_start
     limit]/>``: the winding's thermal network [K/W, J/K] (a housing node when ``housing_heat_capacity`` > 0),
@@ -99,7 +100,8 @@ line on which the start tag ends.) :func:`parse_actuators` rejects:
   constants (Kt/R, Kt V_bus/R, Kt/(R Kv), Kv V_bus, and Kv = 1/back_emf_constant) overflow or underflow;
 * a ``<coupling>`` without a ``joint`` or without a finite ``ratio``; a ``<coupling>`` in a model file;
 * a negative ``inductance``; a second ``<thermal>``, ``<cogging>`` or ``<lugre>``; one missing a required
-  attribute or with a value its model refuses (:meth:`ThermalModel.problem <jaxmor.motor_dynamics.ThermalModel.problem>`
+  attribute or with a value its model refuses (:meth:`ThermalModel.problem
+  <jaxmor.actuation.motor_dynamics.ThermalModel.problem>`
   and the others: non-positive resistances or capacities, a limit without a finite peak torque or with
   ``limit_start >= max_temperature``, an unknown ``limit``, ``static < coulomb``);
 * any attribute value that is not a finite number where a number is expected; unknown attributes and
@@ -118,6 +120,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
+from jaxmor.actuation.motor import DcMotorParameters, motor_problem
+from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ModelError
 from jaxmor.io.xml import (
     check_attributes,
@@ -130,8 +134,6 @@ from jaxmor.io.xml import (
     required_number,
     tag,
 )
-from jaxmor.motor import DcMotorParameters, motor_problem
-from jaxmor.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 
 __all__ = [
     "ActuatorCoupling",
@@ -167,7 +169,8 @@ _MOTOR_ATTRIBUTES = frozenset(
         "inductance",
     }
 )
-#: The optional children of a model beside its ``<motor>``: the dynamic features (:mod:`jaxmor.motor_dynamics`).
+#: The optional children of a model beside its ``<motor>``: the dynamic features
+#: (:mod:`jaxmor.actuation.motor_dynamics`).
 _THERMAL_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(ThermalModel))
 _COGGING_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(CoggingModel))
 _LUGRE_ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(LugreModel))
@@ -219,7 +222,7 @@ class ActuatorDefinition:
         output_friction: Coulomb friction torque measured at the actuator output [Nm, or N]; adds to
             the joint's friction.
         inductance: winding inductance ``L`` [H] (0: the current follows the voltage at once;
-            :mod:`jaxmor.motor_dynamics`).
+            :mod:`jaxmor.actuation.motor_dynamics`).
         thermal: the motor's thermal network and temperature limit, or ``None`` (no heating).
         cogging: the motor's cogging torque, or ``None``.
         lugre: LuGre friction at the actuator output, or ``None``.

@@ -2,7 +2,7 @@
 is compiled.
 
 Plain Python and NumPy, with the source line of every element, so that the model builder
-(:mod:`jaxmor.build`) can report problems it finds later (a floating joint in the wrong place, a
+(:mod:`jaxmor.build.builder`) can report problems it finds later (a floating joint in the wrong place, a
 massless body) at the right line. Readers check what they can see alone (syntax, numbers, names,
 a tree with one root); the builder checks what needs the whole tree.
 
@@ -53,7 +53,7 @@ class Geom:
         hull: the convex hull simulated for a ``"mesh"`` geom (:mod:`jaxmor.io.mesh`), ``None`` when the
             meshes are left out (``meshes="ignore"``).
         friction: the Coulomb friction coefficient the description gives [-], ``None`` when it gives none
-            (URDF): the contact then takes the other surface's (:func:`jaxmor.collision.combine_friction`).
+            (URDF): the contact then takes the other surface's (:func:`jaxmor.sim.collision.combine_friction`).
         priority: which surface's friction a contact takes (MJCF ``priority``): the one of higher priority;
             equal priorities combine by the model's friction rule.
         contype, conaffinity: MJCF collision bit masks: two surfaces collide when ``contype`` of one and

@@ -27,7 +27,7 @@ inductance, cogging and LuGre friction, with the constants MuJoCo's compiler der
   run on; jaxmor's driver regulates the current to the peak (the same torque, not the same heating).
 * ``inductance``: ``L``, else ``timeconst R``. MuJoCo's current decays with ``te = L / R`` fixed at the reference
   resistance, jaxmor's with ``R(T) / L``: the same at the reference temperature.
-* ``thermal="R_th C timeconst alpha T_ref T_ambient"``: :class:`~jaxmor.motor_dynamics.ThermalModel`, the
+* ``thermal="R_th C timeconst alpha T_ref T_ambient"``: :class:`~jaxmor.actuation.motor_dynamics.ThermalModel`, the
   time constant resolved as MuJoCo 4's compiler does (with ``R_th``: ``C = timeconst / R_th``, else
   ``R_th = timeconst / C``), no flux change. MuJoCo integrates the temperature by explicit Euler heated by the
   current of the step's beginning, jaxmor exactly with the step's current: both first order in the time step.
@@ -47,6 +47,8 @@ import math
 
 import numpy as np
 
+from jaxmor.actuation.motor import DcMotorParameters
+from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.io.actuators import ActuatorDefinition
 from jaxmor.io.description import AffineActuator
 from jaxmor.io.mjcf_document import (
@@ -61,8 +63,6 @@ from jaxmor.io.mjcf_document import (
 )
 from jaxmor.io.mjcf_schema import ACTUATOR_OWN, ACTUATOR_SPECS, DCMOTOR_SPEC, REFUSED_ELEMENTS
 from jaxmor.io.xml import tag
-from jaxmor.motor import DcMotorParameters
-from jaxmor.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 
 #: The actuator elements read in ``<actuator>``: the affine shortcuts and MuJoCo's DC motor.
 ELEMENT_SPECS = {**ACTUATOR_SPECS, "dcmotor": DCMOTOR_SPEC}

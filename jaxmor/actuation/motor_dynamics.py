@@ -1,7 +1,7 @@
 r"""The motor beyond the quasi-static region: winding temperature, current dynamics, cogging, LuGre friction.
 
 Each feature is optional, per actuator; an actuator without any of them is the quasi-static motor of
-:mod:`jaxmor.motor`, and a model in which no actuator has a feature runs exactly the quasi-static step
+:mod:`jaxmor.actuation.motor`, and a model in which no actuator has a feature runs exactly the quasi-static step
 (the features are chosen when the model is compiled: :attr:`MotorDynamics.thermal` etc. are static).
 
 Thermal model

@@ -28,8 +28,8 @@ import numpy as np
 from flax import struct
 
 from jaxmor.checks import as_vector
-from jaxmor.kinematics import Kinematics, kinematics, parent_first
 from jaxmor.math import skew
+from jaxmor.sim.kinematics import Kinematics, kinematics, parent_first
 from jaxmor.types import JointType, Model
 
 
@@ -174,7 +174,7 @@ def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
 
     Args:
         model: the model.
-        kin: :func:`jaxmor.kinematics.kinematics` at ``q``.
+        kin: :func:`jaxmor.sim.kinematics.kinematics` at ``q``.
         u: (nv,) generalized velocities.
 
     Returns:

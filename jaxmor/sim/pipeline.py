@@ -4,18 +4,18 @@ The step is velocity-level and semi-implicit (``h = model.opt.timestep``), as th
 "What happens in a simulation step" describes. Each stage is a function of the model and what the
 stages before it produced, and lives in the module named after it:
 
-1. :func:`~jaxmor.kinematics.kinematics`: body poses at ``q_t`` (joint transforms computed once);
-2. :func:`~jaxmor.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
-3. :func:`~jaxmor.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
+1. :func:`~jaxmor.sim.kinematics.kinematics`: body poses at ``q_t`` (joint transforms computed once);
+2. :func:`~jaxmor.sim.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
+3. :func:`~jaxmor.sim.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
    the built-in PD, feed-forward, affine, external and passive forces;
-4. :func:`~jaxmor.integrator.free_motion`: the effective mass (implicit PD, damping and velocity-dependent
+4. :func:`~jaxmor.sim.integrator.free_motion`: the effective mass (implicit PD, damping and velocity-dependent
    forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
-5. :func:`~jaxmor.collision.collide` and :func:`~jaxmor.constraint.constraints`: contact candidates,
+5. :func:`~jaxmor.sim.collision.collide` and :func:`~jaxmor.sim.constraint.constraints`: contact candidates,
    then the velocity problem (contacts, joint friction, joint limits) and the position-correction problem;
-6. :func:`~jaxmor.solver.solve`: projected Gauss-Seidel on each problem;
-7. :func:`~jaxmor.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
+6. :func:`~jaxmor.sim.solver.solve`: projected Gauss-Seidel on each problem;
+7. :func:`~jaxmor.sim.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
    the next warm start, the actuator states of the completed step;
-8. :func:`~jaxmor.integrator.accept`: the guard that keeps a world that could not run or whose step went
+8. :func:`~jaxmor.sim.integrator.accept`: the guard that keeps a world that could not run or whose step went
    non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", so its
    derivatives are zero rather than NaN).
 """
@@ -26,14 +26,14 @@ import jax
 import jax.numpy as jnp
 
 from jaxmor.checks import check_options
-from jaxmor.collision import collide
-from jaxmor.constraint import constraints, position_change, velocity_change, warm_start
-from jaxmor.dynamics import dynamics
 from jaxmor.errors import ArgumentError
-from jaxmor.forces import forces
-from jaxmor.integrator import accept, advance, finite, free_motion, runnable, stand_in
-from jaxmor.kinematics import kinematics
-from jaxmor.solver import solve_all
+from jaxmor.sim.collision import collide
+from jaxmor.sim.constraint import constraints, position_change, velocity_change, warm_start
+from jaxmor.sim.dynamics import dynamics
+from jaxmor.sim.forces import forces
+from jaxmor.sim.integrator import accept, advance, finite, free_motion, runnable, stand_in
+from jaxmor.sim.kinematics import kinematics
+from jaxmor.sim.solver import solve_all
 from jaxmor.state import check_state
 from jaxmor.types import Model, State
 
@@ -42,8 +42,8 @@ def step(model: Model, state: State) -> State:
     """Advance one world by one time step (``model.opt.timestep``).
 
     Pure: jit-, vmap- (over states, and over models for randomized worlds) and grad-able. A world that
-    cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.integrator.runnable`)
-    or whose step goes non-finite keeps its state (:func:`jaxmor.integrator.accept`); the former gets a
+    cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.sim.integrator.runnable`)
+    or whose step goes non-finite keeps its state (:func:`jaxmor.sim.integrator.accept`); the former gets a
     zero derivative, never a NaN one.
 
     Args:

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.affine import AffineActuatorDefinition, compile_affine, empty_affine
-from jaxmor.collision import _pair_supported
+from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
+from jaxmor.actuation.motor import DcMotorParameters
+from jaxmor.actuation.motor_dynamics import compile_dynamics
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
@@ -38,8 +39,7 @@ from jaxmor.io.mesh import padded
 from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
-from jaxmor.motor import DcMotorParameters
-from jaxmor.motor_dynamics import compile_dynamics
+from jaxmor.sim.collision import _pair_supported
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, MotorActuators, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it

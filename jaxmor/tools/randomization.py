@@ -25,7 +25,7 @@ name                                       what                                 
 ``.velocity_constant``, ``.peak_torque``,  (alias ``bus_voltage``) is the voltage a
 ``.bus_voltage``                           new State starts with
 ``motor.inductance``,                      the motors' dynamic features             actuator name
-``motor.thermal_resistance``,              (:mod:`jaxmor.motor_dynamics`): drawn
+``motor.thermal_resistance``,              (:mod:`jaxmor.actuation.motor_dynamics`): drawn
 ``.heat_capacity``,                        for every selected actuator, used by
 ``.housing_thermal_resistance``,           those that have the feature; a new
 ``.housing_heat_capacity``,                State starts at the drawn ambient
@@ -62,9 +62,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.checks import as_positive_int, as_real
 from jaxmor.errors import ArgumentError
-from jaxmor.motor import DcMotorParameters, motor_problem
 from jaxmor.types import Model
 
 
@@ -178,7 +178,8 @@ PARAMETERS: dict[str, _Parameter] = {
     "actuator.gear_ratio": _Parameter(("actuators", "gear_ratio"), _actuators, "positive"),
     "actuator.output_damping": _Parameter(("actuators", "output_damping"), _actuators, "non-negative"),
     "actuator.output_friction": _Parameter(("actuators", "output_friction"), _actuators, "non-negative"),
-    # The motors' dynamic features (jaxmor.motor_dynamics); drawn for every selected actuator, used by those that
+    # The motors' dynamic features (jaxmor.actuation.motor_dynamics); drawn for every selected actuator, used by those
+    # that
     # have the feature.
     "motor.inductance": _Parameter(("actuators", "dynamics", "inductance"), _actuators, "non-negative"),
     "motor.thermal_resistance": _Parameter(("actuators", "dynamics", "thermal_resistance"), _actuators, "positive"),
@@ -274,7 +275,7 @@ def _check_support(name: str, parameter: _Parameter, dist: Distribution, nominal
 
 
 def _check_motors(model: Model, motor: DcMotorParameters, drawn: set[str]) -> None:
-    """Every world's motors must pass the spec's validity rule (:func:`jaxmor.motor.motor_problem`)."""
+    """Every world's motors must pass the spec's validity rule (:func:`jaxmor.actuation.motor.motor_problem`)."""
     fields = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
     values = np.broadcast_arrays(*(np.asarray(getattr(motor, f), np.float64) for f in fields))
     worlds = values[0].shape[0] if values[0].ndim == 2 else 1

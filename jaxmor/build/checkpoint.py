@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation.motor import DcMotorParameters
+from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.motor import DcMotorParameters
-from jaxmor.motor_dynamics import MotorDynamics, MotorState
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,

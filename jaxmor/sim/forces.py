@@ -6,7 +6,7 @@ driven joint, coupling ratios ``r_c`` on coupled joints); for all actuators at o
 the transmission matrix ``T`` (na x nv). A motor torque ``tau_m`` acts on the joints with
 ``T^T tau_m``. Actuator torques are commanded at the gear output (``G tau_m``), and every step clips
 the motor torque to the motor operating region at the motor speed of the beginning of the step
-(:func:`jaxmor.motor.clip_motor_torque`) with the State's bus voltages, unless the region is only
+(:func:`jaxmor.actuation.motor.clip_motor_torque`) with the State's bus voltages, unless the region is only
 monitored (``State.mor_enforced`` false).
 
 Composition (the actuator spec's "What happens in a simulation step"), at ``q_t, u_t``::
@@ -27,12 +27,12 @@ torque ``kp_a (q_ref,a - q_j) + kd_a (u_ref,a - u_j)`` on each actuator's driven
 explicitly at ``q_t, u_t``, added to the actuator torque as set, and the sum is what the region clips
 (the spec's advice for a position-target policy: compute the PD explicitly, send it as actuator torque).
 
-Motor dynamics (:mod:`jaxmor.motor_dynamics`, each optional per actuator): the region of a motor with a
+Motor dynamics (:mod:`jaxmor.actuation.motor_dynamics`, each optional per actuator): the region of a motor with a
 thermal model is evaluated with its resistance, flux and derated peak at the winding temperature of the step's
 start, and with an inductance it is the set of currents reachable within the step; cogging adds
 ``T^T tau_cog(T q_t)`` to the applied force (not clipped), and LuGre friction on the driven joint adds
 ``-(offset + slope u_t)`` to it and ``slope`` to the implicit diagonal
-(:func:`jaxmor.motor_dynamics.lugre_coefficients`).
+(:func:`jaxmor.actuation.motor_dynamics.lugre_coefficients`).
 
 Output damping and friction are kept per actuator and added to the driven joint's own damping and
 friction here (:func:`joint_damping`, :func:`joint_friction`), so replacing the actuators never leaves
@@ -46,8 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.affine import affine_generalized_force
-from jaxmor.motor import (
+from jaxmor.actuation.affine import affine_generalized_force
+from jaxmor.actuation.motor import (
     DcMotorParameters,
     MotorSaturation,
     MotorTorqueBounds,
@@ -55,7 +55,7 @@ from jaxmor.motor import (
     motor_torque_bounds_from_constants,
     motor_validity,
 )
-from jaxmor.motor_dynamics import (
+from jaxmor.actuation.motor_dynamics import (
     cogging_torque,
     current_decay,
     derating_factor,
@@ -102,7 +102,7 @@ def _joint_mask(model: Model, dtype) -> jax.Array:
 
 def _motor_now(model: Model, state: State) -> DcMotorParameters:
     """The motors' constants now: the state's bus voltages and, for motors with a thermal model, the
-    resistance and flux at the winding temperature (:mod:`jaxmor.motor_dynamics`)."""
+    resistance and flux at the winding temperature (:mod:`jaxmor.actuation.motor_dynamics`)."""
     motor = model.actuators.motor.replace(bus_voltage=state.bus_voltage)
     dyn = model.actuators.dynamics
     if not dyn.any_thermal:
@@ -115,7 +115,7 @@ def _region(
 ) -> tuple[MotorTorqueBounds, jax.Array]:
     """The region of the step at motor speeds ``speed``: the quasi-static one, with the peak torque derated for
     the winding temperature and the voltage band narrowed to the currents an inductance can reach within
-    the step (:mod:`jaxmor.motor_dynamics`). Returns the bounds and the derating factor (na,)."""
+    the step (:mod:`jaxmor.actuation.motor_dynamics`). Returns the bounds and the derating factor (na,)."""
     dyn = model.actuators.dynamics
     dtype = speed.dtype
     derating = jnp.ones_like(speed)
@@ -173,7 +173,7 @@ def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.A
 
 def actuator_validity(model: Model, state: State) -> jax.Array:
     """(na,) bool: whether each actuator can act now: its motor is valid with the state's bus voltage
-    (:func:`jaxmor.motor.motor_validity`, the rule the setters apply outside ``jit``) and its gear ratio is
+    (:func:`jaxmor.actuation.motor.motor_validity`, the rule the setters apply outside ``jit``) and its gear ratio is
     positive and finite. Values that only exist under ``jit`` (a traced bus voltage, per-world motor
     constants) are checked here, every step."""
     valid = jnp.asarray(True)
@@ -270,7 +270,8 @@ def _terminal_voltage(model: Model, state: State, motor: DcMotorParameters, spee
 
 
 def cogging_joint_torque(model: Model, state: State) -> jax.Array:
-    """(nv,) generalized force of the motors' cogging at ``q_t`` (:func:`jaxmor.motor_dynamics.cogging_torque` at
+    """(nv,) generalized force of the motors' cogging at ``q_t``
+    (:func:`jaxmor.actuation.motor_dynamics.cogging_torque` at
     the motor angles ``T q``, mapped by ``T^T``; not clipped by the region) [Nm or N]."""
     transmission = model.actuators.transmission.astype(state.q.dtype)
     angle = transmission @ _joint_coordinates(model, state.q)

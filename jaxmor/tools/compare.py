@@ -1,10 +1,10 @@
 """The same MJCF model in MuJoCo and in jaxmor, side by side: state conversion and per-quantity differences.
 
-``from jaxmor import compare`` needs the ``mujoco`` package (``pip install 'jaxmor[mujoco]'``); ``import
+``from jaxmor.tools import compare`` needs the ``mujoco`` package (``pip install 'jaxmor[mujoco]'``); ``import
 jaxmor`` never loads it. Typical use::
 
     import mujoco, jaxmor
-    from jaxmor import compare
+    from jaxmor.tools import compare
 
     model = jaxmor.load_mjcf("scene.xml")
     mj_model = mujoco.MjModel.from_xml_path("scene.xml")
@@ -33,18 +33,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.dynamics import bias_force, mass_matrix
 from jaxmor.errors import ArgumentError
 from jaxmor.io.mjcf_geometry import quat_to_rotation
-from jaxmor.kinematics import body_poses, link_poses
+from jaxmor.sim.dynamics import bias_force, mass_matrix
+from jaxmor.sim.kinematics import body_poses, link_poses
+from jaxmor.sim.pipeline import rollout as rollout_states
 from jaxmor.state import init_state
-from jaxmor.step import rollout as rollout_states
 from jaxmor.types import Model, State
 
 try:
     import mujoco
 except ImportError as err:  # pragma: no cover - the message is the point
-    raise ImportError("jaxmor.compare needs MuJoCo: pip install 'jaxmor[mujoco]'") from err
+    raise ImportError("jaxmor.tools.compare needs MuJoCo: pip install 'jaxmor[mujoco]'") from err
 
 
 def _mj_id(mj_model, kind, name: str, prefix: str) -> int:

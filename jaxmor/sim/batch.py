@@ -13,8 +13,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxmor.checks import as_positive_int
 from jaxmor.errors import ArgumentError
+from jaxmor.sim.pipeline import rollout
 from jaxmor.state import check_state, init_state
-from jaxmor.step import rollout
 from jaxmor.types import Model, State
 
 

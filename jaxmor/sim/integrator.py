@@ -4,17 +4,17 @@ and the state at the end of a step.
 Velocity level, with ``h = model.opt.timestep``:
 
 * ``M_eff = M + h diag(kd + h kp + b_j / 2) + K``: the implicit PD and trapezoidal damping terms
-  (:class:`jaxmor.forces.Forces`) and ``K``, the velocity-dependent forces' term
+  (:class:`jaxmor.sim.forces.Forces`) and ``K``, the velocity-dependent forces' term
   (:func:`velocity_term`), chosen by ``model.opt.implicit_bias``:
 
   - ``"kahan"`` (default): ``K = (h/2) D`` with ``D = db/du`` the derivative of the bias for the whole tree
-    (:attr:`jaxmor.dynamics.Dynamics.bias_jacobian`). The Coriolis, centrifugal and gyroscopic part of
+    (:attr:`jaxmor.sim.dynamics.Dynamics.bias_jacobian`). The Coriolis, centrifugal and gyroscopic part of
     ``b`` is a quadratic form ``c(u, u)`` (``D(u) v = 2 c(u, v)``), so ``M (u' - u) = h (tau - g) - h c(u, u')``:
     Kahan's (Hirota-Kimura) discretization, the quadratic term evaluated at the old and new velocities.
     It does not dissipate: a torque-free body keeps a modified energy ``E + O(h^2)``.
   - ``"euler"``: ``K = h D``, the linearized backward Euler step, which dissipates kinetic energy.
   - ``"base"``: ``K = h`` times a floating base's gyroscopic block of the robot locked into one rigid
-    body (:func:`jaxmor.dynamics.base_velocity_jacobian`), every joint's velocity terms explicit.
+    body (:func:`jaxmor.sim.dynamics.base_velocity_jacobian`), every joint's velocity terms explicit.
 
   ``M_eff`` is not symmetric; one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array
   operations, no LAPACK) gives ``M_eff^-1`` and ``u_free = u_t + M_eff^-1 h (tau - b(q_t, u_t))``.
@@ -41,15 +41,15 @@ import numpy as np
 from flax import struct
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.motor_dynamics import MotorState, lugre_coefficients, next_cutout, resistance_factor, thermal_step
 from jaxmor.checks import as_vector
-from jaxmor.dynamics import Dynamics, base_velocity_jacobian
-from jaxmor.forces import Forces
 from jaxmor.math import quat_integrate
-from jaxmor.motor_dynamics import MotorState, lugre_coefficients, next_cutout, resistance_factor, thermal_step
+from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian
+from jaxmor.sim.forces import Forces
 from jaxmor.types import ActuatorState, Model, State
 
 if TYPE_CHECKING:
-    from jaxmor.constraint import Impulses
+    from jaxmor.sim.constraint import Impulses
 
 
 @struct.dataclass
@@ -77,7 +77,7 @@ def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeM
 def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
     """(nv, nv) the velocity-dependent forces' part of the effective mass, by ``model.opt.implicit_bias``:
     ``(h/2) D`` (``"kahan"``), ``h D`` (``"euler"``), or ``h`` times the floating base's locked-body
-    gyroscopic block (``"base"``, :func:`jaxmor.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
+    gyroscopic block (``"base"``, :func:`jaxmor.sim.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
 
     Raises:
         ValueError: ``"kahan"`` or ``"euler"`` with ``dyn.bias_jacobian`` not computed.
@@ -87,7 +87,7 @@ def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
     if mode == "base":
         return h * base_velocity_jacobian(model, dyn.mass, u)
     if dyn.bias_jacobian is None:
-        raise ValueError(f"opt.implicit_bias={mode!r} needs Dynamics.bias_jacobian (jaxmor.dynamics.dynamics)")
+        raise ValueError(f"opt.implicit_bias={mode!r} needs Dynamics.bias_jacobian (jaxmor.sim.dynamics.dynamics)")
     return (0.5 * h if mode == "kahan" else h) * dyn.bias_jacobian
 
 
@@ -248,11 +248,12 @@ DIVERGENCE_BOUND = 1e8
 def advance_motors(
     model: Model, state: State, act_state: ActuatorState, u_next: jax.Array, h: jax.Array
 ) -> tuple[MotorState, jax.Array]:
-    """The motors' state after the step (:mod:`jaxmor.motor_dynamics`) and the LuGre torque on each driven joint
+    """The motors' state after the step (:mod:`jaxmor.actuation.motor_dynamics`) and the LuGre torque on each driven
+    joint
     over it (na,) [Nm or N, zero without LuGre].
 
     The current is the step's (``motor_torque / Kt``); the windings heat by ``R(T) i^2`` held over the step
-    (:func:`jaxmor.motor_dynamics.thermal_step`), the cut-off flag follows the new winding temperature, and
+    (:func:`jaxmor.actuation.motor_dynamics.thermal_step`), the cut-off flag follows the new winding temperature, and
     the bristles deflect to ``a (z + h v')`` at the end velocity ``v'`` of the driven joints.
     """
     ms = state.motor_state

@@ -104,7 +104,7 @@ class MotorSaturation(enum.IntEnum):
     """The torque is limited by the bus voltage (back EMF)."""
     TEMPERATURE = 3
     """The torque is limited by the peak torque derated for the winding temperature
-    (:mod:`jaxmor.motor_dynamics`)."""
+    (:mod:`jaxmor.actuation.motor_dynamics`)."""
 
 
 def _label(value: MotorSaturation) -> jnp.ndarray:
@@ -293,7 +293,7 @@ def motor_torque_bounds_from_constants(
         peak_torque: :attr:`DcMotorParameters.peak_torque` [Nm], may be ``inf``.
         speed: motor (rotor-side) speed [rad/s].
         offset: a torque [Nm] added to both voltage lines before the peak clamp, or ``None`` (none): the part
-            of the step's torque an inductance carries over from the last step (:mod:`jaxmor.motor_dynamics`).
+            of the step's torque an inductance carries over from the last step (:mod:`jaxmor.actuation.motor_dynamics`).
 
     Returns:
         The interval and the bound that limits each side, of the arguments' broadcast shape.

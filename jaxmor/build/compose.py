@@ -10,7 +10,7 @@ prefixed; the combined model keeps the first model's name, source, options, grou
 
 Which geoms collide. By default (``collide_with=True``) every new geom is paired with every geom of the
 model that :func:`jaxmor.enable_self_collision` would pair it with (on another body, not parent and child
-across a joint) and whose type pair :mod:`jaxmor.collision` supports; unsupported type pairs (any with a cylinder)
+across a joint) and whose type pair :mod:`jaxmor.sim.collision` supports; unsupported type pairs (any with a cylinder)
 are left out, with a warning naming them. ``collide_with=False`` adds no pair between the two, and a list of geom names
 of the model restricts the pairs to those geoms (an unsupported pair among them is refused). The added
 model's own ``contact_pairs`` are kept. :func:`jaxmor.enable_self_collision` on the result recomputes every
@@ -29,15 +29,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxmor.build import build_model, topology_tables
+from jaxmor.actuation.motor_dynamics import concatenate_dynamics
+from jaxmor.build.builder import build_model, topology_tables
+from jaxmor.build.scene import set_geom_properties
 from jaxmor.checks import as_scalar
-from jaxmor.collision import _pair_supported, check_pairs
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.model import adjacent_bodies, geom_index
-from jaxmor.motor_dynamics import concatenate_dynamics
-from jaxmor.scene import set_geom_properties
+from jaxmor.sim.collision import _pair_supported, check_pairs
 from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
@@ -205,7 +205,7 @@ def add_free_body(
         inertia: its rotational inertia about the centre in its axes [kg m^2], (3,) principal moments or a
             symmetric (3, 3) tensor; default the uniform solid's (:func:`solid_inertia`).
         friction: the geom's Coulomb friction coefficient (``>= 0``, given: combined with the other surface's by
-            ``model.opt.friction_rule``); default none given (:data:`jaxmor.build.DEFAULT_FRICTION`, which
+            ``model.opt.friction_rule``); default none given (:data:`jaxmor.build.builder.DEFAULT_FRICTION`, which
             takes the other surface's).
         restitution: the geom's coefficient of restitution in ``[0, 1]``; default 0.
         collide_with: ``True``: contact pairs with every geom of the model it can collide with (module

@@ -1,7 +1,7 @@
 """The world around the robot, as model editors: the ground plane, the contact properties of geoms,
 and which geoms collide with each other. Each returns a new :class:`~jaxmor.Model`.
 
-How contacts are generated from these settings is :mod:`jaxmor.collision`'s documentation.
+How contacts are generated from these settings is :mod:`jaxmor.sim.collision`'s documentation.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Iterable
 
 import jax.numpy as jnp
 
-from jaxmor.build import DEFAULT_FRICTION
+from jaxmor.build.builder import DEFAULT_FRICTION
 from jaxmor.checks import as_scalar
-from jaxmor.collision import check_pairs
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
+from jaxmor.sim.collision import check_pairs
 from jaxmor.types import Battery, Model
 
 
@@ -28,7 +28,7 @@ def add_ground(
         height: height of the plane [m] (finite).
         friction: the ground's Coulomb friction coefficient (``>= 0``): the contacts' friction for geoms
             whose description gives none (every URDF geom), else combined with the geom's by
-            ``model.opt.friction_rule`` (:func:`jaxmor.collision.combine_friction`).
+            ``model.opt.friction_rule`` (:func:`jaxmor.sim.collision.combine_friction`).
         restitution: the ground's coefficient of restitution in ``[0, 1]``, combined with each
             geom's as the maximum.
 
@@ -75,7 +75,7 @@ def set_geom_properties(
 def set_ground_contact(model: Model, names: Iterable[str] | None = None) -> Model:
     """A copy of ``model`` in which only the selected geoms touch the ground (``Model.geom_ground``).
 
-    Each geom that touches the ground costs contact slots in every step (:func:`jaxmor.collision.contact_count`):
+    Each geom that touches the ground costs contact slots in every step (:func:`jaxmor.sim.collision.contact_count`):
     a robot whose feet alone meet the ground runs faster with only its feet selected.
 
     Args:
@@ -144,7 +144,7 @@ def set_battery(model: Model, open_circuit_voltage: float, internal_resistance: 
     """A copy of ``model`` whose actuators share a battery: their bus voltage sags with the current drawn.
 
     After every step the bus voltage of every actuator becomes ``V_oc - R_int I``, with ``I`` the current the
-    motors drew from the supply in that step (:func:`jaxmor.integrator.supply_current`: each motor's
+    motors drew from the supply in that step (:func:`jaxmor.sim.integrator.supply_current`: each motor's
     electrical power ``(R i + w / Kv) i`` over the bus voltage, ``i = tau_m / Kt``; braking motors give
     current back). A new State starts at ``V_oc``. Both values are leaves (``model.battery``), so they can be
     randomized per world.

@@ -1,9 +1,9 @@
 r"""Drawing motor operating regions with matplotlib: ``pip install 'jaxmor[plot]'``.
 
-A submodule, not imported by ``import jaxmor`` (which works without matplotlib): ``from jaxmor import plot``.
+A submodule, not imported by ``import jaxmor`` (which works without matplotlib): ``from jaxmor.tools import plot``.
 
 In the torque-speed plane of a motor (``side="motor"``: rotor speed [rad/s], motor torque [Nm]) the
-operating region is the parallelogram of :mod:`jaxmor.motor`: between the voltage limits
+operating region is the parallelogram of :mod:`jaxmor.actuation.motor`: between the voltage limits
 ``+-tau_stall - b w`` and the peak torque ``+-tau_peak``. At the joint (``side="joint"``) the same region is
 drawn for the driven joint's speed ``u = w / G`` [rad/s or m/s] and the actuator torque ``G tau`` [Nm or N],
 with the coupled joints (if any) at rest.
@@ -30,8 +30,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation
 from jaxmor.errors import ArgumentError
-from jaxmor.motor import DcMotorParameters, MotorSaturation
 
 __all__ = [
     "SATURATION_COLORS",
@@ -316,7 +316,7 @@ def plot_actuator(
         legend: add a legend.
         temperature: a winding temperature [degC]: for a motor with a thermal model, also draw (dashed, red,
             gids ``"hot_region_upper"``/``"hot_region_lower"``) its region at that temperature: the resistance
-            and flux there, the peak derated by its temperature limit (:mod:`jaxmor.motor_dynamics`).
+            and flux there, the peak derated by its temperature limit (:mod:`jaxmor.actuation.motor_dynamics`).
 
     Returns:
         The Axes, titled with the actuator's name.
@@ -369,9 +369,10 @@ _MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_volt
 
 def _motor_at(act, a: int, motor: DcMotorParameters, temperature: float) -> DcMotorParameters:
     """Actuator ``a``'s motor at a winding temperature: the constants and the derated peak the step would use
-    (:func:`jaxmor.motor_dynamics.motor_at_temperature`, :func:`~jaxmor.motor_dynamics.derating_factor`, for
+    (:func:`jaxmor.actuation.motor_dynamics.motor_at_temperature`,
+    :func:`~jaxmor.actuation.motor_dynamics.derating_factor`, for
     every actuator at that temperature, then actuator ``a``'s)."""
-    from jaxmor.motor_dynamics import derating_factor, motor_at_temperature
+    from jaxmor.actuation.motor_dynamics import derating_factor, motor_at_temperature
 
     dyn = act.dynamics
     temps = np.full(len(act.names), float(temperature))

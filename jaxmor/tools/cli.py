@@ -1,7 +1,7 @@
 """The ``jaxmor`` command line.
 
 * ``jaxmor demo [--worlds N] [--seconds S] [--out DIR]``: the shipped quadruped in N parallel worlds
-  (:mod:`jaxmor.demo`); prints the device, the compile time, world-steps per second and the shares of
+  (:mod:`jaxmor.tools.demo`); prints the device, the compile time, world-steps per second and the shares of
   actuator-steps limited by the voltage and by the peak torque, and writes ``DIR/demo_regions.png``.
 * ``jaxmor info ROBOT.urdf [--dt SECONDS]``: joints and actuators as tables, at the motor and at the
   output, and each actuator's time-step bound ``2 I R Kv / (G^2 Kt)``.
@@ -146,8 +146,8 @@ def _info(path: str, dt: float | None) -> int:
 
 
 def _dynamics_table(model) -> None:
-    """The motors' dynamic features (jaxmor.motor_dynamics), for the actuators that have any."""
-    from jaxmor.motor_dynamics import STATIC_FIELDS
+    """The motors' dynamic features (jaxmor.actuation.motor_dynamics), for the actuators that have any."""
+    from jaxmor.actuation.motor_dynamics import STATIC_FIELDS
 
     dyn = model.actuators.dynamics
     chosen = [a for a in range(model.na) if dyn.inductive[a] or dyn.thermal[a] or dyn.cogging[a] or dyn.lugre[a]]
@@ -205,7 +205,7 @@ def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
     if actuator is not None and actuator not in model.actuators.names:
         raise ArgumentError(f"unknown actuator {actuator!r}; the actuators are {list(model.actuators.names)}")
     try:
-        from jaxmor import plot
+        from jaxmor.tools import plot
     except ImportError as exc:
         if exc.name != "matplotlib":
             raise
@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "demo":
-            from jaxmor import demo
+            from jaxmor.tools import demo
 
             seconds = demo.DEFAULT_SECONDS if args.seconds is None else args.seconds
             return demo.main(args.worlds, seconds, args.out)

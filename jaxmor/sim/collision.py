@@ -156,8 +156,8 @@ import numpy as np
 from flax import struct
 
 from jaxmor.errors import ArgumentError
-from jaxmor.kinematics import Poses
 from jaxmor.math import safe_div, safe_sqrt
+from jaxmor.sim.kinematics import Poses
 from jaxmor.types import GeomType, Model
 
 #: Geom types and the number of ground-contact points of each.
@@ -725,7 +725,7 @@ def combine_friction(
     The surface of higher priority (MJCF ``priority``; URDF geoms and the ground have 0) gives its friction.
     Of equal priorities: both given, ``rule`` combines them; one given, that one (a surface whose description
     gives no friction, like every URDF geom, takes the other surface's); neither,
-    :data:`jaxmor.build.DEFAULT_FRICTION`, which is what a geom without a given friction holds.
+    :data:`jaxmor.build.builder.DEFAULT_FRICTION`, which is what a geom without a given friction holds.
 
     Args:
         rule: a key of :data:`FRICTION_RULES`.
@@ -746,7 +746,7 @@ def collide(model: Model, poses: Poses) -> Contacts:
 
     Args:
         model: the model.
-        poses: world poses of the bodies (:func:`jaxmor.kinematics.body_poses`), (nb, 3, 3) and (nb, 3);
+        poses: world poses of the bodies (:func:`jaxmor.sim.kinematics.body_poses`), (nb, 3, 3) and (nb, 3);
             their dtype is the result's.
 
     Returns:

@@ -1,4 +1,4 @@
-"""Projected Gauss-Seidel (PGS) on a :class:`~jaxmor.constraint.Problem` ``v = A lam + b``.
+"""Projected Gauss-Seidel (PGS) on a :class:`~jaxmor.sim.constraint.Problem` ``v = A lam + b``.
 
 A sweep updates the rows in order, each from the velocity the impulses updated before it leave:
 
@@ -43,8 +43,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxmor.constraint import Impulses, Problem
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
+from jaxmor.sim.constraint import Impulses, Problem
 
 
 def _project_disk(lam_t: jax.Array, radius: jax.Array) -> jax.Array:

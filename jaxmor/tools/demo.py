@@ -102,7 +102,7 @@ def _map_worlds(fn, args, chunk: int):
     import jax
     import jax.numpy as jnp
 
-    from jaxmor.batch import _merge_worlds, _split_worlds
+    from jaxmor.sim.batch import _merge_worlds, _split_worlds
 
     n = jax.tree.leaves(args)[0].shape[0]
     chunk = min(chunk, n)
@@ -246,7 +246,7 @@ def main(worlds: int | None, seconds: float, out: str) -> int:
     print(f"peak-torque-limited: {100 * result.peak_share:.1f}% of actuator-steps")
 
     try:
-        from jaxmor import plot
+        from jaxmor.tools import plot
     except ImportError as exc:
         if exc.name != "matplotlib":
             raise

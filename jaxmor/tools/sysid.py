@@ -17,7 +17,7 @@ from the Gauss-Newton approximation ``J^T J`` of the loss's Hessian at the optim
 the residuals), directions with (near) zero curvature are reported as not identifiable, and the others get
 standard deviations ``sigma^2 (J^T J)^-1`` with the residual variance ``sigma^2``.
 
-Thermal constants (:data:`THERMAL_PARAMETERS`, for motors with a thermal model, :mod:`jaxmor.motor_dynamics`):
+Thermal constants (:data:`THERMAL_PARAMETERS`, for motors with a thermal model, :mod:`jaxmor.actuation.motor_dynamics`):
 from a recorded winding temperature (:attr:`Recording.temperature`), or, with no thermometer, from the fade of
 the current and the motion of a long run as the resistance rises; the latter are fitted over whole recordings
 (``window=None``), since a window's starting temperature is not known from the motion.
@@ -43,8 +43,8 @@ import numpy as np
 from jaxmor.checks import as_positive_int
 from jaxmor.errors import ArgumentError
 from jaxmor.model import actuator_index
+from jaxmor.sim.pipeline import rollout
 from jaxmor.state import init_state
-from jaxmor.step import rollout
 from jaxmor.types import Model, State
 
 #: The parameters ``fit`` can identify, per actuator.
@@ -56,7 +56,8 @@ PARAMETERS = (
     "output_damping",
     "output_friction",
     "rotor_inertia",
-    # The thermal network (jaxmor.motor_dynamics): from a recorded winding temperature, or from the fade of the
+    # The thermal network (jaxmor.actuation.motor_dynamics): from a recorded winding temperature, or from the fade of
+    # the
     # torque (current) of a long run as the resistance rises.
     "thermal_resistance",
     "heat_capacity",
@@ -307,7 +308,7 @@ def residual_function(
         raise ArgumentError("ideal_motor ties torque_constant = 1 / velocity_constant: fit both")
     recordings = list(recordings)
     if not recordings or not all(isinstance(r, Recording) for r in recordings):
-        raise ArgumentError("recordings must be a non-empty sequence of jaxmor.sysid.Recording")
+        raise ArgumentError("recordings must be a non-empty sequence of jaxmor.tools.sysid.Recording")
     for r in recordings:
         if r.q.shape[1] != model.nq or r.u.shape[1] != model.nv or r.torque.shape[1] != model.na:
             raise ArgumentError(

@@ -23,7 +23,7 @@ world's actuators (inline models, their bus voltages, nonzero torques, the monit
 description's, and the options, ground, battery and state are applied: the result equals the exported world
 (numbers are written with ``repr``, which reads back exactly). A model changed in ways the file cannot hold
 (randomized leaves, geom properties, collision pairs, added bodies, affine actuators set in Python) is refused
-at export, naming the first difference: save a checkpoint instead (:mod:`jaxmor.checkpoint`).
+at export, naming the first difference: save a checkpoint instead (:mod:`jaxmor.build.checkpoint`).
 
 World files are read as untrusted input (:func:`jaxmor.io.xml.parse_xml`); actuator files they link are read
 with the actuator files' search path and safety rules.
@@ -44,13 +44,13 @@ import jax.numpy as jnp
 import numpy as np
 from lxml import etree
 
-from jaxmor.actuators import export_actuators, get_actuators, set_actuators
-from jaxmor.build import load_mjcf, load_urdf
+from jaxmor.build.actuators import export_actuators, get_actuators, set_actuators
+from jaxmor.build.builder import load_mjcf, load_urdf
+from jaxmor.build.scene import add_ground, set_battery
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, resolve_actuator_file
 from jaxmor.io.mesh import resolve_mesh
 from jaxmor.io.xml import check_attributes, parse_float, parse_vector, parse_xml, tag
-from jaxmor.scene import add_ground, set_battery
 from jaxmor.state import check_state, init_state, reset_actuator_state
 from jaxmor.types import Model, State
 
@@ -176,7 +176,8 @@ def export_world(
     if difference:
         raise ArgumentError(
             f"export_world: a world file cannot hold this model: {difference} differs from what its description "
-            "and the world file give (a randomized or edited model); save a checkpoint instead (jaxmor.checkpoint)"
+            "and the world file give (a randomized or edited model); save a checkpoint instead "
+            "(jaxmor.build.checkpoint)"
         )
     folder = Path(path).resolve().parent
     robot = os.path.relpath(Path(model.source).resolve(), folder)

@@ -8,7 +8,7 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 
 (``A`` is the Delassus matrix, built once per step). Rows, in order:
 
-* **contacts** (``nc`` slots of :func:`jaxmor.collision.collide` x 3 rows: normal ``n``, tangents
+* **contacts** (``nc`` slots of :func:`jaxmor.sim.collision.collide` x 3 rows: normal ``n``, tangents
   ``t1``, ``t2``). Normal: ``lam_n >= 0`` complementary to ``v_n >= v_target``. The target is
   *speculative*: ``v_target = -max(d, 0) / h`` for a gap ``d``, so a contact that would close during the
   step lands exactly at contact, and far contacts stay inactive without masks. Restitution ``e > 0``
@@ -20,7 +20,7 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   ``h |v_n^-|`` above the surface, an ``O(h v)`` error in the bounce height, whatever the last
   free-flight gap. Resting contacts (approach speed below the threshold) never bounce; a contact
   penetrating beyond the allowance is left to the position pass. Friction: ``|lam_t| <= mu lam_n`` on the disk,
-  with maximum dissipation (the solver's projection, :mod:`jaxmor.solver`).
+  with maximum dissipation (the solver's projection, :mod:`jaxmor.sim.solver`).
 * **joints** (one row per 1-DoF joint, its Jacobian the unit row of its velocity): the joint's Coulomb
   friction ``|lam_f| <= (tau_c_joint + tau_c_out) h`` with target ``v = 0`` (stiction is exact), and its
   limits ``v >= (lower - q)/h`` with ``lam_l >= 0``, ``v <= (upper - q)/h`` with ``lam_l <= 0``, again
@@ -51,10 +51,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.collision import Contacts
-from jaxmor.forces import Forces
-from jaxmor.integrator import FreeMotion
-from jaxmor.kinematics import Kinematics, relative_point_jacobians
+from jaxmor.sim.collision import Contacts
+from jaxmor.sim.forces import Forces
+from jaxmor.sim.integrator import FreeMotion
+from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
 from jaxmor.types import Model, State
 
 #: Fraction of the penetration (beyond the allowance) removed per step by the position pass.
@@ -179,7 +179,7 @@ def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> jax.A
     """(3 nc, nv) Jacobian of the contact rows (normal, t1, t2 of each contact), all contacts at once.
 
     A row is a direction of the contact frame applied to the velocity of body B's contact point relative
-    to body A's (:func:`jaxmor.kinematics.relative_point_jacobians`).
+    to body A's (:func:`jaxmor.sim.kinematics.relative_point_jacobians`).
     """
     nc = contacts.distance.shape[0]
     if nc == 0:
