@@ -49,7 +49,7 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         every = jaxmor.add_ground(jaxmor.load_urdf(go1_urdf()))
-    feet = jaxmor.set_ground_contact(every, ["*_foot"])
+    feet = jaxmor.with_ground_contact(every, ["*_foot"])
     slots = jaxmor.contact_count(every), jaxmor.contact_count(feet)
     print(f"go1: {every.ng} geoms, ground slots: every geom {slots[0]}, feet {slots[1]}")
     for round_ in (1, 2):

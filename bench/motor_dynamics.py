@@ -4,7 +4,7 @@ The shipped quadruped of bench/run.py (12 DC-motor actuators, the same drop onto
 torques, dt 2 ms, ``--steps`` steps per call) with its motors made (a) quasi-static (as shipped), (b) + a
 first-order thermal model, (c) + a two-node thermal model with a derate limit, (d) + a winding inductance,
 (e) + cogging, (f) + LuGre friction, (g) all of them (the two-node thermal model), on every actuator. jaxmor:
-:func:`jaxmor.set_actuators` with :class:`jaxmor.ActuatorDefinition` ``.replace(...)``, then
+:func:`jaxmor.with_actuators` with :class:`jaxmor.ActuatorDefinition` ``.replace(...)``, then
 ``jaxmor.rollout_batch``. MuJoCo: bench/scenario.py's ``MjSpec`` of the same robot with its 12 ``motor``
 actuators turned into ``dcmotor`` ones (``MjsActuator.set_to_dcmotor``: the same R, Kt, Ke and peak torque,
 ``input="ff"``: a torque command with back-EMF compensation clamped to the bus voltage, i.e. jaxmor's motor
@@ -185,7 +185,7 @@ def _jaxmor_program(spec: dict, option: str) -> _Program:
 
     n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
     base = case._jaxmor_model(dt)
-    model = jaxmor.set_actuators(base, jaxmor_definitions(jaxmor.get_actuators(base), option))
+    model = jaxmor.with_actuators(base, jaxmor_definitions(jaxmor.get_actuators(base), option))
     states = case._jaxmor_states(model, n)  # init_state of the new model: its motors' state
     if "thermal-2node" in _features(option):
         states = jax.vmap(lambda s: set_motor_temperature(model, s, *HOT_START))(states)

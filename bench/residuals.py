@@ -28,7 +28,7 @@ def problems(n_worlds: int, n_steps: int, dt: float):
     from jaxmor.sim.constraint import constraints, warm_start
     from jaxmor.sim.dynamics import dynamics
     from jaxmor.sim.forces import forces
-    from jaxmor.sim.integrator import free_motion
+    from jaxmor.sim.free_motion import free_motion
     from jaxmor.sim.kinematics import kinematics
 
     model = jaxmor.add_ground(jaxmor.load_urdf(str(sc.URDF)), friction=sc.FRICTION)

@@ -26,13 +26,20 @@ from jaxmor.build.actuators import (
     export_actuators,
     get_actuators,
     import_actuators,
-    set_actuators,
-    set_affine_actuators,
+    with_actuators,
+    with_affine_actuators,
 )
 from jaxmor.build.builder import load_mjcf, load_urdf
 from jaxmor.build.checkpoint import load_checkpoint, save_checkpoint
 from jaxmor.build.compose import add_free_body, combine
-from jaxmor.build.scene import add_ground, enable_self_collision, set_battery, set_geom_properties, set_ground_contact
+from jaxmor.build.scene import (
+    add_ground,
+    with_battery,
+    with_geom_properties,
+    with_ground_contact,
+    with_options,
+    with_self_collision,
+)
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
@@ -144,7 +151,6 @@ __all__ = [
     "collide",
     "combine",
     "contact_count",
-    "enable_self_collision",
     "envs",
     "export_actuators",
     "export_package",
@@ -182,8 +188,8 @@ __all__ = [
     "point_jacobian",
     "randomize",
     "reset_actuator_state",
-    "rollout",
     "robots",
+    "rollout",
     "rollout_batch",
     "save_checkpoint",
     "scale",
@@ -192,16 +198,11 @@ __all__ = [
     "set_actuator_pd_targets",
     "set_actuator_torque",
     "set_actuator_torques",
-    "set_actuators",
-    "set_affine_actuators",
-    "set_battery",
     "set_bus_voltage",
     "set_ctrl",
     "set_external_force",
     "set_generalized_force",
-    "set_geom_properties",
     "set_keyframe",
-    "set_ground_contact",
     "set_motor_operating_region_enforced",
     "set_motor_temperature",
     "set_pd_gains",
@@ -212,4 +213,11 @@ __all__ = [
     "sysid",
     "transmission_matrix",
     "uniform",
+    "with_actuators",
+    "with_affine_actuators",
+    "with_battery",
+    "with_geom_properties",
+    "with_ground_contact",
+    "with_options",
+    "with_self_collision",
 ]

@@ -9,7 +9,7 @@ step clears.
 
 from __future__ import annotations
 
-import warnings
+import dataclasses
 from typing import Any
 
 import jax
@@ -106,39 +106,23 @@ def _initial_bus_voltage(model: Model, dtype) -> jax.Array:
 
 
 def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
-    """The shape of every field of a State of one world of ``model`` (``actuator_state.*`` for the nested ones)."""
-    nq, nv, na = model.nq, model.nv, model.na
-    shapes = {
-        "q": (nq,),
-        "u": (nv,),
-        "time": (),
-        "time_compensation": (),
-        "actuator_torque": (na,),
-        "actuator_p_gain": (na,),
-        "actuator_d_gain": (na,),
-        "actuator_position_target": (na,),
-        "actuator_velocity_target": (na,),
-        "ctrl": (model.nu,),
-        "feedforward_force": (nv,),
-        "pd_p_gain": (nv,),
-        "pd_d_gain": (nv,),
-        "pd_position_target": (nv,),
-        "pd_velocity_target": (nv,),
-        "external_force": (nv,),
-        "bus_voltage": (na,),
-        "mor_enforced": (),
-        "actuation_limit": (nv,),
-        "contact_impulse": (contact_count(model), 3),
-        "friction_impulse": (nv,),
-        "limit_impulse": (nv,),
-        "nonfinite": (),
-        "invalid": (),
-    }
-    for name in ActuatorState.__dataclass_fields__:
-        shapes[f"actuator_state.{name}"] = (na,)
-    for name in MotorState.__dataclass_fields__:
-        shapes[f"motor_state.{name}"] = (na,)
+    """The shape of every field of a State of one world of ``model``, from the fields' declared ``dims``
+    (``actuator_state.*`` and ``motor_state.*`` for the leaves of the nested ones)."""
+    counts = {"nq": model.nq, "nv": model.nv, "na": model.na, "nu": model.nu, "nc": contact_count(model)}
+    shapes = {}
+    for field in dataclasses.fields(State):
+        shape = tuple(counts.get(d, d) for d in field.metadata["dims"])
+        nested = {"actuator_state": ActuatorState, "motor_state": MotorState}.get(field.name)
+        if nested is None:
+            shapes[field.name] = shape
+        else:
+            shapes.update({f"{field.name}.{leaf.name}": shape for leaf in dataclasses.fields(nested)})
     return shapes
+
+
+def control_fields() -> tuple[str, ...]:
+    """The names of the State's inputs a rollout can set per step (declared ``control``), in field order."""
+    return tuple(f.name for f in dataclasses.fields(State) if f.metadata["control"])
 
 
 def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> None:
@@ -168,7 +152,7 @@ def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> 
         elif name == "contact_impulse":
             hint = (
                 "the state was made for another contact layout (e.g. before add_ground or "
-                "enable_self_collision): make it again with jaxmor.init_state(model)"
+                "with_self_collision): make it again with jaxmor.init_state(model)"
             )
         else:
             hint = "the state was made for another model: make it with jaxmor.init_state(model)"
@@ -309,21 +293,7 @@ def _actuator(model: Model, name_or_index: str | int) -> int:
     return i
 
 
-_MISSING = object()
-
-
-def _old_form(name: str, model, state, value) -> tuple:
-    """``(model, state, value)`` of a setter that used to take no model: the old call ``name(state, value)``
-    arrives as ``(state, value, _MISSING)`` and is returned as ``(None, state, value)``, with a warning."""
-    if value is _MISSING and isinstance(model, State):
-        warnings.warn(
-            f"{name}(state, ...) is deprecated; use {name}(model, state, ...)", DeprecationWarning, stacklevel=3
-        )
-        return None, model, state
-    return model, state, value
-
-
-def set_actuator_torques(model: Model, state: State, torques: ArrayLike = _MISSING) -> State:
+def set_actuator_torques(model: Model, state: State, torques: ArrayLike) -> State:
     """Set every actuator torque at the gear outputs [Nm or N]; they hold until set again.
 
     Args:
@@ -334,11 +304,10 @@ def set_actuator_torques(model: Model, state: State, torques: ArrayLike = _MISSI
     Raises:
         ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
     """
-    model, state, torques = _old_form("set_actuator_torques", model, state, torques)
-    if model is not None:
-        check_state(model, state, "set_actuator_torques")
-    n = state.actuator_torque.shape[-1] if model is None else model.na
-    return state.replace(actuator_torque=as_vector(torques, n, "torques", state.actuator_torque.dtype, finite=True))
+    check_state(model, state, "set_actuator_torques")
+    return state.replace(
+        actuator_torque=as_vector(torques, model.na, "torques", state.actuator_torque.dtype, finite=True)
+    )
 
 
 def set_actuator_torque(model: Model, state: State, name_or_index: str | int, torque: ArrayLike) -> State:
@@ -493,20 +462,18 @@ def set_motor_temperature(
     return state.replace(motor_state=ms.replace(cutout=ms.cutout & ~select, **out))
 
 
-def set_motor_operating_region_enforced(model: Model, state: State, enforce: bool | ArrayLike = _MISSING) -> State:
+def set_motor_operating_region_enforced(model: Model, state: State, enforce: bool | ArrayLike) -> State:
     """Clip actuator torques to their motor operating regions (``True``, the default) or only
     monitor them (``False``: torques are applied as commanded, the states still report the motor
     quantities and the bound that the command exceeds)."""
-    model, state, enforce = _old_form("set_motor_operating_region_enforced", model, state, enforce)
-    if model is not None:
-        check_state(model, state, "set_motor_operating_region_enforced")
+    check_state(model, state, "set_motor_operating_region_enforced")
     flag = None if isinstance(enforce, (str, bytes)) or enforce is None else jnp.asarray(enforce)
     if flag is None or flag.dtype != jnp.bool_ or flag.shape != ():
         raise ArgumentError(f"enforce must be a bool (or a bool array of shape ()), got {enforce!r}")
     return state.replace(mor_enforced=flag)
 
 
-def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
+def set_ctrl(model: Model, state: State, ctrl: ArrayLike) -> State:
     """Set the controls of the affine actuators.
 
     Args:
@@ -517,11 +484,8 @@ def set_ctrl(model: Model, state: State, ctrl: ArrayLike = _MISSING) -> State:
     Raises:
         ArgumentError: wrong shape, or a non-finite value (checked outside ``jit``).
     """
-    model, state, ctrl = _old_form("set_ctrl", model, state, ctrl)
-    if model is not None:
-        check_state(model, state, "set_ctrl")
-    n = state.ctrl.shape[-1] if model is None else model.nu
-    return state.replace(ctrl=as_vector(ctrl, n, "ctrl", state.ctrl.dtype, finite=True))
+    check_state(model, state, "set_ctrl")
+    return state.replace(ctrl=as_vector(ctrl, model.nu, "ctrl", state.ctrl.dtype, finite=True))
 
 
 def keyframe_names(model: Model) -> list[str]:
@@ -574,7 +538,7 @@ def reset_actuator_state(model: Model, state: State) -> State:
     else is kept.
 
     Args:
-        model: the model with its new actuators (``set_actuators``, ``set_affine_actuators``).
+        model: the model with its new actuators (``with_actuators``, ``with_affine_actuators``).
         state: a state of a world of the model (made before the actuators changed).
     """
     dtype = state.q.dtype

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +24,6 @@ from flax import struct
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
-from jaxmor.checks import check_options
 
 
 class JointType(enum.IntEnum):
@@ -71,8 +69,8 @@ class GeomType(enum.IntEnum):
 
 @struct.dataclass
 class Options:
-    """Simulation options of a model. ``replace`` checks the new values (when concrete): a positive finite
-    time step, a finite gravity 3-vector, at least one solver sweep.
+    """Simulation options of a model (``model.opt``). Change them with :func:`jaxmor.with_options`, which
+    checks the new values; the step checks them too when it is traced.
 
     Attributes:
         timestep: () time step ``h`` [s].
@@ -99,7 +97,7 @@ class Options:
 
 @struct.dataclass
 class Battery:
-    """The supply of the DC-motor actuators (``jaxmor.set_battery``).
+    """The supply of the DC-motor actuators (``jaxmor.with_battery``).
 
     Attributes:
         open_circuit_voltage: () ``V_oc`` [V].
@@ -263,14 +261,14 @@ class Model:
         mesh_vertex_count: the number of vertices of each hull; the rows after them in ``mesh_vertices`` are
             padding, never used as contact points (static).
         geom_ground: whether each geom touches the ground (static; all by default,
-            :func:`jaxmor.set_ground_contact` or the description's ``<ground_contact>`` choose).
+            :func:`jaxmor.with_ground_contact` or the description's ``<ground_contact>`` choose).
         mesh_geoms: ``(link name, mesh file)`` of collision meshes left out (``load_urdf(..., meshes="ignore")``),
             kept by name and not simulated (static).
         urdf_joints: ``(name, type)`` of every joint of the description, fixed ones included, with the
             URDF's type names (static).
         ground: whether the world has a ground plane (``jaxmor.add_ground``) (static).
         contact_pairs: pairs of geom indices tested for self-collision (static; empty unless enabled).
-        collision_exclude: pairs of geom indices that :func:`jaxmor.enable_self_collision` never pairs, from the
+        collision_exclude: pairs of geom indices that :func:`jaxmor.with_self_collision` never pairs, from the
             description's ``<disable_collisions link1 link2/>`` elements (static).
         opt: the simulation options (time step, gravity, solver sweeps).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
@@ -317,7 +315,7 @@ class Model:
         ground_friction: () friction coefficient of the ground [-].
         ground_restitution: () coefficient of restitution of the ground [-].
         actuators: the DC-motor actuators.
-        battery: the actuators' supply; disabled unless ``jaxmor.set_battery`` gave one.
+        battery: the actuators' supply; disabled unless ``jaxmor.with_battery`` gave one.
         affine: the affine (MuJoCo-style) actuators.
         keyframes: the description's named states (MJCF ``<key>``), for :func:`jaxmor.set_keyframe` (static).
     """
@@ -432,25 +430,6 @@ class Model:
         """Whether the model has a free joint."""
         return bool(self.free_body)
 
-    # Deprecated names (see the README's rename table); removed in 0.3.
-    @property
-    def timestep(self) -> jax.Array:
-        """Deprecated: ``model.opt.timestep``."""
-        _renamed("Model.timestep", "Model.opt.timestep")
-        return self.opt.timestep
-
-    @property
-    def gravity(self) -> jax.Array:
-        """Deprecated: ``model.opt.gravity``."""
-        _renamed("Model.gravity", "Model.opt.gravity")
-        return self.opt.gravity
-
-    @property
-    def solver_iterations(self) -> int:
-        """Deprecated: ``model.opt.solver_iterations``."""
-        _renamed("Model.solver_iterations", "Model.opt.solver_iterations")
-        return self.opt.solver_iterations
-
 
 @struct.dataclass
 class ActuatorState:
@@ -484,6 +463,19 @@ class ActuatorState:
     current: jax.Array
     voltage: jax.Array
     derating: jax.Array
+
+
+def _field(dims: tuple, guard: str | None = None, control: bool = False):
+    """A State field and what the code derives from its declaration (``dataclasses.fields(State)`` metadata):
+
+    * ``dims``: the shape of one world's value, in the model's counts (``"nq"``, ``"nv"``, ``"na"``, ``"nu"``,
+      ``"nc"`` the contact slots) and integers; every leaf of a nested field (ActuatorState, MotorState) has it;
+    * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
+      ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
+      ``"not_nan"`` no NaN (``inf`` allowed), ``None`` nothing;
+    * ``control``: an input a rollout can set per step (``jaxmor.rollout``'s ``controls``).
+    """
+    return struct.field(metadata={"dims": dims, "guard": guard, "control": control})
 
 
 @struct.dataclass
@@ -540,83 +532,33 @@ class State:
     """
 
     # The dynamic state.
-    q: jax.Array
-    u: jax.Array
-    time: jax.Array
-    time_compensation: jax.Array
+    q: jax.Array = _field(dims=("nq",), guard="bounded")
+    u: jax.Array = _field(dims=("nv",), guard="bounded")
+    time: jax.Array = _field(dims=())
+    time_compensation: jax.Array = _field(dims=())
     # Inputs, held until set again (external_force: for the next step only).
-    actuator_torque: jax.Array
-    actuator_p_gain: jax.Array
-    actuator_d_gain: jax.Array
-    actuator_position_target: jax.Array
-    actuator_velocity_target: jax.Array
-    ctrl: jax.Array
-    feedforward_force: jax.Array
-    pd_p_gain: jax.Array
-    pd_d_gain: jax.Array
-    pd_position_target: jax.Array
-    pd_velocity_target: jax.Array
-    external_force: jax.Array
+    actuator_torque: jax.Array = _field(dims=("na",), guard="finite", control=True)
+    actuator_p_gain: jax.Array = _field(dims=("na",), guard="finite", control=True)
+    actuator_d_gain: jax.Array = _field(dims=("na",), guard="finite", control=True)
+    actuator_position_target: jax.Array = _field(dims=("na",), guard="finite", control=True)
+    actuator_velocity_target: jax.Array = _field(dims=("na",), guard="finite", control=True)
+    ctrl: jax.Array = _field(dims=("nu",), guard="finite", control=True)
+    feedforward_force: jax.Array = _field(dims=("nv",), guard="finite", control=True)
+    pd_p_gain: jax.Array = _field(dims=("nv",), guard="finite", control=True)
+    pd_d_gain: jax.Array = _field(dims=("nv",), guard="finite", control=True)
+    pd_position_target: jax.Array = _field(dims=("nv",), guard="finite", control=True)
+    pd_velocity_target: jax.Array = _field(dims=("nv",), guard="finite", control=True)
+    external_force: jax.Array = _field(dims=("nv",), guard="finite", control=True)
     # Runtime settings.
-    bus_voltage: jax.Array
-    mor_enforced: jax.Array
-    actuation_limit: jax.Array
+    bus_voltage: jax.Array = _field(dims=("na",), guard="finite", control=True)
+    mor_enforced: jax.Array = _field(dims=())
+    actuation_limit: jax.Array = _field(dims=("nv",), guard="not_nan", control=True)
     # The solver's warm start: the last step's impulses.
-    contact_impulse: jax.Array
-    friction_impulse: jax.Array
-    limit_impulse: jax.Array
+    contact_impulse: jax.Array = _field(dims=("nc", 3), guard="finite")
+    friction_impulse: jax.Array = _field(dims=("nv",), guard="finite")
+    limit_impulse: jax.Array = _field(dims=("nv",), guard="finite")
     # Outputs of the last step.
-    actuator_state: ActuatorState
-    motor_state: MotorState
-    nonfinite: jax.Array
-    invalid: jax.Array
-
-    # Deprecated names (see the README's rename table); removed in 0.3.
-    @property
-    def generalized_force(self) -> jax.Array:
-        """Deprecated: ``state.feedforward_force``."""
-        _renamed("State.generalized_force", "State.feedforward_force")
-        return self.feedforward_force
-
-
-# --------------------------------------------------------------------------------------------------
-# Deprecated field names, still accepted by ``replace`` for one release (removed in 0.3).
-
-
-def _renamed(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
-
-
-_OPTION_FIELDS = ("timestep", "gravity", "solver_iterations")
-
-
-def _model_replace(self: Model, **updates) -> Model:
-    """A copy with fields replaced (flax's ``replace``); the old option names go to ``opt``."""
-    moved = {}
-    for key in _OPTION_FIELDS:
-        if key in updates:
-            _renamed(f"Model.replace({key}=...)", f"Model.replace(opt=model.opt.replace({key}=...))")
-            moved[key] = updates.pop(key)
-    if moved:
-        updates["opt"] = updates.get("opt", self.opt).replace(**moved)
-    return dataclasses.replace(self, **updates)
-
-
-def _options_replace(self: Options, **updates) -> Options:
-    """A copy with options replaced, each checked (:func:`jaxmor.checks.check_options`) when concrete."""
-    new = dataclasses.replace(self, **updates)
-    check_options(new, "Options.replace")
-    return new
-
-
-def _state_replace(self: State, **updates) -> State:
-    """A copy with fields replaced (flax's ``replace``); ``generalized_force`` goes to ``feedforward_force``."""
-    if "generalized_force" in updates:
-        _renamed("State.replace(generalized_force=...)", "State.replace(feedforward_force=...)")
-        updates["feedforward_force"] = updates.pop("generalized_force")
-    return dataclasses.replace(self, **updates)
-
-
-Model.replace = _model_replace
-Options.replace = _options_replace
-State.replace = _state_replace
+    actuator_state: ActuatorState = _field(dims=("na",))
+    motor_state: MotorState = _field(dims=("na",), guard="finite")
+    nonfinite: jax.Array = _field(dims=())
+    invalid: jax.Array = _field(dims=())

@@ -40,10 +40,10 @@ from jaxmor import (
     reset_actuator_state,
     set_actuator_torque,
     set_actuator_torques,
-    set_actuators,
     set_bus_voltage,
     set_motor_operating_region_enforced,
     transmission_matrix,
+    with_actuators,
 )
 from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation, motor_operating_region_violation
 from jaxmor.errors import ArgumentError, ModelError
@@ -280,7 +280,7 @@ def test_hound_knee_from_scratch(hound, hound_v):
             resistance=0.4, torque_constant=0.1, velocity_constant=10.0, bus_voltage=24.0, peak_torque=3.0
         ),
     )
-    model = set_actuators(hound, [knee])
+    model = with_actuators(hound, [knee])
     state = reset_actuator_state(model, at(hound))
     assert actuator_names(model) == ["LF_KFE"]
     assert model.na == 1 and state.actuator_torque.shape == (1,)
@@ -385,7 +385,7 @@ def test_set_bus_voltage_rejects_unknown_names_and_arrays(hound):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# set_actuators / get_actuators.
+# with_actuators / get_actuators.
 
 
 def test_get_set_actuators_round_trip(hound):
@@ -397,7 +397,7 @@ def test_get_set_actuators_round_trip(hound):
     for d in defs:
         assert d.motor == DcMotorParameters(0.4, 0.1, 10.0, 24.0, 3.0)
         assert (d.output_damping, d.output_friction) == (0.0, 0.0)
-    again = set_actuators(hound, defs)
+    again = with_actuators(hound, defs)
     assert again.actuators.names == hound.actuators.names
     assert again.actuators.models == hound.actuators.models
     assert again.actuators.couplings == hound.actuators.couplings
@@ -416,7 +416,7 @@ def test_round_trip_keeps_an_infinite_peak_and_losses(lossy):
     assert defs[0].motor.velocity_constant == pytest.approx(10.0)  # 1 / back_emf_constant
     assert (defs[0].output_damping, defs[0].output_friction) == (0.3, 0.2)
     no_peak = defs[0].replace(motor=defs[0].motor.replace(peak_torque=math.inf))
-    model = set_actuators(lossy, [no_peak])
+    model = with_actuators(lossy, [no_peak])
     assert get_actuators(model) == [no_peak]
     assert float(motor_of(model).peak_torque[0]) == math.inf
 
@@ -428,7 +428,7 @@ def test_set_actuators_with_a_state_zeroes_torques_and_resets_voltages(hound):
     _, st_ = actuate(hound, state)
     state = state.replace(actuator_state=st_)
 
-    model = set_actuators(hound, get_actuators(hound))
+    model = with_actuators(hound, get_actuators(hound))
     fresh = reset_actuator_state(model, state)
     np.testing.assert_array_equal(actuator_torques(fresh), [0.0, 0.0, 0.0])
     np.testing.assert_array_equal(fresh.bus_voltage, [24.0, 24.0, 24.0])  # the definitions' voltages
@@ -441,7 +441,7 @@ def test_set_actuators_with_a_state_zeroes_torques_and_resets_voltages(hound):
     assert not bool(is_motor_operating_region_enforced(fresh))  # the runtime setting stays
 
     # definitions taken with the state carry its voltage into the new model
-    model2 = set_actuators(hound, get_actuators(hound, state))
+    model2 = with_actuators(hound, get_actuators(hound, state))
     kept = reset_actuator_state(model2, state)
     np.testing.assert_array_equal(kept.bus_voltage, [30.0] * 3)
     np.testing.assert_array_equal(motor_of(model2).bus_voltage, [30.0] * 3)
@@ -449,7 +449,7 @@ def test_set_actuators_with_a_state_zeroes_torques_and_resets_voltages(hound):
 
 def test_randomized_resistance_by_editing_definitions(turntable):
     defs = [d.replace(motor=d.motor.replace(resistance=d.motor.resistance * 1.1)) for d in get_actuators(turntable)]
-    model = set_actuators(turntable, defs)
+    model = with_actuators(turntable, defs)
     lo, hi = actuator_torque_bounds(model, at(model, u=[23.0]))
     e_lo, e_hi = motor_region(230.0, 0.22, 0.1, 10.0, 24.0, 1.5)
     assert float(hi[0]) == pytest.approx(10 * e_hi, rel=1e-12)
@@ -457,7 +457,7 @@ def test_randomized_resistance_by_editing_definitions(turntable):
 
 
 def test_set_actuators_empty_list_removes_them(hound, turntable):
-    model = set_actuators(hound, [])
+    model = with_actuators(hound, [])
     state = reset_actuator_state(model, set_actuator_torques(hound, at(hound), [1.0, 2.0, 3.0]))
     assert model.na == 0
     assert actuator_names(model) == []
@@ -469,7 +469,7 @@ def test_set_actuators_empty_list_removes_them(hound, turntable):
     lo, hi = actuator_torque_bounds(model, state)
     assert lo.shape == hi.shape == (0,)
     assert get_actuators(model) == []
-    empty_tt = set_actuators(turntable, [])
+    empty_tt = with_actuators(turntable, [])
     assert empty_tt.na == 0 and jaxmor.init_state(empty_tt).actuator_torque.shape == (0,)
     np.testing.assert_array_equal(actuate(empty_tt, jaxmor.init_state(empty_tt, u=[3.0]))[0], [0.0])
 
@@ -535,7 +535,7 @@ def _spin_motor() -> DcMotorParameters:
 )
 def test_set_actuators_rejects_invalid_definitions(lossy, definitions, words):
     with pytest.raises(ModelError) as excinfo:
-        set_actuators(lossy, definitions)
+        with_actuators(lossy, definitions)
     message = str(excinfo.value)
     for word in words:
         assert word in message
@@ -543,12 +543,12 @@ def test_set_actuators_rejects_invalid_definitions(lossy, definitions, words):
 
 def test_set_actuators_rejects_what_is_not_a_definition(lossy):
     with pytest.raises(ArgumentError):
-        set_actuators(lossy, [{"joint": "shoulder"}])
+        with_actuators(lossy, [{"joint": "shoulder"}])
 
 
 def test_hound_floating_base_cannot_be_driven(hound):
     with pytest.raises(ModelError, match="'base'"):
-        set_actuators(hound, [ActuatorDefinition("base", 10.0, _spin_motor())])
+        with_actuators(hound, [ActuatorDefinition("base", 10.0, _spin_motor())])
 
 
 def test_a_joint_named_like_the_floating_base_link_can_be_driven():
@@ -583,7 +583,7 @@ def test_actuator_names_and_index(hound):
 
 def test_actuator_names_follow_the_definitions_order(lossy):
     m = _spin_motor()
-    model = set_actuators(
+    model = with_actuators(
         lossy, [ActuatorDefinition("elbow", 5.0, m, name="elbow_drive"), ActuatorDefinition("shoulder", 8.0, m)]
     )
     assert actuator_names(model) == ["elbow_drive", "shoulder"]
@@ -646,11 +646,11 @@ def test_output_losses_add_to_the_driven_joint(lossy):
     np.testing.assert_array_equal(lossy.dof_friction, [0.05, 0.3])
 
     # replacing the actuators leaves no stale losses
-    bare = set_actuators(lossy, [])
+    bare = with_actuators(lossy, [])
     np.testing.assert_array_equal(joint_damping(bare), [0.1, 0.7])
     np.testing.assert_array_equal(joint_friction(bare), [0.05, 0.3])
     elbow = ActuatorDefinition("elbow", 5.0, _spin_motor(), output_damping=0.5, output_friction=0.25)
-    moved = set_actuators(lossy, [elbow])
+    moved = with_actuators(lossy, [elbow])
     np.testing.assert_allclose(joint_damping(moved), [0.1, 1.2], rtol=1e-15)
     np.testing.assert_allclose(joint_friction(moved), [0.05, 0.55], rtol=1e-15)
 
@@ -911,13 +911,13 @@ def test_gradient_through_the_state_velocity_is_the_back_emf_damping(turntable):
 
 
 def test_export_and_import_actuators_round_trip(tmp_path, hound):
-    """The spec's world export: current actuators (incl. set_actuators), bus voltages, nonzero torques, monitor mode."""
+    """The spec's world export: current actuators (with_actuators), bus voltages, nonzero torques, monitor mode."""
     model = hound
     state = jaxmor.init_state(model)
     defs = jaxmor.get_actuators(model)
     # Replace the URDF's actuators: drop the abduction, randomize a resistance, add output losses.
     defs = [d.replace(motor=d.motor.replace(resistance=0.37), output_damping=0.02) for d in defs[1:]]
-    model = jaxmor.set_actuators(model, defs)
+    model = jaxmor.with_actuators(model, defs)
     state = jaxmor.reset_actuator_state(model, state)
     state = jaxmor.set_bus_voltage(model, state, 22.5, "LF_KFE")
     state = jaxmor.set_actuator_torque(model, state, "LF_HFE", 7.25)
@@ -926,7 +926,7 @@ def test_export_and_import_actuators_round_trip(tmp_path, hound):
     assert 'motor_operating_region_enforced="false"' in text
     assert text.count(' torque="') == 1  # only the nonzero torque is written
 
-    fresh = hound  # models are immutable: set_actuators above returned a new one
+    fresh = hound  # models are immutable: with_actuators above returned a new one
     path = tmp_path / "actuators.xml"
     path.write_text(text)
     for source in (text, path):

@@ -210,8 +210,8 @@ def test_deprecated_setter_signatures_warn_and_do_the_same():
     assert not bool(old.mor_enforced) and not bool(
         jaxmor.set_motor_operating_region_enforced(model, state, False).mor_enforced
     )
-    affine = jaxmor.set_affine_actuators(
-        jaxmor.set_actuators(model, []), [jaxmor.AffineActuatorDefinition.motor("m", "spin")]
+    affine = jaxmor.with_affine_actuators(
+        jaxmor.with_actuators(model, []), [jaxmor.AffineActuatorDefinition.motor("m", "spin")]
     )
     fitted = jaxmor.reset_actuator_state(affine, state)
     with pytest.warns(DeprecationWarning, match=r"set_ctrl\(state, \.\.\.\)"):
@@ -222,12 +222,12 @@ def test_deprecated_setter_signatures_warn_and_do_the_same():
 def test_deprecated_model_editor_with_a_state_returns_the_old_pair():
     model = jaxmor.load_urdf(TURNTABLE)
     state = jaxmor.set_actuator_torques(model, jaxmor.init_state(model), [3.0])
-    with pytest.warns(DeprecationWarning, match=r"set_actuators\(model, definitions, state\)"):
-        new_model, new_state = jaxmor.set_actuators(model, jaxmor.get_actuators(model), state)
+    with pytest.warns(DeprecationWarning, match=r"with_actuators\(model, definitions, state\)"):
+        new_model, new_state = jaxmor.with_actuators(model, jaxmor.get_actuators(model), state)
     assert isinstance(new_model, jaxmor.Model) and float(new_state.actuator_torque[0]) == 0.0
-    with pytest.warns(DeprecationWarning, match=r"set_affine_actuators\(model, definitions, state\)"):
-        bare = jaxmor.set_actuators(model, [])
-        _, affine_state = jaxmor.set_affine_actuators(
+    with pytest.warns(DeprecationWarning, match=r"with_affine_actuators\(model, definitions, state\)"):
+        bare = jaxmor.with_actuators(model, [])
+        _, affine_state = jaxmor.with_affine_actuators(
             bare, [jaxmor.AffineActuatorDefinition.motor("m", "spin")], jaxmor.reset_actuator_state(bare, state)
         )
     assert affine_state.ctrl.shape == (1,)
@@ -236,8 +236,8 @@ def test_deprecated_model_editor_with_a_state_returns_the_old_pair():
 def test_reset_actuator_state_fits_the_new_actuators():
     model = jaxmor.load_urdf(TURNTABLE)
     state = jaxmor.set_bus_voltage(model, jaxmor.set_actuator_torques(model, jaxmor.init_state(model), [3.0]), 20.0)
-    bare = jaxmor.set_affine_actuators(
-        jaxmor.set_actuators(model, []), [jaxmor.AffineActuatorDefinition.position("servo", "spin", kp=2.0)]
+    bare = jaxmor.with_affine_actuators(
+        jaxmor.with_actuators(model, []), [jaxmor.AffineActuatorDefinition.position("servo", "spin", kp=2.0)]
     )
     fitted = jaxmor.reset_actuator_state(bare, state)
     assert fitted.actuator_torque.shape == fitted.bus_voltage.shape == (0,)

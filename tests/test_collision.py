@@ -3,7 +3,7 @@
 Models are small URDF strings. Pair tests use a world-rooted robot: a ``post`` link welded to the
 world (its geom has body -1, geom 0) and a ``base`` link on a floating joint (body 0, geom 1), so the
 second geom can be put anywhere with ``q = [p, quat]``. A free joint does not make the base adjacent
-to the world, so ``enable_self_collision`` pairs the two geoms.
+to the world, so ``with_self_collision`` pairs the two geoms.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from oracles import quat_of_axis_angle, rot_of_quat, rpy
 
-from jaxmor import ArgumentError, GeomType, add_ground, enable_self_collision, load_urdf, set_geom_properties
+from jaxmor import ArgumentError, GeomType, add_ground, load_urdf, with_geom_properties, with_self_collision
 from jaxmor.sim.collision import Contacts, collide, contact_count, tangent_frame
 from jaxmor.sim.kinematics import body_poses
 
@@ -72,7 +72,7 @@ def pair_model(world_collision: str, base_collision: str, post_xyz=(0, 0, 0), po
         f'<origin xyz="{" ".join(map(str, post_xyz))}" rpy="{" ".join(map(str, post_rpy))}"/></joint>',
         '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
     )
-    model = enable_self_collision(load_urdf(text))
+    model = with_self_collision(load_urdf(text))
     assert model.geom_body == (-1, 0)
     assert model.contact_pairs == ((0, 1),)
     return model
@@ -707,7 +707,7 @@ def test_box_and_capsule_pairs_jit_vmap_and_float32():
         '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>',
         '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
     )
-    model = enable_self_collision(load_urdf(text))
+    model = with_self_collision(load_urdf(text))
     assert contact_count(model) == 8 + 3
     rng = np.random.default_rng(3)
     quats = rng.normal(size=(4, 4))
@@ -748,14 +748,14 @@ def test_tangent_frame_orthonormal_right_handed():
 def test_friction_and_restitution_combination():
     model = pair_model(col(sphere(0.1), name="ball"), col(sphere(0.2), name="bob"))
     model = add_ground(model, friction=0.5, restitution=0.3)
-    model = set_geom_properties(model, "bob", friction=0.2, restitution=0.6)
-    model = set_geom_properties(model, "ball", friction=1.8)
+    model = with_geom_properties(model, "bob", friction=0.2, restitution=0.6)
+    model = with_geom_properties(model, "ball", friction=1.8)
     c = run(model, free_q([0, 0, 1.0]))
     # ground slot for bob (the only moving geom), then the pair
     assert c.body_a == (-1, -1) and c.body_b == (0, 0)
     np.testing.assert_allclose(c.friction, [math.sqrt(0.5 * 0.2), math.sqrt(1.8 * 0.2)], atol=TOL)
     np.testing.assert_allclose(c.restitution, [0.6, 0.6], atol=TOL)
-    model = set_geom_properties(model, "bob", friction=0.0, restitution=0.0)
+    model = with_geom_properties(model, "bob", friction=0.0, restitution=0.0)
     c = run(model, free_q([0, 0, 1.0]))
     np.testing.assert_allclose(c.friction, [0.0, 0.0], atol=0)
     np.testing.assert_allclose(c.restitution, [0.3, 0.0], atol=TOL)
@@ -811,31 +811,31 @@ def test_add_ground_rejects(kwargs, match):
 def test_set_geom_properties_unknown_name_lists_names():
     model = floating(col(sphere(0.1), name="foot"), col(box(1, 1, 1)))
     with pytest.raises(ArgumentError, match="hand") as err:
-        set_geom_properties(model, "hand", friction=1.0)
+        with_geom_properties(model, "hand", friction=1.0)
     assert "foot" in str(err.value) and model.geom_names[1] in str(err.value)
 
 
 def test_set_geom_properties_rejects_negative_friction():
     model = floating(col(sphere(0.1), name="foot"))
     with pytest.raises(ArgumentError, match="friction"):
-        set_geom_properties(model, "foot", friction=-1.0)
+        with_geom_properties(model, "foot", friction=-1.0)
 
 
 def test_set_geom_properties_rejects_infinite_friction():
     model = floating(col(sphere(0.1), name="foot"))
     with pytest.raises(ArgumentError, match="friction"):
-        set_geom_properties(model, "foot", friction=math.inf)
+        with_geom_properties(model, "foot", friction=math.inf)
 
 
 def test_set_geom_properties_rejects_restitution_out_of_range():
     model = floating(col(sphere(0.1), name="foot"))
     with pytest.raises(ArgumentError, match="restitution"):
-        set_geom_properties(model, "foot", restitution=2.0)
+        with_geom_properties(model, "foot", restitution=2.0)
 
 
 def test_set_geom_properties_changes_one_geom():
     model = floating(col(sphere(0.1), name="foot"), col(box(1, 1, 1), name="torso"))
-    model = set_geom_properties(model, "torso", friction=0.3, restitution=0.2)
+    model = with_geom_properties(model, "torso", friction=0.3, restitution=0.2)
     np.testing.assert_allclose(model.geom_friction, [0.8, 0.3])
     np.testing.assert_allclose(model.geom_restitution, [0.0, 0.2])
 
@@ -856,7 +856,7 @@ def chain(*shapes: str):
 def test_enable_self_collision_excludes_adjacent_bodies():
     model = chain(sphere(0.1), capsule(0.1, 0.2), sphere(0.1), capsule(0.1, 0.2))
     assert model.geom_names == ("w", "g0", "g1", "g2", "g3")
-    model = enable_self_collision(model)
+    model = with_self_collision(model)
     names = [(model.geom_names[a], model.geom_names[b]) for a, b in model.contact_pairs]
     # w (world) is adjacent to l0; each link to the next
     assert names == [("w", "g1"), ("w", "g2"), ("w", "g3"), ("g0", "g2"), ("g0", "g3"), ("g1", "g3")]
@@ -864,30 +864,30 @@ def test_enable_self_collision_excludes_adjacent_bodies():
 
 def test_enable_self_collision_exclude_and_disable():
     model = chain(sphere(0.1), capsule(0.1, 0.2), sphere(0.1), capsule(0.1, 0.2))
-    model = enable_self_collision(model, exclude=[("g3", "w"), ("g0", "g2")])
+    model = with_self_collision(model, exclude=[("g3", "w"), ("g0", "g2")])
     names = [(model.geom_names[a], model.geom_names[b]) for a, b in model.contact_pairs]
     assert names == [("w", "g1"), ("w", "g2"), ("g0", "g3"), ("g1", "g3")]
     n_ground = contact_count(add_ground(model)) - len(model.contact_pairs)
     assert contact_count(add_ground(model)) == n_ground + 4
-    assert enable_self_collision(model, enabled=False).contact_pairs == ()
+    assert with_self_collision(model, enabled=False).contact_pairs == ()
 
 
 def test_enable_self_collision_same_body_geoms_are_not_paired():
-    model = enable_self_collision(floating(col(sphere(0.1)), col(sphere(0.2))))
+    model = with_self_collision(floating(col(sphere(0.1)), col(sphere(0.2))))
     assert model.contact_pairs == ()
 
 
 def test_enable_self_collision_unknown_exclude_name():
     model = chain(sphere(0.1), sphere(0.1), sphere(0.1))
     with pytest.raises(ArgumentError, match="nope") as err:
-        enable_self_collision(model, exclude=[("g0", "nope")])
+        with_self_collision(model, exclude=[("g0", "nope")])
     assert "g2" in str(err.value)
 
 
 def test_enable_self_collision_malformed_exclude():
     model = chain(sphere(0.1), sphere(0.1), sphere(0.1))
     with pytest.raises(ArgumentError, match="exclude"):
-        enable_self_collision(model, exclude=[("g0", "g1", "g2")])
+        with_self_collision(model, exclude=[("g0", "g1", "g2")])
 
 
 def test_enable_self_collision_unsupported_pair_raises():
@@ -895,19 +895,19 @@ def test_enable_self_collision_unsupported_pair_raises():
     model = chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), cylinder(0.2, 0.2))
     spheres = [("w", "g3"), ("g0", "g3")]
     with pytest.raises(ArgumentError) as err:
-        enable_self_collision(model, exclude=spheres)
+        with_self_collision(model, exclude=spheres)
     msg = str(err.value)
     assert "'g1' (box)" in msg and "'g3' (cylinder)" in msg and "exclude" in msg
-    model = enable_self_collision(model, exclude=[*spheres, ("g1", "g3")])
+    model = with_self_collision(model, exclude=[*spheres, ("g1", "g3")])
     assert (2, 4) not in model.contact_pairs and (0, 2) in model.contact_pairs  # sphere-box kept
-    boxes = enable_self_collision(chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), box(0.2, 0.2, 0.2)))
+    boxes = with_self_collision(chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), box(0.2, 0.2, 0.2)))
     assert (2, 4) in boxes.contact_pairs  # box-box is supported now
 
 
 def test_enable_self_collision_unsupported_cylinder_pair_raises():
     model = chain(sphere(0.1), sphere(0.1), cylinder(0.1, 0.2))
     with pytest.raises(ArgumentError, match=r"'g2' \(cylinder\)"):
-        enable_self_collision(model)
+        with_self_collision(model)
 
 
 def test_collide_rejects_unsupported_contact_pairs():
@@ -940,7 +940,7 @@ def mixed_model():
         '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
     )
     model = add_ground(load_urdf(text))
-    return enable_self_collision(
+    return with_self_collision(
         model,
         exclude=[
             ("w_box", "b_box"),

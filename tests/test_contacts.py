@@ -39,7 +39,7 @@ BALL = f"""<robot name="ball"><link name="ball"><inertial><mass value="1"/>{INER
 
 @pytest.mark.slow
 def test_self_collision_stops_a_swinging_arm_at_the_post():
-    model = jaxmor.enable_self_collision(jaxmor.load_urdf(ARM))
+    model = jaxmor.with_self_collision(jaxmor.load_urdf(ARM))
     assert model.contact_pairs == ((0, 1),)
     # Released from 1 rad on the -x side (a positive angle swings the bob towards -x), the bob swings
     # to +x and hits the post: bob centre at (-sin q, 0, 1 - cos q), post at (0.15, 0, 0).
@@ -61,7 +61,7 @@ def test_unsupported_self_collision_pair_is_refused():
         '<sphere radius="0.1"/>', '<cylinder radius="0.1" length="0.1"/>'
     )
     with pytest.raises(jaxmor.ArgumentError, match="post.*bob|bob.*post"):
-        jaxmor.enable_self_collision(jaxmor.load_urdf(text))
+        jaxmor.with_self_collision(jaxmor.load_urdf(text))
 
 
 @pytest.mark.slow

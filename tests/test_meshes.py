@@ -224,10 +224,10 @@ def test_ground_contact_filter_by_link_geom_and_pattern(files):
 </robot>""".replace("{i}", INERTIA)
     model = jaxmor.add_ground(jaxmor.load_urdf(text.replace("{extra}", "")))
     assert model.geom_ground == (True,) * 4 and jaxmor.contact_count(model) == 4 + 3
-    feet = jaxmor.set_ground_contact(model, ["*_foot"])
+    feet = jaxmor.with_ground_contact(model, ["*_foot"])
     assert feet.geom_ground == (False, True, True, True) and jaxmor.contact_count(feet) == 3
-    assert jaxmor.set_ground_contact(model, ["toe", "rf_foot"]).geom_ground == (False, True, False, True)
-    assert jaxmor.set_ground_contact(feet).geom_ground == (True,) * 4
+    assert jaxmor.with_ground_contact(model, ["toe", "rf_foot"]).geom_ground == (False, True, False, True)
+    assert jaxmor.with_ground_contact(feet).geom_ground == (True,) * 4
     # The description says the same.
     described = jaxmor.add_ground(jaxmor.load_urdf(text.replace("{extra}", '<ground_contact names="*_foot"/>')))
     assert described.geom_ground == feet.geom_ground
@@ -236,9 +236,9 @@ def test_ground_contact_filter_by_link_geom_and_pattern(files):
     assert contacts.body_b == (1, 1, 1)
     np.testing.assert_allclose(contacts.distance, [0.01, 0.02, 0.01], atol=1e-12)
     with pytest.raises(jaxmor.ArgumentError, match=r"'\*_hand' matches no collision geom.*toe"):
-        jaxmor.set_ground_contact(model, ["*_hand"])
+        jaxmor.with_ground_contact(model, ["*_hand"])
     with pytest.raises(jaxmor.ArgumentError, match="list of geom or link names"):
-        jaxmor.set_ground_contact(model, "toe")
+        jaxmor.with_ground_contact(model, "toe")
     with pytest.raises(jaxmor.ModelError, match=r"<string>:11: <ground_contact>: 'hand' matches no"):
         jaxmor.load_urdf(text.replace("{extra}", '<ground_contact names="hand"/>'))
     with pytest.raises(jaxmor.ModelError, match=r"<string>:11: <ground_contact> needs names"):
@@ -370,14 +370,14 @@ def test_self_collision_pairs_filtered_by_selection_and_by_the_description():
     )
     text = f'<robot name="chain">{links}{joints}{{extra}}\n</robot>'
     model = jaxmor.load_urdf(text.replace("{extra}", ""))
-    assert jaxmor.enable_self_collision(model).contact_pairs == ((0, 2), (0, 3), (1, 3))  # not parent-child
-    assert jaxmor.enable_self_collision(model, only=["s0", "l3"]).contact_pairs == ((0, 3),)
-    assert jaxmor.enable_self_collision(model, exclude=[("l0", "s[23]")]).contact_pairs == ((1, 3),)
+    assert jaxmor.with_self_collision(model).contact_pairs == ((0, 2), (0, 3), (1, 3))  # not parent-child
+    assert jaxmor.with_self_collision(model, only=["s0", "l3"]).contact_pairs == ((0, 3),)
+    assert jaxmor.with_self_collision(model, exclude=[("l0", "s[23]")]).contact_pairs == ((1, 3),)
     described = jaxmor.load_urdf(text.replace("{extra}", '<disable_collisions link1="l1" link2="l3"/>'))
     assert described.collision_exclude == ((1, 3),)
-    assert jaxmor.enable_self_collision(described).contact_pairs == ((0, 2), (0, 3))
+    assert jaxmor.with_self_collision(described).contact_pairs == ((0, 2), (0, 3))
     with pytest.raises(jaxmor.ArgumentError, match="exclude: 'hand' matches no collision geom"):
-        jaxmor.enable_self_collision(model, exclude=[("hand", "l0")])
+        jaxmor.with_self_collision(model, exclude=[("hand", "l0")])
     with pytest.raises(jaxmor.ModelError, match=r"<string>:1: <disable_collisions>: 'hand' matches no"):
         jaxmor.load_urdf(text.replace("{extra}", '<disable_collisions link1="hand" link2="l3"/>'))
     with pytest.raises(jaxmor.ModelError, match=r"<string>:2: <disable_collisions> needs link1 and link2"):

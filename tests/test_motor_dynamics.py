@@ -45,7 +45,7 @@ def with_motor(model, h=0.01, peak=math.inf, voltage=2.0, **features):
     """The turntable with time step ``h``, its motor's peak torque and bus voltage changed and ``features``."""
     d = jaxmor.get_actuators(model)[0]
     d = d.replace(motor=d.motor.replace(peak_torque=peak, bus_voltage=voltage), **features)
-    m = jaxmor.set_actuators(model, [d])
+    m = jaxmor.with_actuators(model, [d])
     return m.replace(opt=m.opt.replace(timestep=h))
 
 
@@ -215,7 +215,7 @@ QUASI_STATIC_SCRIPT = textwrap.dedent(
     for name in ("turntable", "quadruped"):
         m = jaxmor.load_urdf(jaxmor.robots.path(name))
         if name == "quadruped":
-            m = jaxmor.set_battery(jaxmor.add_ground(m), 48.0, 0.05)
+            m = jaxmor.with_battery(jaxmor.add_ground(m), 48.0, 0.05)
         s = jaxmor.init_state(m)
         if name == "quadruped":
             q = np.asarray(s.q).copy(); q[2] = 0.55
@@ -281,7 +281,7 @@ def test_lugre_steady_sliding_speed_is_the_stribeck_curve(turntable):
     # at steady sliding z = g(v) / sigma0 exactly in the discrete recurrence, so only round-off remains.
     b, tau = 0.4, 0.8
     d = jaxmor.get_actuators(turntable)[0].replace(output_damping=b, lugre=LUGRE)
-    model = jaxmor.set_actuators(turntable, [d])
+    model = jaxmor.with_actuators(turntable, [d])
     model = model.replace(opt=model.opt.replace(timestep=2e-3))
 
     def body(s, _):
@@ -304,7 +304,7 @@ def test_lugre_sticks_below_static_friction_and_stays_stable_when_stiff(turntabl
     for stiffness, h in ((2000.0, 1e-3), (2e6, 1e-2)):
         lugre = LUGRE.__class__(stiffness, 5.0, 0.3, 0.5, 0.5)
         d = jaxmor.get_actuators(turntable)[0].replace(lugre=lugre)
-        model = jaxmor.set_actuators(turntable, [d])
+        model = jaxmor.with_actuators(turntable, [d])
         model = model.replace(opt=model.opt.replace(timestep=h))
 
         def body(s, _, model=model):
@@ -461,7 +461,7 @@ def test_a_limit_needs_a_finite_peak(turntable):
         thermal=ThermalModel(1.0, 1.0, max_temperature=100.0, limit_start=90.0),
     )
     with pytest.raises(ModelError, match="finite peak_torque"):
-        jaxmor.set_actuators(turntable, [d])
+        jaxmor.with_actuators(turntable, [d])
 
 
 def test_set_motor_temperature_checks(turntable):
@@ -489,7 +489,7 @@ def heating_run(turntable):
     state = jaxmor.init_state(model)
     torque = np.full((2000, 1), 1e4)
     recording = jaxmor.tools.sysid.record(model, state, torque, noise=0.003, key=jax.random.PRNGKey(1))
-    guess = jaxmor.set_actuators(
+    guess = jaxmor.with_actuators(
         model, [jaxmor.get_actuators(model)[0].replace(thermal=ThermalModel(thermal_resistance=1.0, heat_capacity=1.5))]
     )
     return guess, recording
@@ -585,7 +585,7 @@ def test_lugre_bristles_stay_within_their_bound_under_a_jolt(turntable):
     # 50 Nm from rest, 100 times the static friction: the first step deflects the bristles as a spring; the stored
     # deflection never leaves the continuous model's set |z| <= F_S / sigma0, and the rotor slides on.
     d = jaxmor.get_actuators(turntable)[0].replace(lugre=LUGRE)
-    model = jaxmor.set_actuators(turntable, [d])
+    model = jaxmor.with_actuators(turntable, [d])
     model = model.replace(opt=model.opt.replace(timestep=1e-3))
 
     def body(s, _):
@@ -615,7 +615,7 @@ def test_the_hot_region_of_each_actuator_uses_its_own_limit():
     for name, limit in (("LF_HAA", "derate"), ("RF_KFE", "cut")):
         th = ThermalModel(2.0, 5.0, resistance_tempco=0.0, max_temperature=120.0, limit_start=100.0, limit=limit)
         defs[index[name]] = defs[index[name]].replace(thermal=th)
-    model = jaxmor.set_actuators(model, defs)
+    model = jaxmor.with_actuators(model, defs)
     for name, factor in (("LF_HAA", 0.5), ("RF_KFE", 1.0)):
         ax = Figure().add_subplot()
         plot.plot_actuator(model, name, ax=ax, temperature=110.0)

@@ -211,7 +211,7 @@ def test_add_ground_friction_is_the_contact_friction_of_a_urdf_box():
     [("geometric_mean", math.sqrt(0.3 * 0.2)), ("mean", 0.25), ("min", 0.2), ("max", 0.3)],
 )
 def test_two_given_frictions_combine_by_the_models_rule(rule, expected):
-    model = jaxmor.set_geom_properties(jaxmor.add_ground(jaxmor.load_urdf(BOX), friction=0.3), "box/0", friction=0.2)
+    model = jaxmor.with_geom_properties(jaxmor.add_ground(jaxmor.load_urdf(BOX), friction=0.3), "box/0", friction=0.2)
     model = model.replace(opt=model.opt.replace(friction_rule=rule))
     contacts = jaxmor.collide(model, jaxmor.sim.kinematics.body_poses(model, jaxmor.neutral_q(model)))
     np.testing.assert_allclose(contacts.friction, expected, rtol=1e-12)
@@ -228,7 +228,7 @@ def test_two_given_frictions_combine_by_the_models_rule(rule, expected):
 
 def test_the_bus_voltage_sags_with_the_current_the_motors_draw(turntable):
     v_oc, r_int = 24.0, 0.5
-    model = jaxmor.set_battery(turntable, v_oc, r_int)
+    model = jaxmor.with_battery(turntable, v_oc, r_int)
     state = jaxmor.set_actuator_torque(model, jaxmor.init_state(model, u=jnp.array([5.0])), "spin", 100.0)
     np.testing.assert_array_equal(state.bus_voltage, [v_oc])
     after = jax.jit(jaxmor.step)(model, state)
@@ -249,4 +249,4 @@ def test_the_bus_voltage_sags_with_the_current_the_motors_draw(turntable):
     drop = v_oc - np.asarray(stepped.bus_voltage[:, 0])
     np.testing.assert_allclose(drop / np.asarray(models.battery.internal_resistance), power / v_oc, rtol=1e-9)
     with pytest.raises(ArgumentError, match="open_circuit_voltage must be positive"):
-        jaxmor.set_battery(turntable, 0.0, 0.1)
+        jaxmor.with_battery(turntable, 0.0, 0.1)

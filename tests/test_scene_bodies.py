@@ -261,7 +261,7 @@ def test_solid_inertia_matches_mujoco(shape, size):
 
 
 def test_add_free_body_pose_properties_and_pairs():
-    model = jaxmor.enable_self_collision(jaxmor.load_urdf(PENDULUM_URDF))  # a fixed-base robot
+    model = jaxmor.with_self_collision(jaxmor.load_urdf(PENDULUM_URDF))  # a fixed-base robot
     quat = quat_of_axis_angle([1, 1, 0], 0.4)
     with pytest.warns(UserWarning, match=r"do not collide: \('rod', 'ball'\)"):
         new = jaxmor.add_free_body(
@@ -272,12 +272,12 @@ def test_add_free_body_pose_properties_and_pairs():
     assert new.geom_names[g] == "ball" and new.geom_body[g] == new.nb - 1 and new.geom_friction_given[g]
     assert float(new.geom_friction[g]) == 0.4 and float(new.geom_restitution[g]) == 0.5
     np.testing.assert_allclose(np.asarray(jaxmor.init_state(new).q)[-7:], [0.1, 0.2, 0.3, *quat], atol=1e-15)
-    # the default pairs are those enable_self_collision makes for the new geom, less the unsupported ones
+    # the default pairs are those with_self_collision makes for the new geom, less the unsupported ones
     cylinders = [
         (n, "ball") for n, t in zip(new.geom_names, new.geom_type, strict=True) if t == jaxmor.GeomType.CYLINDER
     ]
     assert cylinders  # the pendulum's rod
-    again = jaxmor.enable_self_collision(new, exclude=cylinders)
+    again = jaxmor.with_self_collision(new, exclude=cylinders)
     assert set(new.contact_pairs) == set(again.contact_pairs)
     assert jaxmor.add_free_body(model, "ball", "sphere", 0.05, 0.3, collide_with=False).contact_pairs == ()
 

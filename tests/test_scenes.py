@@ -35,7 +35,7 @@ from jaxmor.sim.collision import collide
 from jaxmor.sim.constraint import PENETRATION_ALLOWANCE, constraints, warm_start
 from jaxmor.sim.dynamics import dynamics
 from jaxmor.sim.forces import forces
-from jaxmor.sim.integrator import free_motion
+from jaxmor.sim.free_motion import free_motion
 from jaxmor.sim.kinematics import kinematics
 from jaxmor.sim.solver import contact_residuals, solve
 

@@ -61,7 +61,9 @@ from jaxmor.sim.constraint import (
 )
 from jaxmor.sim.dynamics import dynamics
 from jaxmor.sim.forces import forces
-from jaxmor.sim.integrator import accept, advance, finite, free_motion, runnable
+from jaxmor.sim.free_motion import free_motion
+from jaxmor.sim.guard import accept, finite, runnable
+from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import kinematics
 
 ROBOTS = Path(__file__).resolve().parents[1] / "jaxmor" / "robots"
@@ -293,11 +295,11 @@ def numpy_tree(tree):
 def quadruped():
     """The quadruped with a ground and self-collision (ground slots for the box corners and the feet, then the
     base-foot and foot-foot pairs), its feet and the ground given distinct friction and restitution."""
-    model = jaxmor.enable_self_collision(
+    model = jaxmor.with_self_collision(
         jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF), friction=0.9, restitution=0.3)
     )
-    model = jaxmor.set_geom_properties(model, "RF_foot", friction=0.5, restitution=0.6)
-    model = jaxmor.set_geom_properties(model, "LH_foot", friction=0.4)
+    model = jaxmor.with_geom_properties(model, "RF_foot", friction=0.5, restitution=0.6)
+    model = jaxmor.with_geom_properties(model, "LH_foot", friction=0.4)
     assert tuple(model.joint_names) == QD_JOINTS
     assert tuple(jaxmor.actuator_names(model)) == QD_JOINTS
     assert float(model.opt.timestep) == 1e-3

@@ -56,13 +56,13 @@ def quadruped_world(run):
     gains, then 20 steps (contact impulses, actuator states, a sagged battery)."""
     model = jaxmor.load_urdf(QUADRUPED_URDF)
     model = jaxmor.add_ground(model, height=0.01, friction=0.7, restitution=0.1)
-    model = jaxmor.set_battery(model, 48.0, 0.05)
+    model = jaxmor.with_battery(model, 48.0, 0.05)
     model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(0.002), solver_iterations=15))
     definitions = jaxmor.get_actuators(model)
     first = definitions[0]
     motor = first.motor.replace(resistance=0.3)
     definitions[0] = jaxmor.ActuatorDefinition(first.joint, 7.5, motor, name="hip_left_front", model="spare")
-    model = jaxmor.set_actuators(model, definitions)
+    model = jaxmor.with_actuators(model, definitions)
     state = jaxmor.init_state(model, q=quadruped_standing_q(model, 0.53))
     state = jaxmor.set_actuator_torques(model, state, np.linspace(-8.0, 8.0, model.na))
     state = jaxmor.set_bus_voltage(model, state, 40.0, name="hip_left_front")
@@ -309,11 +309,13 @@ _SHARDED = textwrap.dedent(
     q = jnp.asarray(jaxmor.robots.quadruped_standing_q(model))
     states = jax.vmap(lambda q: jaxmor.init_state(model, q=q))(jnp.tile(q, (8, 1)))
     torques = jax.random.uniform(jax.random.key(0), (8, 30, model.na), minval=-20.0, maxval=20.0)
-    run = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=1)[0])
+    run = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=1, groups=4)[0])
     plain = run(states, torques)
     sharded_in = (jaxmor.shard_worlds(states), jaxmor.shard_worlds(torques))
     sharded = run(*sharded_in)
     print("difference", float(np.abs(np.asarray(sharded.q) - np.asarray(plain.q)).max()))
+    eager = jaxmor.rollout_batch(model, *sharded_in, chunk_size=1)[0]  # groups from the placement: 4
+    print("eager", float(np.abs(np.asarray(eager.q) - np.asarray(plain.q)).max()), len(eager.q.sharding.device_set))
     print("spec", sharded.q.sharding.spec == PartitionSpec("worlds"), len(sharded.q.sharding.device_set))
     hlo = run.lower(*sharded_in).compile().as_text()
     print("collectives", [c for c in ("all-gather", "all-reduce", "all-to-all", "collective-permute") if c in hlo])
@@ -335,6 +337,8 @@ def test_a_rollout_sharded_over_four_devices_equals_the_unsharded_one_and_stays_
     assert out.returncode == 0, out.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines())
     assert float(lines["difference"]) < 1e-12
+    eager_difference, eager_devices = lines["eager"].split()
+    assert float(eager_difference) < 1e-12 and eager_devices == "4"  # eager: four groups read off the placement
     assert lines["spec"] == "True 4"  # the output stays sharded over the world axis, on the four devices
     assert lines["collectives"] == "[]"  # each device ran its own worlds
     assert lines["refused"] == "True"

@@ -10,7 +10,6 @@ A robot may mix both kinds, one actuator per joint.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 
 import jax.numpy as jnp
@@ -27,16 +26,7 @@ from jaxmor.state import zero_actuator_state
 from jaxmor.types import Model, State
 
 
-def _deprecated_state_argument(function: str) -> None:
-    warnings.warn(
-        f"{function}(model, definitions, state) returning (model, state) is deprecated; call "
-        f"{function}(model, definitions), then jaxmor.reset_actuator_state(model, state)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-
-
-def set_actuators(model: Model, definitions: Sequence[ActuatorDefinition], state: State | None = None) -> Model:
+def with_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> Model:
     """Replace all DC-motor actuators of a model (an empty list removes them).
 
     Fit the states of the model's worlds to the new actuators with :func:`jaxmor.reset_actuator_state`.
@@ -45,8 +35,6 @@ def set_actuators(model: Model, definitions: Sequence[ActuatorDefinition], state
         model: the model.
         definitions: one :class:`ActuatorDefinition` per actuator, in the order of every
             per-actuator array. Unnamed actuators are named after their joints.
-        state: deprecated; with a state, ``(model, state)`` is returned, the state's actuator torques
-            zeroed, its bus voltages reset to the definitions' and its actuator states cleared.
 
     Returns:
         The new model.
@@ -57,11 +45,7 @@ def set_actuators(model: Model, definitions: Sequence[ActuatorDefinition], state
         ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven by
             an affine actuator.
     """
-    new_model = model.replace(actuators=compile_actuators(model, definitions))
-    if state is None:
-        return new_model
-    _deprecated_state_argument("set_actuators")
-    return new_model, _reset_motor_inputs(new_model, state)
+    return model.replace(actuators=compile_actuators(model, definitions))
 
 
 def _reset_motor_inputs(model: Model, state: State) -> State:
@@ -116,7 +100,7 @@ def export_actuators(model: Model, state: State) -> str:
     """The current actuators as an ``<actuators>`` XML element (the spec's world export).
 
     It holds every actuator with its model inline (including actuators set with
-    :func:`set_actuators`), the bus voltages of ``state``, each nonzero commanded torque as a
+    :func:`with_actuators`), the bus voltages of ``state``, each nonzero commanded torque as a
     ``torque`` attribute, and the monitor mode. :func:`import_actuators` reads it back exactly.
 
     Args:
@@ -157,7 +141,7 @@ def import_actuators(
     if base_dir is None and not (isinstance(path_or_xml, str) and looks_like_xml(path_or_xml)):
         base_dir = os.path.dirname(os.path.abspath(path_or_xml))
     definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir, extra_dirs=actuator_dirs)
-    new_model = set_actuators(model, definitions)
+    new_model = with_actuators(model, definitions)
     new_state = _reset_motor_inputs(new_model, state)
     dtype = new_state.actuator_torque.dtype
     new_state = new_state.replace(
@@ -167,9 +151,7 @@ def import_actuators(
     return new_model, new_state
 
 
-def set_affine_actuators(
-    model: Model, definitions: Sequence[AffineActuatorDefinition], state: State | None = None
-) -> Model:
+def with_affine_actuators(model: Model, definitions: Sequence[AffineActuatorDefinition]) -> Model:
     """Replace the affine (MuJoCo-style) actuators of a model; an empty list removes them.
 
     A robot may mix both kinds, one actuator per joint: a joint driven by a DC-motor actuator
@@ -179,7 +161,6 @@ def set_affine_actuators(
     Args:
         model: the model.
         definitions: the affine actuators, in the order of ``State.ctrl``.
-        state: deprecated; with a state, ``(model, state)`` is returned, the state's controls zeroed.
 
     Returns:
         The new model.
@@ -198,8 +179,4 @@ def set_affine_actuators(
             raise ArgumentError(
                 f"affine actuator '{name}': joint '{joint}' is already driven by a DC-motor actuator (one per joint)"
             )
-    new_model = model.replace(affine=affine)
-    if state is None:
-        return new_model
-    _deprecated_state_argument("set_affine_actuators")
-    return new_model, state.replace(ctrl=jnp.zeros((new_model.nu,), state.q.dtype))
+    return model.replace(affine=affine)

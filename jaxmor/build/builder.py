@@ -43,7 +43,7 @@ from jaxmor.sim.collision import _pair_supported
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, MotorActuators, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
-#: with ``jaxmor.set_geom_properties``.
+#: with ``jaxmor.with_geom_properties``.
 DEFAULT_FRICTION = 0.8
 #: Projected Gauss-Seidel sweeps per step of the velocity pass (``Model.opt.solver_iterations``) and of
 #: the position pass (``Model.opt.position_iterations``), chosen from measured residuals
@@ -134,7 +134,7 @@ def load_mjcf(
         assets_dir: the folder that stands for the file's own for MJCF text (includes, meshes, actuator files);
             for a file, another folder whose tree may be read.
         self_collision: collide the robot's geoms with each other (default: only with the ground and the
-            world's geoms, as a URDF's; :func:`jaxmor.enable_self_collision` can turn it on later).
+            world's geoms, as a URDF's; :func:`jaxmor.with_self_collision` can turn it on later).
         meshes: ``"convex_hull"`` (default): collision meshes are simulated as their convex hulls (needs
             ``pip install 'jaxmor[mesh]'``); ``"ignore"``: kept by name only (``Model.mesh_geoms``).
         package_dirs: folders where ``package://`` mesh URIs are looked up first.

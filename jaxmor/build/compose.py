@@ -9,11 +9,11 @@ poses given (``Model.q_default``, the coordinates a new State starts from). The 
 prefixed; the combined model keeps the first model's name, source, options, ground and battery.
 
 Which geoms collide. By default (``collide_with=True``) every new geom is paired with every geom of the
-model that :func:`jaxmor.enable_self_collision` would pair it with (on another body, not parent and child
+model that :func:`jaxmor.with_self_collision` would pair it with (on another body, not parent and child
 across a joint) and whose type pair :mod:`jaxmor.sim.collision` supports; unsupported type pairs (any with a cylinder)
 are left out, with a warning naming them. ``collide_with=False`` adds no pair between the two, and a list of geom names
 of the model restricts the pairs to those geoms (an unsupported pair among them is refused). The added
-model's own ``contact_pairs`` are kept. :func:`jaxmor.enable_self_collision` on the result recomputes every
+model's own ``contact_pairs`` are kept. :func:`jaxmor.with_self_collision` on the result recomputes every
 pair, the robot's own self-collision included, and refuses unsupported ones.
 """
 
@@ -31,7 +31,7 @@ from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
 from jaxmor.build.builder import build_model, topology_tables
-from jaxmor.build.scene import set_geom_properties
+from jaxmor.build.scene import with_geom_properties
 from jaxmor.checks import as_scalar
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
@@ -234,7 +234,7 @@ def add_free_body(
     )
     body = build_model(RobotDescription(name, API_SOURCE, 0, [link], [], name))
     if friction is not None or restitution is not None:
-        body = set_geom_properties(body, name, friction=friction, restitution=restitution)
+        body = with_geom_properties(body, name, friction=friction, restitution=restitution)
     return combine(model, body, position=position, orientation=orientation, collide_with=collide_with)
 
 

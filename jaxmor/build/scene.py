@@ -6,12 +6,13 @@ How contacts are generated from these settings is :mod:`jaxmor.sim.collision`'s 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import jax.numpy as jnp
 
 from jaxmor.build.builder import DEFAULT_FRICTION
-from jaxmor.checks import as_scalar
+from jaxmor.checks import as_scalar, check_options, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
 from jaxmor.sim.collision import check_pairs
@@ -46,7 +47,7 @@ def add_ground(
     )
 
 
-def set_geom_properties(
+def with_geom_properties(
     model: Model, name: str, *, friction: float | None = None, restitution: float | None = None
 ) -> Model:
     """A copy of ``model`` with the contact properties of geom ``name`` changed.
@@ -72,7 +73,7 @@ def set_geom_properties(
     return model
 
 
-def set_ground_contact(model: Model, names: Iterable[str] | None = None) -> Model:
+def with_ground_contact(model: Model, names: Iterable[str] | None = None) -> Model:
     """A copy of ``model`` in which only the selected geoms touch the ground (``Model.geom_ground``).
 
     Each geom that touches the ground costs contact slots in every step (:func:`jaxmor.sim.collision.contact_count`):
@@ -94,7 +95,7 @@ def set_ground_contact(model: Model, names: Iterable[str] | None = None) -> Mode
     return model.replace(geom_ground=tuple(g in chosen for g in range(model.ng)))
 
 
-def enable_self_collision(
+def with_self_collision(
     model: Model, enabled: bool = True, exclude: Iterable = (), only: Iterable[str] | None = None
 ) -> Model:
     """A copy of ``model`` whose ``contact_pairs`` test its geoms against each other.
@@ -140,7 +141,7 @@ def enable_self_collision(
     return model.replace(contact_pairs=tuple(pairs))
 
 
-def set_battery(model: Model, open_circuit_voltage: float, internal_resistance: float) -> Model:
+def with_battery(model: Model, open_circuit_voltage: float, internal_resistance: float) -> Model:
     """A copy of ``model`` whose actuators share a battery: their bus voltage sags with the current drawn.
 
     After every step the bus voltage of every actuator becomes ``V_oc - R_int I``, with ``I`` the current the
@@ -163,3 +164,30 @@ def set_battery(model: Model, open_circuit_voltage: float, internal_resistance: 
         raise ArgumentError(f"open_circuit_voltage must be positive, got {float(voltage)}")
     dtype = model.body_mass.dtype
     return model.replace(battery=Battery(jnp.asarray(voltage, dtype), jnp.asarray(resistance, dtype), enabled=True))
+
+
+def with_options(model: Model, **options) -> Model:
+    """The model with simulation options replaced (:class:`jaxmor.Options`), each checked.
+
+    Args:
+        model: the model.
+        **options: option names and values, e.g. ``timestep=0.001`` [s], ``gravity=(0, 0, -9.81)`` [m/s^2],
+            ``solver_iterations=30``; array options are stored in the model's floating-point dtype.
+
+    Returns:
+        The new model.
+
+    Raises:
+        ArgumentError: an unknown option name, or a value out of its range (:func:`jaxmor.checks.check_options`:
+            a positive finite time step, a finite gravity 3-vector, at least one sweep, a known rule).
+    """
+    known = {f.name for f in dataclasses.fields(model.opt)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ArgumentError(f"with_options: unknown options {unknown}; the options are {sorted(known)}")
+    dtype = model.opt.timestep.dtype
+    arrays = {"timestep", "gravity"}
+    values = {k: (jnp.asarray(v, dtype) if k in arrays and not is_traced(v) else v) for k, v in options.items()}
+    new = model.opt.replace(**values)
+    check_options(new, "with_options")
+    return model.replace(opt=new)

@@ -44,9 +44,9 @@ import jax.numpy as jnp
 import numpy as np
 from lxml import etree
 
-from jaxmor.build.actuators import export_actuators, get_actuators, set_actuators
+from jaxmor.build.actuators import export_actuators, get_actuators, with_actuators
 from jaxmor.build.builder import load_mjcf, load_urdf
-from jaxmor.build.scene import add_ground, set_battery
+from jaxmor.build.scene import add_ground, with_battery
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, resolve_actuator_file
 from jaxmor.io.mesh import resolve_mesh
@@ -115,9 +115,9 @@ def _world_model(base: Model, model: Model, state: State) -> Model:
             world, float(model.ground_height), float(model.ground_friction), float(model.ground_restitution)
         )
     if model.battery.enabled:
-        world = set_battery(world, float(model.battery.open_circuit_voltage), float(model.battery.internal_resistance))
+        world = with_battery(world, float(model.battery.open_circuit_voltage), float(model.battery.internal_resistance))
     if model.na or base.na:
-        world = set_actuators(world, get_actuators(model, state))
+        world = with_actuators(world, get_actuators(model, state))
     return world
 
 
@@ -272,7 +272,7 @@ def load_world(
         definitions, torques, enforced = actuators_from_element(
             element, source, base_dir=folder, extra_dirs=actuator_dirs
         )
-        model = set_actuators(model, definitions)
+        model = with_actuators(model, definitions)
         state = reset_actuator_state(model, state).replace(
             actuator_torque=jnp.asarray(np.asarray(torques, dtype=np.float64).reshape(model.na), dtype),
             bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),  # as written (a battery's sag too)
@@ -347,7 +347,7 @@ def _apply_options(model: Model, children: dict, source: str) -> Model:
             parse_float(b.get(k), source, b, f"battery {k}") for k in ("open_circuit_voltage", "internal_resistance")
         ]
         try:
-            model = set_battery(model, *values)
+            model = with_battery(model, *values)
         except ArgumentError as err:
             raise ModelError(source, b.sourceline, str(err)) from None
     return model

@@ -16,9 +16,9 @@ What is read:
   independent (as in Pinocchio) and a warning says so.
 * ``<ground_contact names="LF_FOOT RF_FOOT *_foot"/>``, jaxmor's extension (at most one, child of
   ``<robot>``): only the geoms named, the geoms of the links named, or those matching the ``fnmatch``
-  patterns touch the ground (as :func:`jaxmor.set_ground_contact`); without it every geom does.
+  patterns touch the ground (as :func:`jaxmor.with_ground_contact`); without it every geom does.
 * ``<disable_collisions link1="a" link2="b"/>`` (the SRDF element, accepted in the URDF; each side a link
-  or geom name or an ``fnmatch`` pattern): :func:`jaxmor.enable_self_collision` never pairs a geom of one
+  or geom name or an ``fnmatch`` pattern): :func:`jaxmor.with_self_collision` never pairs a geom of one
   side with a geom of the other (``Model.collision_exclude``).
 * ``<actuator>`` elements (see :mod:`jaxmor.io.actuators`). ROS ``<transmission>`` and
   ``<gazebo>`` elements are ignored.

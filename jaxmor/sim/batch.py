@@ -3,7 +3,7 @@ sharded over several."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -13,7 +13,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxmor.checks import as_positive_int
 from jaxmor.errors import ArgumentError
-from jaxmor.sim.pipeline import rollout
+from jaxmor.sim.pipeline import per_step_controls, rollout
 from jaxmor.state import check_state, init_state
 from jaxmor.types import Model, State
 
@@ -34,11 +34,12 @@ def _is_none(x) -> bool:
 def rollout_batch(
     model: Model,
     states: State,
-    controls: jnp.ndarray | None = None,
+    controls: jax.Array | Mapping[str, jax.Array] | None = None,
     n_steps: int | None = None,
     *,
     chunk_size: int = 256,
     model_axes: Model | None = None,
+    groups: int | None = None,
 ) -> tuple[State, State]:
     """:func:`rollout` of a batch of worlds, ``chunk_size`` worlds at a time.
 
@@ -54,22 +55,30 @@ def rollout_batch(
     Args:
         model: the model; with ``model_axes``, some of its leaves carry a leading world axis.
         states: the initial states, every leaf with a leading world axis of size ``n``.
-        controls: optional (n, n_steps, na) actuator torques at the gear outputs, per world and step;
-            ``None`` keeps each state's torques.
-        n_steps: number of steps; defaults to ``controls.shape[1]``.
+        controls: the inputs of each world and step, as :func:`jaxmor.rollout` takes them with a leading world
+            axis: an (n, n_steps, na) array of actuator torques, or a mapping from State input names to arrays of
+            shape ``(n, n_steps, *field)``; ``None`` keeps each state's inputs.
+        n_steps: number of steps; defaults to the controls' step axis.
         chunk_size: worlds per vmapped chunk (static, >= 1).
         model_axes: ``None`` (one model for all worlds) or a pytree like ``model`` holding ``0`` for
             leaves batched over the worlds (e.g. per-world motor resistance) and ``None`` for shared
             leaves, as ``jax.vmap``'s ``in_axes``.
+        groups: how many groups of worlds run side by side (static), each chunked on its own: one per device
+            keeps sharded worlds (:func:`shard_worlds`) on their devices without communication. ``None``: the
+            number of devices concrete states are sharded over, 1 for unsharded ones and under ``jit`` (where
+            the placement is not visible: pass ``groups=jax.device_count()`` there).
+            Grouping changes the order of floating-point operations, so results of different groupings agree
+            to rounding, not bit for bit.
 
     Returns:
         ``(final_states, trajectories)`` with a leading world axis (trajectories: (n, n_steps, ...));
         under ``jit``, parts of the trajectories that are not used are not computed.
 
     Raises:
-        ArgumentError: a bad ``chunk_size`` or ``model_axes`` entry, states without a common leading
-            world axis or whose worlds do not fit the model, ``controls`` or batched model leaves whose
-            leading axis is not the number of worlds, or neither ``controls`` nor ``n_steps``.
+        ArgumentError: a bad ``chunk_size``, ``groups`` (it must divide the number of worlds) or ``model_axes``
+            entry, states without a common leading world axis or whose worlds do not fit the model, ``controls``
+            or batched model leaves whose leading axis is not the number of worlds, or neither ``controls`` nor
+            ``n_steps``.
     """
     chunk_size = as_positive_int(chunk_size, "chunk_size")
     sizes = {x.shape[0] if x.ndim else None for x in jax.tree.leaves(states)}
@@ -78,14 +87,10 @@ def rollout_batch(
         raise ArgumentError(f"states must all have a leading world axis of the same size, got sizes {got}")
     n = sizes.pop()
     check_state(model, states, "rollout_batch", batch_ndim=1)
-    if controls is not None:
-        controls = jnp.asarray(controls, states.u.dtype)
-        if controls.ndim != 3 or controls.shape[0] != n or (n_steps is not None and controls.shape[1] != n_steps):
-            steps = "n_steps" if n_steps is None else n_steps
-            raise ArgumentError(f"controls must have shape ({n}, {steps}, {model.na}), got {controls.shape}")
-        n_steps = controls.shape[1]
-    if n_steps is None:
-        raise ArgumentError("rollout_batch needs n_steps or controls")
+    controls, n_steps = per_step_controls(model, states, controls, n_steps, "rollout_batch", batch=(n,))
+    groups = _groups(states, n) if groups is None else as_positive_int(groups, "groups")
+    if n % groups:
+        raise ArgumentError(f"rollout_batch: groups={groups} must divide the number of worlds, {n}")
 
     # The batched leaves of the model (None elsewhere) travel with the worlds; the rest is shared.
     if model_axes is None:
@@ -113,19 +118,28 @@ def rollout_batch(
                 if model_axes is None
                 else jax.tree.map(lambda ax, x, b: x if ax is None else b, model_axes, model, p, is_leaf=_is_none)
             )
-            return rollout(m, s1, c1, n_steps)
+            return rollout(m, s1, c1 or None, n_steps)
 
         return jax.vmap(world)(part, s, c)
 
     args = (batched, states, controls)
-    groups = jax.device_count()
-    if groups > 1 and n % groups == 0:
+    if groups > 1:
         # One group of worlds per device, vmapped, each group chunked on its own: worlds sharded over the devices
         # (shard_worlds) stay where they are, and the devices run their groups in parallel.
         per = n // groups
         grouped = _split_worlds(args, groups, per)
         return _merge_worlds(jax.vmap(lambda a: _chunked(run, a, per, chunk_size))(grouped))
     return _chunked(run, args, n, chunk_size)
+
+
+def _groups(states: State, n: int) -> int:
+    """The number of devices the worlds are sharded over: the states' ``q`` sharding (1 when it is not
+    sharded over its world axis, or is traced)."""
+    sharding = getattr(states.q, "sharding", None)
+    if not isinstance(sharding, NamedSharding) or not n:
+        return 1
+    shard = sharding.shard_shape(states.q.shape)[0]
+    return n // shard if shard and n % shard == 0 else 1
 
 
 def _chunked(run, args, n: int, chunk_size: int):

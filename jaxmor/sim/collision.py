@@ -10,7 +10,7 @@ Slot layout, in this order:
 
 1. Ground contacts, only when the model has a ground (:func:`add_ground`): for every geom on a
    moving body (``geom_body >= 0``) that touches the ground (``Model.geom_ground``:
-   :func:`jaxmor.set_ground_contact`), in geom order, a fixed number of points of the geom:
+   :func:`jaxmor.with_ground_contact`), in geom order, a fixed number of points of the geom:
 
    * sphere, 1: its lowest point, ``centre - r z``;
    * capsule, 2: the lowest points of its two end spheres, ``end - r z``;
@@ -33,7 +33,7 @@ Slot layout, in this order:
    distance ``point_z - ground_height`` and the position the point itself. Geoms welded to the
    world (``geom_body == -1``) get no ground slots.
 
-2. Self-collision contacts, for each pair of ``model.contact_pairs`` (:func:`enable_self_collision`,
+2. Self-collision contacts, for each pair of ``model.contact_pairs`` (:func:`with_self_collision`,
    :func:`jaxmor.add_free_body`, :func:`jaxmor.combine`), in that order, a fixed number of slots that
    depends on the pair's types (:data:`PAIR_SLOTS`; :func:`pair_slot_count`). For the pair ``(a, b)`` of
    geom indices, ``body_a = geom_body[a]`` and ``body_b = geom_body[b]``; the normal points from geom
@@ -81,7 +81,7 @@ function of ``n`` (Frisvad's basis, built about ``+z`` for ``n_z >= -0.5`` and a
 for the ground's ``n = +z`` they are the world ``x`` and ``y`` axes.
 
 Combination rules (:func:`combine_friction`). Friction: a surface whose description gives no friction
-(every URDF geom: ``Model.geom_friction_given`` is false until :func:`jaxmor.set_geom_properties` or
+(every URDF geom: ``Model.geom_friction_given`` is false until :func:`jaxmor.with_geom_properties` or
 :func:`jaxmor.randomize` sets it) takes the other surface's, so ``add_ground(friction=mu)`` gives ``mu``
 on a URDF robot; two given coefficients combine by ``model.opt.friction_rule``: the geometric mean
 ``sqrt(mu_a mu_b)`` (default; a frictionless surface is then frictionless against everything), the
@@ -97,7 +97,7 @@ fallback is used (``+z``, or for crossing capsules the common perpendicular of t
 are face normals, always defined.
 
 Limitations: only the pair kinds above; any pair with a cylinder is not supported yet, and asking for
-one (:func:`enable_self_collision`, or a hand-made ``contact_pairs`` given to :func:`collide`) raises an
+one (:func:`with_self_collision`, or a hand-made ``contact_pairs`` given to :func:`collide`) raises an
 :class:`~jaxmor.errors.ArgumentError` rather than being ignored. One slot per sphere and capsule pair: two
 long capsules lying side by side touch at a single point (the middle of their overlap), which holds them
 apart but resists their relative rotation only through friction; a capsule lying on a box face touches
@@ -623,7 +623,7 @@ def check_pairs(model: Model, pairs) -> None:
         raise ArgumentError(
             f"self-collision between geom {na!r} ({ta}) and geom {nb!r} ({tb}) "
             f"is not supported (supported: {_supported_text()}); exclude the pair, e.g. "
-            f"enable_self_collision(model, exclude=[({na!r}, {nb!r})]){more}"
+            f"with_self_collision(model, exclude=[({na!r}, {nb!r})]){more}"
         )
 
 

@@ -53,7 +53,7 @@ from flax import struct
 
 from jaxmor.sim.collision import Contacts
 from jaxmor.sim.forces import Forces
-from jaxmor.sim.integrator import FreeMotion
+from jaxmor.sim.free_motion import FreeMotion
 from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
 from jaxmor.types import Model, State
 
@@ -277,6 +277,12 @@ def warm_start(model: Model, state: State) -> Impulses:
     """The velocity problem's warm start: the impulses of the state's last step."""
     dofs = np.array(model.joint_u, dtype=np.int32)
     return Impulses(state.contact_impulse, state.friction_impulse[dofs], state.limit_impulse[dofs])
+
+
+def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impulses) -> tuple[jax.Array, jax.Array]:
+    """The velocities the solved problems give: ``(du, u_pos)``, the velocity problem's change of velocity
+    (:func:`velocity_change`) and the position problem's pseudo-velocity (:func:`position_change`), (nv,) each."""
+    return velocity_change(cons, impulses), position_change(cons, correction)
 
 
 def velocity_change(cons: Constraints, impulses: Impulses) -> jax.Array:

@@ -2,39 +2,45 @@
 
 The step is velocity-level and semi-implicit (``h = model.opt.timestep``), as the actuator spec's
 "What happens in a simulation step" describes. Each stage is a function of the model and what the
-stages before it produced, and lives in the module named after it:
+stages before it produced, lives in the module of :mod:`jaxmor.sim` named after it, and runs under a
+``jax.named_scope`` of its name (profiles and compiled programs show the stages):
 
 1. :func:`~jaxmor.sim.kinematics.kinematics`: body poses at ``q_t`` (joint transforms computed once);
 2. :func:`~jaxmor.sim.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
 3. :func:`~jaxmor.sim.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
    the built-in PD, feed-forward, affine, external and passive forces;
-4. :func:`~jaxmor.sim.integrator.free_motion`: the effective mass (implicit PD, damping and velocity-dependent
-   forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
+4. :func:`~jaxmor.sim.free_motion.free_motion`: the effective mass (implicit PD, damping and
+   velocity-dependent forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
 5. :func:`~jaxmor.sim.collision.collide` and :func:`~jaxmor.sim.constraint.constraints`: contact candidates,
    then the velocity problem (contacts, joint friction, joint limits) and the position-correction problem;
-6. :func:`~jaxmor.sim.solver.solve`: projected Gauss-Seidel on each problem;
+6. :func:`~jaxmor.sim.solver.solve_step`: projected Gauss-Seidel on both problems;
 7. :func:`~jaxmor.sim.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
    the next warm start, the actuator states of the completed step;
-8. :func:`~jaxmor.sim.integrator.accept`: the guard that keeps a world that could not run or whose step went
+8. :func:`~jaxmor.sim.guard.accept`: the guard that keeps a world that could not run or whose step went
    non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", so its
    derivatives are zero rather than NaN).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError
-from jaxmor.sim.collision import collide
-from jaxmor.sim.constraint import constraints, position_change, velocity_change, warm_start
-from jaxmor.sim.dynamics import dynamics
-from jaxmor.sim.forces import forces
-from jaxmor.sim.integrator import accept, advance, finite, free_motion, runnable, stand_in
-from jaxmor.sim.kinematics import kinematics
-from jaxmor.sim.solver import solve_all
-from jaxmor.state import check_state
+from jaxmor.sim.collision import Contacts, collide
+from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_velocities
+from jaxmor.sim.dynamics import Dynamics, dynamics
+from jaxmor.sim.forces import Forces, forces
+from jaxmor.sim.free_motion import FreeMotion, free_motion
+from jaxmor.sim.guard import accept, finite, runnable, stand_in
+from jaxmor.sim.integrator import advance
+from jaxmor.sim.kinematics import Kinematics, kinematics
+from jaxmor.sim.solver import solve_step
+from jaxmor.state import check_state, control_fields, state_shapes
 from jaxmor.types import Model, State
 
 
@@ -42,8 +48,8 @@ def step(model: Model, state: State) -> State:
     """Advance one world by one time step (``model.opt.timestep``).
 
     Pure: jit-, vmap- (over states, and over models for randomized worlds) and grad-able. A world that
-    cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.sim.integrator.runnable`)
-    or whose step goes non-finite keeps its state (:func:`jaxmor.sim.integrator.accept`); the former gets a
+    cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.sim.guard.runnable`)
+    or whose step goes non-finite keeps its state (:func:`jaxmor.sim.guard.accept`); the former gets a
     zero derivative, never a NaN one.
 
     Args:
@@ -62,63 +68,117 @@ def step(model: Model, state: State) -> State:
     """
     check_state(model, state, "step")
     check_options(model.opt, "step")
-    healthy = runnable(model, state)
-    candidate = _stages(model, jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state)))
-    return accept(model, state, candidate, healthy & finite(candidate))
+    with jax.named_scope("guard"):
+        healthy = runnable(model, state)
+        safe = jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state))
+    candidate = stages(model, safe).state
+    with jax.named_scope("guard"):
+        return accept(model, state, candidate, healthy & finite(candidate))
 
 
-def _stages(model: Model, state: State) -> State:
-    """The step's stages, without the guard."""
-    kin = kinematics(model, state.q)
-    dyn = dynamics(model, kin, state.u)
-    frc = forces(model, state)
-    free = free_motion(model, state, dyn, frc)
-    contacts = collide(model, kin.body)
-    cons = constraints(model, state, kin, contacts, free, frc)
-    impulses, correction = solve_all(
-        (cons.velocity, cons.position),
-        (warm_start(model, state), cons.position.zero_impulses()),
-        (model.opt.solver_iterations, model.opt.position_iterations),
-    )
-    u_next = free.velocity + velocity_change(cons, impulses)
-    return advance(model, state, frc, u_next, position_change(cons, correction), impulses)
+class Stages(NamedTuple):
+    """What each stage of one step produced, in pipeline order (``state``: the end of the step, unguarded)."""
+
+    kinematics: Kinematics
+    dynamics: Dynamics
+    forces: Forces
+    free_motion: FreeMotion
+    contacts: Contacts
+    constraints: Constraints
+    impulses: Impulses
+    correction: Impulses
+    state: State
+
+
+def stages(model: Model, state: State) -> Stages:
+    """The step's stages, without the guard: the composition :func:`step` runs, every result kept (under
+    ``jit`` the unused ones are not computed)."""
+    with jax.named_scope("kinematics"):
+        kin = kinematics(model, state.q)
+    with jax.named_scope("dynamics"):
+        dyn = dynamics(model, kin, state.u)
+    with jax.named_scope("forces"):
+        frc = forces(model, state)
+    with jax.named_scope("free_motion"):
+        free = free_motion(model, state, dyn, frc)
+    with jax.named_scope("collision"):
+        contacts = collide(model, kin.body)
+    with jax.named_scope("constraint"):
+        cons = constraints(model, state, kin, contacts, free, frc)
+    with jax.named_scope("solver"):
+        impulses, correction = solve_step(model, state, cons)
+    with jax.named_scope("integrator"):
+        du, u_pos = impulse_velocities(cons, impulses, correction)
+        end = advance(model, state, frc, free.velocity + du, u_pos, impulses)
+    return Stages(kin, dyn, frc, free, contacts, cons, impulses, correction, end)
 
 
 def rollout(
-    model: Model, state: State, controls: jax.Array | None = None, n_steps: int | None = None
+    model: Model, state: State, controls: jax.Array | Mapping[str, jax.Array] | None = None, n_steps: int | None = None
 ) -> tuple[State, State]:
-    """Run ``n_steps`` steps with ``lax.scan``.
+    """Run ``n_steps`` steps with ``lax.scan``, setting per-step inputs before each step.
 
     Args:
         model: the model.
         state: the initial state.
-        controls: optional (n_steps, na) actuator torques at the gear outputs, set before each step;
-            ``None`` keeps the state's torques.
-        n_steps: number of steps; defaults to ``controls.shape[0]``.
+        controls: the inputs of each step, set before it: an (n_steps, na) array of actuator torques at the gear
+            outputs [Nm or N], or a mapping from State input names (:func:`jaxmor.state.control_fields`:
+            ``"actuator_torque"``, ``"ctrl"`` for affine actuators and position servos, ``"pd_position_target"``,
+            ``"actuator_position_target"``, ``"bus_voltage"``, ...) to arrays of shape ``(n_steps, *field)``;
+            fields not named keep the state's values. ``None`` keeps every input.
+        n_steps: number of steps; defaults to the controls' leading axis.
 
     Returns:
         ``(final_state, trajectory)`` where ``trajectory`` is the stacked state after each step
         (under ``jit``, unused parts of the trajectory are not materialized).
 
     Raises:
-        ArgumentError: ``controls`` of the wrong shape, neither ``controls`` nor ``n_steps``, or a state
-            that does not fit the model.
+        ArgumentError: an unknown input name, controls of the wrong shape, neither ``controls`` nor
+            ``n_steps``, or a state that does not fit the model.
     """
     check_state(model, state, "rollout")
-    xs = None
-    if controls is not None:
-        xs = jnp.asarray(controls, state.u.dtype)
-        if xs.ndim != 2 or xs.shape[1] != model.na or (n_steps is not None and xs.shape[0] != n_steps):
-            steps = "n_steps" if n_steps is None else n_steps
-            raise ArgumentError(f"controls must have shape ({steps}, {model.na}), got {xs.shape}")
-        n_steps = xs.shape[0]
-    if n_steps is None or int(n_steps) < 0:
-        raise ArgumentError(f"rollout needs a non-negative n_steps or controls, got n_steps={n_steps}")
+    xs, n_steps = per_step_controls(model, state, controls, n_steps, "rollout")
 
-    def body(s, torque):
-        if torque is not None:
-            s = s.replace(actuator_torque=torque)
-        s = step(model, s)
+    def body(s, inputs):
+        s = step(model, s.replace(**inputs))
         return s, s
 
-    return jax.lax.scan(body, state, xs, length=int(n_steps))
+    return jax.lax.scan(body, state, xs, length=n_steps)
+
+
+def per_step_controls(
+    model: Model,
+    state: State,
+    controls: jax.Array | Mapping[str, jax.Array] | None,
+    n_steps: int | None,
+    where: str,
+    batch: tuple[int, ...] = (),
+) -> tuple[dict[str, jax.Array], int]:
+    """``controls`` as a mapping of State inputs to arrays of shape ``batch + (n_steps, *field)`` in the
+    state's dtype, checked, and the number of steps.
+
+    Raises:
+        ArgumentError: as :func:`rollout` describes, naming ``where``.
+    """
+    if controls is None:
+        controls = {}
+    elif not isinstance(controls, Mapping):
+        controls = {"actuator_torque": controls}
+    known = control_fields()
+    unknown = sorted(set(controls) - set(known))
+    if unknown:
+        raise ArgumentError(f"{where}: unknown controls {unknown}; a rollout can set {list(known)}")
+    shapes = state_shapes(model)
+    out = {}
+    for name, value in controls.items():
+        value = jnp.asarray(value, getattr(state, name).dtype)
+        field = shapes[name]
+        lead = value.shape[len(batch)] if value.ndim == len(batch) + 1 + len(field) else None
+        steps = n_steps if n_steps is not None else lead
+        if value.shape != (*batch, steps, *field) or steps is None:
+            expected = (*batch, "n_steps" if steps is None else steps, *field)
+            raise ArgumentError(f"{where}: controls[{name!r}] must have shape {expected}, got {value.shape}")
+        out[name], n_steps = value, steps
+    if n_steps is None or int(n_steps) < 0:
+        raise ArgumentError(f"{where} needs a non-negative n_steps or controls, got n_steps={n_steps}")
+    return out, int(n_steps)

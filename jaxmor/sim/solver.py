@@ -44,7 +44,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
-from jaxmor.sim.constraint import Impulses, Problem
+from jaxmor.sim.constraint import Constraints, Impulses, Problem, warm_start
+from jaxmor.types import Model, State
 
 
 def _project_disk(lam_t: jax.Array, radius: jax.Array) -> jax.Array:
@@ -294,6 +295,20 @@ def solve_all(
     for j, (rows, limit) in zip(live, x, strict=True):
         out[j] = problems[j].impulses(rows, limit)
     return tuple(out)
+
+
+def solve_step(model: Model, state: State, cons: Constraints) -> tuple[Impulses, Impulses]:
+    """The step's solve: the velocity problem from the last step's impulses (``opt.solver_iterations`` sweeps)
+    and the position problem from zero (``opt.position_iterations``), in one shared loop (:func:`solve_all`).
+
+    Returns:
+        ``(impulses, correction)``: the velocity and the position problem's impulses.
+    """
+    problems = (cons.velocity, cons.position)
+    starts = (warm_start(model, state), cons.position.zero_impulses())
+    iterations = (model.opt.solver_iterations, model.opt.position_iterations)
+    impulses, correction = solve_all(problems, starts, iterations)
+    return impulses, correction
 
 
 def solve(problem: Problem, warm_start: Impulses, iterations: int) -> Impulses:

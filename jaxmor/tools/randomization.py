@@ -40,7 +40,7 @@ name                                       what                                 
 ``gravity``                                the 3-vector (elements are x, y, z)       --
 ``timestep``                               the time step                            --
 ``ground.friction``, ``ground.restitution``, ``ground.height``                      --
-``battery.open_circuit_voltage``,          the supply (``jaxmor.set_battery``)       --
+``battery.open_circuit_voltage``,          the supply (``jaxmor.with_battery``)       --
 ``battery.internal_resistance``
 =========================================  ======================================  ===================
 

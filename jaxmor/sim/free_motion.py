@@ -1,0 +1,132 @@
+"""Stage 4, free motion: the effective mass and the unconstrained velocity.
+
+Velocity level, with ``h = model.opt.timestep``:
+
+* ``M_eff = M + h diag(kd + h kp + b_j / 2) + K``: the implicit PD and trapezoidal damping terms
+  (:class:`jaxmor.sim.forces.Forces`) and ``K``, the velocity-dependent forces' term
+  (:func:`velocity_term`), chosen by ``model.opt.implicit_bias``:
+
+  - ``"kahan"`` (default): ``K = (h/2) D`` with ``D = db/du`` the derivative of the bias for the whole tree
+    (:attr:`jaxmor.sim.dynamics.Dynamics.bias_jacobian`). The Coriolis, centrifugal and gyroscopic part of
+    ``b`` is a quadratic form ``c(u, u)`` (``D(u) v = 2 c(u, v)``), so ``M (u' - u) = h (tau - g) - h c(u, u')``:
+    Kahan's (Hirota-Kimura) discretization, the quadratic term evaluated at the old and new velocities.
+    It does not dissipate: a torque-free body keeps a modified energy ``E + O(h^2)``.
+  - ``"euler"``: ``K = h D``, the linearized backward Euler step, which dissipates kinetic energy.
+  - ``"base"``: ``K = h`` times a floating base's gyroscopic block of the robot locked into one rigid
+    body (:func:`jaxmor.sim.dynamics.base_velocity_jacobian`), every joint's velocity terms explicit.
+
+  ``M_eff`` is not symmetric; one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array
+  operations, no LAPACK) gives ``M_eff^-1`` and ``u_free = u_t + M_eff^-1 h (tau - b(q_t, u_t))``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian
+from jaxmor.sim.forces import Forces
+from jaxmor.types import Model, State
+
+
+@struct.dataclass
+class FreeMotion:
+    """The step without constraints.
+
+    Attributes:
+        velocity: (nv,) ``u_free``, the end-of-step velocity without constraint impulses.
+        inverse_mass: (nv, nv) ``M_eff^-1``.
+    """
+
+    velocity: jax.Array
+    inverse_mass: jax.Array
+
+
+def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeMotion:
+    """The effective mass stage: ``u_free`` and ``M_eff^-1`` (see the module docstring)."""
+    dtype = state.u.dtype
+    h = jnp.asarray(model.opt.timestep, dtype)
+    m_eff = dyn.mass + h * jnp.diag(frc.implicit) + velocity_term(model, dyn, state.u)
+    inverse_mass = inverse(m_eff)
+    return FreeMotion(velocity=state.u + inverse_mass @ (h * (frc.applied - dyn.bias)), inverse_mass=inverse_mass)
+
+
+def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
+    """(nv, nv) the velocity-dependent forces' part of the effective mass, by ``model.opt.implicit_bias``:
+    ``(h/2) D`` (``"kahan"``), ``h D`` (``"euler"``), or ``h`` times the floating base's locked-body
+    gyroscopic block (``"base"``, :func:`jaxmor.sim.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
+
+    Raises:
+        ValueError: ``"kahan"`` or ``"euler"`` with ``dyn.bias_jacobian`` not computed.
+    """
+    h = jnp.asarray(model.opt.timestep, u.dtype)
+    mode = model.opt.implicit_bias
+    if mode == "base":
+        return h * base_velocity_jacobian(model, dyn.mass, u)
+    if dyn.bias_jacobian is None:
+        raise ValueError(f"opt.implicit_bias={mode!r} needs Dynamics.bias_jacobian (jaxmor.sim.dynamics.dynamics)")
+    return (0.5 * h if mode == "kahan" else h) * dyn.bias_jacobian
+
+
+@jax.custom_jvp
+def inverse(a: jax.Array) -> jax.Array:
+    """``a^-1`` by :func:`gauss_jordan`, with the derivative ``d(a^-1) = -a^-1 da a^-1`` (two products: the
+    elimination itself is not differentiated, which keeps the compiled gradient small).
+
+    Args:
+        a: (n, n) the effective mass (see :func:`gauss_jordan` for the matrices it handles).
+
+    Returns:
+        (n, n) its inverse.
+    """
+    return gauss_jordan(a, jnp.eye(a.shape[0], dtype=a.dtype))
+
+
+@inverse.defjvp
+def _inverse_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    inv = inverse(a)
+    return inv, -inv @ da @ inv
+
+
+#: Largest number of velocities whose elimination is unrolled (above it, a ``fori_loop`` of the same steps).
+UNROLL_LIMIT = 64
+
+
+def gauss_jordan(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a^-1 b`` by Gauss-Jordan elimination without pivoting, in plain array operations (no LAPACK).
+
+    ``a`` is the effective mass: the symmetric positive-definite mass matrix plus positive diagonal terms
+    and the velocity-dependent forces' term (``h D`` or ``(h/2) D``), a small non-symmetric perturbation
+    while ``h`` times the speeds is small. Elimination
+    without pivoting is stable for such matrices (every leading block stays positive definite for the
+    symmetric part). Each of the ``n`` steps scales the pivot row and subtracts it from every other row of
+    ``[a | b]``: ``n (n + k) n`` multiply-adds, unrolled for ``n <= UNROLL_LIMIT``, a ``fori_loop``
+    above (18 velocities: 18 fused steps). Plain operations batch and differentiate like any others, and
+    avoid jaxlib 0.10.2's batched LAPACK kernels, which can deadlock a small CPU (``docs/design/cpu-deadlock.md``).
+
+    Args:
+        a: (n, n) the matrix.
+        b: (n, k) the right-hand sides.
+
+    Returns:
+        (n, k) the solution.
+    """
+    n = a.shape[0]
+    aug = jnp.concatenate([a, b], axis=1)
+
+    def eliminate(i, aug):
+        pivot_row = jax.lax.dynamic_index_in_dim(aug, i, keepdims=False)
+        pivot_row = pivot_row / jax.lax.dynamic_index_in_dim(pivot_row, i, keepdims=False)
+        column = jax.lax.dynamic_index_in_dim(aug, i, axis=1, keepdims=False)
+        factors = column.at[i].set(0.0)
+        aug = aug - factors[:, None] * pivot_row[None, :]
+        return jax.lax.dynamic_update_index_in_dim(aug, pivot_row, i, axis=0)
+
+    if n <= UNROLL_LIMIT:
+        for i in range(n):
+            aug = eliminate(i, aug)
+    else:
+        aug = jax.lax.fori_loop(0, n, eliminate, aug)
+    return aug[:, n:]

@@ -1,0 +1,79 @@
+"""The step's guard: which worlds can take a step, the stand-in they are stepped at when they cannot, and
+the choice between the computed state and the kept one.
+
+A world that cannot run (:func:`runnable`: already flagged, non-finite inputs, coordinates or
+velocities beyond :data:`DIVERGENCE_BOUND`, a time step that is not positive) or whose step yields a
+non-finite ``q`` or ``u`` keeps its previous state (``q``, ``u``, time, impulses, actuator states), and
+``State.nonfinite`` (``State.invalid`` for the time step) is set, per world, so one bad world cannot
+poison a batch silently; a flagged world stays where it is until the flag is cleared. A world that cannot
+run is stepped at a harmless stand-in (a "double where"), so its derivatives are zero rather than NaN and
+a diverged world masked out of a loss leaves the batch's gradient finite. (A step that overflows from
+inputs within the bound is still rejected, but its derivatives can be NaN.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxmor.types import Model, State
+
+#: A world whose coordinates or velocities exceed this (in SI units) has diverged: it is stopped before
+#: its numbers overflow (in float32 the square of a velocity overflows near 1.8e19), which keeps the
+#: gradient of a batch finite when a diverging world is masked out of the loss.
+DIVERGENCE_BOUND = 1e8
+
+
+def runnable(model: Model, state: State) -> jax.Array:
+    """() bool: whether a world can take a step: not flagged ``nonfinite``, a positive finite time step,
+    finite ``q`` and ``u`` within :data:`DIVERGENCE_BOUND`, finite inputs and warm start, and no NaN
+    actuation limit. Decided from the inputs alone, so a world that cannot run is stepped at a stand-in
+    (:func:`stand_in`) and no NaN or infinite partial derivative of its own values enters the gradient."""
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    ok = ~state.nonfinite & jnp.isfinite(h) & (h > 0)
+    for field in dataclasses.fields(State):
+        rule = field.metadata["guard"]
+        if rule is None:
+            continue
+        for x in jax.tree.leaves(getattr(state, field.name)):
+            if not jnp.issubdtype(x.dtype, jnp.inexact):
+                continue
+            if rule == "bounded":
+                ok = ok & jnp.all(jnp.isfinite(x) & (jnp.abs(x) < DIVERGENCE_BOUND))
+            elif rule == "finite":
+                ok = ok & jnp.all(jnp.isfinite(x))
+            else:  # "not_nan"
+                ok = ok & ~jnp.any(jnp.isnan(x))
+    return ok
+
+
+def stand_in(model: Model, state: State) -> State:
+    """A harmless state of the same shapes, stepped in place of a world that cannot run: the default pose
+    (``model.q_default``) at rest, every input and impulse zero, the settings (flags, enforcement) of ``state``."""
+    q = jnp.asarray(model.q_default, state.q.dtype)
+    zeros = jax.tree.map(lambda x: jnp.zeros_like(x) if jnp.issubdtype(x.dtype, jnp.inexact) else x, state)
+    return zeros.replace(q=q)
+
+
+def finite(state: State) -> jax.Array:
+    """() bool: whether ``q`` and ``u`` are finite."""
+    return jnp.all(jnp.isfinite(state.q)) & jnp.all(jnp.isfinite(state.u))
+
+
+def accept(model: Model, state: State, candidate: State, ok: jax.Array) -> State:
+    """The guard of the step: ``candidate`` where ``ok``, else ``state`` kept (see the module docstring).
+
+    A rejected step changes only the flags and clears the external forces: ``invalid`` for a time step
+    that is not positive and finite, ``nonfinite`` otherwise (the world could not run, or its step went
+    non-finite).
+    """
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    good_step = jnp.isfinite(h) & (h > 0)
+    kept = state.replace(external_force=candidate.external_force)
+    out = jax.tree.map(lambda new, old: jnp.where(ok, new, old), candidate, kept)
+    return out.replace(
+        nonfinite=state.nonfinite | (good_step & ~ok),
+        invalid=jnp.where(ok, candidate.invalid, state.invalid) | ~good_step,
+    )
