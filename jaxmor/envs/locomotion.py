@@ -23,6 +23,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor import robots
+from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
 from jaxmor.build.scene import add_ground
@@ -30,7 +31,6 @@ from jaxmor.checks import as_positive_int
 from jaxmor.envs.core import Env
 from jaxmor.errors import ArgumentError
 from jaxmor.math import quat_to_rotation
-from jaxmor.sim.forces import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, randomize, scale, uniform
