@@ -166,7 +166,7 @@ def with_battery(model: Model, open_circuit_voltage: float, internal_resistance:
     return model.replace(battery=Battery(jnp.asarray(voltage, dtype), jnp.asarray(resistance, dtype), enabled=True))
 
 
-def with_options(model: Model, **options) -> Model:
+def with_options(model: Model, **options: object) -> Model:
     """The model with simulation options replaced (:class:`jaxmor.Options`), each checked.
 
     Args:

@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor import robots
+from jaxmor.robots import path as robot_path
+from jaxmor.robots import quadruped_standing_q
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
@@ -200,9 +201,9 @@ class Locomotion(Env):
     ):
         super().__init__(episode_steps, auto_reset)
         if model is None:
-            model = add_ground(load_urdf(robots.path("quadruped")))
+            model = add_ground(load_urdf(robot_path("quadruped")))
             if standing_q is None:
-                standing_q = robots.quadruped_standing_q(model)
+                standing_q = quadruped_standing_q(model)
         if not model.floating_base or model.na == 0 or not model.ground:
             raise ArgumentError("Locomotion needs a floating-base model with motor actuators and a ground")
         if standing_q is None:
