@@ -22,8 +22,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.robots import path as robot_path
-from jaxmor.robots import quadruped_standing_q
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
@@ -32,6 +30,8 @@ from jaxmor.checks import as_positive_int
 from jaxmor.envs.core import Env
 from jaxmor.errors import ArgumentError
 from jaxmor.math import quat_to_rotation
+from jaxmor.robots import path as robot_path
+from jaxmor.robots import quadruped_standing_q
 from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, randomize, scale, uniform

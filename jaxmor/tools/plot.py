@@ -65,10 +65,7 @@ def _side(side: str) -> str:
 
 def _scalar_motor(motor: DcMotorParameters) -> dict[str, float]:
     try:
-        values = {
-            name: float(np.asarray(getattr(motor, name)))
-            for name in MOTOR_FIELDS
-        }
+        values = {name: float(np.asarray(getattr(motor, name))) for name in MOTOR_FIELDS}
     except (TypeError, ValueError) as exc:
         raise ArgumentError(f"draw_region needs a motor with scalar parameters: {exc}") from None
     return values
@@ -351,8 +348,6 @@ def plot_actuator(
     if legend:
         ax.legend(fontsize=7, loc="upper right", markerscale=4)
     return ax
-
-
 
 
 def _motor_at(act, a: int, motor: DcMotorParameters, temperature: float) -> DcMotorParameters:
