@@ -176,8 +176,8 @@ def per_step_controls(
         lead = value.shape[len(batch)] if value.ndim == len(batch) + 1 + len(field) else None
         steps = n_steps if n_steps is not None else lead
         if value.shape != (*batch, steps, *field) or steps is None:
-            expected = (*batch, "n_steps" if steps is None else steps, *field)
-            raise ArgumentError(f"{where}: controls[{name!r}] must have shape {expected}, got {value.shape}")
+            expected = ", ".join(str(d) for d in (*batch, "n_steps" if steps is None else steps, *field))
+            raise ArgumentError(f"{where}: controls[{name!r}] must have shape ({expected}), got {value.shape}")
         out[name], n_steps = value, steps
     if n_steps is None or int(n_steps) < 0:
         raise ArgumentError(f"{where} needs a non-negative n_steps or controls, got n_steps={n_steps}")
