@@ -24,7 +24,7 @@ jax.config.update("jax_enable_x64", True)
 import jaxmor  # noqa: E402  (after the x64 switch, so that nothing is traced before it)
 
 ROOT = Path(__file__).resolve().parent.parent
-ROBOTS = ROOT / "jaxmor" / "robots"
+ROBOTS = ROOT / "robots"
 TURNTABLE_URDF = ROBOTS / "turntable" / "turntable.urdf"
 QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
 PENDULUM_URDF = ROBOTS / "pendulum" / "pendulum.urdf"

@@ -312,16 +312,23 @@ def _package_file(package: str, *parts: str) -> Path | None:
     return path if path.is_file() else None
 
 
-#: The Menagerie Unitree Go2 beside the repository (``../shared/robots/unitree_go2``), or ``$JAXMOR_GO2_DIR``.
-GO2_DIR = Path(os.environ.get("JAXMOR_GO2_DIR", Path(__file__).resolve().parents[2] / "shared/robots/unitree_go2"))
+#: The Menagerie Unitree Go2, in the repository (``tests/data/unitree_go2``, unmodified: its ``NOTICE``), or
+#: ``$JAXMOR_GO2_DIR``.
+GO2_DIR = Path(os.environ.get("JAXMOR_GO2_DIR", DATA_DIR / "unitree_go2"))
 
 
 def mjcf_model(name: str) -> Path | None:
-    """A third-party MJCF file: ``go2/<file>`` (Menagerie), ``barkour`` (mujoco-mjx's test data) or a dm_control
-    suite domain (``cheetah``); ``None`` when it is not installed."""
+    """A third-party MJCF file: ``go2/<file>`` (Menagerie, in the repository), ``barkour`` (mujoco-mjx's test data)
+    or a dm_control suite domain (``cheetah``); ``None`` when the package holding it is not installed.
+
+    Raises:
+        FileNotFoundError: a Go2 file is missing (it is part of the repository: a failure, never a skip).
+    """
     if name.startswith("go2/"):
         path = GO2_DIR / name[4:]
-        return path if path.is_file() else None
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: the Menagerie Go2 is in the repository (tests/data/unitree_go2)")
+        return path
     if name == "barkour":
         return _package_file("mujoco.mjx", "test_data", "barkour_v0", "assets", "barkour_v0_mjx.xml")
     return _package_file("dm_control", "suite", f"{name}.xml")

@@ -23,7 +23,7 @@ import jaxmor.sim.kinematics
 from jaxmor import ArgumentError
 
 PACKAGE = Path(jaxmor.__file__).resolve().parent
-ROBOTS = PACKAGE / "robots"
+ROBOTS = PACKAGE.parent / "robots"
 QUADRUPED = ROBOTS / "quadruped" / "quadruped.urdf"
 PENDULUM = ROBOTS / "pendulum" / "pendulum.urdf"
 TURNTABLE = ROBOTS / "turntable" / "turntable.urdf"

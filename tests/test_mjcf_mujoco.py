@@ -1,7 +1,7 @@
 """jaxmor against MuJoCo on third-party MJCF models nobody here wrote (float64).
 
-Models, all read from files installed offline: the Menagerie Unitree Go2 (``../shared/robots/unitree_go2``,
-``scene.xml`` and ``scene_mjx.xml``), the Barkour quadruped of mujoco-mjx's test data (its flat floor in place of
+Models, all read offline: the Menagerie Unitree Go2 (``tests/data/unitree_go2``, ``scene.xml`` and
+``scene_mjx.xml``, in the repository), the Barkour quadruped of mujoco-mjx's test data (its flat floor in place of
 the height field jaxmor refuses), and the dm_control suite's cheetah, walker, hopper and humanoid (the
 dm-control wheel's XML files, read as files: dm_control is not imported). They cover free and fixed bases,
 slide and hinge roots, several joints in one body with anchors off the body's origin, inertias from explicit
@@ -38,7 +38,7 @@ def _path(name: str, tmp_path_factory) -> str:
     else:
         path = mjcf_model(name)
     if path is None:
-        pytest.skip(f"{name} is not installed (the Go2 is read from ../shared/robots, or $JAXMOR_GO2_DIR)")
+        pytest.skip(f"{name} is not installed (a package of the test extra: mujoco-mjx, dm-control)")
     return str(path)
 
 
@@ -122,8 +122,6 @@ def go2_landing():
     from jaxmor.tools import compare
 
     path = mjcf_model("go2/scene_mjx.xml")
-    if path is None:
-        pytest.skip("the Go2 is read from ../shared/robots (or $JAXMOR_GO2_DIR)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = jaxmor.load_mjcf(path)

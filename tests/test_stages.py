@@ -66,7 +66,7 @@ from jaxmor.sim.guard import accept, finite, runnable
 from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import kinematics
 
-ROBOTS = Path(__file__).resolve().parents[1] / "jaxmor" / "robots"
+ROBOTS = Path(__file__).resolve().parents[1] / "robots"
 QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
 TURNTABLE_URDF = ROBOTS / "turntable" / "turntable.urdf"
 PENDULUM_URDF = ROBOTS / "pendulum" / "pendulum.urdf"

@@ -1,9 +1,10 @@
-"""The robot descriptions shipped with jaxmor (package data, so they are there after any install).
+"""The robot descriptions shipped with jaxmor: the repository's top-level ``robots/`` folder, installed as the
+data package ``jaxmor.robots.data`` (``setup.py`` and ``pyproject.toml`` map it), so they are there after any install.
 
 * ``"turntable"``: the actuator spec's one-motor turntable (a disc on a continuous joint, gear 10).
 * ``"quadruped"``: a KAIST-Hound-like quadruped, 12 DC-motor actuators, knees coupled to their hips
-  (``quadruped/README.md`` documents its numbers).
-* ``"pendulum"``: a uniform rod on a revolute joint, no actuator (``pendulum/README.md``).
+  (``robots/quadruped/README.md`` documents its numbers).
+* ``"pendulum"``: a uniform rod on a revolute joint, no actuator (``robots/pendulum/README.md``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,16 @@ from jaxmor.errors import ArgumentError
 #: The shipped robots, by name.
 NAMES = ("turntable", "quadruped", "pendulum")
 
+_HERE = Path(__file__).resolve().parent
+
+
+def _root() -> Path:
+    """The folder holding the robot folders: ``jaxmor/robots/data`` in an installed wheel, else the checkout's
+    ``robots/`` beside ``jaxmor/`` (an editable install, whose ``jaxmor`` is the checkout's, or a source tree on
+    ``sys.path``; a checkout's ``jaxmor/robots/`` has no ``data/``)."""
+    installed = _HERE / "data"
+    return installed if installed.is_dir() else _HERE.parents[1] / "robots"
+
 
 def path(name: str) -> Path:
     """The URDF file of a shipped robot, e.g. ``jaxmor.load_urdf(jaxmor.robots.path("quadruped"))``.
@@ -27,10 +38,10 @@ def path(name: str) -> Path:
     """
     if name not in NAMES:
         raise ArgumentError(f"unknown shipped robot {name!r}; the shipped robots are {list(NAMES)}")
-    return Path(__file__).resolve().parent / name / f"{name}.urdf"
+    return _root() / name / f"{name}.urdf"
 
 
-#: The quadruped's standing pose (``quadruped/README.md``): every leg at HAA 0, HFE 0.6, KFE -1.2 rad puts
+#: The quadruped's standing pose (``robots/quadruped/README.md``): every leg at HAA 0, HFE 0.6, KFE -1.2 rad puts
 #: its foot (radius 25 mm) right under its hip, so the level base stands ``2 * 0.3 cos(0.6) + 0.025`` m high.
 QUADRUPED_STANDING = {"HAA": 0.0, "HFE": 0.6, "KFE": -1.2}
 QUADRUPED_STANDING_HEIGHT = 2 * 0.3 * math.cos(0.6) + 0.025
