@@ -12,6 +12,7 @@ from jaxmor.actuation.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
+from jaxmor.actuation.drive import actuate, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import (
     DcMotorParameters,
     MotorSaturation,
@@ -57,15 +58,7 @@ from jaxmor.model import (
 from jaxmor.sim.batch import init_states, rollout_batch, shard_worlds
 from jaxmor.sim.collision import Contacts, collide, contact_count
 from jaxmor.sim.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
-from jaxmor.sim.forces import (
-    actuate,
-    actuator_torque_bounds,
-    affine_joint_force,
-    generalized_force,
-    joint_damping,
-    joint_friction,
-    motor_speeds,
-)
+from jaxmor.sim.forces import affine_joint_force, generalized_force, joint_damping, joint_friction
 from jaxmor.sim.integrator import integrate_positions
 from jaxmor.sim.kinematics import Poses, forward_kinematics, link_jacobian, point_jacobian
 from jaxmor.sim.pipeline import rollout, step

@@ -68,6 +68,25 @@ def actuator_index(model: Model, name: str) -> int:
         return -1
 
 
+def resolve_actuator(model: Model, actuator: str | int) -> int:
+    """The position of a DC-motor actuator given by name or by index (a Python or NumPy integer, not a bool):
+    the one resolver every function that takes an actuator uses.
+
+    Raises:
+        ArgumentError: an unknown name, an index outside ``[0, na)``, or a value that is neither.
+    """
+    if isinstance(actuator, str):
+        i = actuator_index(model, actuator)
+        if i < 0:
+            raise ArgumentError(f"unknown actuator {actuator!r}; the actuators are {list(model.actuators.names)}")
+        return i
+    if isinstance(actuator, (bool, np.bool_)) or not isinstance(actuator, (int, np.integer)):
+        raise ArgumentError(f"an actuator is given by its name or its int index, got {actuator!r}")
+    if not 0 <= int(actuator) < model.na:
+        raise ArgumentError(f"actuator index {int(actuator)} is out of range [0, {model.na})")
+    return int(actuator)
+
+
 def transmission_matrix(model: Model) -> jax.Array:
     """(na, nv) transmission matrix ``T``: motor speeds ``T u``, joint torques ``T^T tau_m``."""
     return model.actuators.transmission
@@ -185,3 +204,16 @@ def summary(model: Model) -> str:
     if model.nu:
         lines.append(f"  affine actuators: {', '.join(model.affine.names)}")
     return "\n".join(lines)
+
+
+def joint_coordinates(model: Model, q: jax.Array) -> jax.Array:
+    """(nv,) position of each 1-DoF joint at its velocity index; zero on a floating base."""
+    v_idx = np.array(model.joint_u, dtype=np.int32)
+    return jnp.zeros(model.nv, q.dtype).at[v_idx].set(q[np.array(model.joint_q, dtype=np.int32)])
+
+
+def joint_mask(model: Model, dtype) -> jax.Array:
+    """(nv,) 1 on 1-DoF joints, 0 on a floating base."""
+    mask = np.zeros(model.nv)
+    mask[np.array(model.joint_u, dtype=np.int32)] = 1.0
+    return jnp.asarray(mask, dtype)

@@ -21,7 +21,7 @@ from jaxmor.actuation.motor import motor_problem
 from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
 from jaxmor.checks import as_array, as_vector, concrete
 from jaxmor.errors import ArgumentError
-from jaxmor.model import actuator_index, neutral_q
+from jaxmor.model import neutral_q, resolve_actuator
 from jaxmor.sim.collision import contact_count
 from jaxmor.sim.kinematics import point_jacobian
 from jaxmor.types import ActuatorState, Model, State
@@ -278,21 +278,6 @@ def set_external_force(
 # Actuator inputs and settings.
 
 
-def _actuator(model: Model, name_or_index: str | int) -> int:
-    """The index of an actuator given by name or by index (a Python or NumPy integer, not a bool or float)."""
-    if isinstance(name_or_index, str):
-        i = actuator_index(model, name_or_index)
-        if i < 0:
-            raise ArgumentError(f"unknown actuator {name_or_index!r}; the actuators are {list(model.actuators.names)}")
-        return i
-    if isinstance(name_or_index, (bool, np.bool_)) or not isinstance(name_or_index, (int, np.integer)):
-        raise ArgumentError(f"an actuator is given by its name or its int index, got {name_or_index!r}")
-    i = int(name_or_index)
-    if not 0 <= i < model.na:
-        raise ArgumentError(f"actuator index {i} is out of range [0, {model.na})")
-    return i
-
-
 def set_actuator_torques(model: Model, state: State, torques: ArrayLike) -> State:
     """Set every actuator torque at the gear outputs [Nm or N]; they hold until set again.
 
@@ -317,7 +302,7 @@ def set_actuator_torque(model: Model, state: State, name_or_index: str | int, to
         ArgumentError: unknown actuator, or a non-scalar or non-finite torque.
     """
     check_state(model, state, "set_actuator_torque")
-    i = _actuator(model, name_or_index)
+    i = resolve_actuator(model, name_or_index)
     value = as_array(torque, "torque", state.actuator_torque.dtype)
     if value.shape != ():
         raise ArgumentError(f"torque must be a scalar, got shape {value.shape}")
@@ -418,7 +403,7 @@ def set_bus_voltage(model: Model, state: State, voltage: ArrayLike, name: str | 
     if name is None:
         _check_voltage(model, voltage, np.ones(model.na, bool))
         return state.replace(bus_voltage=jnp.full_like(state.bus_voltage, value))
-    i = _actuator(model, name)
+    i = resolve_actuator(model, name)
     _check_voltage(model, voltage, np.arange(model.na) == i)
     return state.replace(bus_voltage=state.bus_voltage.at[i].set(value))
 
@@ -444,7 +429,7 @@ def set_motor_temperature(
     check_state(model, state, "set_motor_temperature")
     ms = state.motor_state
     dtype = ms.winding_temperature.dtype
-    select = np.ones(model.na, bool) if name is None else np.arange(model.na) == _actuator(model, name)
+    select = np.ones(model.na, bool) if name is None else np.arange(model.na) == resolve_actuator(model, name)
     shape = () if name is not None else None
     out = {}
     for field, value in (("winding_temperature", winding), ("housing_temperature", housing)):

@@ -444,7 +444,7 @@ class ActuatorState:
             [Nm or N, joint side].
         saturation: int32 :class:`jaxmor.MotorSaturation` value of the bound that limited the command.
         valid: bool, whether the actuator could act: its motor valid with the bus voltage and its gear
-            ratio positive (an invalid one applied no torque; see :func:`jaxmor.sim.forces.actuator_validity`).
+            ratio positive (an invalid one applied no torque; see :func:`jaxmor.actuation.drive.actuator_validity`).
         current: the winding current over the step [A], ``motor_torque / Kt`` (``Kt`` at the winding
             temperature).
         voltage: the terminal voltage the driver held over the step [V] (``R i + w / Kv`` without inductance;

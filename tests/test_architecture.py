@@ -9,6 +9,7 @@ table; the shapes a State needs are those ``init_state`` gives.
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from pathlib import Path
 
@@ -66,23 +67,131 @@ def test_kinematics_is_computed_once_per_traced_step(monkeypatch, quadruped, rob
 
 
 # --------------------------------------------------------------------------------------------------
-# Layering: the readers import no runtime module.
+# Layering (docs/architecture.md): a module imports modules of its own layer or below, never above; no cycles;
+# no module is named like a function of the public API.
+
+#: The layers from the bottom, each a list of module names or package prefixes (``jaxmor.sim.`` = every module
+#: under ``jaxmor/sim``). A module belongs to the most specific entry that names it.
+LAYERS = [
+    ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks"]),
+    ("motor laws", ["jaxmor.actuation.motor", "jaxmor.actuation.motor_dynamics"]),
+    ("readers", ["jaxmor.io", "jaxmor.io."]),
+    ("core types", ["jaxmor.types", "jaxmor.model"]),
+    ("actuation", ["jaxmor.actuation", "jaxmor.actuation."]),
+    ("simulation", ["jaxmor.sim", "jaxmor.sim.", "jaxmor.state"]),
+    ("building", ["jaxmor.build", "jaxmor.build.", "jaxmor.robots"]),
+    ("tools", ["jaxmor.tools", "jaxmor.tools."]),
+    ("environments", ["jaxmor.envs", "jaxmor.envs."]),
+    ("public API", ["jaxmor"]),
+    ("applications", ["jaxmor.tools.cli", "jaxmor.tools.demo"]),
+]
+
+
+def _modules() -> list[str]:
+    """Every module of the package, by dotted name (a package by its ``__init__``)."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+def _layer(module: str) -> int:
+    """The layer of a module: the one whose entry names it most specifically (an exact name before a prefix)."""
+    claims = []
+    for i, (_, members) in enumerate(LAYERS):
+        for m in members:
+            if module == m:
+                claims.append((len(m) + 1, i))
+            elif m.endswith(".") and module.startswith(m):
+                claims.append((len(m), i))
+    assert claims, f"{module} belongs to no layer of LAYERS: place it"
+    return max(claims)[1]
 
 
 def _jaxmor_imports(path: Path) -> set[str]:
-    """The jaxmor modules a file imports (``from jaxmor.x import y`` gives ``jaxmor.x``, or
-    ``jaxmor.x.y`` when that is a module)."""
+    """The jaxmor modules a file imports: ``from jaxmor.x import y`` gives ``jaxmor.x.y`` when that is a module,
+    else ``jaxmor.x``; imports inside functions count too."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("jaxmor")}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("jaxmor"):
-            out.add(node.module)
-            for alias in node.names:
-                sub = PACKAGE.parent / (node.module.replace(".", "/") + f"/{alias.name}.py")
-                if sub.is_file():
-                    out.add(f"{node.module}.{alias.name}")
+            base = PACKAGE.parent / node.module.replace(".", "/")
+            subs = [a.name for a in node.names if (base / f"{a.name}.py").is_file() or (base / a.name).is_dir()]
+            out |= {f"{node.module}.{name}" for name in subs}
+            if len(subs) < len(node.names):
+                out.add(node.module)
     return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = set(_modules())
+    return {m: {i for i in _jaxmor_imports(_module_path(m)) if i in modules and i != m} for m in modules}
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{m} ({LAYERS[_layer(m)][0]}) imports {i} ({LAYERS[_layer(i)][0]})"
+        for m, imports in sorted(graph.items())
+        for i in sorted(imports)
+        if _layer(i) > _layer(m)
+    ]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
+    state, cycles = {}, []
+
+    def visit(module, trail):
+        state[module] = "open"
+        for other in sorted(graph[module]):
+            if state.get(other) == "open":
+                cycles.append(" -> ".join([*trail[trail.index(other) :], other]))
+            elif other not in state:
+                visit(other, [*trail, other])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return cycles
+
+
+def test_every_module_has_a_layer_and_imports_run_one_way():
+    graph = _graph()
+    assert {"jaxmor.sim.pipeline", "jaxmor.actuation.drive", "jaxmor.io.urdf", "jaxmor.tools.cli"} <= set(graph)
+    assert not _upward(graph), "imports that run up the layers:\n" + "\n".join(_upward(graph))
+
+
+def test_the_import_graph_has_no_cycle():
+    assert not _cycles(_graph())
+
+
+def test_the_layering_checks_can_fail():
+    """The checks on a made-up graph: an upward import and a cycle are both reported."""
+    graph = {"jaxmor.io.urdf": {"jaxmor.sim.pipeline"}, "jaxmor.sim.pipeline": {"jaxmor.sim.solver"}}
+    graph["jaxmor.sim.solver"] = {"jaxmor.sim.pipeline"}
+    assert _upward(graph) == ["jaxmor.io.urdf (readers) imports jaxmor.sim.pipeline (simulation)"]
+    assert _cycles(graph) == ["jaxmor.sim.pipeline -> jaxmor.sim.solver -> jaxmor.sim.pipeline"]
+    assert _layer("jaxmor.actuation.motor") < _layer("jaxmor.io.urdf") < _layer("jaxmor.actuation.drive")
+    assert _layer("jaxmor.tools.cli") > _layer("jaxmor") > _layer("jaxmor.tools.plot")
+
+
+def test_no_module_is_named_like_a_public_function():
+    public = {n: getattr(jaxmor, n) for n in jaxmor.__all__}
+    functions = {n for n, obj in public.items() if inspect.isfunction(obj)}
+    clashes = sorted({m.rsplit(".", 1)[-1] for m in _modules()} & functions)
+    assert not clashes, f"modules named like public functions: {clashes}"
+    assert {"step", "randomize", "rollout", "collide"} <= functions  # the check sees the functions
+    assert inspect.ismodule(jaxmor.sysid) and inspect.ismodule(jaxmor.envs)
+
+
+def test_subpackage_inits_import_nothing():
+    """``jaxmor.sim``, ``.actuation``, ``.build``, ``.tools`` and ``.io`` only document: importing one stage does
+    not import the others, and no layer is crossed through an ``__init__``."""
+    for package in ("sim", "actuation", "build", "tools", "io"):
+        tree = ast.parse((PACKAGE / package / "__init__.py").read_text())
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], package
 
 
 def _module_path(module: str) -> Path:
@@ -170,67 +279,43 @@ def test_every_state_field_is_checked(quadruped):
 
 
 # --------------------------------------------------------------------------------------------------
-# Deprecated names keep working for one release, with a DeprecationWarning (README's rename table).
+# The names removed in 0.3 (CHANGELOG.md) are gone, not silently remapped.
 
 
-def test_deprecated_model_fields_and_replace():
-    model = jaxmor.load_urdf(PENDULUM)
-    with pytest.warns(DeprecationWarning, match=r"Model\.timestep is deprecated; use Model\.opt\.timestep"):
-        assert float(model.timestep) == float(model.opt.timestep)
-    with pytest.warns(DeprecationWarning, match=r"Model\.gravity"):
-        np.testing.assert_array_equal(model.gravity, model.opt.gravity)
-    with pytest.warns(DeprecationWarning, match=r"Model\.solver_iterations"):
-        assert model.solver_iterations == model.opt.solver_iterations
-    with pytest.warns(DeprecationWarning, match=r"Model\.replace\(timestep=\.\.\.\)"):
-        changed = model.replace(timestep=jnp.asarray(0.004), gravity=jnp.zeros(3), solver_iterations=7)
-    assert float(changed.opt.timestep) == 0.004 and changed.opt.solver_iterations == 7
-    np.testing.assert_array_equal(changed.opt.gravity, np.zeros(3))
-
-
-def test_deprecated_state_field():
-    model = jaxmor.load_urdf(PENDULUM)
-    state = jaxmor.set_generalized_force(model, jaxmor.init_state(model), [2.5])
-    with pytest.warns(DeprecationWarning, match=r"State\.generalized_force.*feedforward_force"):
-        assert float(state.generalized_force[0]) == 2.5
-    with pytest.warns(DeprecationWarning, match=r"State\.replace\(generalized_force"):
-        assert float(state.replace(generalized_force=jnp.asarray([1.5])).feedforward_force[0]) == 1.5
-
-
-def test_deprecated_setter_signatures_warn_and_do_the_same():
+def test_the_names_removed_in_0_3_are_gone():
     model = jaxmor.load_urdf(TURNTABLE)
     state = jaxmor.init_state(model)
-    with pytest.warns(
-        DeprecationWarning,
-        match=r"set_actuator_torques\(state, \.\.\.\) is deprecated; use set_actuator_torques\(model, state, \.\.\.\)",
+    for name in ("timestep", "gravity", "solver_iterations"):
+        assert not hasattr(model, name), name  # model.opt.* only
+    assert not hasattr(state, "generalized_force")
+    with pytest.raises(TypeError):
+        model.replace(timestep=jnp.asarray(0.004))  # a plain dataclass replace: no remapping into opt
+    with pytest.raises(TypeError):
+        jaxmor.set_actuator_torques(state, [3.0])  # the model-less form
+    with pytest.raises(TypeError):
+        jaxmor.with_actuators(model, jaxmor.get_actuators(model), state)  # editors take no state
+    for old in ("set_actuators", "set_affine_actuators", "set_battery", "set_geom_properties", "set_ground_contact"):
+        assert not hasattr(jaxmor, old), old
+    assert not hasattr(jaxmor, "enable_self_collision")
+
+
+def test_with_options_checks_every_value():
+    model = jaxmor.load_urdf(PENDULUM)
+    changed = jaxmor.with_options(model, timestep=0.004, gravity=(0.0, 0.0, -1.62), solver_iterations=7)
+    assert float(changed.opt.timestep) == 0.004 and changed.opt.solver_iterations == 7
+    assert changed.opt.timestep.dtype == model.opt.timestep.dtype  # stored in the model's dtype
+    np.testing.assert_allclose(changed.opt.gravity, [0.0, 0.0, -1.62], rtol=1e-6)
+    assert float(model.opt.timestep) != 0.004  # a new model; the old one is unchanged
+    for bad, match in (
+        ({"timestep": 0.0}, r"timestep must be positive and finite"),
+        ({"timestep": float("nan")}, r"timestep"),
+        ({"gravity": (0.0, float("inf"), 0.0)}, r"gravity must be a finite 3-vector"),
+        ({"solver_iterations": 0}, r"solver_iterations must be an int >= 1"),
+        ({"friction_rule": "median"}, r"friction_rule must be one of"),
+        ({"time_step": 0.001}, r"unknown options \['time_step'\]"),
     ):
-        old = jaxmor.set_actuator_torques(state, [3.0])
-    np.testing.assert_array_equal(old.actuator_torque, jaxmor.set_actuator_torques(model, state, [3.0]).actuator_torque)
-    with pytest.warns(DeprecationWarning, match=r"set_motor_operating_region_enforced\(state, \.\.\.\)"):
-        old = jaxmor.set_motor_operating_region_enforced(state, False)
-    assert not bool(old.mor_enforced) and not bool(
-        jaxmor.set_motor_operating_region_enforced(model, state, False).mor_enforced
-    )
-    affine = jaxmor.with_affine_actuators(
-        jaxmor.with_actuators(model, []), [jaxmor.AffineActuatorDefinition.motor("m", "spin")]
-    )
-    fitted = jaxmor.reset_actuator_state(affine, state)
-    with pytest.warns(DeprecationWarning, match=r"set_ctrl\(state, \.\.\.\)"):
-        old = jaxmor.set_ctrl(fitted, [0.25])
-    np.testing.assert_array_equal(old.ctrl, jaxmor.set_ctrl(affine, fitted, [0.25]).ctrl)
-
-
-def test_deprecated_model_editor_with_a_state_returns_the_old_pair():
-    model = jaxmor.load_urdf(TURNTABLE)
-    state = jaxmor.set_actuator_torques(model, jaxmor.init_state(model), [3.0])
-    with pytest.warns(DeprecationWarning, match=r"with_actuators\(model, definitions, state\)"):
-        new_model, new_state = jaxmor.with_actuators(model, jaxmor.get_actuators(model), state)
-    assert isinstance(new_model, jaxmor.Model) and float(new_state.actuator_torque[0]) == 0.0
-    with pytest.warns(DeprecationWarning, match=r"with_affine_actuators\(model, definitions, state\)"):
-        bare = jaxmor.with_actuators(model, [])
-        _, affine_state = jaxmor.with_affine_actuators(
-            bare, [jaxmor.AffineActuatorDefinition.motor("m", "spin")], jaxmor.reset_actuator_state(bare, state)
-        )
-    assert affine_state.ctrl.shape == (1,)
+        with pytest.raises(ArgumentError, match=match):
+            jaxmor.with_options(model, **bad)
 
 
 def test_reset_actuator_state_fits_the_new_actuators():

@@ -776,8 +776,8 @@ def test_dcmotor_forces_equal_mujocos():
     ``ctrl = +-V`` and ``0`` against jaxmor's region at the gear output (``G (K V / R(T) - K^2 w / R(T))``: the
     half width is the voltage's torque, the midpoint the back-EMF's), its cogging torque and its LuGre friction
     (the step's, extrapolated to ``h -> 0``: the continuous force MuJoCo evaluates explicitly)."""
+    from jaxmor.actuation.drive import cogging_joint_torque
     from jaxmor.actuation.motor_dynamics import lugre_coefficients
-    from jaxmor.sim.forces import cogging_joint_torque
 
     attrs = ('gear="3" resistance="1.2" motorconst="0.05 0.07" thermal="2 40 0 .0039 20 25" cogging="0.01 6 0.4" '
              'lugre="80 0.02 0.03 0.05 2" ctrlrange="-24 24"')  # fmt: skip

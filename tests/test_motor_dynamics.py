@@ -215,7 +215,8 @@ QUASI_STATIC_SCRIPT = textwrap.dedent(
     for name in ("turntable", "quadruped"):
         m = jaxmor.load_urdf(jaxmor.robots.path(name))
         if name == "quadruped":
-            m = jaxmor.with_battery(jaxmor.add_ground(m), 48.0, 0.05)
+            battery = getattr(jaxmor, "with_battery", None) or jaxmor.set_battery  # set_battery before 0.3
+            m = battery(jaxmor.add_ground(m), 48.0, 0.05)
         s = jaxmor.init_state(m)
         if name == "quadruped":
             q = np.asarray(s.q).copy(); q[2] = 0.55

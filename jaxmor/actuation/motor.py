@@ -68,6 +68,7 @@ setters and ``set_bus_voltage`` apply the same rule, :func:`motor_validity`).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
 import jax.numpy as jnp
@@ -77,6 +78,7 @@ from flax import struct
 ArrayLike = jnp.ndarray | float
 
 __all__ = [
+    "MOTOR_FIELDS",
     "DcMotorParameters",
     "MotorSaturation",
     "MotorTorqueBounds",
@@ -181,6 +183,10 @@ class DcMotorParameters:
         return valid
 
 
+#: The names of :class:`DcMotorParameters`' fields, in declaration order.
+MOTOR_FIELDS = tuple(field.name for field in dataclasses.fields(DcMotorParameters))
+
+
 def motor_validity(motor: DcMotorParameters, xp=jnp) -> list[tuple[str, object, object]]:
     """The spec's ``DcMotorParameters::isValid``, condition by condition, in the order they are reported.
 
@@ -201,7 +207,8 @@ def motor_validity(motor: DcMotorParameters, xp=jnp) -> list[tuple[str, object, 
 
     out = [
         (name, getattr(motor, name), positive_finite(getattr(motor, name)))
-        for name in ("resistance", "torque_constant", "velocity_constant", "bus_voltage")
+        for name in MOTOR_FIELDS
+        if name != "peak_torque"
     ]
     out.append(("peak_torque", motor.peak_torque, xp.asarray(motor.peak_torque) > 0))
     for name, value in (
@@ -220,7 +227,7 @@ def motor_problem(motor: DcMotorParameters) -> str | None:
     Evaluated in float64 NumPy outside ``jit``: for definitions, loaders and setters.
     """
     values = {}
-    for name in ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque"):
+    for name in MOTOR_FIELDS:
         try:
             values[name] = np.float64(float(getattr(motor, name)))
         except (TypeError, ValueError, AttributeError):

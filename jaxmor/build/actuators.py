@@ -17,12 +17,12 @@ import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine
 from jaxmor.actuation.motor import DcMotorParameters
-from jaxmor.actuation.motor_dynamics import features_of, initial_motor_state
+from jaxmor.actuation.motor_dynamics import features_of
 from jaxmor.build.builder import compile_actuators
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, actuators_from_xml, actuators_to_xml
 from jaxmor.io.xml import looks_like_xml
-from jaxmor.state import zero_actuator_state
+from jaxmor.state import reset_actuator_state
 from jaxmor.types import Model, State
 
 
@@ -46,17 +46,6 @@ def with_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> M
             an affine actuator.
     """
     return model.replace(actuators=compile_actuators(model, definitions))
-
-
-def _reset_motor_inputs(model: Model, state: State) -> State:
-    """The state with zero actuator torques, the model's bus voltages and cleared actuator states."""
-    dtype = state.q.dtype
-    return state.replace(
-        actuator_torque=jnp.zeros((model.na,), dtype),
-        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),
-        actuator_state=zero_actuator_state(model.na, dtype),
-        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
-    )
 
 
 def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefinition]:
@@ -123,7 +112,9 @@ def import_actuators(
     """Replace a model's actuators with those of an ``<actuators>`` element (see :func:`export_actuators`).
 
     The element holds both model data (the actuators) and state data (bus voltages, commanded torques,
-    the monitor mode), so the result is the new model and the state that goes with it.
+    the monitor mode), so the result is the new model and the state that goes with it: the state's actuator
+    inputs are reset for the new actuators (:func:`jaxmor.reset_actuator_state`: actuator PD gains and targets
+    zeroed, motors at ambient), then the element's voltages, torques and mode are set; affine controls are kept.
 
     Args:
         model: the model.
@@ -142,9 +133,10 @@ def import_actuators(
         base_dir = os.path.dirname(os.path.abspath(path_or_xml))
     definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir, extra_dirs=actuator_dirs)
     new_model = with_actuators(model, definitions)
-    new_state = _reset_motor_inputs(new_model, state)
-    dtype = new_state.actuator_torque.dtype
-    new_state = new_state.replace(
+    dtype = state.actuator_torque.dtype
+    new_state = reset_actuator_state(new_model, state).replace(
+        ctrl=state.ctrl,  # the affine actuators are not replaced
+        bus_voltage=jnp.asarray(new_model.actuators.motor.bus_voltage, dtype),  # the element's voltages
         actuator_torque=jnp.asarray(np.asarray(torques, dtype=float).reshape(len(definitions)), dtype),
         mor_enforced=jnp.asarray(enforced),
     )

@@ -145,7 +145,7 @@ def with_battery(model: Model, open_circuit_voltage: float, internal_resistance:
     """A copy of ``model`` whose actuators share a battery: their bus voltage sags with the current drawn.
 
     After every step the bus voltage of every actuator becomes ``V_oc - R_int I``, with ``I`` the current the
-    motors drew from the supply in that step (:func:`jaxmor.sim.integrator.supply_current`: each motor's
+    motors drew from the supply in that step (:func:`jaxmor.actuation.drive.supply_current`: each motor's
     electrical power ``(R i + w / Kv) i`` over the bus voltage, ``i = tau_m / Kt``; braking motors give
     current back). A new State starts at ``V_oc``. Both values are leaves (``model.battery``), so they can be
     randomized per world.
@@ -166,7 +166,7 @@ def with_battery(model: Model, open_circuit_voltage: float, internal_resistance:
     return model.replace(battery=Battery(jnp.asarray(voltage, dtype), jnp.asarray(resistance, dtype), enabled=True))
 
 
-def with_options(model: Model, **options) -> Model:
+def with_options(model: Model, **options: object) -> Model:
     """The model with simulation options replaced (:class:`jaxmor.Options`), each checked.
 
     Args:

@@ -45,7 +45,7 @@ import numpy as np
 from lxml import etree
 
 from jaxmor.build.actuators import export_actuators, get_actuators, with_actuators
-from jaxmor.build.builder import load_mjcf, load_urdf
+from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
 from jaxmor.build.scene import add_ground, with_battery
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, resolve_actuator_file
@@ -334,7 +334,7 @@ def _apply_options(model: Model, children: dict, source: str) -> Model:
         check_attributes(g, ("height", "friction", "restitution"), source)
         values = [
             parse_float(g.get(k, d), source, g, f"ground {k}")
-            for k, d in (("height", "0"), ("friction", "0.8"), ("restitution", "0"))
+            for k, d in (("height", "0"), ("friction", repr(DEFAULT_FRICTION)), ("restitution", "0"))
         ]
         try:
             model = add_ground(model, *values)

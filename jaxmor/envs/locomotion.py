@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor import robots
+from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
 from jaxmor.build.scene import add_ground
@@ -30,7 +30,8 @@ from jaxmor.checks import as_positive_int
 from jaxmor.envs.core import Env
 from jaxmor.errors import ArgumentError
 from jaxmor.math import quat_to_rotation
-from jaxmor.sim.forces import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
+from jaxmor.robots import path as robot_path
+from jaxmor.robots import quadruped_standing_q
 from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, randomize, scale, uniform
@@ -200,9 +201,9 @@ class Locomotion(Env):
     ):
         super().__init__(episode_steps, auto_reset)
         if model is None:
-            model = add_ground(load_urdf(robots.path("quadruped")))
+            model = add_ground(load_urdf(robot_path("quadruped")))
             if standing_q is None:
-                standing_q = robots.quadruped_standing_q(model)
+                standing_q = quadruped_standing_q(model)
         if not model.floating_base or model.na == 0 or not model.ground:
             raise ArgumentError("Locomotion needs a floating-base model with motor actuators and a ground")
         if standing_q is None:

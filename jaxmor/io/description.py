@@ -180,7 +180,7 @@ class AffineActuator:
 
 
 @dataclass
-class Keyframe:
+class KeyframeDescription:
     """A named state of the robot (an MJCF ``<key>``), by joint and actuator name, in jaxmor's conventions.
 
     Attributes:
@@ -245,7 +245,7 @@ class RobotDescription:
     ground: GroundPlane | None = None
     affine_actuators: list[AffineActuator] = field(default_factory=list)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
-    keyframes: list[Keyframe] = field(default_factory=list)
+    keyframes: list[KeyframeDescription] = field(default_factory=list)
 
 
 def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:

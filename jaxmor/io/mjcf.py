@@ -40,8 +40,9 @@ What is read
   (1: frictionless, as jaxmor's friction 0), ``priority``, ``contype``/``conaffinity`` (which geoms touch the
   ground and each other). A geom that collides with nothing (``contype = conaffinity = 0``) is a visual
   geom and is dropped, like a URDF ``<visual>``, after its mass is counted where the body's inertia comes
-  from its geoms. One horizontal ``plane`` in the world body is the ground; ``ellipsoid`` collision geoms,
-  height fields and tilted planes are refused.
+  from its geoms. One horizontal ``plane`` in the world body is the ground; any other plane (a wall, a tilted
+  plane) becomes a static box filling the half space behind it (:data:`HALF_SPACE`); ``ellipsoid`` collision
+  geoms and height fields are refused.
 * ``<contact><exclude body1 body2>``; actuators ``motor``, ``position``, ``velocity`` and ``general``
   (``gaintype="fixed"``, ``biastype`` ``none``/``affine``, ``dyntype="none"``) on a joint, with ``gear``,
   ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
@@ -87,7 +88,7 @@ from jaxmor.io.description import (
     GroundPlane,
     Inertial,
     Joint,
-    Keyframe,
+    KeyframeDescription,
     Link,
     RobotDescription,
     combine_masses,
@@ -118,6 +119,11 @@ MUJOCO_TIMESTEP = 0.002
 HALF_SPACE = 50.0
 #: Most bodies an MJCF model may have (as many as the URDF reader's links).
 MAX_BODIES = 100_000
+#: Below this length [m or 1] a direction, axis or frame vector is degenerate (zero).
+DEGENERATE_LENGTH = 1e-12
+#: Relative round-off allowed for a plane's normal to count as vertical, and for an inertia's smallest
+#: eigenvalue to count as non-negative.
+ROUND_OFF = 1e-9
 #: The ``<custom><text name=...>`` that names jaxmor's DC-motor actuator file.
 ACTUATORS_TEXT = "jaxmor:actuators"
 
@@ -209,7 +215,7 @@ class _Reader:
         if name == "xyaxes":
             axes = v.numbers("xyaxes", 6)
             x, y = axes[:3], axes[3:]
-            if np.linalg.norm(x) < 1e-12 or np.linalg.norm(np.cross(x, y)) < 1e-12:
+            if np.linalg.norm(x) < DEGENERATE_LENGTH or np.linalg.norm(np.cross(x, y)) < DEGENERATE_LENGTH:
                 raise v.error(f"xyaxes of <{tag(v.element)}> are zero or parallel: {v.text('xyaxes')!r}")
             return geo.xy_axes(axes)
         z = v.numbers("zaxis", 3)
@@ -218,7 +224,7 @@ class _Reader:
 
     @staticmethod
     def _nonzero(v: Values, vector: np.ndarray, name: str) -> None:
-        if np.linalg.norm(vector) < 1e-12:
+        if np.linalg.norm(vector) < DEGENERATE_LENGTH:
             raise v.error(f"{name} of <{tag(v.element)}> has a zero axis: {v.text(name)!r}")
 
     def pose(self, v: Values) -> tuple[np.ndarray, np.ndarray]:
@@ -600,7 +606,7 @@ class _Reader:
             return {"kind": "free", "name": name, "damping": damping, "armature": armature}
         axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
         norm = np.linalg.norm(axis)
-        if norm < 1e-12:
+        if norm < DEGENERATE_LENGTH:
             raise v.error(f"joint {name!r} has a zero axis")
         angular = kind == "hinge"
         convert = self.compiler.angle if angular else float
@@ -704,7 +710,7 @@ class _Reader:
             ends = v.numbers("fromto", 6)
             axis = ends[3:] - ends[:3]
             length = np.linalg.norm(axis)
-            if length < 1e-12:
+            if length < DEGENERATE_LENGTH:
                 raise v.error(f"geom {name!r}: fromto has zero length")
             size[1 if kind in ("capsule", "cylinder") else 2] = length / 2.0
             rotation, translation = geo.z_to(axis), (ends[:3] + ends[3:]) / 2.0
@@ -722,7 +728,7 @@ class _Reader:
             raise v.error(f"geom {name!r}: a plane must be in the world body (the ground or a static wall)")
         if not collides:
             return
-        if self.ground is None and np.abs(rotation[:, 2] - [0.0, 0.0, 1.0]).max() <= 1e-9:
+        if self.ground is None and np.abs(rotation[:, 2] - [0.0, 0.0, 1.0]).max() <= ROUND_OFF:
             self.ground = GroundPlane(float(translation[2]), mu, priority, contype, conaffinity, v.line)
             return
         centre = translation - HALF_SPACE * rotation[:, 2]
@@ -765,7 +771,7 @@ class _Reader:
             else:
                 rotation = self.orientation(v)
                 inertia = rotation @ np.diag(v.numbers("diaginertia", 3)) @ rotation.T
-            if np.linalg.eigvalsh(inertia)[0] < -1e-9 * max(1e-300, np.abs(inertia).max()):
+            if np.linalg.eigvalsh(inertia)[0] < -ROUND_OFF * max(1e-300, np.abs(inertia).max()):
                 raise v.error(f"body {name!r} has an inertia that is not positive semi-definite")
             self.explicit_masses[name] = (mass, v.numbers("pos", 3), inertia)
         # "auto": the geoms count where there is no <inertial>; "true": the geoms count where there are any (as
@@ -892,7 +898,7 @@ class _Reader:
             )
         return definitions
 
-    def _read_keyframes(self, section, actuators: list[str], dropped: set[str]) -> list[Keyframe]:
+    def _read_keyframes(self, section, actuators: list[str], dropped: set[str]) -> list[KeyframeDescription]:
         """Keyframes in jaxmor's conventions: MuJoCo's free-joint angular velocity (body frame) turned into the
         world frame."""
         order = list(self.joint_kinds.items())
@@ -917,7 +923,7 @@ class _Reader:
                 width_q, width_v = (7, 6) if kind == "free" else (1, 1)
                 coords = self.initial_q[joint] if qpos is None else tuple(qpos[i : i + width_q].tolist())
                 if kind == "free":
-                    if np.linalg.norm(coords[3:]) < 1e-12:
+                    if np.linalg.norm(coords[3:]) < DEGENERATE_LENGTH:
                         raise v.error(f"keyframe {name!r}: the quaternion of joint {joint!r} is zero")
                     quat = np.asarray(coords[3:]) / np.linalg.norm(coords[3:])
                     coords = (*coords[:3], *quat.tolist())
@@ -930,7 +936,7 @@ class _Reader:
             controls = {}
             if ctrl is not None:
                 controls = {a: float(c) for a, c in zip(actuators, ctrl, strict=True) if a not in dropped}
-            out.append(Keyframe(name, el.sourceline, v.number("time", 0.0), q, u, controls))
+            out.append(KeyframeDescription(name, el.sourceline, v.number("time", 0.0), q, u, controls))
         return out
 
 

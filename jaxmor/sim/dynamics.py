@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 from flax import struct
 
 from jaxmor.checks import as_vector
-from jaxmor.math import skew
+from jaxmor.math import gauss_jordan, skew
 from jaxmor.sim.kinematics import Kinematics, kinematics, parent_first
 from jaxmor.types import JointType, Model
 
@@ -233,26 +232,6 @@ def mass_matrix(model: Model, q: jax.Array) -> jax.Array:
     return _terms(model, kinematics(model, q), None)[0]
 
 
-def bias_velocity_jacobian(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
-    """``D = db/du``: derivative of the bias force with respect to the velocity (forward mode, one tangent
-    per velocity). ``b`` is quadratic in ``u`` (plus gravity), so ``D`` is linear in ``u`` and
-    ``b(q, u) = b(q, 0) + D(q, u) u / 2``.
-
-    Args:
-        model: the model.
-        q: (nq,) generalized coordinates.
-        u: (nv,) generalized velocities.
-
-    Returns:
-        (nv, nv) the derivative [kg/s, kg m/s, kg m^2/s].
-
-    Raises:
-        ArgumentError: wrong shapes.
-    """
-    q, u = _inputs(model, q, u)
-    return _terms(model, kinematics(model, q), u, jacobian=True)[2]
-
-
 def bias_force(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
     """Bias force ``b(q, u)``: gravity plus Coriolis and centrifugal terms (inverse dynamics at zero acceleration).
 
@@ -285,7 +264,8 @@ def inverse_dynamics(model: Model, q: jax.Array, u: jax.Array, du: jax.Array) ->
 
 
 def forward_dynamics(model: Model, q: jax.Array, u: jax.Array, tau: jax.Array) -> jax.Array:
-    """Generalized acceleration ``du/dt = M^-1 (tau - b)`` (Cholesky solve), without constraints.
+    """Generalized acceleration ``du/dt = M^-1 (tau - b)``, without constraints (one Gauss-Jordan elimination,
+    :func:`jaxmor.math.gauss_jordan`: plain array operations, no LAPACK, so it is safe to vmap on any backend).
 
     Args:
         model: the model.
@@ -302,5 +282,4 @@ def forward_dynamics(model: Model, q: jax.Array, u: jax.Array, tau: jax.Array) -
     """
     q, u, tau = _inputs(model, q, u, tau)
     mass, bias, _ = _terms(model, kinematics(model, q), u)
-    factor = jsl.cho_factor(mass, lower=True)
-    return jsl.cho_solve(factor, tau - bias)
+    return gauss_jordan(mass, (tau - bias)[:, None])[:, 0]

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxmor.math import gauss_jordan
 from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian
 from jaxmor.sim.forces import Forces
 from jaxmor.types import Model, State
@@ -88,45 +89,3 @@ def _inverse_jvp(primals, tangents):
     (a,), (da,) = primals, tangents
     inv = inverse(a)
     return inv, -inv @ da @ inv
-
-
-#: Largest number of velocities whose elimination is unrolled (above it, a ``fori_loop`` of the same steps).
-UNROLL_LIMIT = 64
-
-
-def gauss_jordan(a: jax.Array, b: jax.Array) -> jax.Array:
-    """``a^-1 b`` by Gauss-Jordan elimination without pivoting, in plain array operations (no LAPACK).
-
-    ``a`` is the effective mass: the symmetric positive-definite mass matrix plus positive diagonal terms
-    and the velocity-dependent forces' term (``h D`` or ``(h/2) D``), a small non-symmetric perturbation
-    while ``h`` times the speeds is small. Elimination
-    without pivoting is stable for such matrices (every leading block stays positive definite for the
-    symmetric part). Each of the ``n`` steps scales the pivot row and subtracts it from every other row of
-    ``[a | b]``: ``n (n + k) n`` multiply-adds, unrolled for ``n <= UNROLL_LIMIT``, a ``fori_loop``
-    above (18 velocities: 18 fused steps). Plain operations batch and differentiate like any others, and
-    avoid jaxlib 0.10.2's batched LAPACK kernels, which can deadlock a small CPU (``docs/design/cpu-deadlock.md``).
-
-    Args:
-        a: (n, n) the matrix.
-        b: (n, k) the right-hand sides.
-
-    Returns:
-        (n, k) the solution.
-    """
-    n = a.shape[0]
-    aug = jnp.concatenate([a, b], axis=1)
-
-    def eliminate(i, aug):
-        pivot_row = jax.lax.dynamic_index_in_dim(aug, i, keepdims=False)
-        pivot_row = pivot_row / jax.lax.dynamic_index_in_dim(pivot_row, i, keepdims=False)
-        column = jax.lax.dynamic_index_in_dim(aug, i, axis=1, keepdims=False)
-        factors = column.at[i].set(0.0)
-        aug = aug - factors[:, None] * pivot_row[None, :]
-        return jax.lax.dynamic_update_index_in_dim(aug, pivot_row, i, axis=0)
-
-    if n <= UNROLL_LIMIT:
-        for i in range(n):
-            aug = eliminate(i, aug)
-    else:
-        aug = jax.lax.fori_loop(0, n, eliminate, aug)
-    return aug[:, n:]

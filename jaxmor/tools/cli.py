@@ -92,7 +92,9 @@ def _info(path: str, dt: float | None) -> int:
     if not model.na:
         print("\nno DC-motor actuators")
         return 0
-    m = {f: np.asarray(getattr(act.motor, f), dtype=np.float64) for f in _MOTOR_FIELDS}
+    from jaxmor.actuation.motor import MOTOR_FIELDS
+
+    m = {f: np.asarray(getattr(act.motor, f), dtype=np.float64) for f in MOTOR_FIELDS}
     gear = np.asarray(act.gear_ratio, dtype=np.float64)
     per_volt = m["torque_constant"] / m["resistance"]
     stall = per_volt * m["bus_voltage"]
@@ -193,7 +195,6 @@ _JOINT_FIELDS = (
     "dof_friction",
     "dof_armature",
 )
-_MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
 
 
 def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:

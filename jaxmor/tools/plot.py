@@ -30,8 +30,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation
+from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, MotorSaturation
 from jaxmor.errors import ArgumentError
+from jaxmor.model import resolve_actuator
 
 __all__ = [
     "SATURATION_COLORS",
@@ -64,10 +65,7 @@ def _side(side: str) -> str:
 
 def _scalar_motor(motor: DcMotorParameters) -> dict[str, float]:
     try:
-        values = {
-            name: float(np.asarray(getattr(motor, name)))
-            for name in ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
-        }
+        values = {name: float(np.asarray(getattr(motor, name))) for name in MOTOR_FIELDS}
     except (TypeError, ValueError) as exc:
         raise ArgumentError(f"draw_region needs a motor with scalar parameters: {exc}") from None
     return values
@@ -272,18 +270,6 @@ def draw_operating_points(
     return out
 
 
-def _actuator_index(model, actuator: int | str) -> int:
-    names = model.actuators.names
-    if isinstance(actuator, str):
-        if actuator not in names:
-            raise ArgumentError(f"unknown actuator {actuator!r}; the actuators are {list(names)}")
-        return names.index(actuator)
-    index = int(actuator)
-    if not 0 <= index < len(names):
-        raise ArgumentError(f"actuator index {actuator!r} out of range for {len(names)} actuators")
-    return index
-
-
 def _column(states, field: str, index: int) -> np.ndarray | None:
     value = getattr(states, field, None)
     return None if value is None else np.asarray(value)[..., index]
@@ -324,13 +310,13 @@ def plot_actuator(
     Raises:
         ArgumentError: an unknown actuator or side.
     """
-    a = _actuator_index(model, actuator)
+    a = resolve_actuator(model, actuator)
     act = model.actuators
     if ax is None:
         import matplotlib.pyplot as plt
 
         ax = plt.subplots(figsize=(5.0, 4.0), layout="constrained")[1]
-    motor = DcMotorParameters(*(np.asarray(getattr(act.motor, f))[a] for f in _MOTOR_FIELDS))
+    motor = DcMotorParameters(*(np.asarray(getattr(act.motor, f))[a] for f in MOTOR_FIELDS))
     gear = float(np.asarray(act.gear_ratio)[a])
     v = act.joint_v_index[a]
     damping = float(np.asarray(model.dof_damping)[v] + np.asarray(act.output_damping)[a]) if losses else 0.0
@@ -362,9 +348,6 @@ def plot_actuator(
     if legend:
         ax.legend(fontsize=7, loc="upper right", markerscale=4)
     return ax
-
-
-_MOTOR_FIELDS = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
 
 
 def _motor_at(act, a: int, motor: DcMotorParameters, temperature: float) -> DcMotorParameters:
@@ -459,7 +442,7 @@ def plot_actuators(
     """
     import matplotlib.pyplot as plt
 
-    chosen = list(range(model.na)) if actuators is None else [_actuator_index(model, a) for a in actuators]
+    chosen = list(range(model.na)) if actuators is None else [resolve_actuator(model, a) for a in actuators]
     if not chosen:
         raise ArgumentError("the model has no DC-motor actuators to plot")
     if int(ncols) < 1:

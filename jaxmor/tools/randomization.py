@@ -62,7 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.actuation.motor import DcMotorParameters, motor_problem
+from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, motor_problem
 from jaxmor.checks import as_positive_int, as_real
 from jaxmor.errors import ArgumentError
 from jaxmor.types import Model
@@ -276,7 +276,7 @@ def _check_support(name: str, parameter: _Parameter, dist: Distribution, nominal
 
 def _check_motors(model: Model, motor: DcMotorParameters, drawn: set[str]) -> None:
     """Every world's motors must pass the spec's validity rule (:func:`jaxmor.actuation.motor.motor_problem`)."""
-    fields = ("resistance", "torque_constant", "velocity_constant", "bus_voltage", "peak_torque")
+    fields = MOTOR_FIELDS
     values = np.broadcast_arrays(*(np.asarray(getattr(motor, f), np.float64) for f in fields))
     worlds = values[0].shape[0] if values[0].ndim == 2 else 1
     for world in range(worlds):

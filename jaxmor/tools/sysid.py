@@ -42,7 +42,7 @@ import numpy as np
 
 from jaxmor.checks import as_positive_int
 from jaxmor.errors import ArgumentError
-from jaxmor.model import actuator_index
+from jaxmor.model import actuator_index, resolve_actuator
 from jaxmor.sim.pipeline import rollout
 from jaxmor.state import init_state
 from jaxmor.types import Model, State
@@ -510,7 +510,7 @@ def _optax(residuals, theta, history, iterations, progress, optimizer):
 
 def _result(model, actuators, parameters, unpack, res, jac, theta, history, ideal_motor) -> SysidResult:
     names = tuple(actuators)
-    index = np.array([actuator_index(model, a) for a in names], dtype=np.int64)
+    index = np.array([resolve_actuator(model, a) for a in names], dtype=np.int64)
     fitted = unpack(theta)
     values = {p: np.asarray(_get(fitted, p, index), np.float64) for p in parameters}
     initial = {p: np.asarray(_get(model, p, index), np.float64) for p in parameters}
