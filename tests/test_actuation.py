@@ -7,7 +7,7 @@ Expected values are computed by hand from the spec's formulas
     tau_min = clamp(-tau_stall - b w_m, -peak, peak),  tau_max = clamp(tau_stall - b w_m, -peak, peak),
     tau_m = clamp(tau_a / G, tau_min, tau_max),  joint torques T^T tau_m,
 
-never by calling the code under test. Robots: the spec's turntable (jaxmor/robots/turntable) and one Hound
+never by calling the code under test. Robots: the spec's turntable (robots/turntable) and one Hound
 leg (tests/data/actuators/hound). The turntable's totals with the generalized force (20 Nm / 6 Nm)
 need the time step and are not tested here.
 """

@@ -26,7 +26,7 @@ import jaxmor.tools.demo
 from jaxmor.actuation.motor import MotorSaturation
 from jaxmor.tools.cli import main
 
-# The turntable's motor (jaxmor/robots/turntable/actuators/spin_actuator.xml) and the quadruped's motor (both files).
+# The turntable's motor (robots/turntable/actuators/spin_actuator.xml) and the quadruped's motor (both files).
 SPIN = {"G": 10.0, "R": 0.2, "Kt": 0.1, "Kv": 10.0, "V": 24.0, "peak": 1.5}
 HOUND = {"R": 0.4, "Kt": 0.1, "Kv": 10.0, "V": 24.0, "peak": 3.0}
 
@@ -245,8 +245,9 @@ def test_non_editable_install_runs_the_demo_from_an_empty_folder(tmp_path):
     start = time.perf_counter()
     src = tmp_path / "src"
     src.mkdir()
-    shutil.copytree(ROOT / "jaxmor", src / "jaxmor", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for folder in ("jaxmor", "robots"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     wheels = tmp_path / "wheels"
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
@@ -254,13 +255,13 @@ def test_non_editable_install_runs_the_demo_from_an_empty_folder(tmp_path):
     (wheel,) = wheels.glob("jaxmor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for robot in jaxmor.robots.NAMES:
-        assert f"jaxmor/robots/{robot}/{robot}.urdf" in names
+        assert f"jaxmor/robots/data/{robot}/{robot}.urdf" in names
     for actuator in (
         "quadruped/actuators/abduction_actuator.xml",
         "quadruped/actuators/hound_leg_actuator.xml",
         "turntable/actuators/spin_actuator.xml",
     ):
-        assert f"jaxmor/robots/{actuator}" in names
+        assert f"jaxmor/robots/data/{actuator}" in names
 
     target = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)], check=True)

@@ -1,4 +1,4 @@
-"""The shipped robot descriptions: jaxmor/robots/quadruped (a KAIST-Hound-like quadruped) and jaxmor/robots/pendulum.
+"""The shipped robot descriptions: robots/quadruped (a KAIST-Hound-like quadruped) and robots/pendulum.
 
 Every expected value is computed here by hand from the numbers the URDFs and their READMEs document
 (or read from the URDF text with ElementTree, not through jaxmor), never by asking the code under test.
@@ -27,7 +27,7 @@ from conftest import (
 
 import jaxmor
 
-# The quadruped's documented numbers (jaxmor/robots/quadruped/README.md); the leg lengths, the foot radius and
+# The quadruped's documented numbers (robots/quadruped/README.md); the leg lengths, the foot radius and
 # the standing pose are in tests/conftest.py.
 BASE_MASS, HIP_MASS, THIGH_MASS, SHANK_MASS = 20.0, 1.5, 1.0, 0.3
 TOTAL_MASS = BASE_MASS + 4 * (HIP_MASS + THIGH_MASS + SHANK_MASS)  # 31.2 kg
@@ -36,7 +36,7 @@ R, KT, KV, V_BUS, PEAK = 0.4, 0.1, 10.0, 24.0, 3.0
 J_ROTOR = 6e-5
 SHANK = 0.3
 
-# The pendulum's documented numbers (jaxmor/robots/pendulum/README.md).
+# The pendulum's documented numbers (robots/pendulum/README.md).
 M_ROD, L_ROD, GRAVITY = 1.0, 1.0, 9.81
 
 

@@ -1,6 +1,6 @@
 """``jaxmor demo``: the shipped quadruped in many parallel worlds, its motors pushed into their voltage band.
 
-Every world starts from the quadruped's standing pose (``jaxmor/robots/quadruped/README.md``) on a ground
+Every world starts from the quadruped's standing pose (``robots/quadruped/README.md``) on a ground
 plane and runs its own joint PD controller, computed explicitly and sent as actuator torques (so the
 motor operating regions clip it), towards sinusoidal joint targets: per world a frequency, and per joint an
 amplitude and a phase, drawn from a fixed seed. Fast targets need joint speeds above the motors' corner
