@@ -46,7 +46,7 @@ from lxml import etree
 
 from jaxmor.build.actuators import export_actuators, get_actuators, with_actuators
 from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
-from jaxmor.build.scene import add_ground, with_battery
+from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, resolve_actuator_file
 from jaxmor.io.mesh import resolve_mesh
@@ -326,7 +326,7 @@ def _apply_options(model: Model, children: dict, source: str) -> Model:
         if el.get(name) is not None:
             updates[name] = el.get(name)
     try:
-        model = model.replace(opt=model.opt.replace(**updates))
+        model = with_options(model, **updates)
     except ArgumentError as err:
         raise ModelError(source, el.sourceline, str(err)) from None
     if "ground" in children:

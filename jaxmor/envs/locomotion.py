@@ -25,7 +25,7 @@ from flax import struct
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
-from jaxmor.build.scene import add_ground
+from jaxmor.build.scene import add_ground, with_options
 from jaxmor.checks import as_positive_int
 from jaxmor.envs.core import Env
 from jaxmor.errors import ArgumentError
@@ -230,7 +230,7 @@ class Locomotion(Env):
                 raise ArgumentError(f"Box-MOR needs positive finite effort limits at the driven joints, got {effort}")
         self.substeps = as_positive_int(substeps, "substeps")
         dtype = model.body_mass.dtype
-        self.model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(timestep, dtype)))
+        self.model = with_options(model, timestep=jnp.asarray(timestep, dtype))
         self.motor_model = motor_model
         self.action_mode = action_mode
         self.kp, self.kd, self.action_scale = float(kp), float(kd), float(action_scale)

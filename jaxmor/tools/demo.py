@@ -83,7 +83,7 @@ def demo_model():
     import jaxmor
 
     model = jaxmor.add_ground(jaxmor.load_urdf(jaxmor.robots.path("quadruped")))
-    return model.replace(opt=model.opt.replace(timestep=TIMESTEP))
+    return jaxmor.with_options(model, timestep=TIMESTEP)
 
 
 def _progress(fraction: float, width: int = 30) -> None:
