@@ -39,7 +39,7 @@ from jaxmor.io.mesh import padded
 from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
-from jaxmor.sim.collision import _pair_supported
+from jaxmor.sim.collision import pair_supported
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, MotorActuators, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
@@ -156,7 +156,7 @@ def load_mjcf(
         world = model.geom_body[i] < 0 or model.geom_body[j] < 0
         if not (world or self_collision):
             continue
-        if _pair_supported(model.geom_type[i], model.geom_type[j]):
+        if pair_supported(model.geom_type[i], model.geom_type[j]):
             pairs.append((i, j))
         else:
             skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")

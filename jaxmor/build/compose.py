@@ -37,7 +37,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.model import adjacent_bodies, geom_index
-from jaxmor.sim.collision import _pair_supported, check_pairs
+from jaxmor.sim.collision import check_pairs, pair_supported
 from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
@@ -358,7 +358,7 @@ def _cross_pairs(model: Model, old: int, collide_with: bool | Iterable[str]) -> 
             bi, bj = model.geom_body[i], model.geom_body[j]
             if not explicit and (bi == bj or adjacent_bodies(model, bi, bj)):
                 continue
-            if not explicit and not _pair_supported(model.geom_type[i], model.geom_type[j]):
+            if not explicit and not pair_supported(model.geom_type[i], model.geom_type[j]):
                 skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
                 continue
             pairs.append((i, j))
