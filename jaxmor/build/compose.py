@@ -44,10 +44,15 @@ from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, 
 _KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")
 #: Prefixes of the per-body, per-link, per-geom and per-velocity array leaves, concatenated by :func:`combine`.
 _CONCATENATED = ("body_", "link_", "geom_", "dof_")
+#: Below this norm an orientation quaternion has no direction and is refused.
+QUATERNION_NORM_FLOOR = 1e-9
+#: Round-off allowed in the triangle inequality of principal moments, relative to the largest moment.
+INERTIA_TRIANGLE_SLACK = 1e-9
 
 
 def _vector(x: ArrayLike, n: int, name: str) -> np.ndarray:
-    """A finite float64 ``(n,)`` vector, or an ArgumentError naming ``name``."""
+    """A finite float64 ``(n,)`` NumPy vector, or an ArgumentError naming ``name`` (the float64 NumPy twin of
+    :func:`jaxmor.checks.as_vector` with ``finite=True``, which makes a JAX array of the default dtype)."""
     try:
         v = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
@@ -62,7 +67,7 @@ def _pose(position: ArrayLike, orientation: ArrayLike) -> tuple[np.ndarray, np.n
     p = _vector(position, 3, "position [m]")
     quat = _vector(orientation, 4, "orientation (quaternion w x y z)")
     norm = float(np.linalg.norm(quat))
-    if norm < 1e-9:
+    if norm < QUATERNION_NORM_FLOOR:
         raise ArgumentError(f"orientation must be a quaternion w x y z of nonzero norm, got {quat.tolist()}")
     w, x, y, z = quat / norm
     rotation = np.array(
@@ -162,7 +167,7 @@ def _inertia(inertia: ArrayLike, mass: float) -> np.ndarray:
             f"finite; got {inertia!r}"
         )
     moments = np.linalg.eigvalsh(tensor)
-    slack = 1e-9 * moments.max(initial=0.0)
+    slack = INERTIA_TRIANGLE_SLACK * moments.max(initial=0.0)
     if moments.min() <= 0 or moments[2] > moments[0] + moments[1] + slack:
         raise ArgumentError(
             f"inertia must be positive definite with principal moments obeying the triangle inequality "
