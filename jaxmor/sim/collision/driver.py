@@ -16,18 +16,20 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_sqrt
-from jaxmor.sim.collision import ground, polytope, primitive
 from jaxmor.sim.collision.contacts import Contacts, tangent_frame, up
+from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
+from jaxmor.sim.collision.polytope import box_box, box_mesh, capsule_mesh, mesh_mesh, sphere_mesh
+from jaxmor.sim.collision.primitive import capsule_box, capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
 from jaxmor.sim.kinematics import Poses
 from jaxmor.types import GeomType, Model
 
 #: The ground kernel of each geom type (each kernel's ``slots``: its points per geom).
 GROUND_KERNELS = {
-    GeomType.SPHERE: ground.sphere_points,
-    GeomType.CAPSULE: ground.capsule_points,
-    GeomType.BOX: ground.box_points,
-    GeomType.CYLINDER: ground.cylinder_points,
-    GeomType.MESH: ground.hull_points,
+    GeomType.SPHERE: sphere_points,
+    GeomType.CAPSULE: capsule_points,
+    GeomType.BOX: box_points,
+    GeomType.CYLINDER: cylinder_points,
+    GeomType.MESH: hull_points,
 }
 
 #: Geom types and the number of ground-contact points of each (read off :data:`GROUND_KERNELS`).
@@ -35,16 +37,16 @@ GROUND_POINTS = {kind: function.slots for kind, function in GROUND_KERNELS.items
 
 #: The supported self-collision type pairs (either order) and their kernels.
 PAIR_KERNELS = {
-    (GeomType.SPHERE, GeomType.SPHERE): primitive.sphere_sphere,
-    (GeomType.SPHERE, GeomType.CAPSULE): primitive.sphere_capsule,
-    (GeomType.CAPSULE, GeomType.CAPSULE): primitive.capsule_capsule,
-    (GeomType.SPHERE, GeomType.BOX): primitive.sphere_box,
-    (GeomType.CAPSULE, GeomType.BOX): primitive.capsule_box,
-    (GeomType.BOX, GeomType.BOX): polytope.box_box,
-    (GeomType.SPHERE, GeomType.MESH): polytope.sphere_mesh,
-    (GeomType.CAPSULE, GeomType.MESH): polytope.capsule_mesh,
-    (GeomType.BOX, GeomType.MESH): polytope.box_mesh,
-    (GeomType.MESH, GeomType.MESH): polytope.mesh_mesh,
+    (GeomType.SPHERE, GeomType.SPHERE): sphere_sphere,
+    (GeomType.SPHERE, GeomType.CAPSULE): sphere_capsule,
+    (GeomType.CAPSULE, GeomType.CAPSULE): capsule_capsule,
+    (GeomType.SPHERE, GeomType.BOX): sphere_box,
+    (GeomType.CAPSULE, GeomType.BOX): capsule_box,
+    (GeomType.BOX, GeomType.BOX): box_box,
+    (GeomType.SPHERE, GeomType.MESH): sphere_mesh,
+    (GeomType.CAPSULE, GeomType.MESH): capsule_mesh,
+    (GeomType.BOX, GeomType.MESH): box_mesh,
+    (GeomType.MESH, GeomType.MESH): mesh_mesh,
 }
 
 #: Contact slots of each supported type pair (either order; read off :data:`PAIR_KERNELS`).
