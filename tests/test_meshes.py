@@ -130,7 +130,7 @@ def test_mesh_pairs_equal_the_primitive_pairs_of_the_same_box(files):
     another mesh box: the mesh functions take the hull's vertices and planes, the primitive ones the box's
     closed-form geometry (tests/test_collision.py checks those against sampled distances). STL files hold float32
     coordinates: the mesh box's corners are the box's to 1.5e-8 m, hence the tolerance."""
-    from jaxmor.sim import collision
+    from jaxmor.sim.collision import polytope, primitive
 
     model = load(mesh_urdf("../meshes/box.stl"), files / "pkg" / "robots")
     hull = (model.mesh_vertices[:1], model.mesh_planes[:1], np.arange(64)[None] < model.mesh_vertex_count[0])
@@ -147,24 +147,24 @@ def test_mesh_pairs_equal_the_primitive_pairs_of_the_same_box(files):
         local[face] = np.sign(rng.normal()) * ([0.1, 0.2, 0.3][face] + rng.uniform(-0.02, 0.05))
         ca = cb + jnp.einsum("nij,j->ni", rb, jnp.asarray(local))
         sphere = jnp.array([[0.04, 0.0, 0.0]])
-        got = collision._sphere_mesh(ca, ra, sphere, cb, rb, hull)
-        want = collision._sphere_box(ca, ra, sphere, cb, rb, half)
+        got = polytope.sphere_mesh(ca, ra, sphere, cb, rb, hull)
+        want = primitive.sphere_box(ca, ra, sphere, cb, rb, half)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, atol=1e-7)
         # A box against the mesh box and against the box primitive: the same 8 vertex-face contacts.
         a_half = jnp.asarray(rng.uniform(0.05, 0.2, size=3))[None]
         ca_box = cb + jnp.asarray(rng.normal(size=3) * 0.15)[None]
-        got = collision._box_mesh(ca_box, ra, a_half, cb, rb, hull)
-        want = collision._box_box(ca_box, ra, a_half, cb, rb, half)
+        got = polytope.box_mesh(ca_box, ra, a_half, cb, rb, hull)
+        want = polytope.box_box(ca_box, ra, a_half, cb, rb, half)
         np.testing.assert_allclose(np.sort(got[0], -1), np.sort(want[0], -1), atol=1e-7)
-        both = collision._mesh_mesh(cb, rb, hull, ca_box, ra, hull)
-        same = collision._box_box(cb, rb, half, ca_box, ra, half)
+        both = polytope.mesh_mesh(cb, rb, hull, ca_box, ra, hull)
+        same = polytope.box_box(cb, rb, half, ca_box, ra, half)
         np.testing.assert_allclose(np.sort(both[0], -1), np.sort(same[0], -1), atol=1e-7)
     # A capsule lying on the box's top face, through the middle: ends and middle 0.01 above it.
     cap = jnp.array([[0.02, 0.05, 0.0]])
     centre = jnp.array([[0.0, 0.0, 0.3 + 0.03]])
     lying = jnp.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # its axis (local z) along x
-    got = collision._capsule_mesh(centre, lying[None], cap, jnp.zeros((1, 3)), jnp.eye(3)[None], hull)
+    got = polytope.capsule_mesh(centre, lying[None], cap, jnp.zeros((1, 3)), jnp.eye(3)[None], hull)
     np.testing.assert_allclose(got[0], [[0.01, 0.01, 0.01]], atol=1e-7)
     np.testing.assert_allclose(got[1][0], [[0, 0, -1.0]] * 3, atol=1e-7)
 

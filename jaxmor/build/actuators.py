@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine
+from jaxmor.actuation.compile import compile_actuators
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import features_of
-from jaxmor.build.builder import compile_actuators
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, actuators_from_xml, actuators_to_xml
 from jaxmor.io.xml import looks_like_xml

@@ -12,7 +12,7 @@ Loading is parse -> reduce -> compile:
    objects, several robots), their coordinates in document order after the bodies welded to ``world``;
 3. :func:`build_model` compiles the bodies into arrays and the topology into static index tables
    (:func:`topology_tables`), so the simulation never re-derives them, and compiles the actuators
-   (:func:`compile_actuators`).
+   (:func:`jaxmor.actuation.compile.compile_actuators`).
 
 Every problem found here names the description's file and the line of the element concerned.
 The traversal is iterative (no recursion limit) and linear in the number of links.
@@ -25,22 +25,21 @@ import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
-from jaxmor.actuation.motor import DcMotorParameters
-from jaxmor.actuation.motor_dynamics import compile_dynamics
+from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import padded
 from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
-from jaxmor.sim.collision import _pair_supported
-from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, MotorActuators, Options
+from jaxmor.sim.collision import pair_supported
+from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
 #: with ``jaxmor.with_geom_properties``.
@@ -156,7 +155,7 @@ def load_mjcf(
         world = model.geom_body[i] < 0 or model.geom_body[j] < 0
         if not (world or self_collision):
             continue
-        if _pair_supported(model.geom_type[i], model.geom_type[j]):
+        if pair_supported(model.geom_type[i], model.geom_type[j]):
             pairs.append((i, j))
         else:
             skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
@@ -333,6 +332,20 @@ def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointT
     }
 
 
+#: Each per-velocity joint property of :func:`_dof_arrays`: its Model field and its name in messages.
+_DOF_FIELDS = {
+    "armature": ("dof_armature", "joint rotor_inertia"),
+    "damping": ("dof_damping", "joint damping"),
+    "friction": ("dof_friction", "joint friction"),
+    "effort": ("dof_effort_limit", "joint effort limit"),
+    "velocity": ("dof_velocity_limit", "joint velocity limit"),
+    "lower": ("dof_lower", "joint lower limit"),
+    "upper": ("dof_upper", "joint upper limit"),
+    "stiffness": ("dof_stiffness", "joint stiffness"),
+    "ref": ("dof_springref", "joint springref"),
+}
+
+
 def build_model(description: RobotDescription, *, floating_base: bool | None = None) -> Model:
     """Compile a robot description into a :class:`Model` (see the module docstring).
 
@@ -347,16 +360,78 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     Raises:
         ModelError: a structural problem (:func:`reduce`) or an invalid actuator.
     """
-    source = description.source
     tree = reduce(description, floating_base)
     bodies = tree.bodies
-    nb = len(bodies)
     tables = topology_tables([b.parent for b in bodies], [b.kind for b in bodies])
-    nv = tables["nv"]
+    dof = _dof_arrays(bodies)
+    masses = zip(*(combine_masses(body.masses) for body in bodies), strict=True) if bodies else ((), (), ())
+    mass, com, inertia = masses
+    _warn_massless_leaves(description, tree, mass, dof["armature"], tables["body_v_start"])
+    position = {link.name: k for k, link in enumerate(description.links)}
+    link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
+    geoms = _geoms(description, tree, link_names)
+    arr = _Arrays(description.source, jnp.asarray(0.0).dtype)  # float32 unless jax_enable_x64
+    model = Model(
+        **_static_fields(description, tree, link_names, geoms),
+        opt=Options(
+            timestep=arr(description.timestep or DEFAULT_TIMESTEP, ()),
+            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,)),
+            friction_rule=description.friction_rule or "geometric_mean",
+            solver_iterations=DEFAULT_SOLVER_ITERATIONS,
+            position_iterations=DEFAULT_POSITION_ITERATIONS,
+        ),
+        **_body_fields(description, tree, link_names, (mass, com, inertia), arr),
+        **_geom_fields(geoms, arr),
+        **_dof_fields(description, tree, tables, dof, arr),
+        **tables,
+    )
+    model = _collision_filters(model, description, geoms.descriptions, link_names)
+    if description.ground is not None:
+        model = _with_ground(model, description.ground, geoms.descriptions, arr.dtype)
+    if description.affine_actuators:
+        model = model.replace(affine=_compile_affine(model, description))
+    if description.actuators:
+        model = model.replace(actuators=compile_actuators(model, description.actuators))
+    if description.keyframes:
+        model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
+    return model
 
-    dof: dict[str, list[float]] = {
-        k: [] for k in ("armature", "damping", "friction", "effort", "velocity", "lower", "upper", "stiffness", "ref")
-    }
+
+@dataclass(frozen=True)
+class _Arrays:
+    """Makes Model arrays from float64 values, refusing (``check_representable``) a value with ``lines`` that
+    the model's ``dtype`` cannot hold."""
+
+    source: str
+    dtype: Any
+
+    def __call__(self, x, shape, what: str = "", lines: Sequence[int] = (), coordinates: bool = False):
+        values = np.asarray(x, dtype=np.float64).reshape(shape)
+        if lines:
+            check_representable(values, self.dtype, self.source, lines, what, coordinates)
+        return jnp.asarray(values)
+
+
+@dataclass
+class _Geoms:
+    """The simulated collision geoms of a description in model order (the world link's first), each entry a
+    list over them, and the mesh geoms kept by name only (``ignored``: ``(link, mesh file)``)."""
+
+    descriptions: list = field(default_factory=list)
+    kinds: list[GeomType] = field(default_factory=list)
+    links: list[int] = field(default_factory=list)
+    sizes: list = field(default_factory=list)
+    rotations: list = field(default_factory=list)
+    translations: list = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    mesh: list[int] = field(default_factory=list)
+    hulls: list = field(default_factory=list)
+    ignored: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _dof_arrays(bodies: Sequence[Body]) -> dict[str, list[float]]:
+    """The joint properties of every velocity (the keys of :data:`_DOF_FIELDS`), in velocity order."""
+    dof: dict[str, list[float]] = {key: [] for key in _DOF_FIELDS}
     for body in bodies:
         j = body.joint
         if body.kind == JointType.FREE:
@@ -367,158 +442,153 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             for key, value in zip(dof, values, strict=True):
                 dof[key].extend([value] * 6)
         else:
-            values = (
-                j.rotor_inertia,
-                j.damping,
-                j.friction,
-                j.effort,
-                j.velocity,
-                j.lower,
-                j.upper,
-                j.stiffness,
-                j.springref,
-            )
-            for key, value in zip(dof, values, strict=True):
+            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper)
+            for key, value in zip(dof, (*values, j.stiffness, j.springref), strict=True):
                 dof[key].append(value)
+    return dof
 
-    mass, com, inertia = zip(*(combine_masses(body.masses) for body in bodies), strict=True) if bodies else ((), (), ())
-    _warn_massless_leaves(description, tree, mass, dof["armature"], tables["body_v_start"])
 
-    position = {link.name: k for k, link in enumerate(description.links)}
-    link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
+def _geoms(description: RobotDescription, tree: ReducedTree, link_names: Sequence[str]) -> _Geoms:
+    """The description's collision geoms in the body frames; warns about the mesh geoms not simulated."""
     links = {link.name: link for link in description.links}
-    geom_type, geom_link, geom_size, geom_rot, geom_pos, mesh_geoms, geom_names = [], [], [], [], [], [], []
-    geom_lines, geom_mesh, hulls, geoms = [], [], [], []
+    out = _Geoms()
     # Geoms of the 'world' link itself (static obstacles) come first, with link index -1.
     owners = ([(-1, "world")] if description.root == "world" else []) + list(enumerate(link_names))
     for li, name in owners:
         r_lb, p_lb = tree.link_frame[name]
         for g in links[name].geoms:
             if g.kind == "mesh" and g.hull is None:
-                mesh_geoms.append((name, g.mesh))
+                out.ignored.append((name, g.mesh))
                 continue
             size = g.size
             if g.kind == "mesh":
-                geom_mesh.append(len(hulls))
-                hulls.append(g.hull)
+                out.mesh.append(len(out.hulls))
+                out.hulls.append(g.hull)
                 size = 0.5 * np.ptp(g.hull.vertices, axis=0)
             else:
-                geom_mesh.append(-1)
-            geom_type.append(GeomType[g.kind.upper()])
-            geoms.append(g)
-            geom_names.append(g.name)
-            geom_lines.append(links[name].line)
-            geom_link.append(li)
-            geom_size.append(size)
-            geom_rot.append(r_lb @ g.rotation)
-            geom_pos.append(r_lb @ g.translation + p_lb)
-    if mesh_geoms:
+                out.mesh.append(-1)
+            out.kinds.append(GeomType[g.kind.upper()])
+            out.descriptions.append(g)
+            out.lines.append(links[name].line)
+            out.links.append(li)
+            out.sizes.append(size)
+            out.rotations.append(r_lb @ g.rotation)
+            out.translations.append(r_lb @ g.translation + p_lb)
+    if out.ignored:
         warnings.warn(
-            f"{source}: {len(mesh_geoms)} mesh collision geom(s) are kept by name but not simulated (meshes='ignore') "
-            f"(first: link '{mesh_geoms[0][0]}', {mesh_geoms[0][1]})",
-            stacklevel=3,
+            f"{description.source}: {len(out.ignored)} mesh collision geom(s) are kept by name but not simulated "
+            f"(meshes='ignore') (first: link '{out.ignored[0][0]}', {out.ignored[0][1]})",
+            stacklevel=4,
         )
+    return out
 
-    dtype = jnp.asarray(0.0).dtype  # the model's float dtype: float32 unless jax_enable_x64
-    joint_lines = [b.joint.line if b.joint else links[b.link].line for b in bodies]
+
+def _static_fields(description: RobotDescription, tree: ReducedTree, link_names, geoms: _Geoms) -> dict:
+    """The Model's names, topology and static geom fields; no ground, contact pairs or exclusions yet."""
+    bodies = tree.bodies
+    ground_priority = description.ground.priority if description.ground else 0
+    return {
+        "name": description.name,
+        "source": description.source,
+        "body_names": tuple(b.link for b in bodies),
+        "body_parent": tuple(b.parent for b in bodies),
+        "body_joint_type": tuple(b.kind for b in bodies),
+        "body_joint_name": tuple(b.joint.name if b.joint else "" for b in bodies),
+        "joint_names": tuple(b.joint.name for b in bodies if b.kind != JointType.FREE),
+        "link_names": tuple(link_names),
+        "link_body": tuple(tree.link_body[n] for n in link_names),
+        "geom_type": tuple(geoms.kinds),
+        "geom_link": tuple(geoms.links),
+        "geom_names": tuple(g.name for g in geoms.descriptions),
+        "geom_body": tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geoms.links),
+        "geom_friction_given": tuple(g.friction is not None for g in geoms.descriptions),
+        "geom_priority": tuple(g.priority - ground_priority for g in geoms.descriptions),
+        "geom_mesh": tuple(geoms.mesh),
+        "mesh_vertex_count": tuple(len(h.vertices) for h in geoms.hulls),
+        "geom_ground": (True,) * len(geoms.kinds),
+        "mesh_geoms": tuple(geoms.ignored),
+        "urdf_joints": tuple((j.name, j.kind) for j in description.joints),
+        "ground": False,
+        "contact_pairs": (),
+        "collision_exclude": (),
+    }
+
+
+def _joint_lines(description: RobotDescription, bodies: Sequence[Body]) -> list[int]:
+    """The line of each body's joint (of its link for an implicit floating base)."""
+    links = {link.name: link for link in description.links}
+    return [b.joint.line if b.joint else links[b.link].line for b in bodies]
+
+
+def _body_fields(description: RobotDescription, tree: ReducedTree, link_names, masses, arr: _Arrays) -> dict:
+    """The Model's body and link arrays; ``masses`` is ``(mass, com, inertia)`` of every body."""
+    bodies, (mass, com, inertia) = tree.bodies, masses
+    nb, nl = len(bodies), len(link_names)
+    links = {link.name: link for link in description.links}
+    joint_lines = _joint_lines(description, bodies)
     link_lines = [links[b.link].line for b in bodies]
-    dof_lines = [line for b, line in zip(bodies, joint_lines, strict=True) for _ in range(b.kind.dof_width())]
+    frame_lines = [links[n].line for n in link_names]
+    tree_rotations = [b.tree_rotation for b in bodies]
+    tree_translations = [b.tree_translation for b in bodies]
+    return {
+        "body_tree_rotation": arr(tree_rotations, (nb, 3, 3), "joint origin rpy", joint_lines, coordinates=True),
+        "body_tree_translation": arr(tree_translations, (nb, 3), "joint origin xyz", joint_lines, coordinates=True),
+        "body_axis": arr([np.zeros(3) if b.kind == JointType.FREE else b.joint.axis for b in bodies], (nb, 3)),
+        "body_mass": arr(mass, (nb,), "body mass", link_lines),
+        "body_com": arr(com, (nb, 3), "body centre of mass", link_lines, coordinates=True),
+        "body_inertia": arr(_drop_round_off(inertia, mass), (nb, 3, 3), "body inertia", link_lines),
+        "link_rotation": arr(
+            [tree.link_frame[n][0] for n in link_names], (nl, 3, 3), "link frame", frame_lines, coordinates=True
+        ),
+        "link_translation": arr(
+            [tree.link_frame[n][1] for n in link_names], (nl, 3), "link frame", frame_lines, coordinates=True
+        ),
+    }
 
-    def arr(x, shape, what: str = "", lines: Sequence[int] = (), coordinates: bool = False):
-        values = np.asarray(x, dtype=np.float64).reshape(shape)
-        if lines:
-            check_representable(values, dtype, source, lines, what, coordinates)
-        return jnp.asarray(values)
 
-    ng, nl = len(geom_type), len(link_names)
-    mesh_vertices, mesh_planes = padded(hulls)
-    mesh_lines = [line for line, m in zip(geom_lines, geom_mesh, strict=True) if m >= 0]
-    model = Model(
-        name=description.name,
-        source=source,
-        body_names=tuple(b.link for b in bodies),
-        body_parent=tuple(b.parent for b in bodies),
-        body_joint_type=tuple(b.kind for b in bodies),
-        body_joint_name=tuple(b.joint.name if b.joint else "" for b in bodies),
-        joint_names=tuple(b.joint.name for b in bodies if b.kind != JointType.FREE),
-        link_names=tuple(link_names),
-        link_body=tuple(tree.link_body[n] for n in link_names),
-        geom_type=tuple(geom_type),
-        geom_link=tuple(geom_link),
-        geom_names=tuple(geom_names),
-        geom_body=tuple(-1 if li < 0 else tree.link_body[link_names[li]] for li in geom_link),
-        geom_friction_given=tuple(g.friction is not None for g in geoms),
-        geom_priority=tuple(g.priority - (description.ground.priority if description.ground else 0) for g in geoms),
-        geom_mesh=tuple(geom_mesh),
-        mesh_vertex_count=tuple(len(h.vertices) for h in hulls),
-        geom_ground=(True,) * len(geom_type),
-        mesh_geoms=tuple(mesh_geoms),
-        urdf_joints=tuple((j.name, j.kind) for j in description.joints),
-        ground=False,
-        contact_pairs=(),
-        collision_exclude=(),
-        opt=Options(
-            timestep=arr(description.timestep or DEFAULT_TIMESTEP, ()),
-            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,)),
-            friction_rule=description.friction_rule or "geometric_mean",
-            solver_iterations=DEFAULT_SOLVER_ITERATIONS,
-            position_iterations=DEFAULT_POSITION_ITERATIONS,
-        ),
-        body_tree_rotation=arr(
-            [b.tree_rotation for b in bodies], (nb, 3, 3), "joint origin rpy", joint_lines, coordinates=True
-        ),
-        body_tree_translation=arr(
-            [b.tree_translation for b in bodies], (nb, 3), "joint origin xyz", joint_lines, coordinates=True
-        ),
-        body_axis=arr([np.zeros(3) if b.kind == JointType.FREE else b.joint.axis for b in bodies], (nb, 3)),
-        body_mass=arr(mass, (nb,), "body mass", link_lines),
-        body_com=arr(com, (nb, 3), "body centre of mass", link_lines, coordinates=True),
-        body_inertia=arr(_drop_round_off(inertia, mass), (nb, 3, 3), "body inertia", link_lines),
-        link_rotation=arr(
-            [tree.link_frame[n][0] for n in link_names],
-            (nl, 3, 3),
-            "link frame",
-            [links[n].line for n in link_names],
-            coordinates=True,
-        ),
-        link_translation=arr(
-            [tree.link_frame[n][1] for n in link_names],
-            (nl, 3),
-            "link frame",
-            [links[n].line for n in link_names],
-            coordinates=True,
-        ),
-        geom_size=arr(geom_size, (ng, 3), "collision geometry size", geom_lines),
-        geom_rotation=arr(geom_rot, (ng, 3, 3), "collision origin", geom_lines, coordinates=True),
-        geom_translation=arr(geom_pos, (ng, 3), "collision origin", geom_lines, coordinates=True),
-        geom_friction=arr([DEFAULT_FRICTION if g.friction is None else g.friction for g in geoms], (ng,)),
-        geom_restitution=arr([0.0] * ng, (ng,)),
-        mesh_vertices=arr(mesh_vertices, mesh_vertices.shape, "mesh vertex", mesh_lines, coordinates=True),
-        mesh_planes=arr(mesh_planes, mesh_planes.shape, "mesh plane", mesh_lines, coordinates=True),
-        dof_armature=arr(dof["armature"], (nv,), "joint rotor_inertia", dof_lines),
-        dof_damping=arr(dof["damping"], (nv,), "joint damping", dof_lines),
-        dof_friction=arr(dof["friction"], (nv,), "joint friction", dof_lines),
-        dof_effort_limit=arr(dof["effort"], (nv,), "joint effort limit", dof_lines),
-        dof_velocity_limit=arr(dof["velocity"], (nv,), "joint velocity limit", dof_lines),
-        dof_lower=arr(dof["lower"], (nv,), "joint lower limit", dof_lines),
-        dof_upper=arr(dof["upper"], (nv,), "joint upper limit", dof_lines),
-        dof_stiffness=arr(dof["stiffness"], (nv,), "joint stiffness", dof_lines),
-        dof_springref=arr(dof["ref"], (nv,), "joint springref", dof_lines),
-        q_default=arr(_initial_q(description, bodies, tables, dof), (tables["nq"],)),
-        ground_height=arr(0.0, ()),
-        ground_friction=arr(DEFAULT_FRICTION, ()),
-        ground_restitution=arr(0.0, ()),
-        actuators=empty_actuators(nv),
-        battery=Battery(arr(0.0, ()), arr(0.0, ())),
-        affine=empty_affine(),
-        **tables,
-    )
+def _geom_fields(geoms: _Geoms, arr: _Arrays) -> dict:
+    """The Model's geom and mesh-hull arrays."""
+    ng = len(geoms.kinds)
+    mesh_vertices, mesh_planes = padded(geoms.hulls)
+    mesh_lines = [line for line, m in zip(geoms.lines, geoms.mesh, strict=True) if m >= 0]
+    friction = [DEFAULT_FRICTION if g.friction is None else g.friction for g in geoms.descriptions]
+    return {
+        "geom_size": arr(geoms.sizes, (ng, 3), "collision geometry size", geoms.lines),
+        "geom_rotation": arr(geoms.rotations, (ng, 3, 3), "collision origin", geoms.lines, coordinates=True),
+        "geom_translation": arr(geoms.translations, (ng, 3), "collision origin", geoms.lines, coordinates=True),
+        "geom_friction": arr(friction, (ng,)),
+        "geom_restitution": arr([0.0] * ng, (ng,)),
+        "mesh_vertices": arr(mesh_vertices, mesh_vertices.shape, "mesh vertex", mesh_lines, coordinates=True),
+        "mesh_planes": arr(mesh_planes, mesh_planes.shape, "mesh plane", mesh_lines, coordinates=True),
+    }
+
+
+def _dof_fields(description: RobotDescription, tree: ReducedTree, tables: dict, dof: dict, arr: _Arrays) -> dict:
+    """The Model's per-velocity joint arrays, the initial coordinates, and the empty ground and actuators."""
+    nv, bodies = tables["nv"], tree.bodies
+    lines = _joint_lines(description, bodies)
+    dof_lines = [line for b, line in zip(bodies, lines, strict=True) for _ in range(b.kind.dof_width())]
+    fields = {name: arr(dof[key], (nv,), what, dof_lines) for key, (name, what) in _DOF_FIELDS.items()}
+    return fields | {
+        "q_default": arr(_initial_q(description, bodies, tables, dof), (tables["nq"],)),
+        "ground_height": arr(0.0, ()),
+        "ground_friction": arr(DEFAULT_FRICTION, ()),
+        "ground_restitution": arr(0.0, ()),
+        "actuators": empty_actuators(nv),
+        "battery": Battery(arr(0.0, ()), arr(0.0, ())),
+        "affine": empty_affine(),
+    }
+
+
+def _collision_filters(model: Model, description: RobotDescription, geoms, link_names) -> Model:
+    """The description's ground-contact choice and collision exclusions (``<disable_collisions>``, bit masks)."""
+    source, geom_names, geom_link = description.source, model.geom_names, model.geom_link
     if description.ground_contact is not None:
         try:
             chosen = set(match_geoms(geom_names, geom_link, link_names, description.ground_contact, "<ground_contact>"))
         except ArgumentError as err:
             raise ModelError(source, description.ground_contact_line, str(err)) from None
-        model = model.replace(geom_ground=tuple(g in chosen for g in range(ng)))
+        model = model.replace(geom_ground=tuple(g in chosen for g in range(model.ng)))
     excluded: set[frozenset] = set()
     for first, second, line in description.disable_collisions:
         try:
@@ -526,16 +596,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         except ArgumentError as err:
             raise ModelError(source, line, str(err)) from None
     excluded |= _masked_pairs(geoms)
-    model = model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
-    if description.ground is not None:
-        model = _with_ground(model, description.ground, geoms, dtype)
-    if description.affine_actuators:
-        model = model.replace(affine=_compile_affine(model, description))
-    if description.actuators:
-        model = model.replace(actuators=compile_actuators(model, description.actuators))
-    if description.keyframes:
-        model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
-    return model
+    return model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
 
 
 def _collide(contype_a, conaffinity_a, contype_b, conaffinity_b) -> bool:
@@ -638,43 +699,6 @@ def _drop_round_off(tensors, masses) -> list[np.ndarray]:
     return out
 
 
-def check_representable(
-    values: np.ndarray, dtype, source: str, lines: Sequence[int | None], what: str, coordinates: bool = False
-) -> None:
-    """Refuse a value that the model's dtype cannot hold: a finite one that overflows, a nonzero one that
-    underflows to zero (e.g. a rotor inertia of 1e39 in float32 would freeze its joint without a word).
-    For ``coordinates`` (origins, centres of mass: zero means nothing special there) an underflow is a
-    displacement below the dtype's smallest normal number (1e-38 m in float32) and is accepted (iCub has a
-    joint origin of -2.7e-51 m).
-
-    Args:
-        values: float64 values, the leading axis matching ``lines``.
-        dtype: the model's float dtype.
-        source, lines: the file and the line of each leading entry, for the message.
-        what: the quantity, for the message.
-        coordinates: accept underflows (see above).
-
-    Raises:
-        ModelError: at the first entry that does not survive the conversion.
-    """
-    with np.errstate(over="ignore", under="ignore"):
-        cast = values.astype(dtype)
-    bad = np.isfinite(values) & ~np.isfinite(cast)
-    if not coordinates:
-        bad |= (values != 0) & (cast == 0)
-    if not bad.any():
-        return
-    index = np.unravel_index(int(np.argmax(bad)), values.shape)
-    value = float(values[index])
-    change = "overflows" if np.isfinite(value) and not np.isfinite(cast[index]) else "underflows to zero"
-    raise ModelError(
-        source,
-        lines[index[0]] if values.ndim else lines[0],
-        f"{what} {value!r} {change} in {np.dtype(dtype).name}, the model's dtype "
-        "(enable jax_enable_x64 before loading for float64, or rescale the model)",
-    )
-
-
 def _warn_massless_leaves(description, tree: ReducedTree, mass, armature, v_start) -> None:
     """Warn, once, naming every joint that moves no mass (its body and all below it are massless) and has
     no rotor inertia: each makes the mass matrix singular."""
@@ -695,122 +719,3 @@ def _warn_massless_leaves(description, tree: ReducedTree, mass, armature, v_star
             f"{', '.join(found)}; the mass matrix is singular",
             stacklevel=4,
         )
-
-
-# --------------------------------------------------------------------------------------------------
-# DC-motor actuators.
-
-
-def empty_actuators(nv: int) -> MotorActuators:
-    """A :class:`MotorActuators` without actuators for a model with ``nv`` velocities."""
-    zero = jnp.zeros((0,))
-    return MotorActuators(
-        names=(),
-        models=(),
-        joints=(),
-        couplings=(),
-        joint_v_index=(),
-        coupling_actuator=(),
-        coupling_v_index=(),
-        nv=nv,
-        gear_ratio=zero,
-        coupling_ratio=zero,
-        motor=DcMotorParameters(zero, zero, zero, zero, zero),
-        output_damping=zero,
-        output_friction=zero,
-        dynamics=compile_dynamics([], [], [], []),
-    )
-
-
-def joint_kinds(model: Model) -> dict[str, str]:
-    """Joint name -> the description's joint type, as the actuator checks need them.
-
-    A free joint is ``"floating"``; an implicit floating base has no joint and is known by its link's
-    name, unless a joint has that name (links and joints have separate namespaces in a URDF).
-    """
-    kinds = dict(model.urdf_joints)
-    for b in model.free_body:
-        joint = model.body_joint_name[b]
-        if joint:  # a URDF joint from 'world' made free
-            kinds[joint] = "floating"
-        else:
-            kinds.setdefault(model.body_names[b], "floating")
-    return kinds
-
-
-def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> MotorActuators:
-    """Validate actuator definitions against a model's joints and compile them into arrays.
-
-    Raises:
-        ModelError: an invalid definition, an unknown/fixed/multi-DoF joint, a joint driven twice,
-            a bad coupling or a duplicate name (see :func:`jaxmor.io.actuators.validate_actuators`),
-            naming the definition's file and line, or ``<api>`` for definitions made in Python.
-        ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven
-            by an affine actuator.
-    """
-    definitions = list(definitions)
-    for d in definitions:
-        if not isinstance(d, ActuatorDefinition):
-            raise ArgumentError(f"definitions must be ActuatorDefinition objects, got {type(d).__name__}")
-    if not definitions:
-        return empty_actuators(model.nv)
-    validate_actuators(definitions, joint_kinds(model), API_SOURCE)
-    v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
-    affine_on = {v: name for v, name in zip(model.affine.v_index, model.affine.names, strict=True)}
-    for d in definitions:
-        if v_index[d.joint] in affine_on:
-            raise ArgumentError(
-                f"actuator '{d.label}': joint '{d.joint}' is already driven by the affine actuator "
-                f"'{affine_on[v_index[d.joint]]}' (one actuator per joint)"
-            )
-    couplings = [(i, v_index[c.joint], c.ratio) for i, d in enumerate(definitions) for c in d.couplings]
-    dtype = jnp.asarray(0.0).dtype
-    for d in definitions:
-        m = d.motor
-        numbers = {
-            "gear_ratio": d.gear_ratio,
-            "resistance": m.resistance,
-            "torque_constant": m.torque_constant,
-            "velocity_constant": m.velocity_constant,
-            "bus_voltage": m.bus_voltage,
-            "peak_torque": m.peak_torque,
-            "output_damping": d.output_damping,
-            "output_friction": d.output_friction,
-            "inductance": d.inductance,
-            **{f"ratio of the coupling to joint '{c.joint}'": c.ratio for c in d.couplings},
-        }
-        source = d.source if d.source is not None else API_SOURCE
-        for what, value in numbers.items():
-            check_representable(np.asarray([float(value)]), dtype, source, [d.line], f"actuator '{d.label}': {what}")
-
-    def col(values):
-        return jnp.asarray(np.asarray(values, dtype=np.float64))
-
-    motors = [d.motor for d in definitions]
-    return MotorActuators(
-        names=tuple(d.label for d in definitions),
-        models=tuple(d.model for d in definitions),
-        joints=tuple(d.joint for d in definitions),
-        couplings=tuple(tuple(c.joint for c in d.couplings) for d in definitions),
-        joint_v_index=tuple(v_index[d.joint] for d in definitions),
-        coupling_actuator=tuple(i for i, _, _ in couplings),
-        coupling_v_index=tuple(v for _, v, _ in couplings),
-        nv=model.nv,
-        gear_ratio=col([d.gear_ratio for d in definitions]),
-        coupling_ratio=col([r for _, _, r in couplings]),
-        motor=DcMotorParameters(
-            resistance=col([float(m.resistance) for m in motors]),
-            torque_constant=col([float(m.torque_constant) for m in motors]),
-            velocity_constant=col([float(m.velocity_constant) for m in motors]),
-            bus_voltage=col([float(m.bus_voltage) for m in motors]),
-            peak_torque=col([float(m.peak_torque) for m in motors]),
-        ),
-        output_damping=col([d.output_damping for d in definitions]),
-        output_friction=col([d.output_friction for d in definitions]),
-        dynamics=compile_dynamics(
-            [float(d.inductance) for d in definitions],
-            [d.thermal for d in definitions],
-            [d.cogging for d in definitions],
-            [d.lugre for d in definitions],
-        ),
-    )

@@ -37,17 +37,22 @@ from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.model import adjacent_bodies, geom_index
-from jaxmor.sim.collision import _pair_supported, check_pairs
+from jaxmor.sim.collision import check_pairs, pair_supported
 from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
 _KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")
 #: Prefixes of the per-body, per-link, per-geom and per-velocity array leaves, concatenated by :func:`combine`.
 _CONCATENATED = ("body_", "link_", "geom_", "dof_")
+#: Below this norm an orientation quaternion has no direction and is refused.
+QUATERNION_NORM_FLOOR = 1e-9
+#: Round-off allowed in the triangle inequality of principal moments, relative to the largest moment.
+INERTIA_TRIANGLE_SLACK = 1e-9
 
 
 def _vector(x: ArrayLike, n: int, name: str) -> np.ndarray:
-    """A finite float64 ``(n,)`` vector, or an ArgumentError naming ``name``."""
+    """A finite float64 ``(n,)`` NumPy vector, or an ArgumentError naming ``name`` (the float64 NumPy twin of
+    :func:`jaxmor.checks.as_vector` with ``finite=True``, which makes a JAX array of the default dtype)."""
     try:
         v = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError):
@@ -62,7 +67,7 @@ def _pose(position: ArrayLike, orientation: ArrayLike) -> tuple[np.ndarray, np.n
     p = _vector(position, 3, "position [m]")
     quat = _vector(orientation, 4, "orientation (quaternion w x y z)")
     norm = float(np.linalg.norm(quat))
-    if norm < 1e-9:
+    if norm < QUATERNION_NORM_FLOOR:
         raise ArgumentError(f"orientation must be a quaternion w x y z of nonzero norm, got {quat.tolist()}")
     w, x, y, z = quat / norm
     rotation = np.array(
@@ -162,7 +167,7 @@ def _inertia(inertia: ArrayLike, mass: float) -> np.ndarray:
             f"finite; got {inertia!r}"
         )
     moments = np.linalg.eigvalsh(tensor)
-    slack = 1e-9 * moments.max(initial=0.0)
+    slack = INERTIA_TRIANGLE_SLACK * moments.max(initial=0.0)
     if moments.min() <= 0 or moments[2] > moments[0] + moments[1] + slack:
         raise ArgumentError(
             f"inertia must be positive definite with principal moments obeying the triangle inequality "
@@ -358,7 +363,7 @@ def _cross_pairs(model: Model, old: int, collide_with: bool | Iterable[str]) -> 
             bi, bj = model.geom_body[i], model.geom_body[j]
             if not explicit and (bi == bj or adjacent_bodies(model, bi, bj)):
                 continue
-            if not explicit and not _pair_supported(model.geom_type[i], model.geom_type[j]):
+            if not explicit and not pair_supported(model.geom_type[i], model.geom_type[j]):
                 skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
                 continue
             pairs.append((i, j))

@@ -1,0 +1,182 @@
+"""DC-motor actuator definitions compiled into a Model's :class:`~jaxmor.types.MotorActuators` arrays.
+
+:func:`compile_actuators` validates the definitions against the model's joints and refuses a number the
+model's float dtype cannot hold (:func:`check_representable`, also used by the model builder for every
+array it makes); :func:`empty_actuators` is the value of a model without DC motors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.actuation.motor import DcMotorParameters
+from jaxmor.actuation.motor_dynamics import compile_dynamics
+from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
+from jaxmor.types import Model, MotorActuators
+
+
+def check_representable(
+    values: np.ndarray, dtype, source: str, lines: Sequence[int | None], what: str, coordinates: bool = False
+) -> None:
+    """Refuse a value that the model's dtype cannot hold: a finite one that overflows, a nonzero one that
+    underflows to zero (e.g. a rotor inertia of 1e39 in float32 would freeze its joint without a word).
+    For ``coordinates`` (origins, centres of mass: zero means nothing special there) an underflow is a
+    displacement below the dtype's smallest normal number (1e-38 m in float32) and is accepted (iCub has a
+    joint origin of -2.7e-51 m).
+
+    Args:
+        values: float64 values, the leading axis matching ``lines``.
+        dtype: the model's float dtype.
+        source, lines: the file and the line of each leading entry, for the message.
+        what: the quantity, for the message.
+        coordinates: accept underflows (see above).
+
+    Raises:
+        ModelError: at the first entry that does not survive the conversion.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        cast = values.astype(dtype)
+    bad = np.isfinite(values) & ~np.isfinite(cast)
+    if not coordinates:
+        bad |= (values != 0) & (cast == 0)
+    if not bad.any():
+        return
+    index = np.unravel_index(int(np.argmax(bad)), values.shape)
+    value = float(values[index])
+    change = "overflows" if np.isfinite(value) and not np.isfinite(cast[index]) else "underflows to zero"
+    raise ModelError(
+        source,
+        lines[index[0]] if values.ndim else lines[0],
+        f"{what} {value!r} {change} in {np.dtype(dtype).name}, the model's dtype "
+        "(enable jax_enable_x64 before loading for float64, or rescale the model)",
+    )
+
+
+def empty_actuators(nv: int) -> MotorActuators:
+    """A :class:`MotorActuators` without actuators for a model with ``nv`` velocities."""
+    zero = jnp.zeros((0,))
+    return MotorActuators(
+        names=(),
+        models=(),
+        joints=(),
+        couplings=(),
+        joint_v_index=(),
+        coupling_actuator=(),
+        coupling_v_index=(),
+        nv=nv,
+        gear_ratio=zero,
+        coupling_ratio=zero,
+        motor=DcMotorParameters(zero, zero, zero, zero, zero),
+        output_damping=zero,
+        output_friction=zero,
+        dynamics=compile_dynamics([], [], [], []),
+    )
+
+
+def joint_kinds(model: Model) -> dict[str, str]:
+    """Joint name -> the description's joint type, as the actuator checks need them.
+
+    A free joint is ``"floating"``; an implicit floating base has no joint and is known by its link's
+    name, unless a joint has that name (links and joints have separate namespaces in a URDF).
+    """
+    kinds = dict(model.urdf_joints)
+    for b in model.free_body:
+        joint = model.body_joint_name[b]
+        if joint:  # a URDF joint from 'world' made free
+            kinds[joint] = "floating"
+        else:
+            kinds.setdefault(model.body_names[b], "floating")
+    return kinds
+
+
+def _check_joints(model: Model, definitions: list[ActuatorDefinition]) -> None:
+    """Validate the definitions against the model's joints, and refuse a joint an affine actuator drives."""
+    validate_actuators(definitions, joint_kinds(model), API_SOURCE)
+    v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
+    affine_on = {v: name for v, name in zip(model.affine.v_index, model.affine.names, strict=True)}
+    for d in definitions:
+        if v_index[d.joint] in affine_on:
+            raise ArgumentError(
+                f"actuator '{d.label}': joint '{d.joint}' is already driven by the affine actuator "
+                f"'{affine_on[v_index[d.joint]]}' (one actuator per joint)"
+            )
+
+
+def _check_numbers(definitions: list[ActuatorDefinition]) -> None:
+    """Refuse a number of a definition that the model's float dtype cannot hold."""
+    dtype = jnp.asarray(0.0).dtype
+    for d in definitions:
+        m = d.motor
+        numbers = {
+            "gear_ratio": d.gear_ratio,
+            "resistance": m.resistance,
+            "torque_constant": m.torque_constant,
+            "velocity_constant": m.velocity_constant,
+            "bus_voltage": m.bus_voltage,
+            "peak_torque": m.peak_torque,
+            "output_damping": d.output_damping,
+            "output_friction": d.output_friction,
+            "inductance": d.inductance,
+            **{f"ratio of the coupling to joint '{c.joint}'": c.ratio for c in d.couplings},
+        }
+        source = d.source if d.source is not None else API_SOURCE
+        for what, value in numbers.items():
+            check_representable(np.asarray([float(value)]), dtype, source, [d.line], f"actuator '{d.label}': {what}")
+
+
+def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> MotorActuators:
+    """Validate actuator definitions against a model's joints and compile them into arrays.
+
+    Raises:
+        ModelError: an invalid definition, an unknown/fixed/multi-DoF joint, a joint driven twice,
+            a bad coupling or a duplicate name (see :func:`jaxmor.io.actuators.validate_actuators`),
+            naming the definition's file and line, or ``<api>`` for definitions made in Python.
+        ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven
+            by an affine actuator.
+    """
+    definitions = list(definitions)
+    for d in definitions:
+        if not isinstance(d, ActuatorDefinition):
+            raise ArgumentError(f"definitions must be ActuatorDefinition objects, got {type(d).__name__}")
+    if not definitions:
+        return empty_actuators(model.nv)
+    _check_joints(model, definitions)
+    _check_numbers(definitions)
+    v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
+    couplings = [(i, v_index[c.joint], c.ratio) for i, d in enumerate(definitions) for c in d.couplings]
+
+    def col(values):
+        return jnp.asarray(np.asarray(values, dtype=np.float64))
+
+    motors = [d.motor for d in definitions]
+    return MotorActuators(
+        names=tuple(d.label for d in definitions),
+        models=tuple(d.model for d in definitions),
+        joints=tuple(d.joint for d in definitions),
+        couplings=tuple(tuple(c.joint for c in d.couplings) for d in definitions),
+        joint_v_index=tuple(v_index[d.joint] for d in definitions),
+        coupling_actuator=tuple(i for i, _, _ in couplings),
+        coupling_v_index=tuple(v for _, v, _ in couplings),
+        nv=model.nv,
+        gear_ratio=col([d.gear_ratio for d in definitions]),
+        coupling_ratio=col([r for _, _, r in couplings]),
+        motor=DcMotorParameters(
+            resistance=col([float(m.resistance) for m in motors]),
+            torque_constant=col([float(m.torque_constant) for m in motors]),
+            velocity_constant=col([float(m.velocity_constant) for m in motors]),
+            bus_voltage=col([float(m.bus_voltage) for m in motors]),
+            peak_torque=col([float(m.peak_torque) for m in motors]),
+        ),
+        output_damping=col([d.output_damping for d in definitions]),
+        output_friction=col([d.output_friction for d in definitions]),
+        dynamics=compile_dynamics(
+            [float(d.inductance) for d in definitions],
+            [d.thermal for d in definitions],
+            [d.cogging for d in definitions],
+            [d.lugre for d in definitions],
+        ),
+    )

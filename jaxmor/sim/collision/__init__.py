@@ -1,0 +1,36 @@
+"""Stage 5a, collision: contact candidates of the collision geoms against the ground plane and each other.
+
+``driver`` (:func:`collide`, the slot layout, the pair checks, the friction rules) runs the kernels of
+``ground`` (ground points), ``primitive`` (sphere, capsule and box pairs) and ``polytope`` (box-box and mesh
+pairs); ``contacts`` holds the result type. Imports run one way: ``contacts`` <- ``primitive`` <- ``polytope``
+<- ``ground`` <- ``driver``. The design and its proofs: ``docs/design/collision.md``.
+"""
+
+from jaxmor.sim.collision.contacts import Contacts, tangent_frame
+from jaxmor.sim.collision.driver import (
+    FRICTION_RULES,
+    GROUND_POINTS,
+    PAIR_SLOTS,
+    check_pairs,
+    collide,
+    combine_friction,
+    contact_bodies,
+    contact_count,
+    pair_slot_count,
+    pair_supported,
+)
+
+__all__ = [
+    "FRICTION_RULES",
+    "GROUND_POINTS",
+    "PAIR_SLOTS",
+    "Contacts",
+    "check_pairs",
+    "collide",
+    "combine_friction",
+    "contact_bodies",
+    "contact_count",
+    "pair_slot_count",
+    "pair_supported",
+    "tangent_frame",
+]

@@ -1,0 +1,373 @@
+"""The collision stage: body poses to a fixed number of contact candidates (:class:`Contacts`), one per slot.
+
+:func:`collide` runs the kernels of :mod:`~jaxmor.sim.collision.ground` (geoms against the ground plane) and of
+:mod:`~jaxmor.sim.collision.primitive` / :mod:`~jaxmor.sim.collision.polytope` (geom pairs), each batched over
+the geoms or pairs of one type (pair), and puts their contacts in slot order; the slot count of each geom or
+pair is its kernel's ``slots``. The slots depend only on the model's static fields, so ``collide`` runs under
+``jax.jit``, ``jax.vmap`` and ``jax.grad`` in the poses' float dtype. Lengths are in metres. The slot layout,
+the conventions, the combination rules and the limitations: ``docs/design/collision.md``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.errors import ArgumentError
+from jaxmor.math import safe_sqrt
+from jaxmor.sim.collision.contacts import Contacts, tangent_frame, up
+from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
+from jaxmor.sim.collision.polytope import box_box, box_mesh, capsule_mesh, mesh_mesh, sphere_mesh
+from jaxmor.sim.collision.primitive import capsule_box, capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
+from jaxmor.sim.kinematics import Poses
+from jaxmor.types import GeomType, Model
+
+#: The ground kernel of each geom type (each kernel's ``slots``: its points per geom).
+GROUND_KERNELS = {
+    GeomType.SPHERE: sphere_points,
+    GeomType.CAPSULE: capsule_points,
+    GeomType.BOX: box_points,
+    GeomType.CYLINDER: cylinder_points,
+    GeomType.MESH: hull_points,
+}
+
+#: Geom types and the number of ground-contact points of each (read off :data:`GROUND_KERNELS`).
+GROUND_POINTS = {kind: function.slots for kind, function in GROUND_KERNELS.items()}
+
+#: The supported self-collision type pairs (either order) and their kernels.
+PAIR_KERNELS = {
+    (GeomType.SPHERE, GeomType.SPHERE): sphere_sphere,
+    (GeomType.SPHERE, GeomType.CAPSULE): sphere_capsule,
+    (GeomType.CAPSULE, GeomType.CAPSULE): capsule_capsule,
+    (GeomType.SPHERE, GeomType.BOX): sphere_box,
+    (GeomType.CAPSULE, GeomType.BOX): capsule_box,
+    (GeomType.BOX, GeomType.BOX): box_box,
+    (GeomType.SPHERE, GeomType.MESH): sphere_mesh,
+    (GeomType.CAPSULE, GeomType.MESH): capsule_mesh,
+    (GeomType.BOX, GeomType.MESH): box_mesh,
+    (GeomType.MESH, GeomType.MESH): mesh_mesh,
+}
+
+#: Contact slots of each supported type pair (either order; read off :data:`PAIR_KERNELS`).
+PAIR_SLOTS = {kinds: function.slots for kinds, function in PAIR_KERNELS.items()}
+
+#: The rules that combine two given friction coefficients (``Options.friction_rule``).
+FRICTION_RULES = {
+    "geometric_mean": lambda a, b: safe_sqrt(a * b),
+    "mean": lambda a, b: 0.5 * (a + b),
+    "min": jnp.minimum,
+    "max": jnp.maximum,
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# slot layout and pair checks (static)
+
+
+def _ground_geoms(model: Model) -> list[int]:
+    if not model.ground:
+        return []
+    return [g for g in range(model.ng) if model.geom_body[g] >= 0 and model.geom_ground[g]]
+
+
+def _check_types(model: Model) -> None:
+    for g, t in enumerate(model.geom_type):
+        if t not in GROUND_POINTS:
+            raise ArgumentError(f"geom {model.geom_names[g]!r} has the unsupported type {t!r}")
+
+
+def pair_supported(ta: GeomType, tb: GeomType) -> bool:
+    """Whether geoms of the types ``ta`` and ``tb`` collide with each other (in either order)."""
+    return (ta, tb) in PAIR_KERNELS or (tb, ta) in PAIR_KERNELS
+
+
+def _supported_text() -> str:
+    return ", ".join(f"{a.label}-{b.label}" for a, b in PAIR_KERNELS)
+
+
+def pair_slot_count(model: Model, pair: tuple[int, int]) -> int:
+    """Number of contact slots of the pair ``(a, b)`` of geom indices (:data:`PAIR_SLOTS`; static).
+
+    Raises:
+        ArgumentError: the pair's types are not supported.
+    """
+    ta, tb = model.geom_type[pair[0]], model.geom_type[pair[1]]
+    key = (ta, tb) if (ta, tb) in PAIR_SLOTS else (tb, ta)
+    if key not in PAIR_SLOTS:
+        check_pairs(model, [pair])
+    return PAIR_SLOTS[key]
+
+
+def contact_count(model: Model) -> int:
+    """Number of contact slots ``nc`` of :func:`collide` (static)."""
+    _check_types(model)
+    ground_slots = sum(GROUND_POINTS[model.geom_type[g]] for g in _ground_geoms(model))
+    return ground_slots + sum(pair_slot_count(model, pair) for pair in model.contact_pairs)
+
+
+def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(body_a, body_b)`` of every slot (static), as in :class:`Contacts`."""
+    body_a, body_b = [], []
+    for g in _ground_geoms(model):
+        n = GROUND_POINTS[model.geom_type[g]]
+        body_a += [-1] * n
+        body_b += [model.geom_body[g]] * n
+    for a, b in model.contact_pairs:
+        k = pair_slot_count(model, (a, b))
+        body_a += [model.geom_body[a]] * k
+        body_b += [model.geom_body[b]] * k
+    return tuple(body_a), tuple(body_b)
+
+
+def check_pairs(model: Model, pairs) -> None:
+    """Raise for out-of-range, same-body or unsupported pairs."""
+    bad = []
+    for pair in pairs:
+        if len(pair) != 2:
+            raise ArgumentError(f"contact pair {pair!r} must hold two geom indices")
+        a, b = (int(x) for x in pair)
+        for g in (a, b):
+            if not 0 <= g < model.ng:
+                raise ArgumentError(f"contact pair {pair!r}: geom index {g} is out of range [0, {model.ng})")
+        if model.geom_body[a] == model.geom_body[b]:
+            raise ArgumentError(
+                f"contact pair ({model.geom_names[a]!r}, {model.geom_names[b]!r}): both geoms are on the same body"
+            )
+        if not pair_supported(model.geom_type[a], model.geom_type[b]):
+            bad.append((a, b))
+    if bad:
+        a, b = bad[0]
+        na, nb = model.geom_names[a], model.geom_names[b]
+        ta, tb = model.geom_type[a].label, model.geom_type[b].label
+        more = ""
+        if len(bad) > 1:
+            others = ", ".join(f"({model.geom_names[x]!r}, {model.geom_names[y]!r})" for x, y in bad[1:])
+            more = f"; {len(bad) - 1} more unsupported pair(s): {others}"
+        raise ArgumentError(
+            f"self-collision between geom {na!r} ({ta}) and geom {nb!r} ({tb}) "
+            f"is not supported (supported: {_supported_text()}); exclude the pair, e.g. "
+            f"with_self_collision(model, exclude=[({na!r}, {nb!r})]){more}"
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# surface properties
+
+
+def combine_friction(
+    rule: str,
+    mu_a: jax.Array,
+    given_a: np.ndarray,
+    mu_b: jax.Array,
+    given_b: np.ndarray,
+    priority_a: np.ndarray | int = 0,
+    priority_b: np.ndarray | int = 0,
+) -> jax.Array:
+    """The friction coefficient of contacts between surfaces A and B.
+
+    The surface of higher priority (MJCF ``priority``; URDF geoms and the ground have 0) gives its friction.
+    Of equal priorities: both given, ``rule`` combines them; one given, that one (a surface whose description
+    gives no friction, like every URDF geom, takes the other surface's); neither,
+    :data:`jaxmor.build.builder.DEFAULT_FRICTION`, which is what a geom without a given friction holds.
+
+    Args:
+        rule: a key of :data:`FRICTION_RULES`.
+        mu_a, mu_b: the coefficients, broadcastable.
+        given_a, given_b: static bool arrays of the same shapes: whether each coefficient was given.
+        priority_a, priority_b: static int arrays (or ints) of the same shapes: the surfaces' priorities.
+    """
+    both = FRICTION_RULES[rule](mu_a, mu_b)
+    equal = jnp.where(given_a & given_b, both, jnp.where(given_a, mu_a, mu_b))
+    priority_a, priority_b = np.asarray(priority_a), np.asarray(priority_b)
+    if np.all(priority_a == priority_b):
+        return equal
+    return jnp.where(priority_a > priority_b, mu_a, jnp.where(priority_a < priority_b, mu_b, equal))
+
+
+def _surfaces(model: Model, dtype) -> tuple[jax.Array, np.ndarray, np.ndarray, jax.Array]:
+    """Every geom's ``(friction, friction given, priority, restitution)``."""
+    return (
+        model.geom_friction.astype(dtype),
+        np.array(model.geom_friction_given, dtype=bool),
+        np.array(model.geom_priority, dtype=np.int64),
+        model.geom_restitution.astype(dtype),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# collide
+
+
+def _checked_poses(model: Model, poses: Poses) -> tuple[jax.Array, jax.Array]:
+    """The body poses ``(position (nb, 3), rotation (nb, 3, 3))`` in their common float dtype."""
+    position = jnp.asarray(poses.position)
+    rotation = jnp.asarray(poses.rotation)
+    if position.shape != (model.nb, 3) or rotation.shape != (model.nb, 3, 3):
+        raise ArgumentError(
+            f"poses must be body poses of shapes ({model.nb}, 3, 3) and ({model.nb}, 3), "
+            f"got {rotation.shape} and {position.shape}"
+        )
+    dtype = jnp.result_type(position.dtype, rotation.dtype)
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = jnp.result_type(float)
+    return position.astype(dtype), rotation.astype(dtype)
+
+
+def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """World ``(position (ng, 3), rotation (ng, 3, 3))`` of every geom; geoms welded to the world keep theirs."""
+    dtype = position.dtype
+    gb = np.array(model.geom_body, dtype=np.int32) + 1  # index 0 of the padded body arrays is the world
+    body_r = jnp.concatenate([jnp.eye(3, dtype=dtype)[None], rotation])[gb]
+    body_p = jnp.concatenate([jnp.zeros((1, 3), dtype), position])[gb]
+    geom_r = body_r @ model.geom_rotation.astype(dtype)
+    geom_p = body_p + jnp.einsum("gij,gj->gi", body_r, model.geom_translation.astype(dtype))
+    return geom_p, geom_r
+
+
+def _hulls(model: Model, geoms, dtype) -> tuple[jax.Array, jax.Array, np.ndarray]:
+    """``(vertices (n, V, 3), planes (n, P, 4), valid (n, V) bool)`` of the mesh geoms ``geoms``, in their frames;
+    ``valid`` marks which rows are vertices (the rest is padding, never chosen)."""
+    hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
+    count = np.array(model.mesh_vertex_count, dtype=np.int32)[hulls]
+    valid = np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
+    return model.mesh_vertices.astype(dtype)[hulls], model.mesh_planes.astype(dtype)[hulls], valid
+
+
+def _ground_points(model: Model, geoms: list[int], geom_p: jax.Array, geom_r: jax.Array) -> jax.Array:
+    """(n, 3) the ground points of the geoms ``geoms``, in geom order: each type's kernel runs once on the
+    geoms of that type, and its points are put back in place."""
+    dtype = geom_p.dtype
+    size = model.geom_size.astype(dtype)
+    blocks, order = [], []
+    for kind, points in GROUND_KERNELS.items():
+        idx = [g for g in geoms if model.geom_type[g] == kind]
+        if not idx:
+            continue
+        sel = np.array(idx, dtype=np.int32)
+        hull = _hulls(model, idx, dtype) if kind == GeomType.MESH else None
+        blocks.append(points(geom_p[sel], geom_r[sel], size[sel], hull).reshape(-1, 3))
+        order += [(g, k) for g in idx for k in range(points.slots)]
+    slot_of = {key: i for i, key in enumerate(order)}
+    perm = np.array([slot_of[(g, k)] for g in geoms for k in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32)
+    return jnp.concatenate(blocks)[perm]
+
+
+def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array) -> tuple[jax.Array, ...]:
+    """``(distance, position, normal, friction, restitution)`` of the ground slots."""
+    dtype = geom_p.dtype
+    geoms = _ground_geoms(model)
+    pts = _ground_points(model, geoms, geom_p, geom_r)
+    geom_of_slot = np.array([g for g in geoms for _ in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32)
+    n_ground = pts.shape[0]
+    mu, given, priority, rest = _surfaces(model, dtype)
+    f = combine_friction(
+        model.opt.friction_rule,
+        model.ground_friction.astype(dtype),
+        np.True_,
+        mu[geom_of_slot],
+        given[geom_of_slot],
+        0,
+        priority[geom_of_slot],
+    )
+    return (
+        pts[:, 2] - model.ground_height.astype(dtype),
+        pts,
+        up(dtype, (n_ground,)),
+        jnp.broadcast_to(f, (n_ground,)),
+        jnp.maximum(model.ground_restitution.astype(dtype), rest[geom_of_slot]),
+    )
+
+
+def _pair_groups(model: Model) -> dict[tuple, list[int]]:
+    """The pairs' indices grouped by the type pair of :data:`PAIR_KERNELS` they run on, and whether the pair is
+    given the other way round (static)."""
+    groups: dict[tuple, list[int]] = {}
+    for index, (a, b) in enumerate(model.contact_pairs):
+        ta, tb = model.geom_type[a], model.geom_type[b]
+        key = ((ta, tb), False) if (ta, tb) in PAIR_KERNELS else ((tb, ta), True)
+        groups.setdefault(key, []).append(index)
+    return groups
+
+
+def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, counts: list[int]) -> tuple[jax.Array, ...]:
+    """``(distance, normal, position)`` of the pair slots, in slot order (each pair's slots consecutive): each
+    kernel runs once on its group of pairs."""
+    dtype = geom_p.dtype
+    size = model.geom_size.astype(dtype)
+    pairs = model.contact_pairs
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+    def shape(geoms):
+        """The size of primitive geoms, the ``(vertices, planes, valid)`` of mesh geoms (static kind per group)."""
+        if model.geom_type[geoms[0]] != GeomType.MESH:
+            return size[geoms]
+        return _hulls(model, geoms, dtype)
+
+    outs, order = [], []
+    for (kinds, flipped), members in _pair_groups(model).items():
+        first = np.array([pairs[s][1] if flipped else pairs[s][0] for s in members], dtype=np.int32)
+        second = np.array([pairs[s][0] if flipped else pairs[s][1] for s in members], dtype=np.int32)
+        function = PAIR_KERNELS[kinds]
+        d, n, p_first, p_second = function(
+            geom_p[first], geom_r[first], shape(first), geom_p[second], geom_r[second], shape(second)
+        )
+        d, n = d.reshape(-1), n.reshape(-1, 3)
+        outs.append((d, -n, p_first.reshape(-1, 3)) if flipped else (d, n, p_second.reshape(-1, 3)))
+        order += [start[s] + j for s in members for j in range(function.slots)]
+    inverse = np.argsort(np.array(order))
+    return tuple(jnp.concatenate([o[i] for o in outs])[inverse] for i in range(3))
+
+
+def _pair_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array) -> tuple[jax.Array, ...]:
+    """``(distance, position, normal, friction, restitution)`` of the pair slots."""
+    pairs = model.contact_pairs
+    counts = [pair_slot_count(model, pair) for pair in pairs]
+    distance, normal, position = _pair_geometry(model, geom_p, geom_r, counts)
+    mu, given, priority, rest = _surfaces(model, geom_p.dtype)
+    ga = np.repeat(np.array([a for a, _ in pairs], dtype=np.int32), counts)
+    gb = np.repeat(np.array([b for _, b in pairs], dtype=np.int32), counts)
+    rule = model.opt.friction_rule
+    friction = combine_friction(rule, mu[ga], given[ga], mu[gb], given[gb], priority[ga], priority[gb])
+    return distance, position, normal, friction, jnp.maximum(rest[ga], rest[gb])
+
+
+def collide(model: Model, poses: Poses) -> Contacts:
+    """Contact candidates of every slot (layout and conventions: ``docs/design/collision.md``).
+
+    Args:
+        model: the model.
+        poses: world poses of the bodies (:func:`jaxmor.sim.kinematics.body_poses`), (nb, 3, 3) and (nb, 3);
+            their dtype is the result's.
+
+    Returns:
+        :class:`Contacts` with :func:`contact_count` slots.
+
+    Raises:
+        ArgumentError: the poses have the wrong shape, or ``model.contact_pairs`` holds an
+            unsupported pair (trace-time checks).
+    """
+    _check_types(model)
+    check_pairs(model, model.contact_pairs)
+    position, rotation = _checked_poses(model, poses)
+    dtype = position.dtype
+    body_a, body_b = contact_bodies(model)
+    if not body_a:
+        empty = jnp.zeros((0,), dtype)
+        return Contacts(empty, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3, 3), dtype), empty, empty, body_a, body_b)
+    geom_p, geom_r = _geom_poses(model, position, rotation)
+    parts = []
+    if _ground_geoms(model):
+        parts.append(_ground_contacts(model, geom_p, geom_r))
+    if model.contact_pairs:
+        parts.append(_pair_contacts(model, geom_p, geom_r))
+    distance, point, normal, friction, restitution = (jnp.concatenate(field) for field in zip(*parts, strict=True))
+    return Contacts(
+        distance=distance,
+        position=point,
+        frame=tangent_frame(normal),
+        friction=friction,
+        restitution=restitution,
+        body_a=body_a,
+        body_b=body_b,
+    )

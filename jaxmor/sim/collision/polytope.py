@@ -1,0 +1,162 @@
+"""Contact kernels on convex polytopes: box-box and every pair with a mesh (its convex hull).
+
+Kernels take two batches of geoms as :mod:`~jaxmor.sim.collision.primitive`'s do, a mesh geom's size being its
+hull ``(vertices (..., V, 3) [m], planes (..., P, 4), valid (..., V) bool)`` in the geom's frame (``valid``
+marks the real vertices; padding rows are never chosen). The vertex-face rule, its tie tolerance and its
+limits: ``docs/design/collision.md``, "Polytope contacts".
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.sim.collision.contacts import kernel
+from jaxmor.sim.collision.primitive import deepest_on_segment, segment_ends
+
+#: Relative tolerance of the face choice of a polytope contact: faces within this fraction of the polytope's
+#: size (its vertices' bounding-box diagonal) of the deepest are tied.
+POLYTOPE_TIE = 1e-3
+
+#: (8, 3) the corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
+BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+
+
+def box_polytope(centre: jax.Array, rotation: jax.Array, half: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A box as a convex polytope: ``(vertices (..., 8, 3), planes (..., 6, 4))``.
+
+    Args:
+        centre: (..., 3) the box's centre [m].
+        rotation: (..., 3, 3) its orientation (columns: its axes in the world frame).
+        half: (..., 3) its half-extents [m].
+
+    Returns:
+        The 8 corners ``centre + R (s * half)`` in the order of the sign vectors ``s`` of :data:`BOX_SIGNS`,
+        and the 6 face planes ``(n, d)``: outward unit normal ``n`` [-] and offset ``d = n . centre + half_k``
+        [m], a point ``x`` being inside where ``n . x <= d`` for all faces; faces ``-x, -y, -z, +x, +y, +z``.
+    """
+    signs = jnp.asarray(BOX_SIGNS, centre.dtype)
+    vertices = centre[..., None, :] + jnp.einsum("...ij,...kj->...ki", rotation, signs * half[..., None, :])
+    axes = jnp.swapaxes(rotation, -1, -2)  # rows: the box axes
+    normals = jnp.concatenate([-axes, axes], -2)
+    offsets = jnp.einsum("...kj,...j->...k", normals, centre) + jnp.concatenate([half, half], -1)
+    return vertices, jnp.concatenate([normals, offsets[..., None]], -1)
+
+
+def _vertices_against_planes(vertices, planes, owner_vertices, points, valid=None):
+    """The ``points`` vertices deepest in the polytope ``planes``: ``(distance (..., k), owner's outward normal
+    (..., k, 3), point on the owner's surface, the vertex)``; ``valid`` (..., V) bool marks the real vertices
+    (``None``: all), the others (padding) are never chosen."""
+    s = jnp.einsum("...vj,...pj->...vp", vertices, planes[..., :3]) - planes[..., None, :, 3]
+    fixed = jax.lax.stop_gradient(s)
+    separation = jnp.min(fixed, -2, keepdims=True)  # per face: the other polytope's deepest vertex
+    extent = jax.lax.stop_gradient(jnp.max(owner_vertices, -2) - jnp.min(owner_vertices, -2))
+    tol = POLYTOPE_TIE * jnp.sqrt(jnp.sum(extent * extent, -1))[..., None, None]
+    tied = fixed >= jnp.max(fixed, -1, keepdims=True) - tol
+    face = jnp.argmax(jnp.where(tied, separation, -jnp.inf), -1)  # (..., V)
+    dist = jnp.take_along_axis(s, face[..., None], -1)[..., 0]
+    score = -jax.lax.stop_gradient(dist)
+    if valid is not None:
+        score = jnp.where(valid, score, -jnp.inf)
+    _, deepest = jax.lax.top_k(score, points)  # (..., k)
+    dist = jnp.take_along_axis(dist, deepest, -1)
+    face = jnp.take_along_axis(face, deepest, -1)
+    normal = jnp.take_along_axis(planes[..., :3], face[..., None], -2)
+    vertex = jnp.take_along_axis(vertices, deepest[..., None], -2)
+    return dist, normal, vertex - dist[..., None] * normal, vertex
+
+
+def polytope_contacts(
+    vertices_a: jax.Array,
+    planes_a: jax.Array,
+    vertices_b: jax.Array,
+    planes_b: jax.Array,
+    points: int = 4,
+    valid_a: jax.Array | None = None,
+    valid_b: jax.Array | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Vertex-face contacts between two convex polytopes, both ways.
+
+    Args:
+        vertices_a, vertices_b: (..., V, 3) the vertices of A and B [m] (world frame).
+        planes_a, planes_b: (..., P, 4) their face planes ``(n, d)``: outward unit normal and offset, ``x``
+            inside where ``n . x <= d`` for every face [-, m].
+        points: vertices kept per direction (static, ``<=`` each polytope's vertex count).
+        valid_a, valid_b: (..., V) bool, which rows of ``vertices_a``/``vertices_b`` are vertices (the others are
+            padding, never chosen); ``None``: all.
+
+    Returns:
+        ``(distance (..., 2 points), normal (..., 2 points, 3), point on A, point on B)``: first the ``points``
+        vertices of B deepest in A, then those of A deepest in B; the normal points from A to B, each point
+        pair lies on the two surfaces (``point on B - distance n = point on A``; exact in face regions).
+    """
+    d_b, n_a, on_a, vert_b = _vertices_against_planes(vertices_b, planes_a, vertices_a, points, valid_b)
+    d_a, n_b, on_b, vert_a = _vertices_against_planes(vertices_a, planes_b, vertices_b, points, valid_a)
+    return (
+        jnp.concatenate([d_b, d_a], -1),
+        jnp.concatenate([n_a, -n_b], -2),
+        jnp.concatenate([on_a, vert_a], -2),
+        jnp.concatenate([vert_b, on_b], -2),
+    )
+
+
+def _hull_polytope(centre, rotation, hull):
+    """A mesh geom's hull in the world: ``(vertices (..., V, 3), planes (..., P, 4))``; ``hull`` its
+    ``(vertices, planes, valid)`` in the geom frame."""
+    vertices, planes, _ = hull
+    world = centre[..., None, :] + jnp.einsum("...ij,...vj->...vi", rotation, vertices)
+    normals = jnp.einsum("...ij,...pj->...pi", rotation, planes[..., :3])
+    offsets = planes[..., 3] + jnp.einsum("...pi,...i->...p", normals, centre)
+    return world, jnp.concatenate([normals, offsets[..., None]], -1)
+
+
+def _plane_distance(x, planes):
+    """``(max_j n_j . x - d_j, that face's normal)``: a point's signed distance to a polytope's faces (exact
+    inside and in face regions, a lower bound near edges; the face choice carries no gradient)."""
+    s = jnp.einsum("...pj,...j->...p", planes[..., :3], x) - planes[..., 3]
+    face = jnp.argmax(jax.lax.stop_gradient(s), -1)
+    dist = jnp.take_along_axis(s, face[..., None], -1)[..., 0]
+    return dist, jnp.take_along_axis(planes[..., :3], face[..., None, None], -2)[..., 0, :]
+
+
+@kernel(slots=8)
+def box_box(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Box A against box B, 8 slots (..., 8): corners of B in A, then corners of A in B."""
+    return polytope_contacts(*box_polytope(ca, ra_rot, sa), *box_polytope(cb, rb_rot, sb))
+
+
+@kernel(slots=1)
+def sphere_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Sphere A against mesh B: its centre against B's face planes."""
+    _, planes = _hull_polytope(cb, rb_rot, hull_b)
+    dist, n_face = _plane_distance(ca, planes)  # n_face points out of B, towards A
+    r = sa[..., 0]
+    return dist - r, -n_face, ca - r[..., None] * n_face, ca - dist[..., None] * n_face
+
+
+@kernel(slots=3)
+def capsule_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Capsule A against mesh B, 3 slots: its end spheres, then the sphere about its segment's deepest point."""
+    _, planes = _hull_polytope(cb, rb_rot, hull_b)
+    p0, p1 = segment_ends(ca, ra_rot, sa[..., 1])
+    t = deepest_on_segment(p0, p1, lambda x: _plane_distance(x, planes)[0])
+    centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
+    hull3 = (hull_b[0][..., None, :, :], hull_b[1][..., None, :, :], None)  # the same hull for the 3 spheres
+    return sphere_mesh(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], hull3)
+
+
+@kernel(slots=8)
+def box_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Box A against mesh B, 8 slots: as box-box."""
+    return polytope_contacts(*box_polytope(ca, ra_rot, sa), *_hull_polytope(cb, rb_rot, hull_b), valid_b=hull_b[2])
+
+
+@kernel(slots=8)
+def mesh_mesh(ca, ra_rot, hull_a, cb, rb_rot, hull_b):
+    """Mesh A against mesh B, 8 slots: as box-box."""
+    return polytope_contacts(
+        *_hull_polytope(ca, ra_rot, hull_a), *_hull_polytope(cb, rb_rot, hull_b), valid_a=hull_a[2], valid_b=hull_b[2]
+    )
