@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import QUADRUPED_URDF, ROOT, quadruped_standing_q
+from models import QUADRUPED_URDF, ROOT, quadruped_standing_q
 
 import jaxmor
 

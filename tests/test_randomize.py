@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import QUADRUPED_URDF, quadruped_standing_q
+from models import QUADRUPED_URDF, quadruped_standing_q
 
 import jaxmor
 from jaxmor import ArgumentError
