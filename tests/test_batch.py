@@ -97,10 +97,18 @@ def test_one_chunk_and_no_controls(worlds, programs):
     [
         ({"chunk_size": 0}, "chunk_size must be a positive int"),
         ({"chunk_size": 2.5}, "chunk_size must be a positive int"),
-        ({"controls": np.zeros((N_WORLDS, N_STEPS))}, r"controls must have shape \(7, n_steps, 12\)"),
-        ({"controls": np.zeros((N_WORLDS + 1, N_STEPS, 12))}, r"controls must have shape"),
-        ({"controls": np.zeros((N_WORLDS, N_STEPS, 12)), "n_steps": N_STEPS + 1}, r"shape \(7, 5, 12\)"),
-        ({}, "needs n_steps or controls"),
+        (
+            {"controls": np.zeros((N_WORLDS, N_STEPS))},
+            r"rollout_batch: controls\['actuator_torque'\] must have shape \(7, 'n_steps', 12\), got \(7, 4\)",
+        ),
+        ({"controls": np.zeros((N_WORLDS + 1, N_STEPS, 12))}, r"must have shape \(7, 4, 12\), got \(8, 4, 12\)"),
+        ({"controls": np.zeros((N_WORLDS, N_STEPS, 12)), "n_steps": N_STEPS + 1}, r"shape \(7, 5, 12\), got"),
+        ({"controls": {"pd_p_gain": np.zeros((N_WORLDS, N_STEPS, 17))}}, r"controls\['pd_p_gain'\] must have shape"),
+        (
+            {"controls": {"actuator_torques": np.zeros((N_WORLDS, N_STEPS, 12))}},
+            r"unknown controls \['actuator_torques'\]",
+        ),
+        ({}, "needs a non-negative n_steps or controls"),
     ],
 )
 def test_bad_arguments_are_named(worlds, kwargs, match):
