@@ -4,10 +4,10 @@ The Brax adapter is checked with Brax's own batching wrapper and rollout functio
 (``brax.training.acting.generate_unroll``, what its trainers use to collect data); no Brax trainer is run:
 Brax 0.14.2's PPO, SAC and APG call ``jax.device_put_replicated``, which the installed JAX (0.10.2) removed,
 and its ES, which does not, spent over 5 minutes compiling one training epoch around the quadruped on this
-suite's 2-core machine (then compiled another). Training is shown
-with rejax's PPO through the gymnax adapter: on a tiny CPU run, the deterministic policy's return on a fixed
-set of 32 starts rises. Reference for the return: the same evaluation (``_evaluate``) of the untrained
-policy, written here from the environment's rewards.
+suite's 2-core machine (then compiled another). Training is shown with rejax's PPO through the gymnax
+adapter: on a tiny CPU run, the deterministic policy's return on a fixed set of 32 starts rises. Reference
+for the return: the same evaluation (``_evaluate``) of the untrained policy, written here from the
+environment's rewards.
 """
 
 from __future__ import annotations
