@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from models import quadruped_standing_q
 
 import jaxmor
 from jaxmor.errors import ArgumentError
@@ -23,9 +24,8 @@ TOL = 1e-12
 def worlds(quadruped_ground):
     model = quadruped_ground
     rng = np.random.default_rng(3)
-    q = np.tile(np.asarray(jaxmor.neutral_q(model)), (N_WORLDS, 1))
-    q[:, 2] = 0.5
-    q[:, 7:] = np.tile([0.0, 0.6, -1.2], 4) + rng.uniform(-0.2, 0.2, (N_WORLDS, 12))
+    q = np.tile(quadruped_standing_q(model, 0.5), (N_WORLDS, 1))
+    q[:, 7:] += rng.uniform(-0.2, 0.2, (N_WORLDS, 12))
     state = jaxmor.init_state(model)
     states = jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (N_WORLDS, *x.shape))), state)
     states = states.replace(q=jnp.asarray(q))

@@ -52,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from models import PENDULUM_URDF, QUADRUPED_URDF, TURNTABLE_URDF
+from models import PENDULUM_URDF, QUADRUPED_URDF, TURNTABLE_URDF, quadruped_standing_q
 from reference import PinReference
 
 import jaxmor
@@ -310,13 +310,13 @@ def quadruped_pin(quadruped):
     return PinReference(quadruped, QUADRUPED_URDF, armature=QD_ARMATURE)
 
 
-def standing_q(height: float, **joints) -> np.ndarray:
-    """The README's standing configuration (base level at ``height``; HAA 0, HFE 0.6, KFE -1.2), with
-    ``joints`` overriding single joints by name."""
-    q = np.zeros(19)
-    q[2], q[3] = height, 1.0
-    values = dict(zip(QD_JOINTS, np.tile([0.0, 0.6, -1.2], 4), strict=True)) | joints
-    q[7:] = [values[name] for name in QD_JOINTS]
+def standing_q(model, height: float, **joints) -> np.ndarray:
+    """The README's standing configuration (base level at ``height``; HAA 0, HFE 0.6, KFE -1.2:
+    ``jaxmor.robots.quadruped_standing_q``, checked against the README in tests/test_robots.py), with ``joints``
+    overriding single joints by name."""
+    q = quadruped_standing_q(model, height)
+    for name, value in joints.items():
+        q[jaxmor.joint_q_index(model, name)] = value
     return q
 
 
@@ -325,7 +325,7 @@ def random_quadruped_state(model, seed: int, enforced: bool = True):
     feed-forward forces against actuation limits at half the effort limits (some clamp), external forces,
     actuator commands up to twice the effort limits (some saturate) and bus voltages of 18 to 26 V."""
     rng = np.random.default_rng(seed)
-    q = standing_q(1.0)
+    q = standing_q(model, 1.0)
     quat = rng.normal(size=4)
     q[3:7] = quat / np.linalg.norm(quat)
     q[7:] += rng.uniform(-0.4, 0.4, size=12)
@@ -365,7 +365,7 @@ def test_kinematics_gives_the_urdf_composition_of_every_body(quadruped, robot):
     rng = np.random.default_rng(5)
     if robot == "quadruped":
         model, path = quadruped, QUADRUPED_URDF
-        q = standing_q(0.7)
+        q = standing_q(quadruped, 0.7)
         quat = rng.normal(size=4)
         q[3:7] = quat / np.linalg.norm(quat)
         q[0:3] = rng.normal(size=3)
@@ -535,7 +535,7 @@ def contact_state(model):
     velocities."""
     depth = 0.3 * np.cos(0.6) + 0.3 * np.cos(0.6) - (0.002 + IMPACT_GAP)
     rf_knee = -0.6 - np.arccos((depth - 0.3 * np.cos(0.6)) / 0.3)  # 0.6 + KFE = -arccos(...): bent further
-    q = standing_q(CONTACT_HEIGHT, RF_KFE=rf_knee, LH_HAA=0.75, RH_HAA=-0.72)
+    q = standing_q(model, CONTACT_HEIGHT, RF_KFE=rf_knee, LH_HAA=0.75, RH_HAA=-0.72)
     rng = np.random.default_rng(3)
     u = np.r_[0.0, 0.0, -1.0, 0.1 * rng.normal(size=3), 0.1 * rng.normal(size=12)]
     return jaxmor.init_state(model, q=jnp.asarray(q), u=jnp.asarray(u))
