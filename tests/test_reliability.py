@@ -366,21 +366,28 @@ def test_the_transmission_cannot_be_replaced_on_its_own(turntable):
 
 
 def test_options_are_checked_where_they_are_set(pendulum):
-    with pytest.raises(ArgumentError, match=r"opt\.timestep must be positive and finite"):
-        pendulum.opt.replace(timestep=-1e-3)
+    """``with_options`` (the checked editor since 0.3) refuses bad options, naming them; ``Options.replace`` is a
+    plain replace, and ``step`` checks what it builds."""
+    with pytest.raises(ArgumentError, match=r"with_options: opt\.timestep must be positive and finite"):
+        jaxmor.with_options(pendulum, timestep=-1e-3)
     with pytest.raises(ArgumentError, match=r"opt\.solver_iterations must be an int >= 1"):
-        pendulum.opt.replace(solver_iterations=0)
+        jaxmor.with_options(pendulum, solver_iterations=0)
     with pytest.raises(ArgumentError, match=r"opt\.position_iterations must be an int >= 1"):
-        pendulum.opt.replace(position_iterations=2.5)
+        jaxmor.with_options(pendulum, position_iterations=2.5)
     with pytest.raises(ArgumentError, match=r"opt\.gravity must be a finite 3-vector"):
-        pendulum.opt.replace(gravity=jnp.array([0.0, np.nan, -9.81]))
-    with pytest.raises(ArgumentError, match=r"step: opt\.timestep"):  # built around replace: step checks it
+        jaxmor.with_options(pendulum, gravity=jnp.array([0.0, np.nan, -9.81]))
+    with pytest.raises(ArgumentError, match=r"unknown options \['timestamp'\]"):
+        jaxmor.with_options(pendulum, timestamp=1e-3)
+    unchecked = pendulum.replace(opt=pendulum.opt.replace(timestep=-1e-3))  # plain: no check here
+    with pytest.raises(ArgumentError, match=r"step: opt\.timestep must be positive and finite"):
+        jaxmor.step(unchecked, jaxmor.init_state(pendulum))
+    with pytest.raises(ArgumentError, match=r"step: opt\.timestep"):
         jaxmor.step(
             pendulum.replace(opt=jaxmor.Options(jnp.asarray(0.0), pendulum.opt.gravity, 30)),
             jaxmor.init_state(pendulum),
         )
     # A Python float is a fine time step (it used to end in an AttributeError).
-    model = pendulum.replace(opt=pendulum.opt.replace(timestep=0.002))
+    model = jaxmor.with_options(pendulum, timestep=0.002)
     assert float(jaxmor.step(model, jaxmor.init_state(model)).time) == pytest.approx(0.002)
 
 
