@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import HOUND_URDF
+from models import HOUND_URDF
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.errors import ModelError

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import quadruped_standing_q
+from models import quadruped_standing_q
 from oracles import motor_region
 
 import jaxmor

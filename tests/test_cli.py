@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import QUADRUPED_URDF, ROOT, TURNTABLE_URDF
+from models import QUADRUPED_URDF, ROOT, TURNTABLE_URDF
 
 import jaxmor.tools.demo
 from jaxmor.actuation.motor import MotorSaturation

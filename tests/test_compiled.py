@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import QUADRUPED_URDF, ROOT, quadruped_standing_q
+from models import QUADRUPED_URDF, ROOT, quadruped_standing_q
 
 import jaxmor
 
@@ -141,10 +141,7 @@ import jaxmor
 G, K, DT = {worlds}, {steps}, 0.002
 model = jaxmor.add_ground(jaxmor.load_urdf({urdf!r}))
 model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(DT, model.opt.timestep.dtype)))
-q = jaxmor.neutral_q(model).at[2].set(0.54)
-for leg in ("LF", "RF", "LH", "RH"):
-    q = q.at[jaxmor.joint_q_index(model, leg + "_HFE")].set(0.6)
-    q = q.at[jaxmor.joint_q_index(model, leg + "_KFE")].set(-1.2)
+q = jnp.asarray(jaxmor.robots.quadruped_standing_q(model), model.opt.timestep.dtype).at[2].set(0.54)
 state = jaxmor.init_state(model, q)
 motor = model.actuators.motor
 rng = np.random.default_rng(0)

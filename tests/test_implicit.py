@@ -65,9 +65,13 @@ def _run(run, h: float, state: jaxmor.State, seconds: float, chunk: int, every: 
 
 
 def test_implicit_bias_is_checked(pendulum):
-    """An unknown value is refused, naming the option, by ``Options.replace`` and by the step."""
-    with pytest.raises(ArgumentError, match="implicit_bias must be one of"):
-        pendulum.opt.replace(implicit_bias="midpoint")
+    """An unknown value is refused, naming the option, by ``with_options`` and by the step (``Options.replace``
+    is a plain replace since 0.3)."""
+    with pytest.raises(ArgumentError, match="with_options: opt.implicit_bias must be one of"):
+        jaxmor.with_options(pendulum, implicit_bias="midpoint")
+    unchecked = pendulum.replace(opt=pendulum.opt.replace(implicit_bias="midpoint"))
+    with pytest.raises(ArgumentError, match="step: opt.implicit_bias must be one of"):
+        jaxmor.step(unchecked, jaxmor.init_state(pendulum))
     assert pendulum.opt.implicit_bias == "kahan"
 
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TURNTABLE_URDF
+from models import TURNTABLE_URDF
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 from scipy.optimize import brentq

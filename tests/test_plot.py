@@ -12,9 +12,9 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from models import ROOT
 
 from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation
 from jaxmor.errors import ArgumentError

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import QUADRUPED_URDF, quadruped_standing_q
+from models import QUADRUPED_URDF, quadruped_standing_q
 
 import jaxmor
 from jaxmor import ArgumentError
@@ -219,7 +219,7 @@ def test_two_given_frictions_combine_by_the_models_rule(rule, expected):
     contacts = jaxmor.collide(bare, jaxmor.sim.kinematics.body_poses(bare, jaxmor.neutral_q(bare)))
     np.testing.assert_allclose(contacts.friction, 0.3, rtol=1e-12)  # a URDF geom gives none: the ground's
     with pytest.raises(ArgumentError, match="friction_rule must be one of"):
-        model.opt.replace(friction_rule="product")
+        jaxmor.with_options(model, friction_rule="product")
 
 
 # --------------------------------------------------------------------------------------------------

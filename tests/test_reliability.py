@@ -12,6 +12,7 @@ Sources of the expected values (never the code under test):
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import re
@@ -19,12 +20,13 @@ import shutil
 import warnings
 from pathlib import Path
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import PENDULUM_URDF, QUADRUPED_URDF, ROBOTS, TURNTABLE_URDF, quadruped_standing_q
 from fuzz import mutate
+from models import PENDULUM_URDF, QUADRUPED_URDF, TURNTABLE_URDF, quadruped_standing_q
 from oracles import motor_region
 
 import jaxmor
@@ -105,44 +107,153 @@ def test_errors_beyond_line_65535_name_the_right_line():
 # 2. Setters inside jit and scan, with arrays made outside (closed over) and with traced arguments.
 
 
-def test_every_setter_works_inside_a_jitted_scan_with_closed_over_arrays(quadruped_ground):
-    model = quadruped_ground
-    state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model)))
-    kp = jnp.zeros(18).at[6:].set(40.0)  # made outside the traced function: concrete jax Arrays
-    kd = jnp.zeros(18).at[6:].set(1.0)
-    targets = jnp.asarray(quadruped_standing_q(model))
-    velocity_targets = jnp.zeros(18)
-    limits = jnp.full(18, 50.0)
-    feedforward = jnp.zeros(18).at[7].set(0.5)
-    torques = jnp.linspace(-3.0, 3.0, 12)
-    force, point, torque = jnp.array([0.0, 0.0, 5.0]), jnp.array([0.1, 0.0, 0.0]), jnp.array([0.0, 0.1, 0.0])
-    volts, enforce = jnp.asarray(22.0), jnp.asarray(True)
+# Every State setter, each with arguments that change what it sets: name -> (world, call). One source: the table
+# must name exactly the ``set_*`` functions of ``jaxmor.__all__`` (all of them State setters since 0.3; the Model
+# editors are ``with_*``), so a new setter fails the test until it is added here. The quadruped world has a
+# keyframe added; set_ctrl needs affine actuators, which the quadruped (a DC motor on every joint) cannot take, so
+# it runs on the pendulum with a position servo instead of its DC motor.
+SETTERS = {
+    "set_keyframe": ("quadruped", lambda m, s, a: jaxmor.set_keyframe(m, s, "crouch")),
+    "set_pd_gains": ("quadruped", lambda m, s, a: jaxmor.set_pd_gains(m, s, a["kp"], a["kd"])),
+    "set_pd_targets": ("quadruped", lambda m, s, a: jaxmor.set_pd_targets(m, s, a["q_target"], a["v_target"])),
+    "set_actuator_pd_gains": ("quadruped", lambda m, s, a: jaxmor.set_actuator_pd_gains(m, s, a["akp"], a["akd"])),
+    "set_actuator_pd_targets": (
+        "quadruped",
+        lambda m, s, a: jaxmor.set_actuator_pd_targets(m, s, a["a_target"], a["a_v_target"]),
+    ),
+    "set_actuation_limits": ("quadruped", lambda m, s, a: jaxmor.set_actuation_limits(m, s, a["limits"])),
+    "set_generalized_force": ("quadruped", lambda m, s, a: jaxmor.set_generalized_force(m, s, a["feedforward"])),
+    "set_external_force": (
+        "quadruped",
+        lambda m, s, a: jaxmor.set_external_force(m, s, "base", a["force"], a["point"], a["torque"]),
+    ),
+    "set_actuator_torques": ("quadruped", lambda m, s, a: jaxmor.set_actuator_torques(m, s, a["torques"])),
+    "set_actuator_torque": ("quadruped", lambda m, s, a: jaxmor.set_actuator_torque(m, s, "LF_KFE", a["torque_lf"])),
+    "set_bus_voltage": (
+        "quadruped",
+        lambda m, s, a: jaxmor.set_bus_voltage(m, jaxmor.set_bus_voltage(m, s, a["volts"]), a["volts_rh"], "RH_HAA"),
+    ),
+    "set_motor_temperature": (
+        "quadruped",
+        lambda m, s, a: jaxmor.set_motor_temperature(m, s, a["winding"], a["housing"]),
+    ),
+    "set_motor_operating_region_enforced": (
+        "quadruped",
+        lambda m, s, a: jaxmor.set_motor_operating_region_enforced(m, s, a["enforce"]),
+    ),
+    "set_ctrl": ("affine pendulum", lambda m, s, a: jaxmor.set_ctrl(m, s, a["ctrl"])),
+}
 
-    def set_all(s):
-        s = jaxmor.set_pd_gains(model, s, kp, kd)
-        s = jaxmor.set_pd_targets(model, s, targets, velocity_targets)
-        s = jaxmor.set_actuation_limits(model, s, limits)
-        s = jaxmor.set_generalized_force(model, s, feedforward)
-        s = jaxmor.set_external_force(model, s, "base", force, point, torque)
-        s = jaxmor.set_actuator_torques(model, s, torques)
-        s = jaxmor.set_actuator_torque(model, s, "LF_KFE", torques[0])
-        s = jaxmor.set_bus_voltage(model, s, volts)
-        s = jaxmor.set_bus_voltage(model, s, volts, "RH_HAA")
-        s = jaxmor.set_motor_operating_region_enforced(model, s, enforce)
-        return jaxmor.set_ctrl(model, s, jnp.zeros(0))
+# The State fields each world's setters change from init_state's defaults (written from the setters' documented
+# effects; every other field must stay as it was).
+CHANGED = {
+    "quadruped": {
+        "q", "u", "time",  # set_keyframe
+        "pd_p_gain", "pd_d_gain", "pd_position_target", "pd_velocity_target",
+        "actuator_p_gain", "actuator_d_gain", "actuator_position_target", "actuator_velocity_target",
+        "actuation_limit", "feedforward_force", "external_force", "actuator_torque", "bus_voltage",
+        "motor_state",  # set_motor_temperature
+        "mor_enforced",
+    },
+    "affine pendulum": {"ctrl"},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def setter_worlds(quadruped, pendulum):
+    """``{world: (model, initial state, the setters' arguments as jax Arrays made outside any trace)}``. The
+    quadruped without a ground: the setters do not depend on contacts, and its step compiles much faster."""
+    m = quadruped
+    stand = quadruped_standing_q(m)
+    crouch = stand.copy()
+    crouch[2] -= 0.05
+    crouch[7:] *= 1.2
+    keyframe = jaxmor.Keyframe("crouch", 0.25, tuple(crouch), tuple(np.linspace(-0.1, 0.1, m.nv)), ())
+    m = m.replace(keyframes=(keyframe,))
+    quadruped_args = {
+        "kp": jnp.zeros(18).at[6:].set(40.0),
+        "kd": jnp.zeros(18).at[6:].set(1.0),
+        "q_target": jnp.asarray(stand),
+        "v_target": jnp.full(18, 0.1),
+        "akp": jnp.full(12, 30.0),
+        "akd": jnp.full(12, 0.5),
+        "a_target": jnp.asarray(stand[7:]),
+        "a_v_target": jnp.full(12, -0.2),
+        "limits": jnp.full(18, 50.0),
+        "feedforward": jnp.zeros(18).at[7].set(0.5),
+        "force": jnp.array([0.0, 0.0, 5.0]),
+        "point": jnp.array([0.1, 0.0, 0.0]),
+        "torque": jnp.array([0.0, 0.1, 0.0]),
+        "torques": jnp.linspace(-3.0, 3.0, 12),
+        "torque_lf": jnp.asarray(-2.5),
+        "volts": jnp.asarray(22.0),
+        "volts_rh": jnp.asarray(20.0),
+        "winding": jnp.full(12, 60.0),
+        "housing": jnp.full(12, 45.0),
+        "enforce": jnp.asarray(False),
+    }
+    servo = jaxmor.AffineActuatorDefinition.position("servo", "hinge", kp=5.0)
+    p = jaxmor.with_affine_actuators(jaxmor.with_actuators(pendulum, []), [servo])  # its DC motor replaced
+    return {
+        "quadruped": (m, jaxmor.init_state(m, q=jnp.asarray(stand)), quadruped_args),
+        "affine pendulum": (p, jaxmor.init_state(p, q=jnp.array([0.3])), {"ctrl": jnp.array([0.7])}),
+    }
+
+
+def _assert_same_states(got, want, what: str) -> None:
+    """Every leaf of two States equal: floats within 1e-14 (the setters copy their arguments; the one computed
+    field, external_force = J(q)^T (force, torque) with O(1) entries, may round differently once XLA fuses it
+    under jit: a few float64 ulps), the rest (bool flags, integer states) exactly."""
+    chex.assert_trees_all_equal_structs(got, want)
+    for (path, a), b in zip(jax.tree_util.tree_flatten_with_path(got)[0], jax.tree.leaves(want), strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, jax.tree_util.keystr(path), a.shape, b.shape)
+        if np.issubdtype(a.dtype, np.floating):
+            np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-14, err_msg=f"{what}{jax.tree_util.keystr(path)}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"{what}{jax.tree_util.keystr(path)}")
+
+
+def _changed_fields(before, after) -> set[str]:
+    """The names of the State fields (any leaf of them) that differ between two states."""
+
+    def differs(name):
+        pairs = zip(jax.tree.leaves(getattr(before, name)), jax.tree.leaves(getattr(after, name)), strict=True)
+        return any(not np.array_equal(np.asarray(x), np.asarray(y)) for x, y in pairs)
+
+    return {f.name for f in dataclasses.fields(jaxmor.State) if differs(f.name)}
+
+
+def test_the_setter_table_names_every_state_setter():
+    public = {name for name in jaxmor.__all__ if name.startswith("set_")}
+    assert set(SETTERS) == public, f"missing: {sorted(public - set(SETTERS))}, gone: {sorted(set(SETTERS) - public)}"
+    assert len(public) == 14  # as of 0.3: a new setter must be added to SETTERS (and counted here)
+
+
+@pytest.mark.parametrize("world", ["quadruped", "affine pendulum"])
+def test_every_setter_works_inside_a_jitted_scan_with_closed_over_arrays(setter_worlds, world):
+    """Each world's setters, applied in turn inside a jitted ``lax.scan`` around ``jaxmor.step`` with arrays made
+    outside the trace (closed over), and inside ``jit`` with the arrays passed in (traced arguments): every field
+    of the State they make equals the eager call's (``_assert_same_states``), and the eager state differs from the
+    initial one in exactly the fields the setters own (``CHANGED``), so each setter's values arrived."""
+    model, state, args = setter_worlds[world]
+    calls = [call for where, call in SETTERS.values() if where == world]
+
+    def set_all(s, a):
+        for call in calls:
+            s = call(model, s, a)
+        return s
 
     def body(s, _):
-        s = set_all(s)
-        return jaxmor.step(model, s), s.external_force
+        s = set_all(s, args)
+        return jaxmor.step(model, s), s
 
-    _, traced_sets = jax.jit(lambda s: jax.lax.scan(body, s, None, length=2))(state)
-    eager = set_all(state)
-    np.testing.assert_allclose(traced_sets[0], eager.external_force, rtol=1e-14, atol=1e-14)
-    for field in ("pd_p_gain", "pd_d_gain", "actuation_limit", "feedforward_force", "actuator_torque", "bus_voltage"):
-        assert np.all(np.isfinite(np.asarray(getattr(eager, field)))), field
-    # The same setters with traced arguments (values passed into jit) do not crash either.
-    traced = jax.jit(lambda s, t, v: jaxmor.set_bus_voltage(model, jaxmor.set_actuator_torques(model, s, t), v))
-    np.testing.assert_array_equal(traced(state, torques, volts).actuator_torque, torques)
+    final, sets = jax.jit(lambda s: jax.lax.scan(body, s, None, length=2))(state)
+    eager = set_all(state, args)
+    assert _changed_fields(state, eager) == CHANGED[world]
+    _assert_same_states(jax.tree.map(lambda x: x[0], sets), eager, "closed over, in a scan: ")
+    _assert_same_states(jax.jit(set_all)(state, args), eager, "traced arguments: ")
+    assert np.all(np.isfinite(np.asarray(final.q)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -255,21 +366,28 @@ def test_the_transmission_cannot_be_replaced_on_its_own(turntable):
 
 
 def test_options_are_checked_where_they_are_set(pendulum):
-    with pytest.raises(ArgumentError, match=r"opt\.timestep must be positive and finite"):
-        pendulum.opt.replace(timestep=-1e-3)
+    """``with_options`` (the checked editor since 0.3) refuses bad options, naming them; ``Options.replace`` is a
+    plain replace, and ``step`` checks what it builds."""
+    with pytest.raises(ArgumentError, match=r"with_options: opt\.timestep must be positive and finite"):
+        jaxmor.with_options(pendulum, timestep=-1e-3)
     with pytest.raises(ArgumentError, match=r"opt\.solver_iterations must be an int >= 1"):
-        pendulum.opt.replace(solver_iterations=0)
+        jaxmor.with_options(pendulum, solver_iterations=0)
     with pytest.raises(ArgumentError, match=r"opt\.position_iterations must be an int >= 1"):
-        pendulum.opt.replace(position_iterations=2.5)
+        jaxmor.with_options(pendulum, position_iterations=2.5)
     with pytest.raises(ArgumentError, match=r"opt\.gravity must be a finite 3-vector"):
-        pendulum.opt.replace(gravity=jnp.array([0.0, np.nan, -9.81]))
-    with pytest.raises(ArgumentError, match=r"step: opt\.timestep"):  # built around replace: step checks it
+        jaxmor.with_options(pendulum, gravity=jnp.array([0.0, np.nan, -9.81]))
+    with pytest.raises(ArgumentError, match=r"unknown options \['timestamp'\]"):
+        jaxmor.with_options(pendulum, timestamp=1e-3)
+    unchecked = pendulum.replace(opt=pendulum.opt.replace(timestep=-1e-3))  # plain: no check here
+    with pytest.raises(ArgumentError, match=r"step: opt\.timestep must be positive and finite"):
+        jaxmor.step(unchecked, jaxmor.init_state(pendulum))
+    with pytest.raises(ArgumentError, match=r"step: opt\.timestep"):
         jaxmor.step(
             pendulum.replace(opt=jaxmor.Options(jnp.asarray(0.0), pendulum.opt.gravity, 30)),
             jaxmor.init_state(pendulum),
         )
     # A Python float is a fine time step (it used to end in an AttributeError).
-    model = pendulum.replace(opt=pendulum.opt.replace(timestep=0.002))
+    model = jaxmor.with_options(pendulum, timestep=0.002)
     assert float(jaxmor.step(model, jaxmor.init_state(model)).time) == pytest.approx(0.002)
 
 
@@ -428,7 +546,7 @@ def test_fuzzed_robot_files_load_or_fail_cleanly(tmp_path):
     """A few hundred seeded mutations of the quadruped (its URDF or an actuator file): each loads, or raises a
     ModelError that names one of the robot's files and a line."""
     robot = tmp_path / "quadruped"
-    shutil.copytree(ROBOTS / "quadruped", robot)
+    shutil.copytree(QUADRUPED_URDF.parent, robot)
     files = [robot / "quadruped.urdf", *sorted((robot / "actuators").glob("*.xml"))]
     originals = {f: f.read_text() for f in files}
     rng = random.Random(FUZZ_SEED)

@@ -1,4 +1,4 @@
-"""The shipped robot descriptions: robots/quadruped (a KAIST-Hound-like quadruped) and robots/pendulum.
+"""The shipped robot descriptions: jaxmor/robots/quadruped (a KAIST-Hound-like quadruped) and jaxmor/robots/pendulum.
 
 Every expected value is computed here by hand from the numbers the URDFs and their READMEs document
 (or read from the URDF text with ElementTree, not through jaxmor), never by asking the code under test.
@@ -15,20 +15,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import (
-    PENDULUM_URDF,
-    QUADRUPED_FOOT_RADIUS,
-    QUADRUPED_JOINTS,
-    QUADRUPED_LEGS,
-    QUADRUPED_STAND_HEIGHT,
-    QUADRUPED_URDF,
-    quadruped_standing_q,
-)
+from models import PENDULUM_URDF, QUADRUPED_FOOT_RADIUS, QUADRUPED_JOINTS, QUADRUPED_LEGS, QUADRUPED_URDF
 
 import jaxmor
 
-# The quadruped's documented numbers (robots/quadruped/README.md); the leg lengths, the foot radius and
-# the standing pose are in tests/conftest.py.
+# The quadruped's documented numbers (robots/quadruped/README.md); its joint order and foot radius are in
+# tests/models.py.
 BASE_MASS, HIP_MASS, THIGH_MASS, SHANK_MASS = 20.0, 1.5, 1.0, 0.3
 TOTAL_MASS = BASE_MASS + 4 * (HIP_MASS + THIGH_MASS + SHANK_MASS)  # 31.2 kg
 G_HAA, G_LEG = 6.0, 10.0
@@ -36,7 +28,7 @@ R, KT, KV, V_BUS, PEAK = 0.4, 0.1, 10.0, 24.0, 3.0
 J_ROTOR = 6e-5
 SHANK = 0.3
 
-# The pendulum's documented numbers (robots/pendulum/README.md).
+# The pendulum's documented numbers (jaxmor/robots/pendulum/README.md).
 M_ROD, L_ROD, GRAVITY = 1.0, 1.0, 9.81
 
 
@@ -50,10 +42,22 @@ def _urdf_link_masses(path: Path) -> dict[str, float]:
     return out
 
 
+# The README's nominal standing pose: base level, HAA 0, HFE 0.6, KFE -1.2 rad, which puts each foot under its
+# hip, on the ground, at base height 2 * 0.3 cos(0.6) + 0.025 = 0.520201 m. Written here from the README, not
+# taken from jaxmor.robots.quadruped_standing_q: it is that helper's independent check (the rest of the suite
+# uses the helper, through tests/models.py).
+STAND_HFE, STAND_KFE = 0.6, -1.2
+STAND_HEIGHT = 2 * SHANK * math.cos(STAND_HFE) + QUADRUPED_FOOT_RADIUS  # thigh and shank are both 0.3 m
+
+
 def standing_q(model: jaxmor.Model) -> jnp.ndarray:
-    """The README's nominal standing configuration (tests/conftest.py): base level at 0.520201 m, HAA 0,
-    HFE 0.6, KFE -1.2."""
-    return jnp.asarray(quadruped_standing_q(model))
+    """The README's nominal standing configuration (above), quaternion w x y z, joints by their q indices."""
+    q = np.zeros(model.nq)
+    q[2], q[3] = STAND_HEIGHT, 1.0
+    for leg in QUADRUPED_LEGS:
+        q[jaxmor.joint_q_index(model, f"{leg}_HFE")] = STAND_HFE
+        q[jaxmor.joint_q_index(model, f"{leg}_KFE")] = STAND_KFE
+    return jnp.asarray(q)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -166,7 +170,7 @@ def test_quadruped_total_mass(quadruped):
 def test_quadruped_standing_configuration_puts_the_feet_on_the_ground(quadruped):
     """README: base level at 0.5202 m, HFE 0.6, KFE -1.2 puts each foot sphere on z = 0 under its hip."""
     m = quadruped
-    assert QUADRUPED_STAND_HEIGHT == pytest.approx(0.520201, abs=1e-6)
+    assert STAND_HEIGHT == pytest.approx(0.520201, abs=1e-6)
     poses = jaxmor.forward_kinematics(m, standing_q(m))
     for leg in QUADRUPED_LEGS:
         foot = np.asarray(poses.position[m.link_names.index(f"{leg}_FOOT")])

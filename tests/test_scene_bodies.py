@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import PENDULUM_URDF, QUADRUPED_URDF, load_shipped, quadruped_standing_q
+from models import PENDULUM_URDF, QUADRUPED_URDF, load_shipped, quadruped_standing_q
 from oracles import quat_of_axis_angle, rot_of_quat
 
 import jaxmor

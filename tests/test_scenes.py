@@ -31,13 +31,9 @@ import pytest
 from oracles import rot_of_quat
 
 import jaxmor
-from jaxmor.sim.collision import collide
-from jaxmor.sim.constraint import PENETRATION_ALLOWANCE, constraints, warm_start
-from jaxmor.sim.dynamics import dynamics
-from jaxmor.sim.forces import forces
-from jaxmor.sim.free_motion import free_motion
-from jaxmor.sim.kinematics import kinematics
-from jaxmor.sim.solver import contact_residuals, solve
+from jaxmor.sim.constraint import PENETRATION_ALLOWANCE
+from jaxmor.sim.pipeline import stages
+from jaxmor.sim.solver import contact_residuals
 
 G = 9.81
 
@@ -364,16 +360,13 @@ PROBLEM_WORLDS = ("push_x", "push_diagonal", "incline_mu0.6")
 
 @pytest.fixture(scope="module")
 def box_problems(box_base, box_run):
-    """name -> (Problem, Impulses): the velocity problem of the step from t = 1 s of a few box worlds, built by
-    the step's own stages and solved from the state's warm start, as ``jaxmor.step`` does; one compiled call."""
+    """name -> (Problem, Impulses): the velocity problem of the step from t = 1 s of a few box worlds and its
+    impulses, from ``jaxmor.sim.pipeline.stages`` (the stages ``jaxmor.step`` runs: the problem solved from the
+    state's warm start); one compiled call."""
 
     def one_step(mu, gravity, state):
-        model = _box_model(box_base, mu, gravity)
-        kin = kinematics(model, state.q)
-        frc = forces(model, state)
-        free = free_motion(model, state, dynamics(model, kin, state.u), frc)
-        cons = constraints(model, state, kin, collide(model, kin.body), free, frc)
-        return cons.velocity, solve(cons.velocity, warm_start(model, state), model.opt.solver_iterations)
+        out = stages(_box_model(box_base, mu, gravity), state)
+        return out.constraints.velocity, out.impulses
 
     mu = jnp.asarray([BOX_WORLDS[n]["mu"] for n in PROBLEM_WORLDS])
     gravity = jnp.asarray(np.array([BOX_WORLDS[n]["gravity"] for n in PROBLEM_WORLDS]))

@@ -1,8 +1,9 @@
 """Each stage of ``jaxmor.step`` on its own, on the shipped robots, under ``jax.jit``.
 
-The stages (jaxmor/sim/pipeline.py) are run as the step runs them: one jitted function per robot returns every
-stage's result for a state, and each test checks one stage's output against an oracle built from that
-stage's inputs and from sources independent of jaxmor:
+The stages are run by the function the step runs, ``jaxmor.sim.pipeline.stages`` (``jaxmor.step`` is the guard
+around it), jitted once per robot: it returns every stage's result for a state (a change of the pipeline is
+seen here), and each test checks one stage's output against an oracle built from that stage's inputs and
+from sources independent of jaxmor:
 
 * ``kinematics``: every body's world pose and pose relative to its parent body against a NumPy
   composition of the URDF's joint origins (``xyz``, ``rpy``) and axes, read from the files with
@@ -17,10 +18,13 @@ stage's inputs and from sources independent of jaxmor:
 * ``contact_jacobian``: central differences of the contact points as material points of their bodies
   (and of the gaps) along ``integrate_positions(q, u, +-eps)``, jaxmor's velocity convention;
 * ``constraints``: the Delassus matrix, free velocities and response ``M_eff^-1 J^T`` assembled in NumPy
-  from the stage's inputs (the contact rows, ``M_eff^-1``, ``u_free``), the targets from the constraint
-  module docstring's rules (speculative ``-max(d, 0) / h``, restitution, position correction), the friction
-  combination from jaxmor/sim/collision.py's docstring, the joint bounds from the URDF;
-* ``restitution_targets``: hand cases of the docstring's rule;
+  from the stage's inputs (the contact rows, ``M_eff^-1``, ``u_free``); the velocity targets of the chosen
+  state's cases from their definitions (a speculative contact closes its gap in one step, ``-d / h``; a
+  penetrating one may not approach, 0; an impact leaves at ``-e v_n``), the position-correction targets from
+  the module docstring, the friction combination from jaxmor/sim/collision.py's docstring, the joint bounds
+  from the URDF;
+* ``restitution_targets``: hand cases of the docstring's rule, each value worked out by hand (the rule's
+  physical consequence, bounce heights ``e^(2k) h0``, is checked independently in tests/test_contacts.py);
 * ``advance``: the position update written in NumPy (joints ``q + h u``, base ``p + h v`` and the quaternion
   ``exp(h w / 2) * quat`` for the world-frame ``w``), the bookkeeping of its docstring.
 
@@ -29,9 +33,13 @@ without a limit violation the bounds ``0 <= v <= 0`` instead of leaving them fre
 cannot move any joint and a fixed-base robot's penetration is never corrected (the constraint module's
 docstring promises ``POSITION_CORRECTION`` of it per step).
 
+The cheap stage calls (the pendulum's free motion, ``restitution_targets``, the quadruped's ``advance``) run as
+``chex.variants``, with and without ``jit``, each also ``vmap``-ped over a batch: the stages must give the same
+results traced, eager and batched (``rollout_batch`` vmaps them).
+
 Tolerances are named below with their reasons. Cost: the quadruped's stages compile once (its variants
 only change array leaves), the pendulum's and the turntable's once each, the finite differences are one
-``vmap``-ped call, and the arm of the ``xfail`` compiles one ``jaxmor.step``.
+``vmap``-ped call, the variants a few small programs, and the arm of the ``xfail`` compiles one ``jaxmor.step``.
 """
 
 from __future__ import annotations
@@ -39,10 +47,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from models import PENDULUM_URDF, QUADRUPED_URDF, TURNTABLE_URDF, quadruped_standing_q
 from reference import PinReference
 
 import jaxmor
@@ -51,25 +61,17 @@ from jaxmor.sim.collision import collide
 from jaxmor.sim.constraint import (
     PENETRATION_ALLOWANCE,
     POSITION_CORRECTION,
-    RESTITUTION_THRESHOLD,
     Impulses,
-    constraints,
     contact_jacobian,
     position_change,
     restitution_targets,
     velocity_change,
 )
-from jaxmor.sim.dynamics import dynamics
-from jaxmor.sim.forces import forces
 from jaxmor.sim.free_motion import free_motion
 from jaxmor.sim.guard import accept, finite, runnable
 from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import kinematics
-
-ROBOTS = Path(__file__).resolve().parents[1] / "robots"
-QUADRUPED_URDF = ROBOTS / "quadruped" / "quadruped.urdf"
-TURNTABLE_URDF = ROBOTS / "turntable" / "turntable.urdf"
-PENDULUM_URDF = ROBOTS / "pendulum" / "pendulum.urdf"
+from jaxmor.sim.pipeline import stages
 
 #: Poses are products of a few rotations (round-off ~1e-16 per factor): a wide margin.
 POSE_TOL = 1e-12
@@ -249,20 +251,18 @@ def expected_forces(state, h: float, output_damping, output_friction) -> dict[st
 
 @jax.jit
 def run_stages(model, state):
-    """Every stage's result for ``state``, composed as ``jaxmor.step`` composes them (up to the solver)."""
-    kin = kinematics(model, state.q)
-    dyn = dynamics(model, kin, state.u)
-    frc = forces(model, state)
-    free = free_motion(model, state, dyn, frc)
-    contacts = collide(model, kin.body)
-    cons = constraints(model, state, kin, contacts, free, frc)
+    """The stages' results for ``state`` up to the constraint stage, from ``jaxmor.sim.pipeline.stages`` (what
+    ``jaxmor.step`` runs inside its guard; the solver's and the integration's results are not returned, so XLA
+    drops them), and the contact rows of its contacts (``contact_jacobian``, which the constraint stage uses)."""
+    out = stages(model, state)
     return {
-        "kin": kin,
-        "frc": frc,
-        "free": free,
-        "contacts": contacts,
-        "rows": contact_jacobian(model, kin, contacts),
-        "cons": cons,
+        "kin": out.kinematics,
+        "dyn": out.dynamics,
+        "frc": out.forces,
+        "free": out.free_motion,
+        "contacts": out.contacts,
+        "rows": contact_jacobian(model, out.kinematics, out.contacts),
+        "cons": out.constraints,
     }
 
 
@@ -273,7 +273,6 @@ def _poses_and_gaps_along(model, q, u, dt):
 
 #: Body poses and gaps at ``q (+) dt u`` for a batch of ``(u, dt)``.
 POSES_ALONG = jax.jit(jax.vmap(_poses_and_gaps_along, in_axes=(None, None, 0, 0)))
-ADVANCE = jax.jit(advance)
 
 
 @jax.jit
@@ -283,7 +282,6 @@ def advance_and_guard(model, state, frc, u_next, u_pos, impulses):
     return accept(model, state, candidate, runnable(model, state) & finite(candidate))
 
 
-RESTITUTION = jax.jit(restitution_targets)
 CHANGES = jax.jit(lambda cons, lam, lam_pos: (velocity_change(cons, lam), position_change(cons, lam_pos)))
 
 
@@ -312,13 +310,13 @@ def quadruped_pin(quadruped):
     return PinReference(quadruped, QUADRUPED_URDF, armature=QD_ARMATURE)
 
 
-def standing_q(height: float, **joints) -> np.ndarray:
-    """The README's standing configuration (base level at ``height``; HAA 0, HFE 0.6, KFE -1.2), with
-    ``joints`` overriding single joints by name."""
-    q = np.zeros(19)
-    q[2], q[3] = height, 1.0
-    values = dict(zip(QD_JOINTS, np.tile([0.0, 0.6, -1.2], 4), strict=True)) | joints
-    q[7:] = [values[name] for name in QD_JOINTS]
+def standing_q(model, height: float, **joints) -> np.ndarray:
+    """The README's standing configuration (base level at ``height``; HAA 0, HFE 0.6, KFE -1.2:
+    ``jaxmor.robots.quadruped_standing_q``, checked against the README in tests/test_robots.py), with ``joints``
+    overriding single joints by name."""
+    q = quadruped_standing_q(model, height)
+    for name, value in joints.items():
+        q[jaxmor.joint_q_index(model, name)] = value
     return q
 
 
@@ -327,7 +325,7 @@ def random_quadruped_state(model, seed: int, enforced: bool = True):
     feed-forward forces against actuation limits at half the effort limits (some clamp), external forces,
     actuator commands up to twice the effort limits (some saturate) and bus voltages of 18 to 26 V."""
     rng = np.random.default_rng(seed)
-    q = standing_q(1.0)
+    q = standing_q(model, 1.0)
     quat = rng.normal(size=4)
     q[3:7] = quat / np.linalg.norm(quat)
     q[7:] += rng.uniform(-0.4, 0.4, size=12)
@@ -367,7 +365,7 @@ def test_kinematics_gives_the_urdf_composition_of_every_body(quadruped, robot):
     rng = np.random.default_rng(5)
     if robot == "quadruped":
         model, path = quadruped, QUADRUPED_URDF
-        q = standing_q(0.7)
+        q = standing_q(quadruped, 0.7)
         quat = rng.normal(size=4)
         q[3:7] = quat / np.linalg.norm(quat)
         q[0:3] = rng.normal(size=3)
@@ -482,27 +480,43 @@ def test_free_motion_solves_the_effective_mass_with_pinocchio_terms(quadruped, q
     )
 
 
-def test_free_motion_of_the_pendulum_is_the_closed_form():
+#: The pendulum's states for the closed form: (theta, omega, kp, kd, q*, u*), the PD below the 10 Nm effort limit.
+PENDULUM_CASES = ((0.8, -1.5, 5.0, 0.3, 0.2, 0.5), (-2.0, 3.0, 0.0, 0.0, 0.0, 0.0), (0.1, 0.0, 8.0, 1.0, -0.4, -1.0))
+
+
+class TestFreeMotionOfThePendulum(chex.TestCase):
     """The README's pendulum: ``I = m L^2 / 3 = 1/3``, ``b = m g (L/2) sin(theta)``; with a PD (``kp``, ``kd``)
     the implicit part makes ``M_eff = I + h (kd + h kp)`` and ``u_free = u + h (kp (q* - q - h u) + kd (u* - u)
-    - b) / M_eff`` (no damping, friction or actuator torque; the PD stays below the 10 Nm effort limit)."""
-    model = jaxmor.load_urdf(PENDULUM_URDF)
-    h = float(model.opt.timestep)
-    theta, omega, kp, kd, target, speed = 0.8, -1.5, 5.0, 0.3, 0.2, 0.5
-    state = jaxmor.init_state(model, q=jnp.array([theta]), u=jnp.array([omega]))
-    state = state.replace(
-        pd_p_gain=jnp.array([kp]),
-        pd_d_gain=jnp.array([kd]),
-        pd_position_target=jnp.array([target]),
-        pd_velocity_target=jnp.array([speed]),
-    )
-    free = numpy_tree(run_stages(model, state)["free"])
-    inertia, bias = 1.0 / 3.0, 1.0 * G * 0.5 * np.sin(theta)
-    pd = kp * (target - theta - h * omega) + kd * (speed - omega)
-    assert abs(pd) < 10.0
-    m_eff = inertia + h * (kd + h * kp)
-    assert free.velocity[0] == pytest.approx(omega + h * (pd - bias) / m_eff, rel=FORMULA_TOL * 100), "u_free"
-    assert free.inverse_mass[0, 0] == pytest.approx(1.0 / m_eff, rel=FORMULA_TOL * 100), "inverse_mass"
+    - b) / M_eff`` (no damping, friction or actuator torque). ``free_motion`` on the inputs the pipeline's
+    stages give it, eager and jitted, for one world and ``vmap``-ped over the three."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_free_motion_is_the_closed_form(self):
+        model = jaxmor.load_urdf(PENDULUM_URDF)
+        h = float(model.opt.timestep)
+        states, inputs = [], []
+        for theta, omega, kp, kd, target, speed in PENDULUM_CASES:
+            state = jaxmor.init_state(model, q=jnp.array([theta]), u=jnp.array([omega]))
+            state = jaxmor.set_pd_targets(model, jaxmor.set_pd_gains(model, state, [kp], [kd]), [target], [speed])
+            out = run_stages(model, state)
+            states.append(state)
+            inputs.append((out["dyn"], out["frc"]))
+        one = self.variant(free_motion)
+        batched = self.variant(jax.vmap(free_motion, in_axes=(None, 0, 0, 0)))
+        dyns, frcs = zip(*inputs, strict=True)
+        stack = lambda *xs: jax.tree.map(lambda *x: jnp.stack(x), *xs)  # noqa: E731
+        together = numpy_tree(batched(model, stack(*states), stack(*dyns), stack(*frcs)))
+        for k, (theta, omega, kp, kd, target, speed) in enumerate(PENDULUM_CASES):
+            inertia, bias = 1.0 / 3.0, 1.0 * G * 0.5 * np.sin(theta)
+            pd = kp * (target - theta - h * omega) + kd * (speed - omega)
+            assert abs(pd) < 10.0
+            m_eff = inertia + h * (kd + h * kp)
+            expected = omega + h * (pd - bias) / m_eff
+            for label, free in (("alone", numpy_tree(one(model, states[k], *inputs[k]))), ("vmapped", together)):
+                velocity = free.velocity[0] if label == "alone" else free.velocity[k, 0]
+                inverse = free.inverse_mass[0, 0] if label == "alone" else free.inverse_mass[k, 0, 0]
+                assert velocity == pytest.approx(expected, rel=FORMULA_TOL * 100), f"u_free, case {k}, {label}"
+                assert inverse == pytest.approx(1.0 / m_eff, rel=FORMULA_TOL * 100), f"inverse_mass, case {k}, {label}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -521,7 +535,7 @@ def contact_state(model):
     velocities."""
     depth = 0.3 * np.cos(0.6) + 0.3 * np.cos(0.6) - (0.002 + IMPACT_GAP)
     rf_knee = -0.6 - np.arccos((depth - 0.3 * np.cos(0.6)) / 0.3)  # 0.6 + KFE = -arccos(...): bent further
-    q = standing_q(CONTACT_HEIGHT, RF_KFE=rf_knee, LH_HAA=0.75, RH_HAA=-0.72)
+    q = standing_q(model, CONTACT_HEIGHT, RF_KFE=rf_knee, LH_HAA=0.75, RH_HAA=-0.72)
     rng = np.random.default_rng(3)
     u = np.r_[0.0, 0.0, -1.0, 0.1 * rng.normal(size=3), 0.1 * rng.normal(size=12)]
     return jaxmor.init_state(model, q=jnp.asarray(q), u=jnp.asarray(u))
@@ -573,20 +587,6 @@ def test_the_contact_jacobian_is_the_rate_of_the_contact_points(quadruped, conta
     np.testing.assert_allclose(rows[::3], gap_rate, rtol=0, atol=FD_TOL, err_msg="normal rows vs gap rates")
 
 
-def expected_targets(contacts, approach, h, restitution) -> np.ndarray:
-    """The constraint module's velocity targets: ``-max(d, 0) / h``, raised to ``-e v_n^-`` on an impact (open
-    beyond the allowance, closing within the step, faster than the threshold, ``e > 0``)."""
-    d = contacts.distance
-    target = -np.maximum(d, 0.0) / h
-    impact = (
-        (approach < -RESTITUTION_THRESHOLD)
-        & (d >= -PENETRATION_ALLOWANCE)
-        & (d + h * approach <= 0)
-        & (restitution > 0)
-    )
-    return np.where(impact, np.maximum(target, -restitution * approach), target)
-
-
 def geom_of_slots(model) -> list[tuple[int, int]]:
     """(geom A, geom B) of every slot from jaxmor/sim/collision.py's documented layout, ``-1`` for the ground:
     the ground slots (box: 4, sphere: 1) in geom order, then ``contact_pairs``."""
@@ -597,7 +597,11 @@ def geom_of_slots(model) -> list[tuple[int, int]]:
 
 def test_the_constraint_stage_assembles_the_velocity_problem(quadruped, contact_case):
     """``A = J M_eff^-1 J^T`` and ``b = J u_free`` with ``J`` the contact rows then the joints' unit rows,
-    ``response = M_eff^-1 J^T``; the targets by the module docstring's rule (approach speeds ``J_n u_t``);
+    ``response = M_eff^-1 J^T``; the normal velocity targets of the state's three kinds of contact from their
+    definitions, not from the code's rule (approach speeds ``v_n = J_n u_t``): the penetrating LF foot may not
+    approach (0), the RF foot 0.5 mm above the ground and coming down at about 1 m/s bounces (``-e v_n``), and
+    every other contact, more than a step's travel away, is speculative (``-d / h``: its gap may close within
+    the step but no further);
     friction ``sqrt(mu_a mu_b)`` and restitution ``max(e_a, e_b)`` of the two geoms (the ground's 0.9 and 0.3;
     RF foot 0.5 and 0.6, LH foot 0.4, the rest 0.8 and 0); the joints' friction bound ``0.1 Nm h`` and limit
     bounds ``min((lower - q) / h, 0)``, ``max((upper - q) / h, 0)`` from the URDF's limits."""
@@ -634,17 +638,19 @@ def test_the_constraint_stage_assembles_the_velocity_problem(quadruped, contact_
     restitution = np.array([max(e[ga], e[gb]) for ga, gb in slots])
     np.testing.assert_allclose(problem.friction, friction, rtol=FORMULA_TOL, err_msg="contact friction")
     approach = rows[::3] @ np.asarray(state.u)
-    target = expected_targets(contacts, approach, h, restitution)
-    np.testing.assert_allclose(
-        problem.contact_target, target, rtol=FORMULA_TOL, atol=FORMULA_TOL, err_msg="contact targets"
-    )
-    # The state covers the rule's cases: a penetrating foot (LF), an impact with restitution (RF), open contacts.
     d = contacts.distance
     lf, rf = 4, 5  # the ground slots of the LF and RF feet (after the box's 4 face corners)
     assert d[lf] < -PENETRATION_ALLOWANCE and problem.contact_target[lf] == 0.0, "penetrating LF foot"
     assert d[rf] == pytest.approx(IMPACT_GAP, abs=1e-9), "RF foot gap"
+    assert approach[rf] < -0.9 and d[rf] + h * approach[rf] < 0, "the RF foot reaches the ground within the step"
+    assert restitution[rf] == 0.6  # max(RF foot 0.6, ground 0.3)
     assert problem.contact_target[rf] == pytest.approx(-0.6 * approach[rf], rel=FORMULA_TOL), "RF bounce"
-    assert np.sum(d > 0.05) >= 8, "far contacts"
+    far = np.ones(nc, dtype=bool)
+    far[[lf, rf]] = False
+    assert np.all(d[far] > 0.05) and np.all(d[far] + h * approach[far] > 0), "the rest cannot close within a step"
+    np.testing.assert_allclose(
+        problem.contact_target[far], -d[far] / h, rtol=FORMULA_TOL, atol=0, err_msg="speculative targets"
+    )
 
     q_joint = np.asarray(state.q)[7:]
     np.testing.assert_allclose(
@@ -725,42 +731,40 @@ def test_velocity_and_position_changes_map_impulses_through_the_response(quadrup
     )
 
 
-@pytest.mark.parametrize(
-    "gap, approach, e, expected",
-    [
-        (5e-4, -1.0, 0.5, 0.5),  # impact: leaves at e |v| = 0.5 m/s
-        (5e-4, -1.0, 0.0, -0.5),  # no restitution: lands at contact, -d / h
-        (0.0, -1.0, 0.5, 0.5),  # at the surface, approaching at 1 m/s: an impact (the gap does not decide)
-        (5e-6, -1.0, 0.5, 0.5),  # the last free flight ended 5 um above: an impact
-        (-5e-6, -1.0, 0.5, 0.5),  # 5 um into the resting band, approaching: an impact
-        (0.0, -0.005, 0.5, 0.0),  # resting (approach below the threshold): never bounces
-        (5e-4, -0.4, 0.5, -0.5),  # does not close within the step (d + h v > 0)
-        (1e-5 + 1e-9, -0.05, 0.9, 0.045),  # slow but above the 0.01 m/s threshold
-        (5e-6, -0.005, 0.9, -5e-3),  # below the threshold
-        (-0.002, -1.0, 0.5, 0.0),  # penetrating: target clamped at 0
-    ],
-    ids=[
-        "impact",
-        "e=0",
-        "at-surface",
-        "in-allowance",
-        "resting-band",
-        "resting",
-        "not-closing",
-        "slow",
-        "below-threshold",
-        "penetrating",
-    ],
+#: ``(name, gap d [m], approach speed v [m/s], restitution e, expected target [m/s])`` with ``h = 1 ms``, each
+#: value worked out by hand.
+RESTITUTION_CASES = (
+    ("impact", 5e-4, -1.0, 0.5, 0.5),  # leaves at e |v| = 0.5 m/s
+    ("e=0", 5e-4, -1.0, 0.0, -0.5),  # no restitution: lands at contact, -d / h
+    ("at-surface", 0.0, -1.0, 0.5, 0.5),  # approaching at 1 m/s: an impact (the gap does not decide)
+    ("in-allowance", 5e-6, -1.0, 0.5, 0.5),  # the last free flight ended 5 um above: an impact
+    ("resting-band", -5e-6, -1.0, 0.5, 0.5),  # 5 um into the resting band, approaching: an impact
+    ("resting", 0.0, -0.005, 0.5, 0.0),  # approach below the threshold: never bounces
+    ("not-closing", 5e-4, -0.4, 0.5, -0.5),  # does not close within the step (d + h v > 0)
+    ("slow", 1e-5 + 1e-9, -0.05, 0.9, 0.045),  # slow but above the 0.01 m/s threshold
+    ("below-threshold", 5e-6, -0.005, 0.9, -5e-3),
+    ("penetrating", -0.002, -1.0, 0.5, 0.0),  # target clamped at 0
 )
-def test_restitution_targets_follow_the_impact_rule(gap, approach, e, expected):
+
+
+class TestRestitutionTargets(chex.TestCase):
     """``restitution_targets`` with ``h = 1 ms`` on the speculative target ``-max(d, 0) / h``: a contact that
     approaches faster than 0.01 m/s and reaches the surface within the step (``d + h v <= 0``, from a gap of
     at least ``-1e-5`` m, the resting band) leaves at ``max(-d / h, -e v)``; every other contact keeps its
-    speculative target."""
-    h = 1e-3
-    speculative = -max(gap, 0.0) / h
-    out = RESTITUTION(jnp.array([speculative]), jnp.array([gap]), jnp.array([approach]), jnp.array([e]), jnp.asarray(h))
-    assert float(out[0]) == pytest.approx(expected, rel=FORMULA_TOL, abs=FORMULA_TOL), "velocity target"
+    speculative target. All the cases in one call, eager and jitted, and ``vmap``-ped one contact per world."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_restitution_targets_follow_the_impact_rule(self):
+        h = 1e-3
+        names, gap, approach, e, expected = (np.array(x) for x in zip(*RESTITUTION_CASES, strict=True))
+        speculative = -np.maximum(gap, 0.0) / h
+        args = (jnp.asarray(speculative), jnp.asarray(gap), jnp.asarray(approach), jnp.asarray(e), jnp.asarray(h))
+        together = np.asarray(self.variant(restitution_targets)(*args))
+        per_world = self.variant(jax.vmap(restitution_targets, in_axes=(0, 0, 0, 0, None)))
+        one_each = np.asarray(per_world(*(x[:, None] for x in args[:4]), args[4]))[:, 0]
+        for name, got, alone, want in zip(names, together, one_each, expected, strict=True):
+            assert got == pytest.approx(want, rel=FORMULA_TOL, abs=FORMULA_TOL), f"{name}: velocity target"
+            assert alone == pytest.approx(want, rel=FORMULA_TOL, abs=FORMULA_TOL), f"{name}: vmapped"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -787,15 +791,9 @@ def advance_inputs(model, seed: int):
     return state, u_next, u_pos, lam
 
 
-def test_advance_integrates_and_keeps_the_books(quadruped):
-    """``q' = q (+) h (u' + u_pos)``: joints ``q + h u``, base ``p + h v`` and ``exp(h w / 2) * quat`` (world-frame
-    ``w``); ``u' = u_next``; ``t + h``; the impulses stored (joint ones at their velocity indices, zero on the
-    base); external forces cleared; the actuator states completed with the average motor speed ``T (u + u') / 2``
-    and the joint loss torque ``-b_j (u + u') / 2 + lam_f / h``; not non-finite."""
-    state, u_next, u_pos, lam = advance_inputs(quadruped, 0)
-    frc = run_stages(quadruped, state)["frc"]
-    after = numpy_tree(ADVANCE(quadruped, state, frc, jnp.asarray(u_next), jnp.asarray(u_pos), lam))
-    h = float(quadruped.opt.timestep)
+def check_advance(model, state, frc, u_next, u_pos, lam, after, what: str) -> None:
+    """``after`` (NumPy) against ``q' = q (+) h (u' + u_pos)`` and the bookkeeping (TestAdvance's docstring)."""
+    h = float(model.opt.timestep)
     q = np.asarray(state.q)
     step = h * (u_next + u_pos)
     expected_q = q.copy()
@@ -804,26 +802,58 @@ def test_advance_integrates_and_keeps_the_books(quadruped):
     angle = np.linalg.norm(step[3:6])
     half = np.r_[np.cos(angle / 2), np.sin(angle / 2) * step[3:6] / angle]
     expected_q[3:7] = quat_multiply(half, q[3:7])
-    np.testing.assert_allclose(after.q, expected_q, rtol=0, atol=POSE_TOL, err_msg="q")
-    assert np.linalg.norm(after.q[3:7]) == pytest.approx(1.0, abs=POSE_TOL), "unit quaternion"
-    np.testing.assert_array_equal(after.u, u_next, err_msg="u")
-    assert after.time == pytest.approx(0.3 + h, rel=FORMULA_TOL), "time"
-    np.testing.assert_array_equal(after.contact_impulse, np.asarray(lam.contact), err_msg="contact_impulse")
-    np.testing.assert_array_equal(after.friction_impulse, np.r_[np.zeros(6), lam.friction], err_msg="friction_impulse")
-    np.testing.assert_array_equal(after.limit_impulse, np.r_[np.zeros(6), lam.limit], err_msg="limit_impulse")
-    np.testing.assert_array_equal(after.external_force, 0.0, err_msg="external_force")
-    assert not after.nonfinite, "nonfinite"
+    np.testing.assert_allclose(after.q, expected_q, rtol=0, atol=POSE_TOL, err_msg=f"{what}: q")
+    assert np.linalg.norm(after.q[3:7]) == pytest.approx(1.0, abs=POSE_TOL), f"{what}: unit quaternion"
+    np.testing.assert_array_equal(after.u, u_next, err_msg=f"{what}: u")
+    assert after.time == pytest.approx(float(state.time) + h, rel=FORMULA_TOL), f"{what}: time"
+    np.testing.assert_array_equal(after.contact_impulse, np.asarray(lam.contact), err_msg=f"{what}: contact_impulse")
+    for field in ("friction", "limit"):
+        stored = np.r_[np.zeros(6), getattr(lam, field)]
+        np.testing.assert_array_equal(getattr(after, f"{field}_impulse"), stored, err_msg=f"{what}: {field}_impulse")
+    np.testing.assert_array_equal(after.external_force, 0.0, err_msg=f"{what}: external_force")
+    assert not after.nonfinite, f"{what}: nonfinite"
 
     u = np.asarray(state.u)
     act, before = after.actuator_state, numpy_tree(frc.actuator_state)
     mean = 0.5 * (u + u_next)
-    np.testing.assert_allclose(act.average_motor_speed, QD_T @ mean, rtol=FORMULA_TOL, err_msg="average_motor_speed")
+    speed = QD_T @ mean
+    np.testing.assert_allclose(act.average_motor_speed, speed, rtol=FORMULA_TOL, err_msg=f"{what}: average_motor_speed")
     loss = -QD_DAMPING * mean[6:] + np.asarray(lam.friction) / h
-    np.testing.assert_allclose(act.joint_loss_torque, loss, rtol=FORMULA_TOL, err_msg="joint_loss_torque")
+    np.testing.assert_allclose(act.joint_loss_torque, loss, rtol=FORMULA_TOL, err_msg=f"{what}: joint_loss_torque")
     for field in ("motor_speed", "commanded_motor_torque", "motor_torque", "saturation"):
-        np.testing.assert_array_equal(getattr(act, field), getattr(before, field), err_msg=field)
+        np.testing.assert_array_equal(getattr(act, field), getattr(before, field), err_msg=f"{what}: {field}")
     for field in ("actuator_torque", "feedforward_force", "pd_p_gain", "bus_voltage", "actuation_limit"):
-        np.testing.assert_array_equal(getattr(after, field), np.asarray(getattr(state, field)), err_msg=f"{field} kept")
+        kept = np.asarray(getattr(state, field))
+        np.testing.assert_array_equal(getattr(after, field), kept, err_msg=f"{what}: {field} kept")
+
+
+class TestAdvance(chex.TestCase):
+    """``q' = q (+) h (u' + u_pos)``: joints ``q + h u``, base ``p + h v`` and ``exp(h w / 2) * quat`` (world-frame
+    ``w``); ``u' = u_next``; ``t + h``; the impulses stored (joint ones at their velocity indices, zero on the
+    base); external forces cleared; the actuator states completed with the average motor speed ``T (u + u') / 2``
+    and the joint loss torque ``-b_j (u + u') / 2 + lam_f / h``; not non-finite. ``advance`` eager and jitted, on
+    one world and ``vmap``-ped over two (the forces from the pipeline's stages)."""
+
+    @pytest.fixture(autouse=True)
+    def _quadruped(self, quadruped):
+        self.quadruped = quadruped
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_advance_integrates_and_keeps_the_books(self):
+        model = self.quadruped
+        worlds = []
+        for seed in (0, 2):
+            state, u_next, u_pos, lam = advance_inputs(model, seed)
+            worlds.append((state, run_stages(model, state)["frc"], u_next, u_pos, lam))
+        one = self.variant(advance)
+        batched = self.variant(jax.vmap(advance, in_axes=(None, 0, 0, 0, 0, 0)))
+        stacked = jax.tree.map(lambda *x: jnp.stack([jnp.asarray(y) for y in x]), *worlds)
+        together = numpy_tree(batched(model, *stacked))
+        for k, (state, frc, u_next, u_pos, lam) in enumerate(worlds):
+            after = numpy_tree(one(model, state, frc, jnp.asarray(u_next), jnp.asarray(u_pos), lam))
+            check_advance(model, state, frc, u_next, u_pos, lam, after, f"world {k}")
+            in_batch = jax.tree.map(lambda x, k=k: x[k], together)
+            check_advance(model, state, frc, u_next, u_pos, lam, in_batch, f"world {k} vmapped")
 
 
 @pytest.mark.parametrize("where", ["u_next", "u_pos"])

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import PENDULUM_URDF, QUADRUPED_JOINTS, QUADRUPED_STAND_HEIGHT, QUADRUPED_URDF, quadruped_standing_q
+from models import PENDULUM_URDF, QUADRUPED_JOINTS, QUADRUPED_URDF, quadruped_standing_q
 from oracles import motor_region, quat_multiply, quat_of_axis_angle, skew
 from reference import PinReference, rel_err
 
@@ -147,7 +147,8 @@ def falling_quadruped(quadruped_ground):
     rng = np.random.default_rng(20250521)
     commands = rng.uniform(-2.0, 2.0, size=(FALL_STEPS // HOLD_STEPS, model.na)) * QD_EFFORT
     controls = np.repeat(commands, HOLD_STEPS, axis=0)
-    state = jaxmor.init_state(model, q=jnp.asarray(quadruped_standing_q(model, QUADRUPED_STAND_HEIGHT + 0.3)))
+    q0 = quadruped_standing_q(model, jaxmor.robots.QUADRUPED_STANDING_HEIGHT + 0.3)
+    state = jaxmor.init_state(model, q=jnp.asarray(q0))
     monitor = jaxmor.set_motor_operating_region_enforced(model, state, False)
     worlds = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), state, monitor)
     run = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c), in_axes=(0, None)))

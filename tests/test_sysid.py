@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import QUADRUPED_URDF
+from models import QUADRUPED_URDF
 
 import jaxmor
 from jaxmor import ArgumentError, sysid

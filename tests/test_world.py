@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import HOUND_URDF, QUADRUPED_URDF, quadruped_standing_q
+from models import HOUND_URDF, QUADRUPED_URDF, quadruped_standing_q
 
 import jaxmor
 from jaxmor import ArgumentError, ModelError
