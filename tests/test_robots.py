@@ -1,4 +1,4 @@
-"""The shipped robot descriptions: jaxmor/robots/quadruped (a KAIST-Hound-like quadruped) and jaxmor/robots/pendulum.
+"""The shipped robot descriptions: robots/quadruped (a KAIST-Hound-like quadruped) and robots/pendulum.
 
 Every expected value is computed here by hand from the numbers the URDFs and their READMEs document
 (or read from the URDF text with ElementTree, not through jaxmor), never by asking the code under test.
@@ -28,7 +28,7 @@ R, KT, KV, V_BUS, PEAK = 0.4, 0.1, 10.0, 24.0, 3.0
 J_ROTOR = 6e-5
 SHANK = 0.3
 
-# The pendulum's documented numbers (jaxmor/robots/pendulum/README.md).
+# The pendulum's documented numbers (robots/pendulum/README.md).
 M_ROD, L_ROD, GRAVITY = 1.0, 1.0, 9.81
 
 
