@@ -178,7 +178,7 @@ def test_ground_box_resting_flat():
 
 
 def box_face_signs(rot, half) -> np.ndarray:
-    """(4, 3) corner signs of the box face nearest the ground by collision.py's documented rule: the axis
+    """(4, 3) corner signs of the box face nearest the ground by docs/design/collision.md's rule: the axis
     maximizing ``h_i |r_i . z|`` (ties: larger ``|r_i . z|``, then lower index), the side facing down, the
     corners in their order among ``itertools.product((-1, 1), repeat=3)``."""
     a = np.asarray(rot)[2]

@@ -312,7 +312,7 @@ def test_contact_impulses_lie_in_the_cone(box_run):
 
 def _bottom_corner_slip(q_before: np.ndarray, u_after: np.ndarray) -> np.ndarray:
     """(steps, 4, 3) world velocity, at the end of each step, of the box's 4 ground-slot corners placed at its
-    start: collision.py's documented slots, the corners of the face perpendicular to the axis maximizing
+    start: the documented slots (docs/design/collision.md), the corners of the face perpendicular to the axis maximizing
     ``h_i |r_i . z|`` on the side facing down, in their order among the 8 sign vectors (``s_x`` slowest)."""
     signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], float)
     half = np.array(BOX_HALF)

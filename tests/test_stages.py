@@ -21,7 +21,7 @@ from sources independent of jaxmor:
   from the stage's inputs (the contact rows, ``M_eff^-1``, ``u_free``); the velocity targets of the chosen
   state's cases from their definitions (a speculative contact closes its gap in one step, ``-d / h``; a
   penetrating one may not approach, 0; an impact leaves at ``-e v_n``), the position-correction targets from
-  the module docstring, the friction combination from jaxmor/sim/collision.py's docstring, the joint bounds
+  the module docstring, the friction combination from docs/design/collision.md, the joint bounds
   from the URDF;
 * ``restitution_targets``: hand cases of the docstring's rule, each value worked out by hand (the rule's
   physical consequence, bounce heights ``e^(2k) h0``, is checked independently in tests/test_contacts.py);
@@ -588,7 +588,7 @@ def test_the_contact_jacobian_is_the_rate_of_the_contact_points(quadruped, conta
 
 
 def geom_of_slots(model) -> list[tuple[int, int]]:
-    """(geom A, geom B) of every slot from jaxmor/sim/collision.py's documented layout, ``-1`` for the ground:
+    """(geom A, geom B) of every slot from the documented slot layout (docs/design/collision.md), ``-1`` for the ground:
     the ground slots (box: 4, sphere: 1) in geom order, then ``contact_pairs``."""
     points = {jaxmor.GeomType.BOX: 4, jaxmor.GeomType.SPHERE: 1}
     slots = [(-1, g) for g in range(model.ng) for _ in range(points[model.geom_type[g]])]
@@ -629,7 +629,7 @@ def test_the_constraint_stage_assembles_the_velocity_problem(quadruped, contact_
     assert len(slots) == nc
     given = {-1: True, 0: False, 1: False, 2: True, 3: True, 4: False}  # the ground and the geoms set above
 
-    def combined(a, b):  # collision.py's rule: both given, geometric mean; else the given one (else default)
+    def combined(a, b):  # both given: geometric mean; else the given one (else default)
         if given[a] and given[b]:
             return np.sqrt(mu[a] * mu[b])
         return mu[a] if given[a] else mu[b]
