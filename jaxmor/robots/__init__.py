@@ -4,7 +4,7 @@ data package ``jaxmor.robots.data`` (``setup.py`` and ``pyproject.toml`` map it)
 * ``"turntable"``: the actuator spec's one-motor turntable (a disc on a continuous joint, gear 10).
 * ``"quadruped"``: a KAIST-Hound-like quadruped, 12 DC-motor actuators, knees coupled to their hips
   (``robots/quadruped/README.md`` documents its numbers).
-* ``"pendulum"``: a uniform rod on a revolute joint, no actuator (``robots/pendulum/README.md``).
+* ``"pendulum"``: a uniform rod on a revolute joint driven by one DC motor (``robots/pendulum/README.md``).
 """
 
 from __future__ import annotations
