@@ -1,1 +1,1 @@
-"""Benchmarks of jaxmor against MuJoCo and MJX; run ``python -m bench --help``. See bench/README.md."""
+"""Benchmarks of jaxmor against MuJoCo and MJX: ``python -m bench --help`` lists the scenarios. See bench/README.md."""

@@ -1,7 +1,7 @@
-"""``python -m bench``: see :mod:`bench.run`."""
+"""``python -m bench SCENARIO [options]``: see :mod:`bench.runner`."""
 
 import sys
 
-from bench.run import main
+from bench.runner import main
 
 sys.exit(main())

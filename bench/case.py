@@ -1,45 +1,52 @@
-"""One benchmark case, run in a fresh process: ``python -m bench.case '<json spec>'``.
+"""One benchmark case, in a fresh process: ``python -m bench.case '<json spec>'`` (started by :mod:`bench.runner`).
 
-A fresh process per case keeps the peak resident memory (``ru_maxrss``) a per-case figure and keeps
-one engine's compilation caches and threads out of another's timings. The case prints one line
-``BENCH_RESULT {json}`` on stdout; :mod:`bench.run` collects it.
+A fresh process per case keeps the peak resident memory (``ru_maxrss``) a per-case figure and keeps one engine's
+compilation caches and threads out of another's timings. The spec names its scenario, whose module's
+``RUNNERS[(engine, kind)]`` runs it; the case prints one line ``BENCH_RESULT {json}`` on stdout, and progress
+lines ``BENCH_PHASE ...`` on stderr (so that a case that hangs says where).
 
-Timing protocol, the same for every engine: build the inputs; compile (JAX engines: ``lower`` then
-``compile``, both timed; MuJoCo: ``MjSpec.compile``); one warm-up call, excluded; then ``repeats``
-calls, each blocked on its outputs (``block_until_ready``; MuJoCo's rollout returns when done). When
-the warm-up call shows that ``repeats`` calls would exceed ``budget_s``, fewer calls are made, but
-never fewer than ``min_repeats``.
+The protocol, the same for every engine and scenario:
+
+* **one case** (:func:`run_single`): build the inputs; compile (JAX engines: ``lower`` then ``compile``, both
+  timed; MuJoCo: its model's compile or load); one warm-up call, excluded; then ``repeats`` calls, each
+  blocked on its outputs (``block_until_ready``; MuJoCo's rollout returns when done). When the warm-up call
+  shows that ``repeats`` calls would exceed ``budget_s``, fewer calls are made, but never fewer than
+  ``min_repeats``.
+* **paired** (:func:`run_paired`): several programs compiled in one process, one warm-up call each, then
+  ``rounds`` rounds that call every program once, in an order rotated by one from round to round (or the same
+  order, for the envs scenario's protocol); each program's time over the baseline's of the same round is a
+  ratio that the machine's drift between processes and over time cancels from.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 import numpy as np
-
-from bench import scenario as sc
 
 MARKER = "BENCH_RESULT "
 PHASE = "BENCH_PHASE "
 
 
 def phase(text: str) -> None:
-    """Report progress on stderr, so that a case that hangs says where (bench.run reads it)."""
+    """Report progress on stderr, so that a case that hangs says where (the runner reads it)."""
     sys.stderr.write(f"{PHASE}{text}\n")
     sys.stderr.flush()
 
 
-def _rss_mb() -> float:
+def peak_rss_mb() -> float:
     """Peak resident set size of this process so far [MiB] (Linux reports ru_maxrss in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _current_rss_mb() -> float:
+def current_rss_mb() -> float:
     try:
         with open("/proc/self/statm") as f:
             pages = int(f.read().split()[1])
@@ -48,7 +55,159 @@ def _current_rss_mb() -> float:
         return float("nan")
 
 
-def _time_calls(call, spec: dict) -> tuple[float, list[float]]:
+def device_memory() -> dict:
+    """The first JAX device's memory statistics, if JAX is in use in this process and reports them (GPUs)."""
+    if "jax" not in sys.modules:
+        return {}
+    import jax
+
+    try:
+        stats = jax.devices()[0].memory_stats()
+    except Exception:  # noqa: BLE001 - CPU devices may raise or return None
+        stats = None
+    if not stats:
+        return {}
+    keep = ("peak_bytes_in_use", "bytes_in_use", "bytes_limit")
+    return {f"device_{k}": int(stats[k]) for k in keep if k in stats}
+
+
+class Program:
+    """One compiled program of a case: ``call()`` runs it once, blocked on its outputs; ``check()`` reads the last
+    call's outputs into a dict of sanity figures; ``compile_s``; ``settings`` (what ran); ``timing`` (more
+    compile-time fields); ``baseline_rss_mb`` (the process's RSS with the inputs built, before compiling);
+    ``close()`` frees what the program holds (MuJoCo's thread pool)."""
+
+    def __init__(self, call, check, compile_s, settings=None, timing=None, baseline_rss_mb=None, close=None):
+        self.call, self.check, self.compile_s = call, check, compile_s
+        self.settings, self.timing = dict(settings or {}), dict(timing or {})
+        self.baseline_rss_mb = baseline_rss_mb
+        self.close = close or (lambda: None)
+        self.compiled = None  # the JAX engines' Compiled object
+
+
+def jax_program(fn: Callable, args: tuple, check: Callable[[object], dict], settings: dict | None = None) -> Program:
+    """``jax.jit(fn)`` for ``args``, lowered and compiled (both timed) after the inputs are blocked on."""
+    import jax
+
+    jax.block_until_ready(args)
+    baseline = current_rss_mb()
+    fn = fn if hasattr(fn, "lower") else jax.jit(fn)
+    t = time.perf_counter()
+    lowered = fn.lower(*args)
+    lower_s = time.perf_counter() - t
+    t = time.perf_counter()
+    compiled = lowered.compile()
+    xla_s = time.perf_counter() - t
+    out = {}
+
+    def call():
+        out["r"] = jax.block_until_ready(compiled(*args))
+
+    timing = {"lower_s": lower_s, "xla_compile_s": xla_s}
+    program = Program(call, lambda: check(out["r"]), lower_s + xla_s, settings, timing, baseline)
+    program.compiled = compiled
+    return program
+
+
+def mujoco_program(model, initial: np.ndarray, controls: np.ndarray, nthread: int, compile_s: float, settings=None):
+    """``mujoco.rollout`` of ``model`` from the (n, state size) full-physics states ``initial`` under the (n, steps,
+    nu) ``controls``, on ``nthread`` threads (0: the calling thread), into preallocated outputs. The check: the
+    mean final base height (qpos[2]) and the count of non-finite worlds."""
+    import mujoco
+    from mujoco import rollout
+
+    n, steps = controls.shape[:2]
+    states = np.empty((n, steps, initial.shape[1]))
+    sensordata = np.empty((n, steps, model.nsensordata))
+    datas = [mujoco.MjData(model) for _ in range(max(nthread, 1))]
+    controls = np.ascontiguousarray(controls)
+    baseline = current_rss_mb()
+    runner = rollout.Rollout(nthread=nthread)
+
+    def call():
+        runner.rollout(model, datas, initial, controls, state=states, sensordata=sensordata, nstep=steps)
+
+    def check():
+        final = states[:, -1]  # FULLPHYSICS: time, qpos, qvel, act, ...
+        act = final[:, 1 + model.nq + model.nv : 1 + model.nq + model.nv + model.na]
+        out = {
+            "base_z_start": float(initial[0, 1 + 2]),
+            "base_z_mean": float(np.mean(final[:, 1 + 2])),
+            "nonfinite_worlds": int(np.sum(~np.all(np.isfinite(final), axis=1))),
+        }
+        out["act_abs_max"] = float(np.max(np.abs(act))) if model.na else 0.0
+        return out
+
+    o = model.opt
+    keys = ("integrator", "solver", "iterations", "ls_iterations", "cone")
+    settings = {
+        "nthread": nthread,
+        **{k: int(getattr(o, k)) for k in keys},
+        "impratio": float(o.impratio),
+        "na": int(model.na),
+        "dtype": "float64",
+        **(settings or {}),
+    }
+    return Program(call, check, compile_s, settings, baseline_rss_mb=baseline, close=runner.close)
+
+
+def mujoco_states(model, qpos: np.ndarray, n: int) -> np.ndarray:
+    """(n, state size) MuJoCo full-physics states at ``qpos``, at rest (ctrl and everything else as MjData's
+    defaults, or ``qpos`` and ctrl of a keyframe reset before), one per world."""
+    import mujoco
+
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    full = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    s0 = np.zeros(mujoco.mj_stateSize(model, full))
+    mujoco.mj_getState(model, data, s0, full)
+    return np.tile(s0, (n, 1))
+
+
+def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float) -> Program:
+    """MJX: ``jax.jit(jax.vmap(...))`` of ``mjx.make_data`` at each world's ``qpos`` (n, nq) and a ``lax.scan`` of
+    ``mjx.step`` setting ``ctrl`` from ``controls`` (n, steps, nu) before each step; float32. ``put_s``: the time to
+    make the MjModel and ``mjx.put_model`` it, recorded beside the compile time."""
+    import jax
+    import jax.numpy as jnp
+    from mujoco import mjx
+
+    t = time.perf_counter()
+    mx = mjx.put_model(mj_model)
+    put_s += time.perf_counter() - t
+    qpos = jnp.asarray(qpos, jnp.float32)
+    controls = jnp.asarray(controls, jnp.float32)
+
+    def one(q, c):
+        d = mjx.make_data(mx).replace(qpos=q)
+        d = jax.lax.scan(lambda d, u: (mjx.step(mx, d.replace(ctrl=u)), None), d, c)[0]
+        return d.qpos, d.qvel
+
+    def check(out):
+        q, v = out
+        finite = jnp.all(jnp.isfinite(q), 1) & jnp.all(jnp.isfinite(v), 1)
+        return {
+            "base_z_start": float(qpos[0, 2]),
+            "base_z_mean": float(jnp.mean(q[:, 2])),
+            "nonfinite_worlds": int(jnp.sum(~finite)),
+        }
+
+    o = mj_model.opt
+    settings = {
+        "impl": str(getattr(mx, "impl", "")),
+        **{k: int(getattr(o, k)) for k in ("integrator", "solver", "iterations", "ls_iterations", "cone")},
+        "impratio": float(o.impratio),
+        "dtype": "float32",
+    }
+    program = jax_program(jax.vmap(one), (qpos, controls), check, settings)
+    program.timing["put_model_s"] = put_s
+    return program
+
+
+# ---------------------------------------------------------------------------------------------- protocol
+
+
+def time_calls(call: Callable[[], None], spec: dict) -> tuple[float, list[float]]:
     """(warm-up seconds, list of timed calls in seconds) per the module's protocol."""
     phase("warm-up call")
     t = time.perf_counter()
@@ -68,300 +227,105 @@ def _time_calls(call, spec: dict) -> tuple[float, list[float]]:
     return warm, times
 
 
-def _compile_and_time(fn, args: tuple, spec: dict) -> tuple[object, dict]:
-    """Lower and compile a jitted ``fn`` for ``args`` (both timed), then time calls per the protocol.
-
-    Returns the last call's outputs (blocked on) and the timing fields of the case's record.
-    """
-    import jax
-
-    t = time.perf_counter()
-    lowered = fn.lower(*args)
-    lower_s = time.perf_counter() - t
-    t = time.perf_counter()
-    compiled = lowered.compile()
-    compile_s = time.perf_counter() - t
-    out = {}
-
-    def call():
-        out["r"] = jax.block_until_ready(compiled(*args))
-
-    warm, times = _time_calls(call, spec)
-    timing = {
-        "lower_s": lower_s,
-        "compile_s": lower_s + compile_s,
-        "xla_compile_s": compile_s,
-        "warmup_s": warm,
-        "times_s": times,
-    }
-    return out["r"], timing
-
-
-def _jax_device_memory() -> dict:
-    import jax
-
+def run_single(program: Program, spec: dict) -> dict:
+    """One program, the single-case protocol: a warm-up call, then the timed calls (:func:`time_calls`)."""
     try:
-        stats = jax.devices()[0].memory_stats()
-    except Exception:  # noqa: BLE001 - CPU devices may raise or return None
-        stats = None
-    if not stats:
-        return {}
-    keep = ("peak_bytes_in_use", "bytes_in_use", "bytes_limit")
-    return {f"device_{k}": int(stats[k]) for k in keep if k in stats}
-
-
-# ---------------------------------------------------------------------------------------------- jaxmor
-
-
-def _jaxmor_model(dt: float):
-    import jax.numpy as jnp
-
-    import jaxmor
-
-    model = jaxmor.add_ground(jaxmor.load_urdf(str(sc.URDF)), friction=sc.FRICTION)
-    return model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, model.opt.timestep.dtype)))
-
-
-def _jaxmor_states(model, n: int):
-    import jax
-    import jax.numpy as jnp
-
-    import jaxmor
-
-    state = jaxmor.init_state(model, jnp.asarray(sc.standing_qpos(), model.body_mass.dtype))
-    # Per-world states (materialized, not broadcast views), as a batch of independent worlds would be.
-    return jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (n, *x.shape))), state)
-
-
-def run_jaxmor_forward(spec: dict) -> dict:
-    import jax
-    import jax.numpy as jnp
-
-    import jaxmor
-
-    n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
-    model = _jaxmor_model(dt)
-    states = _jaxmor_states(model, n)
-    controls = jnp.asarray(sc.controls(n, steps, dt), model.body_mass.dtype)
-    jax.block_until_ready((states, controls))
-    baseline = _current_rss_mb()
-
-    chunk = int(spec.get("chunk", 0) or 0)
-    if chunk:  # the API for big batches: vmapped chunks of `chunk` worlds, one after the other
-        fn = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=chunk)[0])
-    else:
-        fn = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c, steps)[0]))
-    final, timing = _compile_and_time(fn, (states, controls), spec)
-    return {
-        **timing,
-        "baseline_rss_mb": baseline,
-        "check": {
-            "base_z_mean": float(jnp.mean(final.q[:, 2])),
-            "nonfinite_worlds": int(jnp.sum(final.nonfinite)),
-        },
-        "settings": {
-            "solver_iterations": int(model.opt.solver_iterations),
-            "dtype": str(model.body_mass.dtype),
-            "chunk": chunk or None,
-        },
-        **_jax_device_memory(),
-    }
-
-
-def run_jaxmor_grad(spec: dict) -> dict:
-    """``jax.grad`` of the sum of the final joint velocities of G worlds x K steps w.r.t. R, Kt, Kv.
-
-    ``grad_chunk`` > 0 maps over chunks of that many vmapped worlds (``jax.lax.map(batch_size=...)``);
-    0 vmaps all G worlds at once. See bench/README.md for why the default is a chunk of 32.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    import jaxmor
-
-    g, k, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
-    chunk = int(spec.get("grad_chunk", 0) or 0)
-    chunk = chunk if 0 < chunk < g else 0  # a chunk of all G worlds is one vmap
-    model = _jaxmor_model(dt)
-    states = _jaxmor_states(model, g)
-    controls = jnp.asarray(sc.controls(g, k, dt), model.body_mass.dtype)
-    motor = model.actuators.motor
-    params = (motor.resistance, motor.torque_constant, motor.velocity_constant)
-    jax.block_until_ready((states, controls, params))
-    baseline = _current_rss_mb()
-    nv = model.nv
-
-    def loss(p):
-        m = model.replace(
-            actuators=model.actuators.replace(
-                motor=model.actuators.motor.replace(resistance=p[0], torque_constant=p[1], velocity_constant=p[2])
-            )
-        )
-
-        def one(s, c):
-            return jaxmor.rollout(m, s, c, k)[0].u[nv - model.na :]
-
-        if chunk:
-            final_u = jax.lax.map(lambda a: one(*a), (states, controls), batch_size=chunk)
-        else:
-            final_u = jax.vmap(one)(states, controls)
-        return jnp.sum(final_u)
-
-    fn = jax.jit(jax.value_and_grad(loss))
-    (value, grads), timing = _compile_and_time(fn, (params,), spec)
-    return {
-        **timing,
-        "baseline_rss_mb": baseline,
-        "check": {
-            "loss": float(value),
-            "grad_abs_sum": {
-                "resistance": float(jnp.sum(jnp.abs(grads[0]))),
-                "torque_constant": float(jnp.sum(jnp.abs(grads[1]))),
-                "velocity_constant": float(jnp.sum(jnp.abs(grads[2]))),
-            },
-            "grad_finite": bool(all(bool(jnp.all(jnp.isfinite(x))) for x in grads)),
-        },
-        "settings": {"grad_chunk": chunk, "wrt": ["resistance", "torque_constant", "velocity_constant"]},
-        **_jax_device_memory(),
-    }
-
-
-# ---------------------------------------------------------------------------------------------- MuJoCo
-
-
-def mujoco_standing_states(model, n: int) -> np.ndarray:
-    """(n, state size) MuJoCo full-physics states of the scenario's quadruped standing, at rest, one per world."""
-    import mujoco
-
-    data = mujoco.MjData(model)
-    data.qpos[:] = sc.standing_qpos()
-    full = mujoco.mjtState.mjSTATE_FULLPHYSICS
-    s0 = np.zeros(mujoco.mj_stateSize(model, full))
-    mujoco.mj_getState(model, data, s0, full)
-    return np.tile(s0, (n, 1))
-
-
-def run_mujoco_forward(spec: dict) -> dict:
-    import mujoco
-    from mujoco import rollout
-
-    n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
-    nthread = int(spec["nthread"])
-    t = time.perf_counter()
-    model = sc.mujoco_spec(dt).compile()
-    compile_s = time.perf_counter() - t
-
-    initial = mujoco_standing_states(model, n)
-    controls = np.ascontiguousarray(sc.controls(n, steps, dt))
-    states = np.empty((n, steps, initial.shape[1]))
-    sensordata = np.empty((n, steps, model.nsensordata))
-    datas = [mujoco.MjData(model) for _ in range(max(nthread, 1))]
-    baseline = _current_rss_mb()
-
-    runner = rollout.Rollout(nthread=nthread)
-    try:
-
-        def call():
-            runner.rollout(model, datas, initial, controls, state=states, sensordata=sensordata, nstep=steps)
-
-        warm, times = _time_calls(call, spec)
+        warm, times = time_calls(program.call, spec)
     finally:
-        runner.close()
-    qpos0 = 1  # FULLPHYSICS state: time, qpos, qvel, act, ...
+        program.close()
     return {
-        "compile_s": compile_s,
+        "compile_s": program.compile_s,
+        **program.timing,
         "warmup_s": warm,
         "times_s": times,
-        "baseline_rss_mb": baseline,
-        "check": {
-            "base_z_mean": float(np.mean(states[:, -1, qpos0 + 2])),
-            "nonfinite_worlds": int(np.sum(~np.all(np.isfinite(states[:, -1]), axis=1))),
-        },
-        "settings": {
-            "nthread": nthread,
-            "integrator": int(model.opt.integrator),
-            "solver": int(model.opt.solver),
-            "iterations": int(model.opt.iterations),
-            "ls_iterations": int(model.opt.ls_iterations),
-            "cone": int(model.opt.cone),
-            "dtype": "float64",
-        },
+        "baseline_rss_mb": program.baseline_rss_mb,
+        "check": program.check(),
+        "settings": program.settings,
+        **device_memory(),
     }
 
 
-# ---------------------------------------------------------------------------------------------- MJX
+def run_paired(builders: dict[str, Callable[[], Program]], spec: dict, baseline: str, rotate: bool = True) -> dict:
+    """The paired protocol: build and compile every program (``builders``, in order), one warm-up call each, then
+    ``spec["rounds"]`` rounds calling each once, the order rotated by one per round if ``rotate``. Per program:
+    its compile time, times, median, the median and range of its time over ``baseline``'s of the same round,
+    check and settings. The record's own times, compile time and check are the baseline's."""
+    import statistics
 
-
-def run_mjx_forward(spec: dict) -> dict:
-    import jax
-    import jax.numpy as jnp
-    from mujoco import mjx
-
-    n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
-    t = time.perf_counter()
-    mj_model = sc.mujoco_spec(dt).compile()
-    mx = mjx.put_model(mj_model)
-    put_s = time.perf_counter() - t
-    qpos0 = jnp.asarray(sc.standing_qpos(), jnp.float32)
-    qpos = jnp.array(jnp.broadcast_to(qpos0, (n, qpos0.size)))
-    controls = jnp.asarray(sc.controls(n, steps, dt), jnp.float32)
-
-    def one(q, c):
-        d = mjx.make_data(mx).replace(qpos=q)
-
-        def body(d, u):
-            return mjx.step(mx, d.replace(ctrl=u)), None
-
-        d, _ = jax.lax.scan(body, d, c)
-        return d.qpos, d.qvel
-
-    fn = jax.jit(jax.vmap(one))
-    jax.block_until_ready((qpos, controls))
-    baseline = _current_rss_mb()
-    (q, v), timing = _compile_and_time(fn, (qpos, controls), spec)
+    names = list(builders)
+    programs: dict[str, Program] = {}
+    try:
+        for name in names:
+            phase(f"build and compile {name}")
+            programs[name] = builders[name]()
+        warm = {}
+        for name in names:
+            phase(f"warm-up call {name}")
+            t = time.perf_counter()
+            programs[name].call()
+            warm[name] = time.perf_counter() - t
+        times: dict[str, list[float]] = {n: [] for n in names}
+        for r in range(int(spec["rounds"])):
+            k = r % len(names) if rotate else 0
+            for name in names[k:] + names[:k]:
+                phase(f"round {r + 1}, {name}")
+                t = time.perf_counter()
+                programs[name].call()
+                times[name].append(time.perf_counter() - t)
+    finally:
+        for p in programs.values():
+            p.close()
+    base = times[baseline]
+    paired = {}
+    for name in names:
+        ratios = sorted(t / b for t, b in zip(times[name], base, strict=True))
+        quart = statistics.quantiles(ratios, n=4) if len(ratios) >= 4 else (None, None, None)
+        paired[name] = {
+            "compile_s": programs[name].compile_s,
+            **programs[name].timing,
+            "warmup_s": warm[name],
+            "times_s": times[name],
+            "median_s": statistics.median(times[name]),
+            "ratio_median": statistics.median(ratios),
+            "ratio_min": ratios[0],
+            "ratio_max": ratios[-1],
+            "ratio_q1": quart[0],
+            "ratio_q3": quart[2],
+            "check": programs[name].check(),
+            "settings": programs[name].settings,
+        }
     return {
-        **timing,
-        "put_model_s": put_s,
-        "baseline_rss_mb": baseline,
-        "check": {
-            "base_z_mean": float(jnp.mean(q[:, 2])),
-            "nonfinite_worlds": int(jnp.sum(~(jnp.all(jnp.isfinite(q), 1) & jnp.all(jnp.isfinite(v), 1)))),
-        },
-        "settings": {
-            "impl": str(getattr(mx, "impl", "")),
-            "solver": int(mj_model.opt.solver),
-            "iterations": int(mj_model.opt.iterations),
-            "ls_iterations": int(mj_model.opt.ls_iterations),
-            "dtype": str(q.dtype),
-        },
-        **_jax_device_memory(),
+        "compile_s": programs[baseline].compile_s,
+        "times_s": base,
+        "baseline_rss_mb": programs[names[0]].baseline_rss_mb,
+        "check": paired[baseline]["check"],
+        "paired": paired,
+        "settings": {"baseline": baseline, "programs": names, "rounds": int(spec["rounds"]), "rotated": rotate},
+        **device_memory(),
     }
 
 
-RUNNERS = {
-    ("jaxmor", "forward"): run_jaxmor_forward,
-    ("jaxmor", "grad"): run_jaxmor_grad,
-    ("mujoco", "forward"): run_mujoco_forward,
-    ("mjx", "forward"): run_mjx_forward,
-}
+# ---------------------------------------------------------------------------------------------- entry
 
 
 def run_case(spec: dict) -> dict:
     """Run one case in this process; never raises (errors are reported in the result)."""
+    from bench.runner import SCENARIOS
+
     result = {"status": "ok"}
-    phase(f"start {spec['engine']} {spec['kind']} N={spec['n_worlds']} (setup and compile)")
+    phase(f"start {spec['scenario']} {spec['engine']} {spec['kind']} N={spec['n_worlds']} (setup and compile)")
     try:
-        result.update(RUNNERS[(spec["engine"], spec["kind"])](spec))
+        runners = importlib.import_module(SCENARIOS[spec["scenario"]]).RUNNERS
+        result.update(runners[(spec["engine"], spec["kind"])](spec))
     except Exception as exc:  # noqa: BLE001 - report, don't crash the whole benchmark
         result = {"status": "error", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
-    result["peak_rss_mb"] = _rss_mb()
+    result["peak_rss_mb"] = peak_rss_mb()
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(argv[0])
-    result = run_case(spec)
+    result = run_case(json.loads(argv[0]))
     sys.stdout.write(MARKER + json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0

@@ -27,10 +27,8 @@ def final_states(n_worlds: int, n_steps: int, dt: float) -> dict[str, np.ndarray
     import jaxmor
     from bench import scenario as sc
 
-    model = jaxmor.add_ground(jaxmor.load_urdf(str(sc.URDF)), friction=sc.FRICTION)
-    model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, jnp.float64)))
-    state = jaxmor.init_state(model, jnp.asarray(sc.standing_qpos()))
-    states = jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (n_worlds, *x.shape))), state)
+    model = sc.jaxmor_model(dt, jnp.float64)
+    states = sc.jaxmor_states(model, n_worlds)
     controls = jnp.asarray(sc.controls(n_worlds, n_steps, dt))
     final, traj = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c))(states, controls)
     act = final.actuator_state

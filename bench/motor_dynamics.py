@@ -1,42 +1,31 @@
-"""The cost per step of each motor-dynamics option, jaxmor and MuJoCo's ``dcmotor``: ``python -m bench.motor_dynamics``.
+"""The cost per step of each motor-dynamics option, jaxmor and MuJoCo's ``dcmotor``.
 
-The shipped quadruped of bench/run.py (12 DC-motor actuators, the same drop onto the ground, the same open-loop
-torques, dt 2 ms, ``--steps`` steps per call) with its motors made (a) quasi-static (as shipped), (b) + a
-first-order thermal model, (c) + a two-node thermal model with a derate limit, (d) + a winding inductance,
-(e) + cogging, (f) + LuGre friction, (g) all of them (the two-node thermal model), on every actuator. jaxmor:
-:func:`jaxmor.with_actuators` with :class:`jaxmor.ActuatorDefinition` ``.replace(...)``, then
-``jaxmor.rollout_batch``. MuJoCo: bench/scenario.py's ``MjSpec`` of the same robot with its 12 ``motor``
-actuators turned into ``dcmotor`` ones (``MjsActuator.set_to_dcmotor``: the same R, Kt, Ke and peak torque,
-``input="ff"``: a torque command with back-EMF compensation clamped to the bus voltage, i.e. jaxmor's motor
-region) with the same options where MuJoCo has them (its thermal model has one node and no limit: no case (c)),
-stepped by ``mujoco.rollout`` on the calling thread. MJX has no ``dcmotor`` (``mjx.put_model`` refuses
-``mjBIAS_DCMOTOR``): no MJX column.
+The quadruped scenario's robot and drop (bench/scenario.py: 12 DC-motor actuators, open-loop torques, dt 2 ms,
+``--steps`` steps per call) with its motors made (a) quasi-static (as shipped), (b) + a first-order thermal
+model, (c) + a two-node thermal model with a derate limit, (d) + a winding inductance, (e) + cogging, (f) + LuGre
+friction, (g) all of them (the two-node thermal model), on every actuator. jaxmor: :func:`jaxmor.with_actuators`
+with :class:`jaxmor.ActuatorDefinition` ``.replace(...)``, then ``jaxmor.rollout_batch``. MuJoCo:
+bench/scenario.py's ``MjSpec`` of the same robot with its 12 ``motor`` actuators turned into ``dcmotor`` ones
+(``MjsActuator.set_to_dcmotor``: the same R, Kt, Ke and peak torque, ``input="ff"``: a torque command with
+back-EMF compensation clamped to the bus voltage, i.e. jaxmor's motor region) with the same options where MuJoCo
+has them (its thermal model has one node and no limit: no case (c)), stepped by ``mujoco.rollout`` on the calling
+thread. MJX has no ``dcmotor`` (``mjx.put_model`` refuses ``mjBIAS_DCMOTOR``): no MJX column.
 
-The protocol is bench/run.py's, reused: a fresh process per case (``python -m bench.motor_dynamics --case SPEC``
-runs :func:`bench.case.main` with this module's runners), compile timed apart, one warm-up call, timed calls
-blocked on their outputs, hang detection and a rerun with ``RETRY_FLAG``, JSON lines in
-``bench/results/motor-dynamics-<UTC date>.jsonl``. Then, per engine and N, one paired process compiles every option
-and interleaves their calls (``--paired-rounds``): on a shared machine whose speed drifts from process to process,
-its per-round ratios are the reading. jaxmor's records also hold XLA's static cost analysis of the program.
-See bench/README.md ("Motor dynamics: the cost of each option").
+Cases: one process per engine, N and option (the single-case protocol), then per engine and N one paired process
+that compiles every option and interleaves their calls (``--paired-rounds``, the order rotated per round): on a
+shared machine whose speed drifts from process to process, its per-round ratios are the reading. jaxmor's records
+also hold XLA's static cost analysis of the program.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
-import os
-import statistics
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import numpy as np
 
-from bench import case, run
+from bench import report
 from bench import scenario as sc
+from bench.runner import Scenario, sizes_of
 
 #: The options, in table order: (label, what it adds to the quasi-static motor).
 OPTIONS = {
@@ -144,7 +133,7 @@ def mujoco_spec(option: str, dt: float):
     """bench/scenario.py's MjSpec of the quadruped with its ``motor`` actuators turned into ``dcmotor`` ones; the
     ctrl is the motor torque command [Nm, rotor side], limited to the peak torque."""
     spec = sc.mujoco_spec(dt)
-    gears = sc._urdf_gears()
+    gears = sc.urdf_gears()
     for act in spec.actuators:
         gear = gears[act.name]
         args = mujoco_dcmotor(option, gear)
@@ -160,51 +149,33 @@ def mujoco_spec(option: str, dt: float):
 
 
 def _gears() -> np.ndarray:
-    gears = sc._urdf_gears()
+    gears = sc.urdf_gears()
     return np.array([gears[name] for name in sc.JOINTS])
 
 
 # ---------------------------------------------------------------------------------------------- cases
 
 
-class _Program:
-    """One option's compiled program: ``call()`` runs it once, blocked on its outputs; ``check()`` reads the last
-    call's outputs; ``compile_s``; ``settings``."""
-
-    def __init__(self, call, check, compile_s: float, settings: dict, timing: dict | None = None):
-        self.call, self.check, self.compile_s, self.settings, self.timing = call, check, compile_s, settings, timing
-
-
-def _jaxmor_program(spec: dict, option: str) -> _Program:
+def _jaxmor_program(spec: dict, option: str):
     """jaxmor.rollout_batch of the quadruped with the option's motors, compiled (``lower`` + ``compile``, timed)."""
     import jax
     import jax.numpy as jnp
 
     import jaxmor
+    from bench import case
     from jaxmor.state import set_motor_temperature
 
     n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
-    base = case._jaxmor_model(dt)
+    base = sc.jaxmor_model(dt)
     model = jaxmor.with_actuators(base, jaxmor_definitions(jaxmor.get_actuators(base), option))
-    states = case._jaxmor_states(model, n)  # init_state of the new model: its motors' state
+    states = sc.jaxmor_states(model, n)  # init_state of the new model: its motors' state
     if "thermal-2node" in _features(option):
         states = jax.vmap(lambda s: set_motor_temperature(model, s, *HOT_START))(states)
     controls = jnp.asarray(sc.controls(n, steps, dt), model.body_mass.dtype)
-    jax.block_until_ready((states, controls))
     chunk = int(spec.get("chunk") or n)
     fn = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=chunk)[0])
-    t = time.perf_counter()
-    lowered = fn.lower(states, controls)
-    lower_s = time.perf_counter() - t
-    compiled = lowered.compile()
-    compile_s = time.perf_counter() - t
-    out = {}
 
-    def call():
-        out["final"] = jax.block_until_ready(compiled(states, controls))
-
-    def check():
-        final = out["final"]
+    def check(final):
         ms, act = final.motor_state, final.actuator_state
         return {
             "base_z_mean": float(jnp.mean(final.q[:, 2])),
@@ -223,9 +194,9 @@ def _jaxmor_program(spec: dict, option: str) -> _Program:
         "solver_iterations": int(model.opt.solver_iterations),
         "dtype": str(model.body_mass.dtype),
     }
-    settings["xla_cost"] = _xla_cost(compiled)
-    timing = {"lower_s": lower_s, "xla_compile_s": compile_s - lower_s}
-    return _Program(call, check, compile_s, settings, timing)
+    program = case.jax_program(fn, (states, controls), check, settings)
+    program.settings["xla_cost"] = _xla_cost(program.compiled)
+    return program
 
 
 def _xla_cost(compiled) -> dict:
@@ -242,134 +213,46 @@ def _xla_cost(compiled) -> dict:
     return out
 
 
-def _mujoco_program(spec: dict, option: str) -> _Program:
+def _mujoco_program(spec: dict, option: str):
     """``mujoco.rollout`` of the quadruped with the option's dcmotors (``MjSpec.compile`` timed)."""
-    import mujoco
-    from mujoco import rollout
+    from bench import case
 
     n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
-    nthread = int(spec["nthread"])
     built = mujoco_spec(option, dt)
     t = time.perf_counter()
     model = built.compile()
     compile_s = time.perf_counter() - t
-    initial = case.mujoco_standing_states(model, n)
-    controls = np.ascontiguousarray(sc.controls(n, steps, dt) / _gears())  # the motor torques, rotor side
-    states = np.empty((n, steps, initial.shape[1]))
-    sensordata = np.empty((n, steps, model.nsensordata))
-    datas = [mujoco.MjData(model) for _ in range(max(nthread, 1))]
-    runner = rollout.Rollout(nthread=nthread)
-
-    def call():
-        runner.rollout(model, datas, initial, controls, state=states, sensordata=sensordata, nstep=steps)
-
-    def check():
-        final = states[:, -1]  # FULLPHYSICS: time, qpos, qvel, act, ...
-        act = final[:, 1 + model.nq + model.nv : 1 + model.nq + model.nv + model.na]
-        return {
-            "base_z_mean": float(np.mean(final[:, 1 + 2])),
-            "nonfinite_worlds": int(np.sum(~np.all(np.isfinite(final), axis=1))),
-            "act_abs_max": float(np.max(np.abs(act))) if model.na else 0.0,
-        }
-
-    settings = {
-        "option": option,
-        "nthread": nthread,
-        "na": int(model.na),
-        "integrator": int(model.opt.integrator),
-        "solver": int(model.opt.solver),
-        "iterations": int(model.opt.iterations),
-        "dtype": "float64",
-    }
-    program = _Program(call, check, compile_s, settings)
-    program.close = runner.close
-    return program
+    initial = case.mujoco_states(model, np.asarray(spec["qpos0"]), n)
+    controls = sc.controls(n, steps, dt) / _gears()  # the motor torques, rotor side
+    return case.mujoco_program(model, initial, controls, int(spec["nthread"]), compile_s, {"option": option})
 
 
-def _run_one(build, spec: dict) -> dict:
-    """One option in this process, bench.case's protocol: build and compile, a warm-up call, the timed calls."""
-    program = build(spec, spec["option"])
-    baseline = case._current_rss_mb()
-    try:
-        warm, times = case._time_calls(program.call, spec)
-    finally:
-        getattr(program, "close", lambda: None)()
-    return {
-        "compile_s": program.compile_s,
-        **(program.timing or {}),
-        "warmup_s": warm,
-        "times_s": times,
-        "baseline_rss_mb": baseline,
-        "check": program.check(),
-        "settings": program.settings,
-        **case._jax_device_memory(),
-    }
-
-
-def _run_paired(build, spec: dict) -> dict:
-    """Every option of ``spec["options"]`` in this one process, their calls interleaved: each of ``rounds`` rounds
-    calls every option once, in an order rotated by one from round to round, after one warm-up call each. A
-    round's ratio is an option's time over the baseline's of the same round, so the machine's drift (other
-    processes, its speed) cancels. The record's own times, compile time and check are the baseline's."""
-    options = list(spec["options"])
-    programs = {}
-    try:
-        for option in options:
-            case.phase(f"build and compile {option}")
-            programs[option] = build(spec, option)
-        for option in options:
-            case.phase(f"warm-up call {option}")
-            programs[option].call()
-        times = {o: [] for o in options}
-        for r in range(int(spec["rounds"])):
-            for option in options[r % len(options) :] + options[: r % len(options)]:
-                case.phase(f"round {r + 1}, {option}")
-                t = time.perf_counter()
-                programs[option].call()
-                times[option].append(time.perf_counter() - t)
-    finally:
-        for p in programs.values():
-            getattr(p, "close", lambda: None)()
-    base = times[BASELINE]
-    per_option = {}
-    for option in options:
-        ratios = sorted(t / b for t, b in zip(times[option], base, strict=True))
-        per_option[option] = {
-            "compile_s": programs[option].compile_s,
-            "times_s": times[option],
-            "median_s": statistics.median(times[option]),
-            "ratio_median": statistics.median(ratios),
-            "ratio_min": ratios[0],
-            "ratio_max": ratios[-1],
-            "ratio_q1": statistics.quantiles(ratios, n=4)[0] if len(ratios) >= 4 else None,
-            "ratio_q3": statistics.quantiles(ratios, n=4)[2] if len(ratios) >= 4 else None,
-            "check": programs[option].check(),
-            "settings": programs[option].settings,
-        }
-    return {
-        "compile_s": programs[BASELINE].compile_s,
-        "times_s": base,
-        "check": per_option[BASELINE]["check"],
-        "paired": per_option,
-        "settings": {"option": BASELINE, "options": options, "rounds": int(spec["rounds"])},
-        **case._jax_device_memory(),
-    }
+def _builders(build, spec: dict) -> dict:
+    return {o: (lambda o=o: build(spec, o)) for o in spec["options"]}
 
 
 def run_jaxmor(spec: dict) -> dict:
-    return _run_one(_jaxmor_program, spec)
+    from bench import case
+
+    return case.run_single(_jaxmor_program(spec, spec["option"]), spec)
 
 
 def run_mujoco(spec: dict) -> dict:
-    return _run_one(_mujoco_program, spec)
+    from bench import case
+
+    return case.run_single(_mujoco_program(spec, spec["option"]), spec)
 
 
 def run_jaxmor_paired(spec: dict) -> dict:
-    return _run_paired(_jaxmor_program, spec)
+    from bench import case
+
+    return case.run_paired(_builders(_jaxmor_program, spec), spec, BASELINE)
 
 
 def run_mujoco_paired(spec: dict) -> dict:
-    return _run_paired(_mujoco_program, spec)
+    from bench import case
+
+    return case.run_paired(_builders(_mujoco_program, spec), spec, BASELINE)
 
 
 RUNNERS = {
@@ -380,23 +263,35 @@ RUNNERS = {
 }
 
 
-# ---------------------------------------------------------------------------------------------- runner
+# ---------------------------------------------------------------------------------------------- plan
 
 
-def plan_cases(args) -> list[dict]:
-    sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+def add_options(g) -> None:
+    g.add_argument(
+        "--options",
+        default=",".join(OPTIONS),
+        help=f"comma-separated, of {', '.join(OPTIONS)} (default all)",
+    )
+    g.add_argument("--mujoco-repeats", type=int, default=20, help="MuJoCo's timed calls per case (default 20)")
+    g.add_argument(
+        "--paired-rounds",
+        type=int,
+        default=5,
+        help="jaxmor's paired case per N: every option compiled in one process, calls interleaved, this many "
+        "rounds (0: none; default 5)",
+    )
+    g.add_argument("--mujoco-paired-rounds", type=int, default=20, help="MuJoCo's paired rounds (default 20)")
+
+
+def plan(args, engines: list[str]) -> list[dict]:
     options = [x.strip() for x in args.options.split(",") if x.strip()]
     for option in options:
         _features(option)
-    engines = [x.strip() for x in args.engines.split(",") if x.strip()]
-    available = run.engine_availability(engines)
     common = {"kind": "forward", "n_steps": args.steps, "dt": args.dt, "min_repeats": args.min_repeats}
     common["budget_s"] = args.case_budget
     cases = []
     for engine in engines:
-        if engine not in ("jaxmor", "mujoco"):
-            raise SystemExit(f"unknown engine {engine!r} (choose from jaxmor, mujoco; MJX has no dcmotor)")
-        for n in sizes:
+        for n in sizes_of(args):
             for option in options:
                 c = {**common, "engine": engine, "n_worlds": n, "option": option}
                 if engine == "jaxmor":
@@ -415,34 +310,18 @@ def plan_cases(args) -> list[dict]:
                 c.update(options=paired, rounds=rounds)
                 c.update({"chunk": args.jaxmor_chunk} if engine == "jaxmor" else {"nthread": 0})
                 cases.append(c)
-    for c in cases:
-        if available.get(c["engine"]) is not None and c.get("status") is None:
-            c.update(status="skipped", error=f"{c['engine']} unavailable: {available[c['engine']]}")
     return cases
 
 
-def measure(args) -> tuple[list[dict], Path]:
-    now = _dt.datetime.now(_dt.timezone.utc)
-    out = Path(args.out) if args.out else run.BENCH_DIR / "results" / f"motor-dynamics-{now:%Y-%m-%d}.jsonl"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    run_id = f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
-    machine, vers, device = run.machine_info(), run.versions(), run.device_info()
-    where = f"{machine['cpu']} ({machine['cores']} cores), {device.get('backend')}"
-    print(f"motor-dynamics bench {run_id}: {where}; -> {out}", flush=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(x for x in (str(run.ROOT), env.get("PYTHONPATH", "")) if x)
-    cases = plan_cases(args)
-    context = {"run_id": run_id, "machine": machine, "device": device, "versions": vers}
-    extra = {"scenario": "motor-dynamics"}
-    records = run.run_cases(cases, args, env, out, context, ("-m", "bench.motor_dynamics", "--case"), extra)
-    return records, out
+def prepare(args, engines: list[str]) -> dict:
+    """The start pose for the MuJoCo cases (their processes import no jaxmor)."""
+    return {"qpos0": sc.standing_qpos_subprocess()} if "mujoco" in engines else {}
 
 
 # ---------------------------------------------------------------------------------------------- reporting
 
 
-def _ok(r: dict | None) -> bool:
-    return r is not None and r.get("status") == "ok"
+_ok = report.ok
 
 
 def render(records: list[dict]) -> str:
@@ -459,7 +338,9 @@ def render(records: list[dict]) -> str:
     def rate(r):
         if not _ok(r):
             return "-" if r is None else r["status"]
-        return f"{run._fmt_rate(r['wsps_median'])} ({run._fmt_rate(r['wsps_min'])}-{run._fmt_rate(r['wsps_max'])})"
+        return (
+            f"{report.fmt_rate(r['wsps_median'])} ({report.fmt_rate(r['wsps_min'])}-{report.fmt_rate(r['wsps_max'])})"
+        )
 
     def cost(r, base):
         if not (_ok(r) and _ok(base)):
@@ -580,82 +461,27 @@ def render(records: list[dict]) -> str:
         else:
             cells += ["-"] * 2
         lines.append("| " + " | ".join(cells) + " |")
-    loads = [r["loadavg_1min_before"] for r in records if r.get("loadavg_1min_before") is not None]
-    if loads:
-        lines += [
-            "",
-            f"1-minute load average before the cases: {min(loads):.2f}-{max(loads):.2f} (median "
-            f"{statistics.median(loads):.2f}) on {records[0]['machine']['cores']} cores.",
-        ]
-    if any(run._mark(r) for r in records):
-        lines += ["", f"\u2020 rerun after a deadlock with `XLA_FLAGS={run.RETRY_FLAG}`."]
-    return "\n".join(lines)
+    return "\n".join(lines + report.retry_footnote(records))
 
 
-def update_readme(path: Path, records: list[dict], results: Path) -> None:
-    r0 = records[0]
-    m, v, d = r0["machine"], r0["versions"], r0["device"]
-    try:
-        rel = results.resolve().relative_to(run.ROOT)
-    except ValueError:
-        rel = results
-    header = (
-        f"Run `{r0['run_id']}` ({r0['date'][:10]}), results in `{rel}`. Machine: {m['cpu']}, {m['cores']} cores, "
-        f"{m['mem_gib']} GiB; JAX {v['jax']} on {d.get('backend')} ({', '.join(d.get('devices', []))}); "
-        f"MuJoCo {v['mujoco']}; jaxmor {v['jaxmor']}"
-        + (f" ({v['jaxmor_commit'][:10]})" if v.get("jaxmor_commit") else "")
-        + "."
-    )
-    run.write_block(path, TABLE_START, TABLE_END, f"{header}\n\n{render(records)}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--case"]:  # one case, in this fresh process
-        case.RUNNERS.update(RUNNERS)
-        return case.main(argv[1:])
-    p = argparse.ArgumentParser(prog="python -m bench.motor_dynamics", description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", default="1,256", help="comma-separated world counts (default 1,256)")
-    p.add_argument("--options", default=",".join(OPTIONS), help=f"comma-separated: {', '.join(OPTIONS)} (default all)")
-    p.add_argument("--engines", default="jaxmor,mujoco", help="comma-separated: jaxmor, mujoco (default both)")
-    p.add_argument("--steps", type=int, default=100, help="steps per call (default 100)")
-    p.add_argument("--dt", type=float, default=0.002, help="time step [s] (default 0.002)")
-    p.add_argument("--repeats", type=int, default=5, help="jaxmor's timed calls per case after one warm-up (default 5)")
-    p.add_argument("--mujoco-repeats", type=int, default=20, help="MuJoCo's timed calls per case (default 20)")
-    p.add_argument(
-        "--paired-rounds",
-        type=int,
-        default=5,
-        help="jaxmor's paired case per N: every option compiled in one process, calls interleaved, this many "
-        "rounds (0: none; default 5)",
-    )
-    p.add_argument("--mujoco-paired-rounds", type=int, default=20, help="MuJoCo's paired rounds (default 20)")
-    p.add_argument("--min-repeats", type=int, default=3, help="fewest timed calls under --case-budget (default 3)")
-    p.add_argument("--case-budget", type=float, default=40.0, help="seconds of timed calls per case (default 40)")
-    p.add_argument("--jaxmor-chunk", type=int, default=256, help="jaxmor.rollout_batch's chunk_size (default 256)")
-    p.add_argument("--case-timeout", type=float, default=900.0, help="kill a case after this many seconds")
-    p.add_argument("--hang-timeout", type=float, default=120.0, help="kill a case using no CPU this long (0: off)")
-    p.add_argument("--no-retry-hung", dest="retry_hung", action="store_false", help="don't rerun a hung case")
-    p.add_argument("--out", help="JSON-lines file to append to (default bench/results/motor-dynamics-<UTC date>.jsonl)")
-    p.add_argument("--no-readme", action="store_true", help="don't regenerate bench/README.md's motor-dynamics table")
-    p.add_argument("--readme", type=Path, default=run.README, help=argparse.SUPPRESS)
-    p.add_argument("--from-results", type=Path, metavar="FILE", help="run nothing: tabulate FILE's latest run")
-    p.add_argument("--run-id", help="with --from-results: the run to tabulate (default the latest)")
-    args = p.parse_args(argv)
-    if args.from_results:
-        records = [json.loads(x) for x in args.from_results.read_text().splitlines() if x.strip()]
-        run_id = args.run_id or records[-1]["run_id"]
-        records, out = [r for r in records if r["run_id"] == run_id], args.from_results
-        if not records:
-            raise SystemExit(f"{args.from_results}: no records of run {run_id}")
-    else:
-        records, out = measure(args)
-    print(render(records))
-    if not args.no_readme:
-        update_readme(args.readme, records, out)
-        print(f"updated {args.readme}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+SCENARIO = Scenario(
+    name="motor-dynamics",
+    summary="the cost per step of each motor-dynamics option, jaxmor and MuJoCo's dcmotor (10-25 min on 2 cores)",
+    description=__doc__,
+    results_prefix="motor-dynamics-",
+    table="motor-dynamics",
+    defaults={
+        "sizes": "1,256",
+        "steps": 100,
+        "dt": 0.002,
+        "repeats": 5,
+        "case_budget": 40.0,
+        "case_timeout": 900.0,
+        "engines": "jaxmor,mujoco",
+        "engine_choices": ("jaxmor", "mujoco"),
+    },
+    plan=plan,
+    render=render,
+    add_options=add_options,
+    prepare=prepare,
+)

@@ -1,18 +1,19 @@
-"""The benchmark scenario, shared by every engine: robot, initial state, controls, and the MuJoCo model.
-
-Everything here is plain numpy (and MuJoCo's MjSpec), so the engines' case runners can build the
-same inputs without importing each other.
+"""The quadruped's benchmark scenario, shared by every engine: robot, initial state, controls, and the MuJoCo model.
 
 Scenario: jaxmor's quadruped (``jaxmor/robots/quadruped/quadruped.urdf``) dropped from its documented
-standing pose with the base ``DROP`` higher (0.54 m instead of 0.5202 m), on a flat ground plane
-(friction 0.8), time step ``dt`` (default 2 ms). World ``i`` gets the open-loop actuator torques (at
-the gear outputs) ``tau_a(t) = AMPLITUDE * effort_a * sin(2 pi FREQUENCY t + phase_ia)``, with the
-phases drawn once from a fixed seed: every world differs, every run is the same.
+standing pose (:func:`jaxmor.robots.quadruped_standing_q`) with the base ``DROP`` higher (0.54 m instead of
+0.5202 m), on a flat ground plane (friction 0.8), time step ``dt`` (default 2 ms). World ``i`` gets the
+open-loop actuator torques (at the gear outputs) ``tau_a(t) = AMPLITUDE * effort_a * sin(2 pi FREQUENCY t +
+phase_ia)``, with the phases drawn once from a fixed seed: every world differs, every run is the same.
+
+The controls and the MuJoCo model are plain numpy and MuJoCo's MjSpec; the start pose comes from jaxmor (the
+MuJoCo and MJX cases get it in their spec, computed once by the runner, so that their processes do not import
+JAX: :func:`standing_qpos_subprocess`). The quadruped scenario (:mod:`bench.quadruped`), the motor-dynamics
+scenario, :mod:`bench.final_states` and the analysis tools build their models and states here.
 """
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,9 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 URDF = ROOT / "jaxmor" / "robots" / "quadruped" / "quadruped.urdf"
 
 LEGS = ("LF", "RF", "LH", "RH")
+#: The actuated joints in actuator order (the URDF's, jaxmor's and the MjSpec's), for the controls' columns.
 JOINTS = tuple(f"{leg}_{j}" for leg in LEGS for j in ("HAA", "HFE", "KFE"))
-STAND_HFE, STAND_KFE = 0.6, -1.2
-STAND_HEIGHT = 2 * 0.3 * math.cos(STAND_HFE) + 0.025  # 0.520201 m (jaxmor/robots/quadruped/README.md)
 DROP = 0.02  # the base starts this much above the standing height [m]
 FRICTION = 0.8  # ground and geoms (jaxmor's default geom friction; combined as sqrt / max: 0.8 either way)
 AMPLITUDE = 0.5  # fraction of each actuator's effort limit
@@ -32,14 +32,47 @@ FREQUENCY = 2.0  # [Hz]
 SEED = 0
 
 
-def standing_qpos() -> np.ndarray:
-    """(19,) q of the drop: base at STAND_HEIGHT + DROP, level (w x y z), legs in the standing pose."""
-    q = np.zeros(7 + len(JOINTS))
-    q[2] = STAND_HEIGHT + DROP
-    q[3] = 1.0
-    for k, name in enumerate(JOINTS):
-        q[7 + k] = {"HAA": 0.0, "HFE": STAND_HFE, "KFE": STAND_KFE}[name.split("_")[1]]
+def jaxmor_model(dt: float, dtype=None):
+    """The quadruped with a ground plane (friction FRICTION), time step ``dt`` in the model's dtype (or ``dtype``)."""
+    import jax.numpy as jnp
+
+    import jaxmor
+
+    model = jaxmor.add_ground(jaxmor.load_urdf(str(URDF)), friction=FRICTION)
+    dtype = model.opt.timestep.dtype if dtype is None else dtype
+    return model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, dtype)))
+
+
+def standing_qpos(model=None) -> np.ndarray:
+    """(19,) float64 q of the drop: :func:`jaxmor.robots.quadruped_standing_q` (base level, legs in the standing
+    pose, feet on z = 0) with the base DROP higher. ``model``: the jaxmor quadruped (loaded if None)."""
+    import jaxmor
+
+    q = jaxmor.robots.quadruped_standing_q(jaxmor.load_urdf(str(URDF)) if model is None else model)
+    q[2] += DROP
     return q
+
+
+def standing_qpos_subprocess() -> list[float]:
+    """:func:`standing_qpos` computed in a subprocess on the CPU (this process imports no JAX), as a list that
+    JSON carries exactly (the runner puts it in the MuJoCo and MJX cases' specs)."""
+    from bench.runner import python_json
+
+    code = "import json; from bench import scenario; print(json.dumps(scenario.standing_qpos().tolist()))"
+    return python_json(code, JAX_PLATFORMS="cpu")
+
+
+def jaxmor_states(model, n: int, q=None):
+    """n copies of the model's state at ``q`` (default :func:`standing_qpos`), materialized (not broadcast views),
+    as a batch of independent worlds would be."""
+    import jax
+    import jax.numpy as jnp
+
+    import jaxmor
+
+    q = standing_qpos(model) if q is None else q
+    state = jaxmor.init_state(model, jnp.asarray(q, model.body_mass.dtype))
+    return jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (n, *x.shape))), state)
 
 
 def urdf_joints() -> dict[str, dict[str, float]]:
@@ -133,7 +166,7 @@ def mujoco_spec(dt: float):
     )
 
     couplings = urdf_couplings()
-    gears = _urdf_gears()
+    gears = urdf_gears()
     for name in JOINTS:
         effort = joints[name]["effort"]
         act = spec.add_actuator(name=name)
@@ -153,7 +186,7 @@ def mujoco_spec(dt: float):
     return spec
 
 
-def _urdf_gears() -> dict[str, float]:
+def urdf_gears() -> dict[str, float]:
     """Gear ratio per actuated joint, from the actuator files (``gear_ratio`` attribute)."""
     root = ET.parse(URDF).getroot()
     out = {}

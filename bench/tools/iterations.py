@@ -19,7 +19,7 @@ A trip count that cannot be determined either way is an error (the total would b
 
 Programs: the step of one world, the step vmapped over ``--worlds`` worlds, and with ``--gradient`` the
 ``jax.grad`` of a one-step loss (the sum of the next state's ``q`` and ``u``) w.r.t. the state's ``q``.
-Scenes: the bench's quadruped on the ground (``bench/scenario.py``: 12 contact slots, 12 joints), and
+Scenes: the bench's quadruped on the ground (``bench/scenario.py``: 8 contact slots, 12 joints), and
 
 * ``--contacts-x2``: the same URDF with every collision element doubled (a second, identical copy):
   twice the ground contact slots (two base boxes, two spheres per foot), the same 12 joints;
@@ -27,12 +27,12 @@ Scenes: the bench's quadruped on the ground (``bench/scenario.py``: 12 contact s
   damping and friction) and a light link (0.05 kg) inserted before each of the 12 revolute joints: 24
   joints (12 unactuated), nv 30, the same 12 contact slots.
 
-    python -m bench.iterations                                  # the quadruped: table and total
-    python -m bench.iterations --contacts-x2 --joints-x2 --gradient --out iterations.jsonl
+    python -m bench.tools.iterations                                  # the quadruped: table and total
+    python -m bench.tools.iterations --contacts-x2 --joints-x2 --gradient --out iterations.jsonl
 
 Each (scene, program) prints a table and one line ``ITERATIONS {json}`` (``--out`` appends the JSON
-lines to a file). The script may be run by path (``python bench/iterations.py``) with another checkout of
-jaxmor first on ``PYTHONPATH``: the report names the jaxmor it imported and its commit.
+lines to a file). It may be run with another checkout of jaxmor first on ``PYTHONPATH``: the report names the
+jaxmor it imported and its commit (``bench.runner.git_commit`` of that checkout).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ import argparse
 import json
 import math
 import re
-import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -291,7 +290,8 @@ def _tuple_index(comp: Computation, name: str) -> int | None:
 
 
 def derive_trip_count(module: Module, parent: Computation, loop: Instruction, sites: tuple[Site, ...] = ()) -> int:
-    """The trip count of ``loop`` from its condition ``i < N`` (or <=, >, >=, !=), initial value and step.
+    """The trip count of ``loop`` from its condition ``i < N``, the initial value of ``i`` and its increment: the form
+    of every counted loop (``fori_loop``, ``scan``) that XLA's CPU backend emits for jaxmor's programs.
 
     Raises:
         HloParseError: the loop is not a counted loop of that form.
@@ -314,13 +314,9 @@ def derive_trip_count(module: Module, parent: Computation, loop: Instruction, si
     for operand in root.operands:
         c, n = _fusion_operand(comp, outer, outer_instr, operand)
         sides.append((_tuple_index(c, n), _constant(c, n)))
-    if sides[0][0] is not None and sides[1][1] is not None:
-        index, limit = sides[0][0], sides[1][1]
-    elif sides[1][0] is not None and sides[0][1] is not None:
-        index, limit = sides[1][0], sides[0][1]
-        direction = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction, direction)
-    else:
-        raise HloParseError(f"{where}: the condition does not compare a loop-carried value with a constant")
+    if direction != "LT" or sides[0][0] is None or sides[1][1] is None:
+        raise HloParseError(f"{where}: the condition is not `loop-carried value < constant`")
+    index, limit = sides[0][0], sides[1][1]
     # Initial value: element `index` of the while's operand (a tuple, or a parameter of a called computation).
     init = _value(sites, parent, loop.operands[0], index)
     if init is None:
@@ -332,27 +328,18 @@ def derive_trip_count(module: Module, parent: Computation, loop: Instruction, si
     c, add = _resolve(module, body, body.root.operands[index])
     outer_b = body if c is not body else None
     outer_i = body.instructions[body.root.operands[index]] if c is not body else None
-    if add.opcode not in ("add", "subtract") or len(add.operands) != 2:
+    if add.opcode != "add" or len(add.operands) != 2:
         raise HloParseError(f"{where}: the induction variable is not updated by an add")
     step = None
     for a, b in (add.operands, add.operands[::-1]):
         ca, na = _fusion_operand(c, outer_b, outer_i, a)
         cb, nb = _fusion_operand(c, outer_b, outer_i, b)
         if _tuple_index(ca, na) == index and _constant(cb, nb) is not None:
-            step = _constant(cb, nb) * (-1 if add.opcode == "subtract" else 1)
+            step = _constant(cb, nb)
             break
-    if not step:
-        raise HloParseError(f"{where}: the induction variable's increment is not a non-zero constant")
-    span = limit - init
-    if direction in ("LT", "GT", "NE"):
-        n = math.ceil(span / step)
-    elif direction in ("LE", "GE"):
-        n = math.floor(span / step) + 1
-    else:
-        raise HloParseError(f"{where}: unsupported comparison direction {direction}")
-    if direction == "NE" and span % step:
-        raise HloParseError(f"{where}: i != {limit} with step {step} from {init} never ends")
-    return max(n, 0)
+    if not step or step < 0:
+        raise HloParseError(f"{where}: the induction variable's increment is not a positive constant")
+    return max(math.ceil((limit - init) / step), 0)
 
 
 def trip_count(
@@ -612,10 +599,12 @@ def build_scene(scene: str, dtype: str = "float32"):
     model = jaxmor.add_ground(model, friction=sc.FRICTION)
     dt = jnp.asarray(jnp.dtype(dtype).type(0.002))
     model = model.replace(opt=model.opt.replace(timestep=dt.astype(model.opt.timestep.dtype)))
+    # The quadruped's start pose (bench/scenario.py), joint by joint; the added joints of joints_x2 at zero.
+    plain = jaxmor.load_urdf(str(sc.URDF))
+    stand = sc.standing_qpos(plain)
     q = jaxmor.neutral_q(model)
-    stand = sc.standing_qpos()
-    for k, name in enumerate(sc.JOINTS):
-        q = q.at[jaxmor.joint_q_index(model, name)].set(stand[7 + k])
+    for name in sc.JOINTS:
+        q = q.at[jaxmor.joint_q_index(model, name)].set(stand[jaxmor.joint_q_index(plain, name)])
     q = q.at[:7].set(jnp.asarray(stand[:7], q.dtype))
     return model, jaxmor.init_state(model, q)
 
@@ -662,28 +651,15 @@ def programs(model, state, n_worlds: int, gradient: bool) -> dict:
 def _jaxmor_origin() -> dict:
     """Which jaxmor was imported, and the commit of its checkout (with ``+dirty`` for local changes)."""
     import jaxmor
+    from bench.runner import git_commit
 
     path = Path(jaxmor.__file__).resolve().parent
-    info = {"jaxmor": str(path)}
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no", "--", "."],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        if commit:
-            info["commit"] = commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return info
+    commit = git_commit(path)
+    return {"jaxmor": str(path), **({"commit": commit} if commit else {})}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.iterations", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.tools.iterations", description=__doc__.splitlines()[0])
     parser.add_argument("--contacts-x2", action="store_true", help="also the scene with every collision geom doubled")
     parser.add_argument("--joints-x2", action="store_true", help="also the scene with a joint added before each joint")
     parser.add_argument("--gradient", action="store_true", help="also jax.grad of a one-step loss w.r.t. q")
@@ -703,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     origin = _jaxmor_origin()
-    print(f"jaxmor {origin.get('commit', '?')} from {origin['jaxmor']}; jax {jax.__version__}, {jax.devices()[0]}")
+    print(f"jaxmor {origin.get('commit', '?')[:10]} from {origin['jaxmor']}; jax {jax.__version__}, {jax.devices()[0]}")
     scenes = ["quadruped"] + ["contacts_x2"] * args.contacts_x2 + ["joints_x2"] * args.joints_x2
     records = []
     for scene in scenes:

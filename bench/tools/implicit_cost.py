@@ -1,15 +1,16 @@
 """Cost of each ``Options.implicit_bias`` on the benchmark's quadruped, one mode and one kind per process.
 
-``python -m bench.implicit_cost MODE fwd|grad`` (MODE: kahan, euler, base) prints one JSON line:
+``python -m bench.tools.implicit_cost MODE fwd|grad`` (MODE: kahan, euler, base) prints one JSON line:
 
-* ``fwd``: the benchmark's scenario (:mod:`bench.scenario`), N = 256 worlds x 100 steps, dt = 2 ms, float32,
+* ``fwd``: the quadruped scenario (:mod:`bench.scenario`), N = 256 worlds x 100 steps, dt = 2 ms, float32,
   one ``jax.jit(jax.vmap(rollout))``: compile time (``lower`` + ``compile``) and world-steps/s, median
   (min-max) of 5 timed calls after a warm-up;
 * ``grad``: ``jax.value_and_grad`` of the sum of the final joint velocities of 32 worlds x 50 steps with
   respect to every motor's resistance, torque and velocity constants (the benchmark's gradient case with
   one vmap of 32 worlds): compile time and milliseconds per call, median of 3.
 
-Run the modes one after the other in fresh processes, several rounds: the figures are noisy (bench/README.md).
+Run the modes one after the other in fresh processes, several rounds: the figures are noisy
+(docs/design/performance.md).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _timed(fn, args, repeats: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.implicit_cost", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench.tools.implicit_cost", description=__doc__.splitlines()[0])
     p.add_argument("mode", choices=("kahan", "euler", "base"))
     p.add_argument("kind", choices=("fwd", "grad"))
     args = p.parse_args(argv)
@@ -46,12 +47,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import jaxmor
     from bench import scenario as sc
-    from bench.case import _jaxmor_model, _jaxmor_states
 
-    base = _jaxmor_model(0.002)
+    base = sc.jaxmor_model(0.002)
     model = base.replace(opt=base.opt.replace(implicit_bias=args.mode))
     n, steps = (256, 100) if args.kind == "fwd" else (32, 50)
-    states = _jaxmor_states(model, n)
+    states = sc.jaxmor_states(model, n)
     controls = jnp.asarray(sc.controls(n, steps, 0.002), model.body_mass.dtype)
     row = {"mode": args.mode, "kind": args.kind, "n_worlds": n, "n_steps": steps}
     if args.kind == "fwd":

@@ -1,11 +1,12 @@
 """Go1 with every geom touching the ground against its feet only: contact slots and world-steps/s.
 
-The figures of bench/README.md, "Ground-contact filtering". Run: ``python -m bench.ground_filter`` (needs
-example-robot-data). Each configuration is compiled, then timed 3 times; two rounds.
+The figures of docs/design/performance.md, "Ground-contact filtering". Run: ``python -m bench.tools.ground_filter``
+(needs example-robot-data). Each configuration is compiled, then timed 3 times; two rounds.
 """
 
 from __future__ import annotations
 
+import argparse
 import site
 import time
 import warnings
@@ -28,12 +29,12 @@ def go1_urdf() -> Path:
     raise SystemExit("example-robot-data's go1.urdf was not found (pip install example-robot-data)")
 
 
-def rate(model: jaxmor.Model) -> tuple[float, float]:
+def rate(model: jaxmor.Model, n_worlds: int = N_WORLDS, n_steps: int = N_STEPS) -> tuple[float, float]:
     """(compile + first call [s], median world-steps/s)."""
     state = jaxmor.init_state(model)
     state = state.replace(q=state.q.at[2].set(0.4))
-    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (N_WORLDS, *x.shape)), state)
-    run = jax.jit(jax.vmap(lambda s: jaxmor.rollout(model, s, n_steps=N_STEPS)[0]))
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_worlds, *x.shape)), state)
+    run = jax.jit(jax.vmap(lambda s: jaxmor.rollout(model, s, n_steps=n_steps)[0]))
     start = time.perf_counter()
     jax.block_until_ready(run(states))
     first = time.perf_counter() - start
@@ -42,10 +43,14 @@ def rate(model: jaxmor.Model) -> tuple[float, float]:
         start = time.perf_counter()
         jax.block_until_ready(run(states))
         times.append(time.perf_counter() - start)
-    return first, N_WORLDS * N_STEPS / float(np.median(times))
+    return first, n_worlds * n_steps / float(np.median(times))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.tools.ground_filter", description=__doc__.splitlines()[0])
+    p.add_argument("--worlds", type=int, default=N_WORLDS, help=f"worlds per call (default {N_WORLDS})")
+    p.add_argument("--steps", type=int, default=N_STEPS, help=f"steps per call (default {N_STEPS})")
+    args = p.parse_args(argv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         every = jaxmor.add_ground(jaxmor.load_urdf(go1_urdf()))
@@ -54,9 +59,11 @@ def main() -> None:
     print(f"go1: {every.ng} geoms, ground slots: every geom {slots[0]}, feet {slots[1]}")
     for round_ in (1, 2):
         for name, model in (("every geom", every), ("feet only", feet)):
-            first, ws = rate(model)
+            first, ws = rate(model, args.worlds, args.steps)
             print(f"round {round_}, {name}: compile + first call {first:.1f} s, {ws:,.0f} world-steps/s")
+
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

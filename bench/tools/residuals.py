@@ -1,6 +1,6 @@
 """How far the PGS sweeps are from converged after k sweeps: the data behind the default sweep counts.
 
-``python -m bench.residuals [--worlds 128] [--steps 20,60,100] [--sweeps 5,10,15,20,25,30,40]``
+``python -m bench.tools.residuals [--worlds 128] [--steps 20,60,100] [--sweeps 5,10,15,20,25,30,40]``
 
 The bench scenario (:mod:`bench.scenario`) is run for each of ``--steps`` steps; at that state the step's
 velocity problem (warm-started from the last step's impulses, as the step does) and position problem
@@ -31,10 +31,8 @@ def problems(n_worlds: int, n_steps: int, dt: float):
     from jaxmor.sim.free_motion import free_motion
     from jaxmor.sim.kinematics import kinematics
 
-    model = jaxmor.add_ground(jaxmor.load_urdf(str(sc.URDF)), friction=sc.FRICTION)
-    model = model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, jnp.float64)))
-    state = jaxmor.init_state(model, jnp.asarray(sc.standing_qpos()))
-    states = jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (n_worlds, *x.shape))), state)
+    model = sc.jaxmor_model(dt, jnp.float64)
+    states = sc.jaxmor_states(model, n_worlds)
     controls = jnp.asarray(sc.controls(n_worlds, n_steps + 1, dt))
     final, _ = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c))(states, controls[:, :n_steps])
     final = final.replace(actuator_torque=controls[:, n_steps])
@@ -49,7 +47,7 @@ def problems(n_worlds: int, n_steps: int, dt: float):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.residuals", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.tools.residuals", description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", type=int, default=128)
     parser.add_argument("--steps", default="20,60,100")
     parser.add_argument("--sweeps", default="5,10,15,20,25,30,40")

@@ -1,14 +1,14 @@
 """Where jaxmor's step spends its time: ablations of the benchmark's rollout, black-box.
 
-``python -m bench.profile_step [--n 256] [--steps 100] [--iterations 30,10,1] [--repeats 3]``
+``python -m bench.tools.profile_step [--n 256] [--steps 100] [--iterations 30,10,1] [--repeats 3]``
 
-Runs the benchmark's jaxmor case (:mod:`bench.case`) at one N with the PGS sweep count
+Runs the quadruped scenario's jaxmor case (:mod:`bench.quadruped`) at one N with the PGS sweep count
 (``Model.opt.solver_iterations``, used by both the velocity and the position solve) set to each value of
 ``--iterations``, and once without the ground (no contacts: only the joint friction and limit rows
 remain). A straight line through the iteration timings splits a step into the cost of one sweep and
 everything else (kinematics, CRBA/RNEA, collision, the LU factorization and solves, the Delassus
 matrix, the actuator model). The figures are from separately compiled programs, in one process, and
-noisy (see bench/README.md); they locate the cost, they are not benchmark results.
+noisy (see docs/design/performance.md); they locate the cost, they are not benchmark results.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _row(label: str, med: float, comp: float, work: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.profile_step", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench.tools.profile_step", description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=256)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--dt", type=float, default=0.002)
@@ -61,11 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     import jax.numpy as jnp
 
     import jaxmor
-    from bench.case import _jaxmor_model, _jaxmor_states
 
     n, steps, dt = args.n, args.steps, args.dt
-    base = _jaxmor_model(dt)
-    states = _jaxmor_states(base, n)
+    base = sc.jaxmor_model(dt)
+    states = sc.jaxmor_states(base, n)
     controls = jnp.asarray(sc.controls(n, steps, dt), base.body_mass.dtype)
     default_iters = int(base.opt.solver_iterations)
     work = n * steps
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.no_ground:
         no_ground = base.replace(ground=False)
-        s_ng = _jaxmor_states(no_ground, n)
+        s_ng = sc.jaxmor_states(no_ground, n)
 
         def fn_ng(s, c):
             return jax.vmap(lambda s1, c1: jaxmor.rollout(no_ground, s1, c1, steps)[0])(s, c)
