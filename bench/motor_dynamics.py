@@ -39,7 +39,7 @@ OPTIONS = {
 }
 BASELINE = "quasi-static"
 
-# The motors' constants (rotor side), the quadruped's (jaxmor/robots/quadruped/actuators/): the MuJoCo dcmotors
+# The motors' constants (rotor side), the quadruped's (robots/quadruped/actuators/): the MuJoCo dcmotors
 # are given the same.
 RESISTANCE, TORQUE_CONSTANT, BACK_EMF_CONSTANT, BUS_VOLTAGE, PEAK_TORQUE = 0.4, 0.1, 0.1, 24.0, 3.0
 # The options' parameters, the same on every actuator. Thermal: R_th [K/W], C_w [J/K] (time constant 10 s),

@@ -1,6 +1,6 @@
 """The quadruped's benchmark scenario, shared by every engine: robot, initial state, controls, and the MuJoCo model.
 
-Scenario: jaxmor's quadruped (``jaxmor/robots/quadruped/quadruped.urdf``) dropped from its documented
+Scenario: jaxmor's quadruped (``robots/quadruped/quadruped.urdf``) dropped from its documented
 standing pose (:func:`jaxmor.robots.quadruped_standing_q`) with the base ``DROP`` higher (0.54 m instead of
 0.5202 m), on a flat ground plane (friction 0.8), time step ``dt`` (default 2 ms). World ``i`` gets the
 open-loop actuator torques (at the gear outputs) ``tau_a(t) = AMPLITUDE * effort_a * sin(2 pi FREQUENCY t +
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-URDF = ROOT / "jaxmor" / "robots" / "quadruped" / "quadruped.urdf"
+URDF = ROOT / "robots" / "quadruped" / "quadruped.urdf"
 
 LEGS = ("LF", "RF", "LH", "RH")
 #: The actuated joints in actuator order (the URDF's, jaxmor's and the MjSpec's), for the controls' columns.

@@ -22,7 +22,6 @@ from models import (  # noqa: E402
     HOUND_URDF,
     PENDULUM_URDF,
     QUADRUPED_URDF,
-    ROOT,  # noqa: E402, F401  (tests/test_bench.py still imports it from here)
     TURNTABLE_URDF,
     load_shipped,
 )

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from models import ROOT
 
 if str(ROOT) not in sys.path:  # the bench package lives in the checkout, beside jaxmor
     sys.path.insert(0, str(ROOT))

@@ -47,7 +47,7 @@ def rollout_batch(
     but the worlds are vmapped in chunks of ``chunk_size`` that run one after the other
     (``lax.scan`` over the chunks; the remainder, if any, is one more vmapped call). On a CPU a
     chunk's working set stays in the caches for all its steps, which is faster than one vmap over
-    thousands of worlds (bench/README.md). On a GPU, prefer ``chunk_size`` = the number of worlds,
+    thousands of worlds (docs/design/performance.md). On a GPU, prefer ``chunk_size`` = the number of worlds,
     which is the plain vmap. XLA compiles a chunk and a whole batch separately, so the results agree to
     floating-point rounding, not bit for bit, and contact dynamics amplify rounding: the README gives
     the measured differences.
