@@ -232,11 +232,7 @@ def reduce(description: RobotDescription, floating_base: bool | None = None) -> 
     else:
         new_body(root, -1, None, JointType.FREE, np.eye(3), np.zeros(3))
 
-    children: dict[str, list[Joint]] = {link.name: [] for link in description.links}
-    for joint in description.joints:
-        children[joint.parent].append(joint)
-    # Floating joints from 'world' first, so the free base is body 0.
-    children[root].sort(key=lambda j: j.kind != "floating" if root == "world" else 0)
+    children = _joint_children(description)
 
     # Depth first, children in document order: each joint is compiled just before its subtree.
     stack = list(reversed(children[root]))
@@ -268,6 +264,23 @@ def reduce(description: RobotDescription, floating_base: bool | None = None) -> 
             world_line,
             "floating_base=True needs a fixed or floating joint from 'world' to free, and there is none",
         )
+    _add_link_masses(description, tree)
+    return tree
+
+
+def _joint_children(description: RobotDescription) -> dict[str, list[Joint]]:
+    """Each link's child joints in document order; from a ``world`` root, its floating joints first."""
+    root = description.root
+    children: dict[str, list[Joint]] = {link.name: [] for link in description.links}
+    for joint in description.joints:
+        children[joint.parent].append(joint)
+    # Floating joints from 'world' first, so the free base is body 0.
+    children[root].sort(key=lambda j: j.kind != "floating" if root == "world" else 0)
+    return children
+
+
+def _add_link_masses(description: RobotDescription, tree: ReducedTree) -> None:
+    """Append each link's inertial, in its body's frame, to the masses of the body that carries it."""
     for link in description.links:
         b = tree.link_body[link.name]
         if b < 0 or link.inertial is None:
@@ -275,7 +288,6 @@ def reduce(description: RobotDescription, floating_base: bool | None = None) -> 
         r_lb, p_lb = tree.link_frame[link.name]
         ine = link.inertial
         tree.bodies[b].masses.append((ine.mass, r_lb @ ine.com + p_lb, r_lb @ ine.inertia @ r_lb.T))
-    return tree
 
 
 def _check_free_joint(joint: Joint, tree: ReducedTree, source: str) -> None:

@@ -335,6 +335,32 @@ class Locomotion(Env):
         dtype = sim.u.dtype
         a = jnp.clip(action, -1.0, 1.0)
         target = jnp.asarray(self.standing_joints, dtype) + self.action_scale * a
+        sim, sums, saturated = self._control_substeps(model, sim, a, target)
+        power, saturated_fraction, violation, outside = sums / self.substeps
+
+        lin, ang, gravity = self._base_frame(sim)
+        metrics = self._weighted_terms(data, a, lin, ang, gravity, power, outside)
+        height = sim.q[2] - jnp.asarray(model.ground_height, dtype)
+        terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
+        metrics["termination"] = self.weights["termination"] * terminated.astype(dtype)
+        reward = sum(metrics.values())
+        metrics.update(
+            forward_speed=lin[0],
+            command_forward=data.command[0],
+            power=power,
+            saturated_fraction=saturated_fraction,
+            region_violation=violation,
+        )
+        return sim, data.replace(last_action=a, saturated=saturated), reward, terminated, metrics
+
+    def _control_substeps(self, model: Model, sim: State, a: jax.Array, target: jax.Array):
+        """The control period's physics steps under the clipped action ``a``.
+
+        Returns:
+            ``(sim, sums, saturated)``: the last state, the per-substep sums of motor power, saturated
+            share, region violation and outside-the-bounds torque, and the last substep's saturation flags.
+        """
+        dtype = sim.u.dtype
         act = model.actuators
         gear = jnp.asarray(act.gear_ratio, dtype)
         motor = act.motor
@@ -366,9 +392,10 @@ class Locomotion(Env):
 
         init = (sim, jnp.zeros((4,), dtype), jnp.zeros_like(a))
         (sim, sums, saturated), _ = jax.lax.scan(substep, init, None, length=self.substeps)
-        power, saturated_fraction, violation, outside = sums / self.substeps
+        return sim, sums, saturated
 
-        lin, ang, gravity = self._base_frame(sim)
+    def _weighted_terms(self, data: LocomotionData, a: jax.Array, lin, ang, gravity, power, outside) -> dict:
+        """Each reward term times its weight and the control period."""
         cmd = data.command
         terms = {
             "tracking_linear": jnp.exp(-jnp.sum((lin[:2] - cmd[:2]) ** 2) / 0.25),
@@ -381,15 +408,4 @@ class Locomotion(Env):
             "action_rate": jnp.sum((a - data.last_action) ** 2),
         }
         metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
-        height = sim.q[2] - jnp.asarray(model.ground_height, dtype)
-        terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
-        metrics["termination"] = self.weights["termination"] * terminated.astype(dtype)
-        reward = sum(metrics.values())
-        metrics.update(
-            forward_speed=lin[0],
-            command_forward=cmd[0],
-            power=power,
-            saturated_fraction=saturated_fraction,
-            region_violation=violation,
-        )
-        return sim, data.replace(last_action=a, saturated=saturated), reward, terminated, metrics
+        return metrics

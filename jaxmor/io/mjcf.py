@@ -147,6 +147,14 @@ _IDENTITY = _Frame(np.eye(3), np.zeros(3))
 
 
 @dataclass
+class _TakenNames:
+    """The link and joint names read so far, while a body's links and joints are added."""
+
+    links: set[str]
+    joints: set[str]
+
+
+@dataclass
 class _Options:
     timestep: float | None = None
     gravity: tuple[float, float, float] | None = None
@@ -234,32 +242,7 @@ class _Reader:
 
     def read(self) -> RobotDescription:
         doc, root = self.doc, self.doc.root
-        check_known(doc, root, SPECS["mujoco"])
-        sections: dict[str, list] = {}
-        for el in root:
-            name = tag(el)
-            if name is None:
-                continue
-            if name in REFUSED_ELEMENTS and not (name in ("tendon", "equality") and not len(el)):
-                raise doc.error(el, f"<{name}>: {REFUSED_ELEMENTS[name]}")
-            sections.setdefault(name, []).append(el)
-        known = {
-            "compiler",
-            "option",
-            "default",
-            "asset",
-            "worldbody",
-            "actuator",
-            "contact",
-            "keyframe",
-            "custom",
-            "tendon",
-            "equality",
-            *IGNORED_ELEMENTS,
-        }
-        for name, elements in sections.items():
-            if name not in known:
-                raise doc.error(elements[0], f"unexpected element <{name}> in <mujoco>")
+        sections = self._sections()
         for el in sections.get("compiler", []):
             read_compiler(doc, el, self.compiler)
         for el in sections.get("option", []):
@@ -276,15 +259,8 @@ class _Reader:
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
-        driven = {m.joint for m in motors}
         names = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
-        affine = [a for a in mjcf_actuators if isinstance(a, AffineActuator)]
-        dc_motors = [a for a in mjcf_actuators if isinstance(a, ActuatorDefinition)]
-        # The extension's motors replace the MJCF actuators (affine or dcmotor) of their joints; a dcmotor's
-        # control (a voltage) is no jaxmor control, so its keyframe controls are dropped too.
-        dropped = {a.name for a in affine if a.joint in driven} | {d.name for d in dc_motors}
-        affine = [a for a in affine if a.name not in dropped]
-        motors = [d for d in dc_motors if d.joint not in driven] + motors
+        affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
         if self.rich_contacts:
             warnings.warn(
@@ -312,6 +288,37 @@ class _Reader:
         )
         self._apply_disabled(description)
         return description
+
+    def _sections(self) -> dict[str, list]:
+        """The children of ``<mujoco>`` by tag, in document order; refused and unexpected ones raise."""
+        doc, root = self.doc, self.doc.root
+        check_known(doc, root, SPECS["mujoco"])
+        sections: dict[str, list] = {}
+        for el in root:
+            name = tag(el)
+            if name is None:
+                continue
+            if name in REFUSED_ELEMENTS and not (name in ("tendon", "equality") and not len(el)):
+                raise doc.error(el, f"<{name}>: {REFUSED_ELEMENTS[name]}")
+            sections.setdefault(name, []).append(el)
+        known = {
+            "compiler",
+            "option",
+            "default",
+            "asset",
+            "worldbody",
+            "actuator",
+            "contact",
+            "keyframe",
+            "custom",
+            "tendon",
+            "equality",
+            *IGNORED_ELEMENTS,
+        }
+        for name, elements in sections.items():
+            if name not in known:
+                raise doc.error(elements[0], f"unexpected element <{name}> in <mujoco>")
+        return sections
 
     def _read_option(self, el) -> None:
         doc, spec = self.doc, SPECS["option"]
@@ -471,116 +478,172 @@ class _Reader:
         body_frame = frame.then(*self.pose(v))
         self._read_inertial(el, name)
         joints = [c for c in el if tag(c) in ("joint", "freejoint")]
-        link_names = {link.name for link in self.links}
-        joint_names = {j.name for j in self.joints}
-
-        def add_link(link_name: str, line: int) -> None:
-            self.links.append(Link(self._unique(el, link_name, link_names, "link"), line, None, []))
-            link_names.add(link_name)
-
-        def add_joint(joint_name, kind, parent_link, child_link, rotation, translation, line, **dof) -> None:
-            self._unique(el, joint_name, joint_names, "joint")
-            joint_names.add(joint_name)
-            values = {
-                "axis": np.array([1.0, 0.0, 0.0]),
-                "lower": -math.inf,
-                "upper": math.inf,
-                "damping": 0.0,
-                "friction": 0.0,
-                "rotor_inertia": 0.0,
-                "stiffness": 0.0,
-                "springref": 0.0,
-            }
-            values.update(dof)
-            self.joints.append(
-                Joint(
-                    joint_name,
-                    line,
-                    kind,
-                    parent_link,
-                    child_link,
-                    rotation,
-                    translation,
-                    values["axis"],
-                    values["lower"],
-                    values["upper"],
-                    math.inf,
-                    math.inf,
-                    values["damping"],
-                    values["friction"],
-                    values["rotor_inertia"],
-                    values["stiffness"],
-                    values["springref"],
-                )
-            )
-
+        names = _TakenNames({link.name for link in self.links}, {j.name for j in self.joints})
         if not joints:
-            add_link(name, el.sourceline)
-            add_joint(f"{name}/weld", "fixed", parent, name, body_frame.rotation, body_frame.translation, el.sourceline)
+            self._add_link(el, names, name, el.sourceline)
+            self._add_joint(
+                el,
+                names,
+                f"{name}/weld",
+                "fixed",
+                parent,
+                name,
+                body_frame.rotation,
+                body_frame.translation,
+                el.sourceline,
+            )
             return name, _IDENTITY, childclass
+        self._read_body_joints(el, joints, names, name, parent, body_frame, childclass, top)
+        return name, _IDENTITY, childclass
 
+    def _read_body_joints(
+        self, el, joints, names: _TakenNames, name: str, parent: str, body_frame: _Frame, childclass, top: bool
+    ):
+        """The links and joints of a body's joints, one link after each, the last one the body's."""
         previous_link, previous_anchor = parent, None
         for k, joint_el in enumerate(joints):
             j = self._read_joint(joint_el, childclass)
             self.joint_count += 1
             last = k == len(joints) - 1
             if j["kind"] == "free":
-                if len(joints) > 1:
-                    raise doc.error(joint_el, f"body {name!r}: a free joint must be the body's only joint")
-                if not top or parent != "world":
-                    raise doc.error(joint_el, f"body {name!r}: a free joint is allowed only in a top-level body")
-                add_link(name, el.sourceline)
-                add_joint(
-                    j["name"],
-                    "floating",
-                    "world",
-                    name,
-                    np.eye(3),
-                    np.zeros(3),
-                    joint_el.sourceline,
-                    damping=j["damping"],
-                    rotor_inertia=j["armature"],
-                )
-                quat = geo.rotation_to_quat(body_frame.rotation)
-                self.initial_q[j["name"]] = (*body_frame.translation.tolist(), *quat.tolist())
-                self.joint_kinds[j["name"]] = "free"
-                return name, _IDENTITY, childclass
-            anchor, ref = j["anchor"], j["ref"]
-            if previous_anchor is None:
-                rotation, translation = body_frame.rotation, body_frame.translation + body_frame.rotation @ anchor
-            else:
-                rotation, translation = np.eye(3), anchor - previous_anchor
-            # MuJoCo's qpos is ref at the pose as written: the joint frame starts from the pose at qpos = 0.
-            if j["kind"] == "hinge":
-                rotation = rotation @ geo.axis_angle(j["axis"], -ref)
-            else:
-                translation = translation - ref * (rotation @ j["axis"])
-            link_name = name if last and not np.any(anchor) else f"{name}/{j['name']}"
-            add_link(link_name, el.sourceline)
-            add_joint(
-                j["name"],
-                j["description_kind"],
-                previous_link,
-                link_name,
+                self._add_free_joint(el, joint_el, j, names, name, parent, body_frame, len(joints), top)
+                return
+            link_name = self._add_dof_joint(
+                el, joint_el, j, names, name, previous_link, previous_anchor, body_frame, last
+            )
+            previous_link, previous_anchor = link_name, j["anchor"]
+        if previous_link != name:
+            self._add_link(el, names, name, el.sourceline)
+            self._add_joint(
+                el, names, f"{name}/anchor", "fixed", previous_link, name, np.eye(3), -previous_anchor, el.sourceline
+            )
+
+    def _add_free_joint(
+        self,
+        el,
+        joint_el,
+        j: dict,
+        names: _TakenNames,
+        name: str,
+        parent: str,
+        body_frame: _Frame,
+        n_joints: int,
+        top: bool,
+    ):
+        """A free joint from the world to the top-level body ``name``, its initial pose the body's."""
+        if n_joints > 1:
+            raise self.doc.error(joint_el, f"body {name!r}: a free joint must be the body's only joint")
+        if not top or parent != "world":
+            raise self.doc.error(joint_el, f"body {name!r}: a free joint is allowed only in a top-level body")
+        self._add_link(el, names, name, el.sourceline)
+        self._add_joint(
+            el,
+            names,
+            j["name"],
+            "floating",
+            "world",
+            name,
+            np.eye(3),
+            np.zeros(3),
+            joint_el.sourceline,
+            damping=j["damping"],
+            rotor_inertia=j["armature"],
+        )
+        quat = geo.rotation_to_quat(body_frame.rotation)
+        self.initial_q[j["name"]] = (*body_frame.translation.tolist(), *quat.tolist())
+        self.joint_kinds[j["name"]] = "free"
+
+    def _add_dof_joint(
+        self,
+        el,
+        joint_el,
+        j: dict,
+        names: _TakenNames,
+        name: str,
+        previous_link: str,
+        previous_anchor,
+        body_frame: _Frame,
+        last: bool,
+    ) -> str:
+        """A hinge or slide of body ``name`` after ``previous_link``; returns the link it moves."""
+        anchor, ref = j["anchor"], j["ref"]
+        if previous_anchor is None:
+            rotation, translation = body_frame.rotation, body_frame.translation + body_frame.rotation @ anchor
+        else:
+            rotation, translation = np.eye(3), anchor - previous_anchor
+        # MuJoCo's qpos is ref at the pose as written: the joint frame starts from the pose at qpos = 0.
+        if j["kind"] == "hinge":
+            rotation = rotation @ geo.axis_angle(j["axis"], -ref)
+        else:
+            translation = translation - ref * (rotation @ j["axis"])
+        link_name = name if last and not np.any(anchor) else f"{name}/{j['name']}"
+        self._add_link(el, names, link_name, el.sourceline)
+        self._add_joint(
+            el,
+            names,
+            j["name"],
+            j["description_kind"],
+            previous_link,
+            link_name,
+            rotation,
+            translation,
+            joint_el.sourceline,
+            axis=j["axis"],
+            lower=j["lower"],
+            upper=j["upper"],
+            damping=j["damping"],
+            friction=j["friction"],
+            rotor_inertia=j["armature"],
+            stiffness=j["stiffness"],
+            springref=j["springref"],
+        )
+        self.initial_q[j["name"]] = (ref,)
+        self.joint_kinds[j["name"]] = j["kind"]
+        return link_name
+
+    def _add_link(self, el, names: _TakenNames, link_name: str, line: int) -> None:
+        """Append the link ``link_name`` of body element ``el``."""
+        self.links.append(Link(self._unique(el, link_name, names.links, "link"), line, None, []))
+        names.links.add(link_name)
+
+    def _add_joint(
+        self, el, names: _TakenNames, joint_name, kind, parent_link, child_link, rotation, translation, line, **dof
+    ) -> None:
+        """Append a joint of body element ``el``; ``dof``: its axis, limits and losses where not the defaults."""
+        self._unique(el, joint_name, names.joints, "joint")
+        names.joints.add(joint_name)
+        values = {
+            "axis": np.array([1.0, 0.0, 0.0]),
+            "lower": -math.inf,
+            "upper": math.inf,
+            "damping": 0.0,
+            "friction": 0.0,
+            "rotor_inertia": 0.0,
+            "stiffness": 0.0,
+            "springref": 0.0,
+        }
+        values.update(dof)
+        self.joints.append(
+            Joint(
+                joint_name,
+                line,
+                kind,
+                parent_link,
+                child_link,
                 rotation,
                 translation,
-                joint_el.sourceline,
-                axis=j["axis"],
-                lower=j["lower"],
-                upper=j["upper"],
-                damping=j["damping"],
-                friction=j["friction"],
-                rotor_inertia=j["armature"],
-                stiffness=j["stiffness"],
-                springref=j["springref"],
+                values["axis"],
+                values["lower"],
+                values["upper"],
+                math.inf,
+                math.inf,
+                values["damping"],
+                values["friction"],
+                values["rotor_inertia"],
+                values["stiffness"],
+                values["springref"],
             )
-            self.initial_q[j["name"]] = (ref,)
-            self.joint_kinds[j["name"]] = j["kind"]
-            previous_link, previous_anchor = link_name, anchor
-        if previous_link != name:
-            add_link(name, el.sourceline)
-            add_joint(f"{name}/anchor", "fixed", previous_link, name, np.eye(3), -previous_anchor, el.sourceline)
-        return name, _IDENTITY, childclass
+        )
 
     def _read_joint(self, el, childclass) -> dict:
         doc = self.doc
@@ -938,6 +1001,25 @@ class _Reader:
                 controls = {a: float(c) for a, c in zip(actuators, ctrl, strict=True) if a not in dropped}
             out.append(KeyframeDescription(name, el.sourceline, v.number("time", 0.0), q, u, controls))
         return out
+
+
+def _merge_actuators(mjcf_actuators: list, motors: list[ActuatorDefinition]):
+    """The MJCF actuators merged with the ``jaxmor:actuators`` extension's motors.
+
+    The extension's motors replace the MJCF actuators (affine or dcmotor) of their joints; a dcmotor's
+    control (a voltage) is no jaxmor control, so its keyframe controls are dropped too.
+
+    Returns:
+        ``(affine, motors, dropped)``: the affine actuators kept, the DC motors (the dcmotors of joints the
+        extension does not drive, then the extension's), the names of the MJCF actuators dropped.
+    """
+    driven = {m.joint for m in motors}
+    affine = [a for a in mjcf_actuators if isinstance(a, AffineActuator)]
+    dc_motors = [a for a in mjcf_actuators if isinstance(a, ActuatorDefinition)]
+    dropped = {a.name for a in affine if a.joint in driven} | {d.name for d in dc_motors}
+    affine = [a for a in affine if a.name not in dropped]
+    motors = [d for d in dc_motors if d.joint not in driven] + motors
+    return affine, motors, dropped
 
 
 def parse_mjcf(

@@ -186,6 +186,33 @@ def dc_motor(v: Values, name: str, joint: str, gear: float, autolimits: bool) ->
     what = f"dcmotor {name!r}"
     if not (math.isfinite(gear) and gear > 0):
         raise v.error(f"{what}: gear {gear!r} must be positive (jaxmor's gear ratio; reverse the joint axis instead)")
+    k, resistance, volts = _motor_constants(v, what)
+    bus = _bus_voltage(v, what, name, autolimits, volts)
+    peak = _peak_torque(v, what, name, autolimits, k)
+    inductance = _inductance(v, what, resistance)
+    return ActuatorDefinition(
+        joint,
+        gear,
+        DcMotorParameters(
+            resistance=resistance,
+            torque_constant=k,
+            velocity_constant=1.0 / k,
+            bus_voltage=bus,
+            peak_torque=peak,
+        ),
+        name=name,
+        model="mujoco dcmotor",
+        inductance=inductance,
+        thermal=_thermal(v, what),
+        cogging=_cogging(v),
+        lugre=_lugre(v, what, gear),
+        source=v.doc.source(v.element),
+        line=v.line,
+    )
+
+
+def _motor_constants(v: Values, what: str) -> tuple[float, float, float]:
+    """The motor constant ``K``, the resistance ``R`` and the nominal voltage, as MuJoCo derives them."""
     kt, ke = _padded(v, "motorconst", 2)
     resistance = v.number("resistance", 0.0)
     volts, stall, no_load = _padded(v, "nominal", 3)
@@ -209,13 +236,21 @@ def dc_motor(v: Values, name: str, joint: str, gear: float, autolimits: bool) ->
         raise v.error(f"{what}: the motor constant K must be positive: give motorconst or nominal")
     if not resistance > 0:
         raise v.error(f"{what}: the resistance R must be positive: give resistance or nominal")
+    return k, resistance, volts
+
+
+def _bus_voltage(v: Values, what: str, name: str, autolimits: bool, volts: float) -> float:
+    """``max(|ctrlrange|)`` where the control is limited, else the nominal voltage."""
     ctrl = _range(v, "ctrl", name, autolimits)
     if ctrl is not None:
-        bus = max(abs(ctrl[0]), abs(ctrl[1]))
-    elif volts > 0:
-        bus = volts
-    else:
-        raise v.error(f"{what}: jaxmor's DC motor needs a bus voltage: give ctrlrange or nominal")
+        return max(abs(ctrl[0]), abs(ctrl[1]))
+    if volts > 0:
+        return volts
+    raise v.error(f"{what}: jaxmor's DC motor needs a bus voltage: give ctrlrange or nominal")
+
+
+def _peak_torque(v: Values, what: str, name: str, autolimits: bool, k: float) -> float:
+    """``saturation``'s torque, else ``K current``, else a symmetric ``forcerange`` of a default class, else inf."""
     torque, current, rate = _padded(v, "saturation", 3)
     if rate > 0:
         raise v.error(f"{what}: a current rate limit (saturation current_rate={rate!r}) is not supported")
@@ -230,30 +265,17 @@ def dc_motor(v: Values, name: str, joint: str, gear: float, autolimits: bool) ->
             if force[0] != -force[1]:
                 raise v.error(f"{what}: forcerange {list(force)} from its default class is not symmetric")
             peak = force[1]
+    return peak
+
+
+def _inductance(v: Values, what: str, resistance: float) -> float:
+    """The winding inductance ``L``, else ``timeconst R``."""
     inductance, time_constant = _padded(v, "inductance", 2)
     if inductance < 0 or time_constant < 0:
         raise v.error(f"{what}: inductance and its time constant must be non-negative, got {v.text('inductance')!r}")
     if inductance == 0:
         inductance = time_constant * resistance
-    return ActuatorDefinition(
-        joint,
-        gear,
-        DcMotorParameters(
-            resistance=resistance,
-            torque_constant=k,
-            velocity_constant=1.0 / k,
-            bus_voltage=bus,
-            peak_torque=peak,
-        ),
-        name=name,
-        model="mujoco dcmotor",
-        inductance=inductance,
-        thermal=_thermal(v, what),
-        cogging=_cogging(v),
-        lugre=_lugre(v, what, gear),
-        source=v.doc.source(v.element),
-        line=v.line,
-    )
+    return inductance
 
 
 def _thermal(v: Values, what: str) -> ThermalModel | None:

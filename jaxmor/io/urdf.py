@@ -224,50 +224,16 @@ def _parse_joint(el, source: str, links: dict) -> Joint:
         raise ModelError(source, el.sourceline, f"joint '{name}' has the unknown type '{kind}'")
     if kind == "planar":
         raise ModelError(source, el.sourceline, f"joint '{name}': planar joints are not supported")
-    ends = {}
-    for tag in ("parent", "child"):
-        sub = el.find(tag)
-        if sub is None or sub.get("link") is None:
-            raise ModelError(source, el.sourceline, f"joint '{name}' has no <{tag} link=...>")
-        link = sub.get("link")
-        if link not in links:
-            raise ModelError(source, sub.sourceline, f"joint '{name}' names a missing {tag} link '{link}'")
-        ends[tag] = link
+    ends = _joint_ends(el, source, name, links)
     rot, xyz = _origin(el, source, f"joint '{name}'")
-    axis = np.array([1.0, 0.0, 0.0])
-    axis_el = el.find("axis")
-    if axis_el is not None and kind in ("revolute", "continuous", "prismatic"):
-        axis = np.array(parse_vector(axis_el.get("xyz"), 3, source, axis_el, f"joint '{name}' axis"))
-        norm = np.linalg.norm(axis)
-        if norm < 1e-9:
-            raise ModelError(source, axis_el.sourceline, f"joint '{name}' has a zero-length axis")
-        axis = axis / norm
-    lower, upper, effort, velocity = -math.inf, math.inf, math.inf, math.inf
-    limit = el.find("limit")
-    if kind in ("revolute", "prismatic") and limit is None:
-        raise ModelError(source, el.sourceline, f"{kind} joint '{name}' has no <limit>")
-    if limit is not None and kind in ("revolute", "continuous", "prismatic"):
-        if kind != "continuous":
-            lower = parse_float(limit.get("lower", "0"), source, limit, f"joint '{name}' limit lower")
-            upper = parse_float(limit.get("upper", "0"), source, limit, f"joint '{name}' limit upper")
-            if lower > upper:
-                raise ModelError(source, limit.sourceline, f"joint '{name}' has limit lower {lower} > upper {upper}")
-        for attr in ("effort", "velocity"):
-            if limit.get(attr) is None and kind != "continuous":
-                raise ModelError(source, limit.sourceline, f"joint '{name}' <limit> has no {attr}")
-        effort = nonnegative(limit, "effort", source, math.inf, f"joint '{name}' limit effort")
-        velocity = nonnegative(limit, "velocity", source, math.inf, f"joint '{name}' limit velocity")
-    damping = friction = rotor = 0.0
-    dyn = el.find("dynamics")
-    if dyn is not None:
-        damping = nonnegative(dyn, "damping", source, 0.0, f"joint '{name}' damping")
-        friction = nonnegative(dyn, "friction", source, 0.0, f"joint '{name}' friction")
-        rotor = nonnegative(dyn, "rotor_inertia", source, 0.0, f"joint '{name}' rotor_inertia")
+    axis = _joint_axis(el, source, name, kind)
+    lower, upper, effort, velocity = _joint_limits(el, source, name, kind)
+    damping, friction, rotor = _joint_dynamics(el, source, name)
     if el.find("mimic") is not None:
         warnings.warn(
             f"{source}:{el.sourceline}: joint '{name}' has <mimic>, which jaxmor does not support: "
             "the joint stays independent",
-            stacklevel=4,
+            stacklevel=5,
         )
     return Joint(
         name,
@@ -286,6 +252,64 @@ def _parse_joint(el, source: str, links: dict) -> Joint:
         friction,
         rotor,
     )
+
+
+def _joint_ends(el, source: str, name: str, links: dict) -> dict[str, str]:
+    """The joint's ``{"parent": link, "child": link}``, both links of ``links``."""
+    ends = {}
+    for tag in ("parent", "child"):
+        sub = el.find(tag)
+        if sub is None or sub.get("link") is None:
+            raise ModelError(source, el.sourceline, f"joint '{name}' has no <{tag} link=...>")
+        link = sub.get("link")
+        if link not in links:
+            raise ModelError(source, sub.sourceline, f"joint '{name}' names a missing {tag} link '{link}'")
+        ends[tag] = link
+    return ends
+
+
+def _joint_axis(el, source: str, name: str, kind: str) -> np.ndarray:
+    """The joint's unit ``<axis xyz>``; x for a joint without one or of a type that has none."""
+    axis = np.array([1.0, 0.0, 0.0])
+    axis_el = el.find("axis")
+    if axis_el is not None and kind in ("revolute", "continuous", "prismatic"):
+        axis = np.array(parse_vector(axis_el.get("xyz"), 3, source, axis_el, f"joint '{name}' axis"))
+        norm = np.linalg.norm(axis)
+        if norm < 1e-9:
+            raise ModelError(source, axis_el.sourceline, f"joint '{name}' has a zero-length axis")
+        axis = axis / norm
+    return axis
+
+
+def _joint_limits(el, source: str, name: str, kind: str) -> tuple[float, float, float, float]:
+    """The joint's ``<limit>``: ``(lower, upper, effort, velocity)``, infinite where it sets none."""
+    lower, upper, effort, velocity = -math.inf, math.inf, math.inf, math.inf
+    limit = el.find("limit")
+    if kind in ("revolute", "prismatic") and limit is None:
+        raise ModelError(source, el.sourceline, f"{kind} joint '{name}' has no <limit>")
+    if limit is not None and kind in ("revolute", "continuous", "prismatic"):
+        if kind != "continuous":
+            lower = parse_float(limit.get("lower", "0"), source, limit, f"joint '{name}' limit lower")
+            upper = parse_float(limit.get("upper", "0"), source, limit, f"joint '{name}' limit upper")
+            if lower > upper:
+                raise ModelError(source, limit.sourceline, f"joint '{name}' has limit lower {lower} > upper {upper}")
+        for attr in ("effort", "velocity"):
+            if limit.get(attr) is None and kind != "continuous":
+                raise ModelError(source, limit.sourceline, f"joint '{name}' <limit> has no {attr}")
+        effort = nonnegative(limit, "effort", source, math.inf, f"joint '{name}' limit effort")
+        velocity = nonnegative(limit, "velocity", source, math.inf, f"joint '{name}' limit velocity")
+    return lower, upper, effort, velocity
+
+
+def _joint_dynamics(el, source: str, name: str) -> tuple[float, float, float]:
+    """The joint's ``<dynamics>``: ``(damping, friction, rotor_inertia)``, zero where it sets none."""
+    damping = friction = rotor = 0.0
+    dyn = el.find("dynamics")
+    if dyn is not None:
+        damping = nonnegative(dyn, "damping", source, 0.0, f"joint '{name}' damping")
+        friction = nonnegative(dyn, "friction", source, 0.0, f"joint '{name}' friction")
+        rotor = nonnegative(dyn, "rotor_inertia", source, 0.0, f"joint '{name}' rotor_inertia")
+    return damping, friction, rotor
 
 
 def parse_urdf(
@@ -319,20 +343,10 @@ def parse_urdf(
         ModelError: the description is invalid; the message names the file and line.
     """
     root, source = parse_xml(path_or_xml)
-    if root.tag != "robot":
-        raise ModelError(source, root.sourceline, f"the root element is <{root.tag}>, not <robot>")
-    robot_name = root.get("name")
-    if not robot_name:
-        raise ModelError(source, root.sourceline, "<robot> has no name")
+    robot_name = _robot_name(root, source)
     if resource_dir is None and source != STRING_SOURCE:
         resource_dir = str(Path(source).resolve().parent)
-    if meshes not in MESH_MODES:
-        raise ArgumentError(f"meshes must be one of {MESH_MODES}, got {meshes!r}")
-    if isinstance(package_dirs, (str, bytes, os.PathLike)):
-        raise ArgumentError(f"package_dirs must be a list of folders, got {package_dirs!r}")
-    mesh_options = MeshOptions(
-        meshes, None if resource_dir is None else str(resource_dir), tuple(str(d) for d in package_dirs)
-    )
+    mesh_options = _mesh_options(meshes, resource_dir, package_dirs)
 
     links: dict[str, Link] = {}
     for el in root.findall("link"):
@@ -349,6 +363,39 @@ def parse_urdf(
     if not links:
         raise ModelError(source, root.sourceline, "the robot has no links")
 
+    joints, parent_joint = _parse_joints(root, source, links)
+
+    root_link = _tree_root(links, joints, parent_joint, source)
+    actuators = parse_actuators(root, source, base_dir=resource_dir, extra_dirs=actuator_dirs)
+    description = RobotDescription(
+        robot_name, source, root.sourceline, list(links.values()), list(joints.values()), root_link, actuators
+    )
+    _parse_ground_contact(root, source, description)
+    _parse_disable_collisions(root, source, description)
+    return description
+
+
+def _robot_name(root, source: str) -> str:
+    """The name of the ``<robot>`` root element."""
+    if root.tag != "robot":
+        raise ModelError(source, root.sourceline, f"the root element is <{root.tag}>, not <robot>")
+    robot_name = root.get("name")
+    if not robot_name:
+        raise ModelError(source, root.sourceline, "<robot> has no name")
+    return robot_name
+
+
+def _mesh_options(meshes: str, resource_dir, package_dirs) -> MeshOptions:
+    """The checked ``meshes`` mode and the folders where mesh files are looked up."""
+    if meshes not in MESH_MODES:
+        raise ArgumentError(f"meshes must be one of {MESH_MODES}, got {meshes!r}")
+    if isinstance(package_dirs, (str, bytes, os.PathLike)):
+        raise ArgumentError(f"package_dirs must be a list of folders, got {package_dirs!r}")
+    return MeshOptions(meshes, None if resource_dir is None else str(resource_dir), tuple(str(d) for d in package_dirs))
+
+
+def _parse_joints(root, source: str, links: dict[str, Link]) -> tuple[dict[str, Joint], dict[str, Joint]]:
+    """The ``<joint>`` elements by name, and each child link's joint; at most one parent a link."""
     joints: dict[str, Joint] = {}
     parent_joint: dict[str, Joint] = {}
     for el in root.findall("joint"):
@@ -367,19 +414,16 @@ def parse_urdf(
             raise ModelError(source, el.sourceline, f"joint '{joint.name}' connects link '{joint.child}' to itself")
         joints[joint.name] = joint
         parent_joint[joint.child] = joint
+    return joints, parent_joint
 
-    root_link = _tree_root(links, joints, parent_joint, source)
-    actuators = parse_actuators(root, source, base_dir=resource_dir, extra_dirs=actuator_dirs)
-    description = RobotDescription(
-        robot_name, source, root.sourceline, list(links.values()), list(joints.values()), root_link, actuators
-    )
-    _parse_ground_contact(root, source, description)
+
+def _parse_disable_collisions(root, source: str, description: RobotDescription) -> None:
+    """The ``<disable_collisions link1 link2>`` pairs, appended to ``description.disable_collisions``."""
     for el in root.findall("disable_collisions"):
         ends = (el.get("link1"), el.get("link2"))
         if not all(ends):
             raise ModelError(source, el.sourceline, "<disable_collisions> needs link1 and link2")
         description.disable_collisions.append((ends[0], ends[1], el.sourceline))
-    return description
 
 
 def _parse_ground_contact(root, source: str, description: RobotDescription) -> None:

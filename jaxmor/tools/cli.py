@@ -73,11 +73,23 @@ def _load(path: str):
 
 def _info(path: str, dt: float | None) -> int:
     import jaxmor
-    from jaxmor.errors import ArgumentError
-    from jaxmor.types import JointType
 
     model = _load(path)
     print(jaxmor.summary(model))
+    _joints_table(model)
+    if not model.na:
+        print("\nno DC-motor actuators")
+        return 0
+    _actuator_tables(model)
+    _dynamics_table(model)
+    _timestep_report(model, dt)
+    return 0
+
+
+def _joints_table(model) -> None:
+    """The joints' limits, damping, friction and rotor inertia, one row a joint."""
+    from jaxmor.types import JointType
+
     f64 = {name: np.asarray(getattr(model, name), dtype=np.float64) for name in _JOINT_FIELDS}
 
     print("\njoints (rad, rad/s, Nm; m, m/s, N for prismatic joints):")
@@ -88,12 +100,12 @@ def _info(path: str, dt: float | None) -> int:
     headers = ["name", "type", "lower", "upper", "effort", "velocity", "damping", "friction", "rotor_inertia"]
     print(_table(headers, rows) if rows else "  (none)")
 
-    act = model.actuators
-    if not model.na:
-        print("\nno DC-motor actuators")
-        return 0
+
+def _actuator_tables(model) -> None:
+    """The actuators' torque-speed corners, at the motor and at the output."""
     from jaxmor.actuation.motor import MOTOR_FIELDS
 
+    act = model.actuators
     m = {f: np.asarray(getattr(act.motor, f), dtype=np.float64) for f in MOTOR_FIELDS}
     gear = np.asarray(act.gear_ratio, dtype=np.float64)
     per_volt = m["torque_constant"] / m["resistance"]
@@ -126,7 +138,12 @@ def _info(path: str, dt: float | None) -> int:
     ]
     print(_table(headers, rows))
 
-    _dynamics_table(model)
+
+def _timestep_report(model, dt: float | None) -> None:
+    """Each actuator's time-step bound, and whether the time step (the model's, or ``dt``) is inside it."""
+    from jaxmor.errors import ArgumentError
+
+    act = model.actuators
     inertia, bound = timestep_bounds(model)
     step = float(np.asarray(model.opt.timestep)) if dt is None else float(dt)
     if not step > 0:
@@ -144,7 +161,6 @@ def _info(path: str, dt: float | None) -> int:
         print(f"WARNING: {source} time step {1e3 * step:g} ms exceeds the bound of {names}")
     else:
         print(f"{source} time step {1e3 * step:g} ms is inside every bound (smallest {1e3 * bound.min():.4g} ms)")
-    return 0
 
 
 def _dynamics_table(model) -> None:

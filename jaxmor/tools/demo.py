@@ -117,23 +117,17 @@ def _map_worlds(fn, args, chunk: int):
     return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), *outs)
 
 
-def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
-    """Run the demo: ``worlds`` quadrupeds for ``seconds`` of simulated time, in chunks of steps.
-
-    Args:
-        worlds: number of parallel worlds (>= 1).
-        seconds: simulated time [s] (> 0); rounded up to whole chunks of steps.
-        progress: draw a progress bar on stderr.
+def _world_controller(model, worlds: int):
+    """The worlds' start states, their target parameters and the one-world step with its PD controller.
 
     Returns:
-        The measured figures and the recorded operating points.
+        ``(states, params, world_step)``: ``world_step(state, params_of_one_world)`` is the next state.
     """
     import jax
     import jax.numpy as jnp
 
     import jaxmor
 
-    model = demo_model()
     dtype = model.body_mass.dtype
     na = model.na
     q_act = np.array([jaxmor.joint_q_index(model, model.actuators.joints[a]) for a in range(na)])
@@ -157,13 +151,27 @@ def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
         torque = _KP * (target - s.q[q_act]) + _KD * (target_speed - s.u[v_act])
         return jaxmor.step(model, s.replace(actuator_torque=torque.astype(dtype)))
 
-    n_steps = max(1, round(seconds / TIMESTEP))
-    # About 20 chunks (progress updates), of a length that divides the steps where one does.
+    return states, params, world_step
+
+
+def _chunk_length(n_steps: int) -> int:
+    """About a twentieth of ``n_steps`` (one progress update a chunk), a divisor of it where one is near."""
     near = -(-n_steps // 20)
     exact = [k for k in range(max(1, near // 2), 2 * near + 1) if n_steps % k == 0]
-    chunk_steps = min(exact, key=lambda k: abs(k - near)) if exact else near
-    n_chunks = -(-n_steps // chunk_steps)
-    recorded = min(RECORDED_WORLDS, worlds)
+    return min(exact, key=lambda k: abs(k - near)) if exact else near
+
+
+def _chunk_function(world_step, chunk_steps: int, recorded: int, worlds: int):
+    """``chunk(states, params)``: ``chunk_steps`` steps of every world.
+
+    It returns the final states, the counts of voltage- and peak-torque-limited actuator-steps, and the
+    operating points of the first ``recorded`` worlds.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    import jaxmor
+
     on_cpu = jax.default_backend() == "cpu"
 
     def chunk(states, params):
@@ -183,9 +191,12 @@ def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
         record = jax.tree.map(lambda x: jnp.swapaxes(x[:recorded], 0, 1), (speed, torque, sat))
         return final, counts, record
 
-    start = time.perf_counter()
-    compiled = jax.jit(chunk).lower(states, params).compile()
-    compile_seconds = time.perf_counter() - start
+    return chunk
+
+
+def _run_chunks(compiled, states, params, n_chunks: int, progress: bool):
+    """Run the compiled chunk ``n_chunks`` times; returns the summed counts, the records and the wall time [s]."""
+    import jax
 
     counts = np.zeros(2, dtype=np.int64)
     records = []
@@ -200,6 +211,37 @@ def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
             _progress((k + 1) / n_chunks)
     jax.block_until_ready(states)
     run_seconds = time.perf_counter() - start
+    return counts, records, run_seconds
+
+
+def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
+    """Run the demo: ``worlds`` quadrupeds for ``seconds`` of simulated time, in chunks of steps.
+
+    Args:
+        worlds: number of parallel worlds (>= 1).
+        seconds: simulated time [s] (> 0); rounded up to whole chunks of steps.
+        progress: draw a progress bar on stderr.
+
+    Returns:
+        The measured figures and the recorded operating points.
+    """
+    import jax
+
+    model = demo_model()
+    na = model.na
+    states, params, world_step = _world_controller(model, worlds)
+
+    n_steps = max(1, round(seconds / TIMESTEP))
+    chunk_steps = _chunk_length(n_steps)
+    n_chunks = -(-n_steps // chunk_steps)
+    recorded = min(RECORDED_WORLDS, worlds)
+    chunk = _chunk_function(world_step, chunk_steps, recorded, worlds)
+
+    start = time.perf_counter()
+    compiled = jax.jit(chunk).lower(states, params).compile()
+    compile_seconds = time.perf_counter() - start
+
+    counts, records, run_seconds = _run_chunks(compiled, states, params, n_chunks, progress)
 
     total = worlds * n_chunks * chunk_steps * na
     speed, torque, sat = (np.concatenate(x) for x in zip(*records, strict=True))

@@ -273,6 +273,67 @@ def _scale(x: jax.Array) -> jax.Array:
     return jnp.where(floor > 0, jnp.maximum(std, floor), 1.0)
 
 
+def _actuator_indices(model: Model, actuators: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The fitted actuators' names and their indices in the model."""
+    names = tuple(actuators)
+    index = np.array([actuator_index(model, a) for a in names], dtype=np.int64)
+    unknown = [a for a, i in zip(names, index, strict=True) if i < 0]
+    if unknown or not names:
+        raise ArgumentError(
+            f"actuators must name the model's actuators {list(model.actuators.names)}, got {unknown or names}"
+        )
+    return names, index
+
+
+def _check_parameters(parameters: Sequence[str], ideal_motor: bool) -> None:
+    bad = [p for p in parameters if p not in PARAMETERS]
+    if bad or not parameters:
+        raise ArgumentError(f"parameters must be among {PARAMETERS}, got {list(parameters)}")
+    if ideal_motor and not {"torque_constant", "velocity_constant"} <= set(parameters):
+        raise ArgumentError("ideal_motor ties torque_constant = 1 / velocity_constant: fit both")
+
+
+def _checked_recordings(model: Model, recordings: Sequence[Recording]) -> list[Recording]:
+    """The recordings as a list, each checked to fit the model's sizes."""
+    recordings = list(recordings)
+    if not recordings or not all(isinstance(r, Recording) for r in recordings):
+        raise ArgumentError("recordings must be a non-empty sequence of jaxmor.tools.sysid.Recording")
+    for r in recordings:
+        if r.q.shape[1] != model.nq or r.u.shape[1] != model.nv or r.torque.shape[1] != model.na:
+            raise ArgumentError(
+                f"a recording of q {r.q.shape}, u {r.u.shape}, torque {r.torque.shape} does not fit the model "
+                f"(nq={model.nq}, nv={model.nv}, na={model.na})"
+            )
+    return recordings
+
+
+def _thermal_window(
+    model: Model, recordings: list[Recording], thermal: list[str], names, index: np.ndarray, window: int | None
+) -> int | None:
+    """The window for a fit of the thermal parameters ``thermal``: a whole recording's length for ``window=None``.
+
+    Raises:
+        ArgumentError: an actuator without a thermal model, or a window that the recordings do not allow.
+    """
+    lacking = [a for a, i in zip(names, index, strict=True) if not model.actuators.dynamics.thermal[i]]
+    if lacking:
+        raise ArgumentError(f"{thermal} need actuators with a thermal model; {lacking} have none")
+    lengths = {r.torque.shape[0] for r in recordings}
+    whole = all(r.temperature is not None for r in recordings)
+    if window is None:
+        if len(lengths) != 1:
+            raise ArgumentError(
+                f"the thermal parameters are fitted over whole recordings of one length, got {sorted(lengths)}"
+            )
+        window = lengths.pop()
+    elif not whole and any(window != n for n in lengths):
+        raise ArgumentError(
+            "the thermal parameters without recorded temperatures are fitted over whole recordings (a window's "
+            f"starting temperature is unknown): pass window=None or window={sorted(lengths)[0]}, got {window}"
+        )
+    return window
+
+
 def residual_function(
     model: Model,
     recordings: Sequence[Recording],
@@ -294,45 +355,12 @@ def residual_function(
         ``ideal_motor`` the torque constant has no entry); ``unpack(theta)`` gives the model with those
         values. The loss of :func:`fit` is ``0.5 * mean(residuals(theta) ** 2)``.
     """
-    names = tuple(actuators)
-    index = np.array([actuator_index(model, a) for a in names], dtype=np.int64)
-    unknown = [a for a, i in zip(names, index, strict=True) if i < 0]
-    if unknown or not names:
-        raise ArgumentError(
-            f"actuators must name the model's actuators {list(model.actuators.names)}, got {unknown or names}"
-        )
-    bad = [p for p in parameters if p not in PARAMETERS]
-    if bad or not parameters:
-        raise ArgumentError(f"parameters must be among {PARAMETERS}, got {list(parameters)}")
-    if ideal_motor and not {"torque_constant", "velocity_constant"} <= set(parameters):
-        raise ArgumentError("ideal_motor ties torque_constant = 1 / velocity_constant: fit both")
-    recordings = list(recordings)
-    if not recordings or not all(isinstance(r, Recording) for r in recordings):
-        raise ArgumentError("recordings must be a non-empty sequence of jaxmor.tools.sysid.Recording")
-    for r in recordings:
-        if r.q.shape[1] != model.nq or r.u.shape[1] != model.nv or r.torque.shape[1] != model.na:
-            raise ArgumentError(
-                f"a recording of q {r.q.shape}, u {r.u.shape}, torque {r.torque.shape} does not fit the model "
-                f"(nq={model.nq}, nv={model.nv}, na={model.na})"
-            )
+    names, index = _actuator_indices(model, actuators)
+    _check_parameters(parameters, ideal_motor)
+    recordings = _checked_recordings(model, recordings)
     thermal = [p for p in parameters if p in THERMAL_PARAMETERS]
     if thermal:
-        lacking = [a for a, i in zip(names, index, strict=True) if not model.actuators.dynamics.thermal[i]]
-        if lacking:
-            raise ArgumentError(f"{thermal} need actuators with a thermal model; {lacking} have none")
-        lengths = {r.torque.shape[0] for r in recordings}
-        whole = all(r.temperature is not None for r in recordings)
-        if window is None:
-            if len(lengths) != 1:
-                raise ArgumentError(
-                    f"the thermal parameters are fitted over whole recordings of one length, got {sorted(lengths)}"
-                )
-            window = lengths.pop()
-        elif not whole and any(window != n for n in lengths):
-            raise ArgumentError(
-                "the thermal parameters without recorded temperatures are fitted over whole recordings (a window's "
-                f"starting temperature is unknown): pass window=None or window={sorted(lengths)[0]}, got {window}"
-            )
+        window = _thermal_window(model, recordings, thermal, names, index, window)
     window = as_positive_int(50 if window is None else window, "window")
     dtype = model.body_mass.dtype
     data = _windows(recordings, window, dtype)
