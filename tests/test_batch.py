@@ -101,7 +101,7 @@ def test_one_chunk_and_no_controls(worlds, programs):
         ({"chunk_size": 2.5}, "chunk_size must be a positive int"),
         (
             {"controls": np.zeros((N_WORLDS, N_STEPS))},
-            r"rollout_batch: controls\['actuator_torque'\] must have shape \(7, 'n_steps', 12\), got \(7, 4\)",
+            r"rollout_batch: controls\['actuator_torque'\] must have shape \(7, n_steps, 12\), got \(7, 4\)",
         ),
         ({"controls": np.zeros((N_WORLDS + 1, N_STEPS, 12))}, r"must have shape \(7, 4, 12\), got \(8, 4, 12\)"),
         ({"controls": np.zeros((N_WORLDS, N_STEPS, 12)), "n_steps": N_STEPS + 1}, r"shape \(7, 5, 12\), got"),
