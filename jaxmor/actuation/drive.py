@@ -109,9 +109,9 @@ def end(
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
     idx = np.asarray(model.actuators.joint_v_index, dtype=np.int32)
-    lugre_torque = -(drive.lugre_offset + drive.lugre_slope * u_next[idx])
-    if not model.actuators.dynamics.any_lugre:
-        lugre_torque = jnp.zeros_like(drive.lugre_offset)
+    lugre_torque = jnp.zeros_like(drive.lugre_offset)
+    if model.actuators.dynamics.any_lugre:
+        lugre_torque = -(drive.lugre_offset + drive.lugre_slope * u_next[idx])
     act_state = drive.actuator_state.replace(
         average_motor_speed=model.actuators.transmission.astype(dtype) @ (0.5 * (state.u + u_next)),
         joint_loss_torque=joint_loss[idx] + lugre_torque,
