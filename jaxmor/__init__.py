@@ -56,7 +56,7 @@ from jaxmor.model import (
     transmission_matrix,
 )
 from jaxmor.sim.batch import init_states, rollout_batch, shard_worlds
-from jaxmor.sim.collision import Contacts, collide, contact_count
+from jaxmor.sim.collision import Contacts, collide, contact_budget, contact_count
 from jaxmor.sim.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
 from jaxmor.sim.forces import affine_joint_force, generalized_force, joint_damping, joint_friction
 from jaxmor.sim.integrator import integrate_positions
@@ -143,6 +143,7 @@ __all__ = [
     "clip_motor_torque",
     "collide",
     "combine",
+    "contact_budget",
     "contact_count",
     "envs",
     "export_actuators",

@@ -173,8 +173,9 @@ IMPLICIT_BIAS = ("kahan", "euler", "base")
 
 def check_options(opt: Any, where: str) -> None:
     """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` and ``position_iterations``
-    ints ``>= 1``, a known ``friction_rule`` and ``implicit_bias`` (static, always checked), ``timestep``
-    positive and finite and ``gravity`` a finite 3-vector (checked when concrete, every world of a batch; a
+    ints ``>= 1``, ``contact_budget`` ``None`` or an int ``>= 1``, a known ``friction_rule`` and
+    ``implicit_bias`` (static, always checked), ``timestep`` positive and finite, ``gravity`` a finite
+    3-vector and ``contact_reach`` finite and ``>= 0`` (checked when concrete, every world of a batch; a
     traced time step is guarded by the step: ``State.invalid``).
 
     Raises:
@@ -199,6 +200,15 @@ def check_options(opt: Any, where: str) -> None:
         raise ArgumentError(f"{where}: opt.gravity must be a 3-vector, got {opt.gravity!r}")
     if gravity is not None and (gravity.shape[-1:] != (3,) or not np.all(np.isfinite(gravity))):
         raise ArgumentError(f"{where}: opt.gravity must be a finite 3-vector [m/s^2], got {_brief(gravity)}")
+    budget = opt.contact_budget
+    bad_budget = isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)) or budget < 1
+    if budget is not None and bad_budget:
+        raise ArgumentError(f"{where}: opt.contact_budget must be None or an int >= 1 (contact slots), got {budget!r}")
+    reach = concrete(opt.contact_reach)
+    if reach is None and not is_traced(opt.contact_reach):
+        raise ArgumentError(f"{where}: opt.contact_reach must be a number [m], got {opt.contact_reach!r}")
+    if reach is not None and (not np.all(np.isfinite(reach)) or np.any(reach < 0)):
+        raise ArgumentError(f"{where}: opt.contact_reach must be finite and >= 0 [m], got {_brief(reach)}")
 
 
 def _brief(value: np.ndarray) -> str:

@@ -22,7 +22,7 @@ from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
 from jaxmor.checks import as_array, as_vector, concrete
 from jaxmor.errors import ArgumentError
 from jaxmor.model import neutral_q, resolve_actuator
-from jaxmor.sim.collision import contact_count
+from jaxmor.sim.collision.budget import contact_budget, initial_keys
 from jaxmor.sim.kinematics import point_jacobian
 from jaxmor.types import ActuatorState, Model, State
 
@@ -88,7 +88,9 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         bus_voltage=_initial_bus_voltage(model, dtype),
         mor_enforced=jnp.asarray(True),
         actuation_limit=jnp.asarray(model.dof_effort_limit, dtype),
-        contact_impulse=jnp.zeros((contact_count(model), 3), dtype),
+        contact_impulse=jnp.zeros((contact_budget(model), 3), dtype),
+        contact_key=jnp.asarray(initial_keys(model)),
+        contact_overflow=jnp.zeros((), jnp.int32),
         friction_impulse=zero_v,
         limit_impulse=zero_v,
         actuator_state=zero_actuator_state(model.na, dtype),
@@ -108,7 +110,7 @@ def _initial_bus_voltage(model: Model, dtype) -> jax.Array:
 def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     """The shape of every field of a State of one world of ``model``, from the fields' declared ``dims``
     (``actuator_state.*`` and ``motor_state.*`` for the leaves of the nested ones)."""
-    counts = {"nq": model.nq, "nv": model.nv, "na": model.na, "nu": model.nu, "nc": contact_count(model)}
+    counts = {"nq": model.nq, "nv": model.nv, "na": model.na, "nu": model.nu, "nc": contact_budget(model)}
     shapes = {}
     for field in dataclasses.fields(State):
         shape = tuple(counts.get(d, d) for d in field.metadata["dims"])
@@ -149,10 +151,10 @@ def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> 
             continue
         if batch_ndim == 0 and got[1:] == expected:
             hint = "a batch of worlds? vmap the function over the worlds, or use jaxmor.rollout_batch"
-        elif name == "contact_impulse":
+        elif name in ("contact_impulse", "contact_key"):
             hint = (
-                "the state was made for another contact layout (e.g. before add_ground or "
-                "with_self_collision): make it again with jaxmor.init_state(model)"
+                "the state was made for another contact layout (e.g. before add_ground, "
+                "with_self_collision or a new opt.contact_budget): make it again with jaxmor.init_state(model)"
             )
         else:
             hint = "the state was made for another model: make it with jaxmor.init_state(model)"

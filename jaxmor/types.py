@@ -85,6 +85,12 @@ class Options:
             with ``D = db/du`` of the whole tree, which does not dissipate; ``"euler"``, ``M + h D``,
             linearized backward Euler, which dissipates; ``"base"``, only a floating base's gyroscopic
             block, backward Euler, the joints' terms explicit (the cheapest).
+        contact_budget: contact slots the solver works on each step (static, an int ``>= 1``, or ``None``
+            for the default derived from the model; :func:`jaxmor.sim.collision.contact_budget`). Every
+            step fills them from all the contact candidates, nearest (or deepest) first.
+        contact_reach: () gap below which a candidate counts as able to touch within the step [m]; the
+            candidates within reach that the budget leaves out are counted in ``State.contact_overflow``
+            (it changes no physics).
     """
 
     timestep: jax.Array
@@ -93,6 +99,8 @@ class Options:
     position_iterations: int = struct.field(pytree_node=False, default=10)
     friction_rule: str = struct.field(pytree_node=False, default="geometric_mean")
     implicit_bias: str = struct.field(pytree_node=False, default="kahan")
+    contact_budget: int | None = struct.field(pytree_node=False, default=None)
+    contact_reach: jax.Array = 0.01
 
 
 @struct.dataclass
@@ -469,7 +477,8 @@ def _field(dims: tuple, guard: str | None = None, control: bool = False):
     """A State field and what the code derives from its declaration (``dataclasses.fields(State)`` metadata):
 
     * ``dims``: the shape of one world's value, in the model's counts (``"nq"``, ``"nv"``, ``"na"``, ``"nu"``,
-      ``"nc"`` the contact slots) and integers; every leaf of a nested field (ActuatorState, MotorState) has it;
+      ``"nc"`` the contact slots of the budget) and integers; every leaf of a nested field (ActuatorState,
+      MotorState) has it;
     * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
       ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
       ``"not_nan"`` no NaN (``inf`` allowed), ``None`` nothing;
@@ -514,8 +523,12 @@ class State:
             only monitor them.
         actuation_limit: (nv,) limit of ``|feedforward_force + PD|`` per velocity [Nm or N]; the URDF
             effort limits unless changed.
-        contact_impulse: (nc, 3) last step's contact impulses (normal, tangent 1, tangent 2) [N s],
-            the solver's warm start.
+        contact_impulse: (nc, 3) last step's contact impulses (normal, tangent 1, tangent 2) of each
+            slot of the contact budget [N s], the solver's warm start.
+        contact_key: (nc,) int32, the candidate each slot held in the last step (``-1``: none), so that
+            a contact's warm start follows it when it changes slot.
+        contact_overflow: () int32, the number of candidates within ``opt.contact_reach`` that the last
+            step's contact budget left out (0 when the budget held them all).
         friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
         actuator_state: the actuator states of the last step.
@@ -555,6 +568,8 @@ class State:
     actuation_limit: jax.Array = _field(dims=("nv",), guard="not_nan", control=True)
     # The solver's warm start: the last step's impulses.
     contact_impulse: jax.Array = _field(dims=("nc", 3), guard="finite")
+    contact_key: jax.Array = _field(dims=("nc",))
+    contact_overflow: jax.Array = _field(dims=())
     friction_impulse: jax.Array = _field(dims=("nv",), guard="finite")
     limit_impulse: jax.Array = _field(dims=("nv",), guard="finite")
     # Outputs of the last step.

@@ -116,7 +116,7 @@ def test_ground_sphere_resting_and_raised_ground():
     model = add_ground(floating(col(sphere(0.1), xyz=(0.0, 0.0, 0.05))), height=0.02)
     q = free_q([0.3, -0.2, 0.07])
     c = run(model, q)
-    assert contact_count(model) == 1 and c.body_a == (-1,) and c.body_b == (0,)
+    assert contact_count(model) == 1 and tuple(c.body_a) == (-1,) and tuple(c.body_b) == (0,)
     # centre at z = 0.12: lowest point 0.02, exactly on the ground
     np.testing.assert_allclose(c.distance, [0.0], atol=TOL)
     np.testing.assert_allclose(c.position, [[0.3, -0.2, 0.02]], atol=TOL)
@@ -138,7 +138,7 @@ def test_ground_capsule_tilted():
     centre = p + rot_of_quat(quat) @ [0.1, 0, 0]
     ends = [centre + s * 0.2 * r_geom[:, 2] for s in (-1, 1)]
     expected = np.array([e - [0, 0, 0.05] for e in ends])
-    assert c.body_b == (0, 0)
+    assert tuple(c.body_b) == (0, 0)
     np.testing.assert_allclose(c.position, expected, atol=TOL)
     np.testing.assert_allclose(c.distance, expected[:, 2], atol=TOL)
     np.testing.assert_allclose(c.frame[:, 0], np.tile([0, 0, 1.0], (2, 1)), atol=TOL)
@@ -353,8 +353,8 @@ def test_ground_slots_only_for_moving_geoms_in_geom_order():
     assert model.geom_body == (-1, 0, 0, 1, 1)
     c = run(model, jnp.zeros(2))
     assert contact_count(model) == 1 + 4 + 2 + 8
-    assert c.body_a == (-1,) * 15
-    assert c.body_b == (0,) * 5 + (1,) * 10
+    assert tuple(c.body_a) == (-1,) * 15
+    assert tuple(c.body_b) == (0,) * 5 + (1,) * 10
     assert c.friction.shape == c.restitution.shape == (15,)
 
 
@@ -369,7 +369,7 @@ def test_sphere_sphere_separated_and_overlapping():
         p = np.asarray(p)
         c = run(model, free_q(p))
         n = (p - a) / np.linalg.norm(p - a)
-        assert c.body_a == (-1,) and c.body_b == (0,)
+        assert tuple(c.body_a) == (-1,) and tuple(c.body_b) == (0,)
         np.testing.assert_allclose(c.distance, [np.linalg.norm(p - a) - 0.3], atol=TOL)
         np.testing.assert_allclose(c.frame[0, 0], n, atol=TOL)
         np.testing.assert_allclose(c.position[0], p - 0.2 * n, atol=TOL)
@@ -397,7 +397,7 @@ def test_sphere_capsule(where):
     np.testing.assert_allclose(c.position[0], q_point - 0.1 * n, atol=TOL)
     # the same pair the other way round: capsule is A, sphere is B
     flipped = run(model.replace(contact_pairs=((1, 0),)), free_q(p, quat))
-    assert flipped.body_a == (0,) and flipped.body_b == (-1,)
+    assert tuple(flipped.body_a) == (0,) and tuple(flipped.body_b) == (-1,)
     np.testing.assert_allclose(flipped.distance, c.distance, atol=TOL)
     np.testing.assert_allclose(flipped.frame[0, 0], -n, atol=TOL)
     np.testing.assert_allclose(flipped.position[0], 0.05 * n, atol=TOL)
@@ -526,7 +526,7 @@ def test_sphere_box(case, local):
     np.testing.assert_allclose(c.position[0], centre + r * n_sphere_to_box, atol=TOL)
     # as (sphere, box): n from the sphere to the box, position on the box
     c = run(model.replace(contact_pairs=((1, 0),)), free_q(centre))
-    assert c.body_a == (0,) and c.body_b == (-1,)
+    assert tuple(c.body_a) == (0,) and tuple(c.body_b) == (-1,)
     np.testing.assert_allclose(c.distance, [gap - r], atol=TOL)
     np.testing.assert_allclose(c.frame[0, 0], n_sphere_to_box, atol=TOL)
     np.testing.assert_allclose(c.position[0], point_box, atol=TOL)
@@ -571,7 +571,7 @@ def test_box_on_a_box_rests_on_its_four_bottom_corners():
     assert contact_count(model) == 8
     p_b = np.array([0.02, -0.01, 0.1 + 0.05 - 0.002])
     c = run(model, free_q(p_b, quat_of_axis_angle([0, 0, 1], 0.7)))
-    assert c.body_a == (-1,) * 8 and c.body_b == (0,) * 8
+    assert tuple(c.body_a) == (-1,) * 8 and tuple(c.body_b) == (0,) * 8
     np.testing.assert_allclose(c.distance[:4], -0.002, atol=TOL)
     np.testing.assert_allclose(c.frame[:4, 0], np.tile([0.0, 0.0, 1.0], (4, 1)), atol=TOL)
     bottom = box_corners(p_b, rot_of_quat(quat_of_axis_angle([0, 0, 1], 0.7)), half_b)[::2]  # s_z = -1
@@ -752,7 +752,7 @@ def test_friction_and_restitution_combination():
     model = with_geom_properties(model, "ball", friction=1.8)
     c = run(model, free_q([0, 0, 1.0]))
     # ground slot for bob (the only moving geom), then the pair
-    assert c.body_a == (-1, -1) and c.body_b == (0, 0)
+    assert tuple(c.body_a) == (-1, -1) and tuple(c.body_b) == (0, 0)
     np.testing.assert_allclose(c.friction, [math.sqrt(0.5 * 0.2), math.sqrt(1.8 * 0.2)], atol=TOL)
     np.testing.assert_allclose(c.restitution, [0.6, 0.6], atol=TOL)
     model = with_geom_properties(model, "bob", friction=0.0, restitution=0.0)
@@ -977,7 +977,7 @@ def test_jit_and_vmap_over_poses():
         for field in ("distance", "position", "frame", "friction", "restitution"):
             np.testing.assert_allclose(getattr(compiled, field), getattr(eager, field), atol=1e-12)
             np.testing.assert_allclose(getattr(batch, field)[k], getattr(eager, field), atol=1e-12)
-        assert compiled.body_a == eager.body_a
+        assert np.array_equal(compiled.body_a, eager.body_a)
 
 
 def grad_distance(model, q):

@@ -233,7 +233,7 @@ def test_ground_contact_filter_by_link_geom_and_pattern(files):
     assert described.geom_ground == feet.geom_ground
     # The slots are the feet's lowest points (r = 0.02, 0.01, 0.02; 0.3 below the base at z = 0.33).
     contacts = jaxmor.collide(feet, jaxmor.sim.kinematics.body_poses(feet, jnp.array([0, 0, 0.33, 1.0, 0, 0, 0, 0])))
-    assert contacts.body_b == (1, 1, 1)
+    assert tuple(contacts.body_b) == (1, 1, 1)
     np.testing.assert_allclose(contacts.distance, [0.01, 0.02, 0.01], atol=1e-12)
     with pytest.raises(jaxmor.ArgumentError, match=r"'\*_hand' matches no collision geom.*toe"):
         jaxmor.with_ground_contact(model, ["*_hand"])

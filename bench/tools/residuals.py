@@ -24,7 +24,7 @@ def problems(n_worlds: int, n_steps: int, dt: float):
 
     import jaxmor
     from bench import scenario as sc
-    from jaxmor.sim.collision import collide
+    from jaxmor.sim.collision import collide, select
     from jaxmor.sim.constraint import constraints, warm_start
     from jaxmor.sim.dynamics import dynamics
     from jaxmor.sim.forces import forces
@@ -41,7 +41,8 @@ def problems(n_worlds: int, n_steps: int, dt: float):
         kin = kinematics(model, s.q)
         frc = forces(model, s)
         free = free_motion(model, s, dynamics(model, kin, s.u), frc)
-        return constraints(model, s, kin, collide(model, kin.body), free, frc), warm_start(model, s)
+        contacts = select(model, collide(model, kin.body))
+        return constraints(model, s, kin, contacts, free, frc), warm_start(model, s, contacts)
 
     return jax.jit(jax.vmap(stage))(final)
 

@@ -49,6 +49,8 @@ DEFAULT_FRICTION = 0.8
 #: (``docs/design/solver.md``).
 DEFAULT_SOLVER_ITERATIONS = 20
 DEFAULT_POSITION_ITERATIONS = 10
+#: Gap within which a contact candidate counts for the budget's overflow [m] (``Model.opt.contact_reach``).
+DEFAULT_CONTACT_REACH = 0.01
 #: Time step [s] (``Model.opt.timestep``).
 DEFAULT_TIMESTEP = 1e-3
 #: Gravitational acceleration [m/s^2] (``Model.opt.gravity``).
@@ -391,6 +393,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             friction_rule=description.friction_rule or "geometric_mean",
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,
+            contact_reach=arr(DEFAULT_CONTACT_REACH, ()),
         ),
         **_body_fields(description, tree, link_names, (mass, com, inertia), arr),
         **_geom_fields(geoms, arr),

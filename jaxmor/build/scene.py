@@ -172,7 +172,8 @@ def with_options(model: Model, **options: object) -> Model:
     Args:
         model: the model.
         **options: option names and values, e.g. ``timestep=0.001`` [s], ``gravity=(0, 0, -9.81)`` [m/s^2],
-            ``solver_iterations=30``; array options are stored in the model's floating-point dtype.
+            ``solver_iterations=30``, ``contact_budget=12`` (slots); array options are stored in the model's
+            floating-point dtype.
 
     Returns:
         The new model.
@@ -186,7 +187,7 @@ def with_options(model: Model, **options: object) -> Model:
     if unknown:
         raise ArgumentError(f"with_options: unknown options {unknown}; the options are {sorted(known)}")
     dtype = model.opt.timestep.dtype
-    arrays = {"timestep", "gravity"}
+    arrays = {"timestep", "gravity", "contact_reach"}
     values = {k: (jnp.asarray(v, dtype) if k in arrays and not is_traced(v) else v) for k, v in options.items()}
     new = model.opt.replace(**values)
     check_options(new, "with_options")

@@ -8,8 +8,8 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 
 (``A`` is the Delassus matrix, built once per step). Rows, in order:
 
-* **contacts** (``nc`` slots of :func:`jaxmor.sim.collision.collide` x 3 rows: normal ``n``, tangents
-  ``t1``, ``t2``). Normal: ``lam_n >= 0`` complementary to ``v_n >= v_target``. The target is
+* **contacts** (the ``nc`` slots of the contact budget, :mod:`jaxmor.sim.collision.budget`, x 3 rows:
+  normal ``n``, tangents ``t1``, ``t2``). Normal: ``lam_n >= 0`` complementary to ``v_n >= v_target``. The target is
   *speculative*: ``v_target = -max(d, 0) / h`` for a gap ``d``, so a contact that would close during the
   step lands exactly at contact, and far contacts stay inactive without masks. Restitution ``e > 0``
   acts on an impact (:func:`restitution_targets`), decided by the approach velocity and the time of
@@ -52,6 +52,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor.sim.collision import Contacts
+from jaxmor.sim.collision.budget import follow, selects
 from jaxmor.sim.forces import Forces
 from jaxmor.sim.free_motion import FreeMotion
 from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
@@ -166,12 +167,14 @@ class Constraints:
         velocity: the velocity problem (contacts with friction, joint friction and limits).
         position: the frictionless position-correction problem (normal and joint rows).
         response: (nv, R) ``M_eff^-1 J^T`` of the velocity problem's rows.
+        start: the velocity problem's warm start (:func:`warm_start`).
         position_rows: the velocity problem's rows that the position problem keeps (static).
     """
 
     velocity: Problem
     position: Problem
     response: jax.Array
+    start: Impulses
     position_rows: tuple[int, ...] = struct.field(pytree_node=False)
 
 
@@ -270,13 +273,18 @@ def constraints(
         limit_high=-POSITION_CORRECTION * above / h,
         rows_per_contact=1,
     )
-    return Constraints(velocity, position, response, tuple(int(r) for r in keep))
+    start = warm_start(model, state, contacts)
+    return Constraints(velocity, position, response, start, tuple(int(r) for r in keep))
 
 
-def warm_start(model: Model, state: State) -> Impulses:
-    """The velocity problem's warm start: the impulses of the state's last step."""
+def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
+    """The velocity problem's warm start: the impulses of the state's last step, each contact's from the slot
+    that held its candidate (:func:`jaxmor.sim.collision.budget.follow`) when the budget selects."""
     dofs = np.array(model.joint_u, dtype=np.int32)
-    return Impulses(state.contact_impulse, state.friction_impulse[dofs], state.limit_impulse[dofs])
+    contact = state.contact_impulse
+    if selects(model):
+        contact = follow(contacts.key, state.contact_key, contact)
+    return Impulses(contact, state.friction_impulse[dofs], state.limit_impulse[dofs])
 
 
 def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impulses) -> tuple[jax.Array, jax.Array]:

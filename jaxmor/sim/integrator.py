@@ -15,6 +15,7 @@ from jax.typing import ArrayLike
 from jaxmor.actuation.drive import end
 from jaxmor.checks import as_vector
 from jaxmor.math import quat_integrate
+from jaxmor.sim.collision import Contacts
 from jaxmor.sim.constraint import Impulses
 from jaxmor.sim.forces import Forces
 from jaxmor.types import Model, State
@@ -51,7 +52,15 @@ def integrate_positions(model: Model, q: jax.Array, u: jax.Array, dt: ArrayLike)
     return q_next
 
 
-def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: jax.Array, impulses: Impulses) -> State:
+def advance(
+    model: Model,
+    state: State,
+    frc: Forces,
+    u_next: jax.Array,
+    u_pos: jax.Array,
+    impulses: Impulses,
+    contacts: Contacts,
+) -> State:
     """The state at the end of the step, as computed: the step's last stage before :func:`accept`.
 
     Integrates the positions, adds the time step to the time with compensated (Kahan) summation, stores
@@ -65,6 +74,7 @@ def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: j
         u_next: (nv,) the end-of-step velocity.
         u_pos: (nv,) the position-correction pseudo-velocity.
         impulses: the velocity problem's impulses.
+        contacts: the step's contact slots (their keys and the budget's overflow are kept).
     """
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
@@ -86,6 +96,8 @@ def advance(model: Model, state: State, frc: Forces, u_next: jax.Array, u_pos: j
         motor_state=motor_state,
         external_force=jnp.zeros_like(state.external_force),
         contact_impulse=impulses.contact,
+        contact_key=jnp.asarray(contacts.key, jnp.int32),
+        contact_overflow=jnp.asarray(contacts.overflow, jnp.int32),
         friction_impulse=friction_impulse,
         limit_impulse=limit_impulse,
         invalid=state.invalid | ~jnp.all(frc.actuator_state.valid),

@@ -224,7 +224,7 @@ def ancestor_mask(model: Model) -> np.ndarray:
 
 
 def relative_point_jacobians(
-    model: Model, bodies: Poses, points: jax.Array, body_a: tuple[int, ...], body_b: tuple[int, ...]
+    model: Model, bodies: Poses, points: jax.Array, body_a: jax.Array, body_b: jax.Array
 ) -> jax.Array:
     """Jacobians of the velocity of points fixed on bodies B relative to the coincident points of bodies A.
 
@@ -232,7 +232,7 @@ def relative_point_jacobians(
         model: the model.
         bodies: the world poses of the bodies.
         points: (k, 3) the points, in world coordinates [m].
-        body_a, body_b: (static) the two bodies of each point, ``-1`` for the world.
+        body_a, body_b: (k,) ints, the two bodies of each point, ``-1`` for the world (static or traced).
 
     Returns:
         (k, nv, 3): entry ``[i, d]`` is the world-frame velocity of point ``i`` on B relative to A per
@@ -240,7 +240,11 @@ def relative_point_jacobians(
     """
     axis, origin = dof_axes(model, bodies)
     dofs = ancestor_mask(model).astype(float)
-    select = dofs[np.array(body_b) + 1] - dofs[np.array(body_a) + 1]
+    if isinstance(body_a, np.ndarray | tuple) and isinstance(body_b, np.ndarray | tuple):
+        select = dofs[np.asarray(body_b) + 1] - dofs[np.asarray(body_a) + 1]
+    else:
+        dofs = jnp.asarray(dofs, points.dtype)
+        select = dofs[jnp.asarray(body_b) + 1] - dofs[jnp.asarray(body_a) + 1]
     arm = points[:, None, :] - origin[None]
     rotational = np.array(model.dof_rotational, dtype=bool)
     cols = jnp.where(rotational[None, :, None], jnp.cross(axis[None], arm), axis[None])

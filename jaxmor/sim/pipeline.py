@@ -11,8 +11,10 @@ stages before it produced, lives in the module of :mod:`jaxmor.sim` named after 
    the built-in PD, feed-forward, affine, external and passive forces;
 4. :func:`~jaxmor.sim.free_motion.free_motion`: the effective mass (implicit PD, damping and
    velocity-dependent forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
-5. :func:`~jaxmor.sim.collision.collide` and :func:`~jaxmor.sim.constraint.constraints`: contact candidates,
-   then the velocity problem (contacts, joint friction, joint limits) and the position-correction problem;
+5. :func:`~jaxmor.sim.collision.collide`, :func:`~jaxmor.sim.collision.budget.select` and
+   :func:`~jaxmor.sim.constraint.constraints`: contact candidates, the contact budget's slots filled from them
+   nearest first, then the velocity problem (contacts, joint friction, joint limits) and the position-correction
+   problem;
 6. :func:`~jaxmor.sim.solver.solve_step`: projected Gauss-Seidel on both problems;
 7. :func:`~jaxmor.sim.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
    the next warm start, the actuator states of the completed step;
@@ -32,6 +34,7 @@ import jax.numpy as jnp
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision import Contacts, collide
+from jaxmor.sim.collision.budget import select
 from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_velocities
 from jaxmor.sim.dynamics import Dynamics, dynamics
 from jaxmor.sim.forces import Forces, forces
@@ -102,14 +105,14 @@ def stages(model: Model, state: State) -> Stages:
     with jax.named_scope("free_motion"):
         free = free_motion(model, state, dyn, frc)
     with jax.named_scope("collision"):
-        contacts = collide(model, kin.body)
+        contacts = select(model, collide(model, kin.body))
     with jax.named_scope("constraint"):
         cons = constraints(model, state, kin, contacts, free, frc)
     with jax.named_scope("solver"):
         impulses, correction = solve_step(model, state, cons)
     with jax.named_scope("integrator"):
         du, u_pos = impulse_velocities(cons, impulses, correction)
-        end = advance(model, state, frc, free.velocity + du, u_pos, impulses)
+        end = advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts)
     return Stages(kin, dyn, frc, free, contacts, cons, impulses, correction, end)
 
 

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
-from jaxmor.sim.constraint import Constraints, Impulses, Problem, warm_start
+from jaxmor.sim.constraint import Constraints, Impulses, Problem
 from jaxmor.types import Model, State
 
 
@@ -305,7 +305,7 @@ def solve_step(model: Model, state: State, cons: Constraints) -> tuple[Impulses,
         ``(impulses, correction)``: the velocity and the position problem's impulses.
     """
     problems = (cons.velocity, cons.position)
-    starts = (warm_start(model, state), cons.position.zero_impulses())
+    starts = (cons.start, cons.position.zero_impulses())
     iterations = (model.opt.solver_iterations, model.opt.position_iterations)
     impulses, correction = solve_all(problems, starts, iterations)
     return impulses, correction

@@ -2,10 +2,12 @@
 
 ``driver`` (:func:`collide`, the slot layout, the pair checks, the friction rules) runs the kernels of
 ``ground`` (ground points), ``primitive`` (sphere, capsule and box pairs) and ``polytope`` (box-box and mesh
-pairs); ``contacts`` holds the result type. Imports run one way: ``contacts`` <- ``primitive`` <- ``polytope``
-<- ``ground`` <- ``driver``. The design and its proofs: ``docs/design/collision.md``.
+pairs); ``contacts`` holds the result type; ``budget`` (:func:`select`) fills the solver's fixed number of
+contact slots from the candidates, nearest first. Imports run one way: ``contacts`` <- ``primitive`` <- ``polytope``
+<- ``ground`` <- ``driver`` <- ``budget``. The design and its proofs: ``docs/design/collision.md``.
 """
 
+from jaxmor.sim.collision.budget import contact_budget, default_budget, select
 from jaxmor.sim.collision.contacts import Contacts, tangent_frame
 from jaxmor.sim.collision.driver import (
     FRICTION_RULES,
@@ -24,13 +26,16 @@ __all__ = [
     "FRICTION_RULES",
     "GROUND_POINTS",
     "PAIR_SLOTS",
-    "Contacts",
     "check_pairs",
     "collide",
     "combine_friction",
     "contact_bodies",
+    "contact_budget",
     "contact_count",
+    "Contacts",
+    "default_budget",
     "pair_slot_count",
     "pair_supported",
+    "select",
     "tangent_frame",
 ]

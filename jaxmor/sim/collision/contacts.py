@@ -26,8 +26,12 @@ class Contacts:
             ``model.opt.friction_rule`` and ``Model.geom_priority``
             (:func:`jaxmor.sim.collision.driver.combine_friction`).
         restitution: (nc,) combined coefficient of restitution ``max(e_a, e_b)`` [-].
-        body_a: body A of each slot, ``-1`` for the world / ground (static).
-        body_b: body B of each slot, ``-1`` for the world (static).
+        body_a: (nc,) int32 body A of each slot, ``-1`` for the world / ground.
+        body_b: (nc,) int32 body B of each slot, ``-1`` for the world.
+        key: (nc,) int32 the candidate each slot holds (its slot among :func:`~jaxmor.sim.collision.collide`'s
+            candidates), the same from step to step for the same contact.
+        overflow: () int32 the candidates within ``opt.contact_reach`` that the contact budget left out
+            (:mod:`jaxmor.sim.collision.budget`; 0 for the candidates themselves).
     """
 
     distance: jnp.ndarray
@@ -35,8 +39,10 @@ class Contacts:
     frame: jnp.ndarray
     friction: jnp.ndarray
     restitution: jnp.ndarray
-    body_a: tuple[int, ...] = struct.field(pytree_node=False)
-    body_b: tuple[int, ...] = struct.field(pytree_node=False)
+    body_a: jnp.ndarray
+    body_b: jnp.ndarray
+    key: jnp.ndarray
+    overflow: jnp.ndarray
 
 
 def kernel(slots: int) -> Callable[[Callable], Callable]:

@@ -351,10 +351,12 @@ def collide(model: Model, poses: Poses) -> Contacts:
     check_pairs(model, model.contact_pairs)
     position, rotation = _checked_poses(model, poses)
     dtype = position.dtype
-    body_a, body_b = contact_bodies(model)
-    if not body_a:
+    body_a, body_b = (np.array(b, dtype=np.int32) for b in contact_bodies(model))
+    key, overflow = np.arange(body_a.size, dtype=np.int32), np.zeros((), np.int32)
+    if not body_a.size:
         empty = jnp.zeros((0,), dtype)
-        return Contacts(empty, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3, 3), dtype), empty, empty, body_a, body_b)
+        shapes = (empty, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3, 3), dtype), empty, empty)
+        return Contacts(*shapes, body_a, body_b, key, overflow)
     geom_p, geom_r = _geom_poses(model, position, rotation)
     parts = []
     if _ground_geoms(model):
@@ -370,4 +372,6 @@ def collide(model: Model, poses: Poses) -> Contacts:
         restitution=restitution,
         body_a=body_a,
         body_b=body_b,
+        key=key,
+        overflow=overflow,
     )
