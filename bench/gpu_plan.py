@@ -2,11 +2,13 @@
 
 Cases, per N of ``--sizes``: ``jax.vmap`` of ONE step over N worlds, float32, of jaxmor on the shipped quadruped
 with its ground (bench/scenario.py), of jaxmor on the Go2 MJCF (``tests/data/unitree_go2/scene_mjx.xml``, home
-keyframe, as bench/go2.py builds it), and of ``mjx.step`` on the same Go2 file. Each case compiles for the H200
-target (``bench/gpu_target/h200.txtpb``) in its own process (``CUDA_VISIBLE_DEVICES=-1``, JAX on the CPU,
-``XLA_FLAGS=--xla_dump_to=...``) and reads the compiler's plan (:mod:`bench.tools.gpu_plan`): kernels, device-to-
-device copies, CUDA-graph launches and loops per step, their GFLOP and GB (XLA's cost analysis, each loop body
-times its trip count), and the estimate ``t = max(flops / 67e12, bytes / 4.8e12) + 3e-6 * kernels`` [s].
+keyframe, as bench/go2.py builds it), and of ``mjx.step`` on the same Go2 file; the model is an input shared by
+the worlds (``in_axes=(None, 0)``; ``--no-model-input``: closed over, its values constants XLA folds). Each case
+compiles for the H200 target (``bench/gpu_target/h200.txtpb``) in its own process (``CUDA_VISIBLE_DEVICES=-1``,
+JAX on the CPU, ``XLA_FLAGS=--xla_dump_to=...``) and reads the compiler's plan (:mod:`bench.tools.thunks`):
+kernels, device-to-device copies, CUDA-graph launches and loops per step, their GFLOP and GB (XLA's cost
+analysis, each loop body times its trip count), and the estimate
+``t = max(flops / 67e12, bytes / 4.8e12) + 3e-6 * kernels`` [s].
 
 Nothing runs on a GPU: the counts are the compiler's plan, the times are estimates. Needs the CUDA wheels
 (``pip install -e ".[gpu-plan]"`` in a separate virtual environment; bench/README.md).
@@ -14,6 +16,7 @@ Nothing runs on a GPU: the counts are the compiler's plan, the times are estimat
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -43,11 +46,20 @@ JAXMOR_STAGES = (
     "solver",
     "integrator",
 )
+#: MJX's stage scopes (``mjx.forward``'s ``fwd_*`` and ``solve``, ``mjx.step``'s ``euler``).
+MJX_STAGES = ("fwd_position", "fwd_velocity", "fwd_actuation", "fwd_acceleration", "solve", "euler")
 #: The cases: (engine, kind) -> label.
 CASES = {("jaxmor", "quadruped"): "jaxmor quadruped", ("jaxmor", "go2"): "jaxmor Go2", ("mjx", "go2"): "MJX Go2"}
 
 
 def add_options(g) -> None:
+    g.add_argument(
+        "--model-input",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the model an input of the compiled step (shared by the worlds), or closed over: its values constants "
+        "XLA folds (default %(default)s)",
+    )
     g.add_argument(
         "--keep-dump", type=Path, help="copy each case's XLA dump (HLO, thunk sequence) into DIR/<engine>-<kind>-<N>"
     )
@@ -60,6 +72,7 @@ def plan(args, engines: list[str]) -> list[dict]:
             continue
         for n in sizes_of(args):
             case = {"engine": engine, "kind": kind, "engine_label": label, "n_worlds": n, "n_steps": 1}
+            case["model_input"] = args.model_input
             if args.keep_dump:
                 case["keep_dump"] = str(Path(args.keep_dump).resolve() / f"{engine}-{kind}-{n}")
             cases.append(case)
@@ -93,7 +106,7 @@ def _abstract(tree, n: int, sharding):
 
 
 def _jaxmor_step(spec: dict):
-    """(one world's step function, one world's state) of the case's jaxmor scene."""
+    """(``jaxmor.step``, the model, one world's state) of the case's jaxmor scene."""
     import jaxmor
 
     if spec["kind"] == "quadruped":
@@ -106,11 +119,11 @@ def _jaxmor_step(spec: dict):
             warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
             model = jaxmor.load_mjcf(str(GO2_XML))
         state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
-    return (lambda s: jaxmor.step(model, s)), state
+    return jaxmor.step, model, state
 
 
 def _mjx_step(spec: dict):
-    """(one world's ``mjx.step``, one world's Data at the Go2's home keyframe) on the same file."""
+    """(``mjx.step``, the model, one world's Data at the Go2's home keyframe) on the same file."""
     import jax.numpy as jnp
     import mujoco
     from mujoco import mjx
@@ -118,10 +131,24 @@ def _mjx_step(spec: dict):
     mj_model = mujoco.MjModel.from_xml_path(str(GO2_XML))
     data = mujoco.MjData(mj_model)
     mujoco.mj_resetDataKeyframe(mj_model, data, mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_KEY, "home"))
-    mx = mjx.put_model(mj_model)
     d = mjx.put_data(mj_model, data)
-    d = d.replace(**{k: jnp.asarray(v, jnp.float32) for k, v in ((k, getattr(d, k)) for k in ("qpos", "qvel"))})
-    return (lambda x: mjx.step(mx, x)), d
+    d = d.replace(qpos=jnp.asarray(d.qpos, jnp.float32), qvel=jnp.asarray(d.qvel, jnp.float32))
+    return mjx.step, mjx.put_model(mj_model), d
+
+
+def _program(spec: dict, sharding):
+    """(the function to compile, its abstract inputs): ``jax.vmap`` of one step over the worlds, the model an
+    input shared by all (``spec["model_input"]``, the default) or closed over (its values then constants that
+    XLA folds)."""
+    import jax
+    import jax.numpy as jnp
+
+    step, model, world = (_mjx_step if spec["engine"] == "mjx" else _jaxmor_step)(spec)
+    states = _abstract(world, int(spec["n_worlds"]), sharding)
+    if not spec.get("model_input", True):
+        return jax.vmap(lambda s: step(model, s)), (states,)
+    shared = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.asarray(x).dtype, sharding=sharding), model)
+    return jax.vmap(step, in_axes=(None, 0)), (shared, states)
 
 
 def run_case(spec: dict) -> dict:
@@ -133,17 +160,16 @@ def run_case(spec: dict) -> dict:
 
         from bench.tools import thunks as counting
 
-        step, world = (_mjx_step if spec["engine"] == "mjx" else _jaxmor_step)(spec)
-        inputs = _abstract(world, int(spec["n_worlds"]), sharding)
+        fn, inputs = _program(spec, sharding)
         t = time.perf_counter()
-        lowered = jax.jit(jax.vmap(step)).lower(inputs)
+        lowered = jax.jit(fn).lower(*inputs)
         lower_s = time.perf_counter() - t
         t = time.perf_counter()
         compiled = lowered.compile()
         xla_s = time.perf_counter() - t
         hlo = compiled.as_text()
         files = counting.dump_files(dump)
-        stages = JAXMOR_STAGES if spec["engine"] == "jaxmor" else None
+        stages = JAXMOR_STAGES if spec["engine"] == "jaxmor" else MJX_STAGES
         thunks, metadata = files["thunks"].read_text(), files["metadata"].read_text()
         result = counting.plan_of(hlo, thunks, metadata, counting.loop_costs(hlo), stages)
         result.update(estimate(result, int(spec["n_worlds"])))

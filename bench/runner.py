@@ -434,6 +434,12 @@ def progress_line(i: int, total: int, rec: dict) -> str:
     )
     if rec.get("status") != "ok":
         return f"{head} {rec.get('status', '?').upper()}: {rec.get('error', '')}"
+    if "kernels" in rec:  # gpu-plan: the compiler's plan, no timed calls
+        return (
+            f"{head} compile {rec['compile_s']:5.0f} s | {rec['kernels']:,} kernels, {rec['copies']:,} copies, "
+            f"{rec['graph_launches']:,} graphs | {rec['bytes'] / 1e9:.1f} GB | estimate "
+            f"{report.fmt_rate(rec['estimate_wsps'])} world-steps/s"
+        )
     if "median_s" not in rec:
         return f"{head} ok"
     spread = f"{rec['min_s'] * 1e3:,.1f}-{rec['max_s'] * 1e3:,.1f}"

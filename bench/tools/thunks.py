@@ -79,12 +79,17 @@ def parse_thunks(text: str) -> list[Thunk]:
             indent = len(m.group(1))
             while stack[-1][0] >= indent:
                 stack.pop()
-            thunk = Thunk(int(m.group(2)), m.group(3), indent, m.group(4).strip())
-            stack[-1][1].append(thunk)
-            if thunk.kind in ("kWhile", "kConditional"):
-                owners.append(thunk)
-            elif thunk.kind in ("kCommandBuffer", "kSequential"):
-                stack.append((indent, thunk.sections.setdefault("commands", [])))
+            # A kSequential lists its first thunk on its own line: "198: kSequential [...]   196: kCopy [...]".
+            while m is not None:
+                thunk = Thunk(int(m.group(2)), m.group(3), indent, m.group(4).strip())
+                stack[-1][1].append(thunk)
+                if thunk.kind in ("kWhile", "kConditional"):
+                    owners.append(thunk)
+                elif thunk.kind in ("kCommandBuffer", "kSequential"):
+                    stack.append((indent, thunk.sections.setdefault("commands", [])))
+                m, indent = _LINE.match(" " + thunk.text), indent + 1
+                if m is not None:
+                    thunk.text = ""
             continue
         h = _HEADER.match(line)
         if not h:
@@ -223,7 +228,8 @@ class _Walk:
 
 def _leaf(w: _Walk, t: Thunk, mult: float, depth: int, loop_stage: str | None, out: Counter) -> None:
     name = w.names.get(t.id)
-    stage = stage_of(w.hlo.op_name(name), w.stages) or loop_stage or "(unattributed)"
+    op_name = w.hlo.op_name(name)
+    stage = stage_of(op_name, w.stages) or loop_stage or ("(other)" if op_name else "(no op_name)")
     s = w.by_stage.setdefault(stage, Counter())
     if t.kind == COPY:
         key = "copies"
