@@ -1,9 +1,9 @@
 """``python -m bench gpu-plan``'s counting (bench/tools/thunks.py) on a saved compiler output, without the CUDA wheels.
 
 ``tests/data/bench/gpu_plan/`` is the XLA dump of the deviceless H200 compile of the bench's quadruped step
-(``jax.vmap`` of ``jaxmor.step`` over 8,192 worlds, float32, jaxmor at 308aa04), trimmed by
-``tests/data/bench/trim_gpu_dump.py``: the thunk sequence and metadata whole, the optimized HLO without the fused
-computations' insides.
+(``jax.vmap`` of ``jaxmor.step`` over 8,192 worlds, float32, the model closed over as ``--no-model-input`` does;
+run ``20261201T225622Z-2d9b72``, jaxmor at 308aa04), trimmed by ``tests/data/bench/trim_gpu_dump.py``: the thunk
+sequence and metadata whole, the optimized HLO without the fused computations' insides.
 
 The expected counts were read from ``thunk_sequence_after_thunk_passes.txt`` (471 lines) with grep, by line ranges
 (``sed -n A,Bp FILE | grep -c kCustomKernel``, and ``grep -c "kCopy "`` for the copies):
@@ -145,6 +145,20 @@ def test_costs_count_each_trip(dump):
     plan = thunks.plan_of(dump["hlo"], dump["thunks"], dump["metadata"], costs, gpu_plan.JAXMOR_STAGES)
     assert plan["flops"] == 1000.0 + 19 * 10.0
     assert plan["bytes"] == 400.0 + 19 * 3.0
+
+
+def test_costs_take_the_mean_branch(dump):
+    """XLA's figure holds the body once with its conditional at the costlier branch (4 of a 10-flop body); with
+    the branches' mean (2) each of the 20 trips costs 8: 1000 - 10 + 20 x 8."""
+    hlo = thunks._Hlo(dump["hlo"])
+    (loop,) = hlo.loops.values()
+    costs = {
+        "entry": "main",
+        "module": {"flops": 1000.0, "bytes": 0.0},
+        "bodies": {loop.body: {"flops": 10.0, "bytes": 0.0}},
+        "branches": {"main": [], loop.body: [[{"flops": 4.0, "bytes": 0.0}, {"flops": 0.0, "bytes": 0.0}]]},
+    }
+    assert thunks.total_cost(costs, hlo.loops)["flops"] == 1000.0 - 10.0 + 20 * 8.0
 
 
 def test_estimate():

@@ -18,8 +18,9 @@
   operand's, or the loop's it is in.
 
 Bytes per stage are the kernels' operands plus results (their HLO shapes), copies' twice their size: a
-rough split of the traffic, beside the whole program's figure from XLA's cost analysis
-(:func:`loop_costs`: the module's cost, each loop body's once more per extra trip).
+rough split of the traffic, beside the whole program's figure from XLA's cost analysis (:func:`loop_costs`,
+:func:`total_cost`: the module's cost, each loop body's once more per extra trip, each conditional at the mean
+of its branches).
 """
 
 from __future__ import annotations
@@ -372,9 +373,11 @@ def _as_entry(hlo: str, computation: str) -> str:
 
 
 def loop_costs(hlo: str) -> dict:
-    """XLA's HLO cost analysis of the module (which counts a loop body once) and of each loop body alone:
-    ``{"module": {"flops", "bytes"}, "bodies": {body: {...}}}``. Uses the CPU backend's cost analysis on
-    the HLO text (no GPU needed)."""
+    """XLA's HLO cost analysis of the module (which counts a loop body once, and a conditional at its most
+    costly branch), of each loop body alone, and of each branch of the conditionals in the entry computation
+    and in the loop bodies: ``{"entry", "module": {"flops", "bytes"}, "bodies": {body: {...}}, "branches":
+    {computation: [[branch costs] per conditional]}}``. Uses the CPU backend's cost analysis on the HLO text
+    (no GPU needed)."""
     from jax._src import xla_bridge
     from jax._src.lib import _jax
     from jaxlib import _hlo
@@ -385,21 +388,35 @@ def loop_costs(hlo: str) -> dict:
         c = _jax.hlo_module_cost_analysis(cpu, _hlo.hlo_module_from_text(text))
         return {"flops": float(c.get("flops", 0.0)), "bytes": float(c.get("bytes accessed", 0.0))}
 
+    module = parse_hlo(hlo)
     loops = [x for loop in count_iterations(hlo)["loops"] for x in loop.flat()]
-    return {"module": cost(hlo), "bodies": {x.body: cost(_as_entry(hlo, x.body)) for x in loops}}
+    branches = {}
+    for comp in [module.entry, *(x.body for x in loops)]:
+        conds = [i for i in module.computations[comp].instructions.values() if i.opcode == "conditional"]
+        keys = ("branch_computations", "true_computation", "false_computation")
+        branches[comp] = [[cost(_as_entry(hlo, b)) for k in keys for b in c.called.get(k, [])] for c in conds]
+    return {
+        "entry": module.entry,
+        "module": cost(hlo),
+        "bodies": {x.body: cost(_as_entry(hlo, x.body)) for x in loops},
+        "branches": branches,
+    }
 
 
 def total_cost(costs: dict, loops: dict) -> dict:
-    """Flops and bytes per call: the module's, plus each loop body's (with its own loops' extra trips) once
-    per trip beyond the first, which the module's figure already holds."""
-    by_body = {x.body: x for x in loops.values()}
+    """Flops and bytes per call, each loop body counted once per trip and each conditional at the mean of its
+    branches (as the kernels are counted): ``mean(c) = own(c) + sum over c's conditionals of (mean - max of
+    the branches) + sum over c's loops of (trips x mean(body) - own(body))``, where ``own`` is XLA's figure,
+    which holds each body once and each conditional at its costliest branch."""
 
-    def effective(body: str, key: str) -> float:
-        own = costs["bodies"][body][key]
-        return own + sum((x.trip_count - 1) * effective(x.body, key) for x in by_body[body].inner)
+    def adjust(comp: str, key: str) -> float:
+        per = [[b[key] for b in c] for c in costs.get("branches", {}).get(comp, []) if c]
+        return sum(sum(b) / len(b) - max(b) for b in per)
+
+    def mean(comp: str, own: float, inner: list, key: str) -> float:
+        loops_part = sum(x.trip_count * mean(x.body, costs["bodies"][x.body][key], x.inner, key) for x in inner)
+        return own + adjust(comp, key) + loops_part - sum(costs["bodies"][x.body][key] for x in inner)
 
     top = [x for x in loops.values() if x.depth == 0]
-    return {
-        key: costs["module"][key] + sum((x.trip_count - 1) * effective(x.body, key) for x in top)
-        for key in ("flops", "bytes")
-    }
+    entry = costs.get("entry", "")
+    return {key: mean(entry, costs["module"][key], top, key) for key in ("flops", "bytes")}
