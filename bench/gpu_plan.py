@@ -222,8 +222,9 @@ def render(records: list[dict]) -> str:
     ok = [r for r in records if report.ok(r)]
     lines = [
         "Per step (vmap of one step over N worlds, float32), as XLA plans it for an H200; no GPU ran. Kernels "
-        "inside loops count once per iteration; GFLOP and GB are XLA's cost analysis with each loop body times "
-        "its trip count; the estimate is `max(flops / 67 TFLOP/s, bytes / 4.8 TB/s) + 3 us x kernels`.",
+        "inside loops count once per iteration, a conditional's branches each for an equal share of its runs; GFLOP "
+        "and GB are XLA's cost analysis with each loop body times its trip count, each conditional at the mean of "
+        "its branches; the estimate is `max(flops / 67 TFLOP/s, bytes / 4.8 TB/s) + 3 us x kernels`.",
         "",
         "| case | N | kernels (outside + inside loops) | D2D copies | graph launches | loops (trips) | GFLOP | GB "
         "| KB per world-step | estimate [ms] | world-steps/s (estimate) | compile [s] |",

@@ -2,8 +2,9 @@
 
 ``tests/data/bench/gpu_plan/`` is the XLA dump of the deviceless H200 compile of the bench's quadruped step
 (``jax.vmap`` of ``jaxmor.step`` over 8,192 worlds, float32, the model closed over as ``--no-model-input`` does;
-run ``20261201T225622Z-2d9b72``, jaxmor at 308aa04), trimmed by ``tests/data/bench/trim_gpu_dump.py``: the thunk
-sequence and metadata whole, the optimized HLO without the fused computations' insides.
+``python -m bench gpu-plan --keep-dump DIR`` at 308aa04, jax 0.10.2), trimmed by
+``tests/data/bench/trim_gpu_dump.py``: the thunk sequence and metadata whole, the optimized HLO without the fused
+computations' insides.
 
 The expected counts were read from ``thunk_sequence_after_thunk_passes.txt`` (471 lines) with grep, by line ranges
 (``sed -n A,Bp FILE | grep -c kCustomKernel``, and ``grep -c "kCopy "`` for the copies):
