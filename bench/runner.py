@@ -51,6 +51,7 @@ SCENARIOS = {
     "go2": "bench.go2",
     "motor-dynamics": "bench.motor_dynamics",
     "envs": "bench.envs",
+    "gpu-plan": "bench.gpu_plan",
 }
 
 
@@ -76,6 +77,8 @@ class Scenario:
     #: Fields computed once here and added to every case's spec (e.g. the start pose), or None.
     prepare: Callable[[argparse.Namespace, list[str]], dict] | None = None
     steps_help: str = "steps per call, one lax.scan"
+    #: Environment variables of the case processes and of the device query (e.g. JAX on the CPU), or None.
+    env: dict | None = None
 
 
 def scenarios() -> dict[str, Scenario]:
@@ -295,7 +298,7 @@ def python_json(code: str, timeout: float = 300, **env: str):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def device_info() -> dict:
+def device_info(**env: str) -> dict:
     """JAX's devices, asked in a subprocess so that this process never initializes a JAX backend."""
     code = (
         "import json, jax; d = jax.devices(); "
@@ -303,7 +306,7 @@ def device_info() -> dict:
         "'device_kind': d[0].device_kind}))"
     )
     try:
-        return python_json(code, timeout=120)
+        return python_json(code, timeout=120, **env)
     except Exception as exc:  # noqa: BLE001
         return {"backend": "unknown", "error": str(exc)}
 
@@ -431,6 +434,12 @@ def progress_line(i: int, total: int, rec: dict) -> str:
     )
     if rec.get("status") != "ok":
         return f"{head} {rec.get('status', '?').upper()}: {rec.get('error', '')}"
+    if "kernels" in rec:  # gpu-plan: the compiler's plan, no timed calls
+        return (
+            f"{head} compile {rec['compile_s']:5.0f} s | {rec['kernels']:,} kernels, {rec['copies']:,} copies, "
+            f"{rec['graph_launches']:,} graphs | {rec['bytes'] / 1e9:.1f} GB | estimate "
+            f"{report.fmt_rate(rec['estimate_wsps'])} world-steps/s"
+        )
     if "median_s" not in rec:
         return f"{head} ok"
     spread = f"{rec['min_s'] * 1e3:,.1f}-{rec['max_s'] * 1e3:,.1f}"
@@ -486,7 +495,7 @@ def measure(sc: Scenario, args, argv: list[str]) -> tuple[list[dict], Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     engines = engines_of(args, sc)
     run_id = f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
-    machine, vers, device = machine_info(), versions(), device_info()
+    machine, vers, device = machine_info(), versions(), device_info(**(sc.env or {}))
     available = engine_availability(engines)
     for name, why in available.items():
         if why is not None and name in engines:
@@ -510,7 +519,7 @@ def measure(sc: Scenario, args, argv: list[str]) -> tuple[list[dict], Path]:
         "device": device,
         "versions": vers,
     }
-    return run_cases(cases, args, case_env(), out, context), out
+    return run_cases(cases, args, case_env(**(sc.env or {})), out, context), out
 
 
 def main(argv: list[str] | None = None) -> int:
