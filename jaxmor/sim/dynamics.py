@@ -15,7 +15,18 @@ With body Jacobians ``J_i`` (``v_i = J_i nu``, carried down the tree), ``M_l = s
 and ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` (the recursive Newton-Euler
 algorithm's forward pass for ``a_i``; its backward pass is the sum over ``J_i^T``). Rotor inertia
 (``dof_armature``) is added to the diagonal of ``M``. Gravity enters as a fictitious upward
-acceleration of the world. Everything is pure JAX: jit-, vmap- and
+acceleration of the world.
+
+The velocity derivative ``D = db/du = T^T D_l T`` (the implicit integrator's term) is the same sums
+differentiated in closed form, ``nv`` columns at once: with ``S_i`` (6, nv) body ``i``'s own motion
+subspace, ``s_i = S_i nu`` its joint's velocity, ``X_i`` the transform from its parent,
+
+    D_l = sum_i J_i^T (I_i A_i + K_i J_i),    A_i = X_i A_parent + [v_i x] S_i - [s_i x] J_i + S_i N,
+
+where ``A_i`` (6, nv) is ``d a_i / d nu`` (one more pass down the tree, zero for the world),
+``K_i dv = v_i x* I_i dv + dv x* I_i v_i`` (6, 6), and ``N = d c / d nu`` (nv, nv), nonzero only in a free
+base's linear rows: ``[-[w_b]x, [v_b]x]``. Every term is a dense product of per-body (6, 6) and (6, nv)
+blocks, the shapes the mass matrix already uses. Everything is pure JAX: jit-, vmap- and
 grad-able, in float32 or float64 (the dtype of ``q``).
 """
 
@@ -128,14 +139,15 @@ def _motion_cross_matrix(v: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.concatenate([w, jnp.zeros_like(w)], -1), jnp.concatenate([lin, w], -1)], -2)
 
 
-def _force_cross_matrix(v: jax.Array, h: jax.Array) -> jax.Array:
-    """(..., 6, 6) derivative of ``v x* h`` with ``h = I v``: the matrix of ``dv -> v x* (I dv) + dv x* h``
-    without the ``I`` (``v x* (I dv) = -[v x]^T I dv``; ``dv x* h`` is returned, ``I`` applied by the caller
-    to the first part). Returns ``(-[v x]^T, H)`` with ``H dv = dv x* h``."""
+def _force_cross_jacobian(v: jax.Array, inertia: jax.Array) -> jax.Array:
+    """(..., 6, 6) ``K`` with ``K dv = d(v x* I v)``: ``v x* (I dv) + dv x* (I v)`` for body velocities
+    ``v`` (..., 6) and spatial inertias ``I`` (..., 6, 6)."""
+    h = jnp.einsum("...kl,...l->...k", inertia, v)
     ha, hl = skew(h[..., :3]), skew(h[..., 3:])
-    cross_t = -jnp.swapaxes(_motion_cross_matrix(v), -1, -2)
-    bar = -jnp.concatenate([jnp.concatenate([ha, hl], -1), jnp.concatenate([hl, jnp.zeros_like(hl)], -1)], -2)
-    return cross_t, bar
+    # dv x* h = [-[h_a]x dw - [h_l]x dl; -[h_l]x dw]
+    bar = jnp.concatenate([jnp.concatenate([ha, hl], -1), jnp.concatenate([hl, jnp.zeros_like(hl)], -1)], -2)
+    # v x* f = -[v x]^T f
+    return -jnp.swapaxes(_motion_cross_matrix(v), -1, -2) @ inertia - bar
 
 
 def _bias_local(model: Model, xs, inertia, jac, nu: jax.Array, vel: jax.Array) -> jax.Array:
@@ -172,9 +184,7 @@ def _bias_jacobian_local(model: Model, xs, inertia, jac, own, nu: jax.Array, vel
         + jnp.einsum("bkn,nm->bkm", own, nu_dot_jac)
     )
     acc = parent_first(model, _transport, None, (xs, product))
-    momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
-    cross_t, bar = _force_cross_matrix(vel, momentum)
-    force = inertia @ acc + (cross_t @ inertia + bar) @ jac
+    force = inertia @ acc + _force_cross_jacobian(vel, inertia) @ jac
     return jnp.einsum("bkn,bkm->nm", jac, force)
 
 
