@@ -26,8 +26,9 @@ subspace, ``s_i = S_i nu`` its joint's velocity, ``X_i`` the transform from its 
 where ``A_i`` (6, nv) is ``d a_i / d nu`` (one more pass down the tree, zero for the world),
 ``K_i dv = v_i x* I_i dv + dv x* I_i v_i`` (6, 6), and ``N = d c / d nu`` (nv, nv), nonzero only in a free
 base's linear rows: ``[-[w_b]x, [v_b]x]``. Every term is a dense product of per-body (6, 6) and (6, nv)
-blocks, the shapes the mass matrix already uses. Everything is pure JAX: jit-, vmap- and
-grad-able, in float32 or float64 (the dtype of ``q``).
+blocks, the shapes the mass matrix already uses.
+
+Everything is pure JAX: jit-, vmap- and grad-able, in float32 or float64 (the dtype of ``q``).
 """
 
 from __future__ import annotations
