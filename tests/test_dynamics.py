@@ -17,15 +17,20 @@ model's pytree structure) and reused across configurations; talos (33 bodies) do
 from __future__ import annotations
 
 import re
+import warnings
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from models import QUADRUPED_URDF
 from reference import TESTBOT, PinReference, load, missing_robot_reason, mujoco_terms, random_state, rel_err, robot_urdf
 
 import jaxmor
+from jaxmor.sim.dynamics import dynamics
+from jaxmor.sim.kinematics import kinematics
 
 pin = pytest.importorskip("pinocchio")
 
@@ -261,3 +266,84 @@ def test_float32(testbot):
         for x32, x64 in zip(out32, out64, strict=True):
             assert x32.dtype == jnp.float32
             assert rel_err(x32, x64) <= 2e-5, rel_err(x32, x64)
+
+
+# --------------------------------------------------------------------------------------------------
+# The bias's velocity derivative D = db/du (Dynamics.bias_jacobian, the implicit integrator's term)
+
+GO2_MJCF = Path(__file__).resolve().parent / "data" / "unitree_go2" / "scene_mjx.xml"
+D_TOL = 1e-12
+
+
+def _quiet(loader, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return loader(*args, **kwargs)
+
+
+def _bias_jacobian_models():
+    """name -> loader: floating and fixed bases, revolute and prismatic joints, several free bodies."""
+    return {
+        "quadruped": lambda: load(QUADRUPED_URDF, True),
+        "testbot": lambda: load(TESTBOT, True),  # revolute + unaligned prismatic + continuous
+        "testbot_fixed": lambda: load(TESTBOT, False),  # the same chain welded to the world
+        "panda": lambda: load(_urdf("panda"), False),
+        "go2": lambda: _quiet(jaxmor.load_mjcf, GO2_MJCF, meshes="ignore"),  # MJCF, with its torsional friction
+        "quadruped_and_boxes": lambda: jaxmor.add_free_body(
+            jaxmor.add_free_body(load(QUADRUPED_URDF, True), "a", "box", [0.1, 0.2, 0.3], 2.0), "b", "sphere", 0.1, 1.0
+        ),
+    }
+
+
+def _random_state_all_free(model, rng):
+    """``random_state`` with every free joint's quaternion random (not only the first)."""
+    q, u, _ = random_state(model, rng)
+    for start in model.free_q:
+        quat = rng.normal(size=4)
+        q[start + 3 : start + 7] = quat / np.linalg.norm(quat)
+    return q, 3.0 * u  # fast enough that the velocity terms dominate gravity
+
+
+def _bias_jacobian(model, q, u):
+    model = model.replace(opt=model.opt.replace(implicit_bias="kahan"))
+    return dynamics(model, kinematics(model, q), u).bias_jacobian
+
+
+@pytest.mark.parametrize("name", list(_bias_jacobian_models()))
+def test_bias_jacobian_matches_forward_mode_of_the_bias(name):
+    """``Dynamics.bias_jacobian`` equals ``jax.jacfwd`` of the public ``bias_force`` w.r.t. ``u`` (forward-mode
+    differentiation of the recursion, independent of the closed form) to round-off, at random states."""
+    model = _bias_jacobian_models()[name]()
+    rng = np.random.default_rng(sum(map(ord, name)))
+    closed = jax.jit(_bias_jacobian)
+    oracle = jax.jit(jax.jacfwd(jaxmor.bias_force, argnums=2))
+    for _ in range(4):
+        q, u = _random_state_all_free(model, rng)
+        d, d_ref = np.asarray(closed(model, q, u)), np.asarray(oracle(model, q, u))
+        assert d.shape == (model.nv, model.nv)
+        err = np.max(np.abs(d - d_ref)) / np.max(np.abs(d_ref))
+        assert err <= D_TOL, (name, err)
+    # b is quadratic in u plus gravity: D(u) u = 2 (b(u) - b(0)).
+    b, b0 = (np.asarray(jaxmor.bias_force(model, q, x)) for x in (u, np.zeros(model.nv)))
+    assert rel_err(d @ u, 2.0 * (b - b0)) <= 1e-11
+
+
+def test_bias_jacobian_derivatives_match_forward_mode(testbot):
+    """The closed form's own derivatives (w.r.t. body masses by reverse mode, w.r.t. ``q`` by forward mode)
+    equal those of the forward-mode oracle: the gradient through the implicit term is exact too."""
+    model, _ = testbot
+    q, u = _random_state_all_free(model, np.random.default_rng(23))
+    weights = np.random.default_rng(24).normal(size=(model.nv, model.nv))
+
+    def closed(mass, q):
+        return jnp.sum(weights * _bias_jacobian(model.replace(body_mass=mass), q, u))
+
+    def oracle(mass, q):
+        m = model.replace(body_mass=mass)
+        return jnp.sum(weights * jax.jacfwd(jaxmor.bias_force, argnums=2)(m, q, u))
+
+    mass = np.asarray(model.body_mass)
+    for argnum in (0, 1):
+        diff = jax.grad if argnum == 0 else jax.jacfwd
+        got, ref = (np.asarray(jax.jit(diff(f, argnums=argnum))(mass, q)) for f in (closed, oracle))
+        assert rel_err(got, ref) <= 1e-11, (argnum, rel_err(got, ref))

@@ -15,8 +15,20 @@ With body Jacobians ``J_i`` (``v_i = J_i nu``, carried down the tree), ``M_l = s
 and ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` (the recursive Newton-Euler
 algorithm's forward pass for ``a_i``; its backward pass is the sum over ``J_i^T``). Rotor inertia
 (``dof_armature``) is added to the diagonal of ``M``. Gravity enters as a fictitious upward
-acceleration of the world. Everything is pure JAX: jit-, vmap- and
-grad-able, in float32 or float64 (the dtype of ``q``).
+acceleration of the world.
+
+The velocity derivative ``D = db/du = T^T D_l T`` (the implicit integrator's term) is the same sums
+differentiated in closed form, ``nv`` columns at once: with ``S_i`` (6, nv) body ``i``'s own motion
+subspace, ``s_i = S_i nu`` its joint's velocity, ``X_i`` the transform from its parent,
+
+    D_l = sum_i J_i^T (I_i A_i + K_i J_i),    A_i = X_i A_parent + [v_i x] S_i - [s_i x] J_i + S_i N,
+
+where ``A_i`` (6, nv) is ``d a_i / d nu`` (one more pass down the tree, zero for the world),
+``K_i dv = v_i x* I_i dv + dv x* I_i v_i`` (6, 6), and ``N = d c / d nu`` (nv, nv), nonzero only in a free
+base's linear rows: ``[-[w_b]x, [v_b]x]``. Every term is a dense product of per-body (6, 6) and (6, nv)
+blocks, the shapes the mass matrix already uses.
+
+Everything is pure JAX: jit-, vmap- and grad-able, in float32 or float64 (the dtype of ``q``).
 """
 
 from __future__ import annotations
@@ -122,6 +134,61 @@ def _cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.cross(w, f[..., :3]) + jnp.cross(lin, f[..., 3:]), jnp.cross(w, f[..., 3:])], -1)
 
 
+def _motion_cross_matrix(v: jax.Array) -> jax.Array:
+    """(..., 6, 6) matrix of ``m -> v x m`` for motion vectors ``v`` (..., 6)."""
+    w, lin = skew(v[..., :3]), skew(v[..., 3:])
+    return jnp.concatenate([jnp.concatenate([w, jnp.zeros_like(w)], -1), jnp.concatenate([lin, w], -1)], -2)
+
+
+def _force_cross_jacobian(v: jax.Array, inertia: jax.Array) -> jax.Array:
+    """(..., 6, 6) ``K`` with ``K dv = d(v x* I v)``: ``v x* (I dv) + dv x* (I v)`` for body velocities
+    ``v`` (..., 6) and spatial inertias ``I`` (..., 6, 6)."""
+    h = jnp.einsum("...kl,...l->...k", inertia, v)
+    ha, hl = skew(h[..., :3]), skew(h[..., 3:])
+    # dv x* h = [-[h_a]x dw - [h_l]x dl; -[h_l]x dw]
+    bar = jnp.concatenate([jnp.concatenate([ha, hl], -1), jnp.concatenate([hl, jnp.zeros_like(hl)], -1)], -2)
+    # v x* f = -[v x]^T f
+    return -jnp.swapaxes(_motion_cross_matrix(v), -1, -2) @ inertia - bar
+
+
+def _bias_local(model: Model, xs, inertia, jac, nu: jax.Array, vel: jax.Array) -> jax.Array:
+    """(nv,) ``RNEA_l(q, nu, c)``: the bias in local coordinates (``b = T^T`` of it), from the bodies'
+    velocities ``vel`` (nb, 6) = ``J nu``."""
+    dtype = nu.dtype
+    a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.opt.gravity.astype(dtype)])
+    # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
+    parent_vel = jnp.stack([jnp.zeros(6, dtype) if p < 0 else xs[i] @ vel[p] for i, p in enumerate(model.body_parent)])
+    product = _cross_motion(vel, vel - parent_vel)
+    # dT/dt u for a free base: the local velocity coordinates rotate with the base.
+    nu_dot = jnp.zeros(model.nv, dtype)
+    for v in model.free_u:
+        nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
+    acc = parent_first(model, _transport, a_world, (xs, product)) + jnp.einsum("bkn,n->bk", jac, nu_dot)
+    momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
+    force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
+    return jnp.einsum("bkn,bk->n", jac, force)
+
+
+def _bias_jacobian_local(model: Model, xs, inertia, jac, own, nu: jax.Array, vel: jax.Array) -> jax.Array:
+    """(nv, nv) ``D_l = d RNEA_l / d nu`` (``D = T^T D_l T``), closed form (see the module docstring)."""
+    dtype = nu.dtype
+    # d(nu_dot)/d nu: for a free base, d(-w_b x v_b) = [v_b]x dw_b - [w_b]x dv_b (rows of v_b only).
+    nu_dot_jac = jnp.zeros((model.nv, model.nv), dtype)
+    for v in model.free_u:
+        lin, ang = slice(v, v + 3), slice(v + 3, v + 6)
+        nu_dot_jac = nu_dot_jac.at[lin, lin].set(-skew(nu[ang])).at[lin, ang].set(skew(nu[lin]))
+    joint_vel = jnp.einsum("bkn,n->bk", own, nu)
+    # d(v_i x s_i) = v_i x S_i dnu - s_i x J_i dnu; plus S_i d(nu_dot), whose sum down the tree is J_i d(nu_dot).
+    product = (
+        _motion_cross_matrix(vel) @ own
+        - _motion_cross_matrix(joint_vel) @ jac
+        + jnp.einsum("bkn,nm->bkm", own, nu_dot_jac)
+    )
+    acc = parent_first(model, _transport, None, (xs, product))
+    force = inertia @ acc + _force_cross_jacobian(vel, inertia) @ jac
+    return jnp.einsum("bkn,bkm->nm", jac, force)
+
+
 def _terms(
     model: Model, kin: Kinematics, u: jax.Array | None, jacobian: bool = False
 ) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
@@ -133,37 +200,19 @@ def _terms(
         return zero, (None if u is None else jnp.zeros(model.nv, dtype)), (zero if jacobian else None)
     xs = _spatial_transforms(kin)
     inertia = _spatial_inertias(model, dtype)
-    jac = parent_first(model, _transport, None, (xs, _joint_subspaces(model, dtype)))
+    own = _joint_subspaces(model, dtype)
+    jac = parent_first(model, _transport, None, (xs, own))
     t = _local_transform(model, kin)
     m_local = jnp.einsum("bkn,bkl,blm->nm", jac, inertia, jac)
     mass = t.T @ m_local @ t + jnp.diag(model.dof_armature.astype(dtype))
     if u is None:
         return mass, None, None
-    a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.opt.gravity.astype(dtype)])
-
-    def bias_of(u: jax.Array) -> jax.Array:
-        nu = t @ u
-        vel = jnp.einsum("bkn,n->bk", jac, nu)
-        # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
-        parent_vel = jnp.stack(
-            [jnp.zeros(6, dtype) if p < 0 else xs[i] @ vel[p] for i, p in enumerate(model.body_parent)]
-        )
-        product = _cross_motion(vel, vel - parent_vel)
-        # dT/dt u for a free base: the local velocity coordinates rotate with the base.
-        nu_dot = jnp.zeros(model.nv, dtype)
-        for v in model.free_u:
-            nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
-        acc = parent_first(model, _transport, a_world, (xs, product)) + jnp.einsum("bkn,n->bk", jac, nu_dot)
-        momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
-        force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
-        return t.T @ jnp.einsum("bkn,bk->n", jac, force)
-
+    nu = t @ u
+    vel = jnp.einsum("bkn,n->bk", jac, nu)
+    bias = t.T @ _bias_local(model, xs, inertia, jac, nu, vel)
     if not jacobian:
-        return mass, bias_of(u), None
-    # b is quadratic in u: its derivative is linear in u, one forward-mode tangent per velocity (the
-    # primal is not batched, so it is computed once).
-    bias, d = jax.vmap(lambda e: jax.jvp(bias_of, (u,), (e,)), out_axes=(None, 1))(jnp.eye(model.nv, dtype=dtype))
-    return mass, bias, d
+        return mass, bias, None
+    return mass, bias, t.T @ _bias_jacobian_local(model, xs, inertia, jac, own, nu, vel) @ t
 
 
 def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
