@@ -43,6 +43,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxmor.errors import ArgumentError
@@ -67,14 +68,15 @@ def _largest_eigenvalue(block: jax.Array) -> jax.Array:
     return mean + safe_sqrt(half * half + off * off)
 
 
-def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, inv_diag: jax.Array) -> jax.Array:
+def _limit_impulse(low, high, limited, v0, inv_diag) -> jax.Array:
     """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``;
-    ``inv_diag`` is ``1 / A_rr`` (0 for a row that nothing moves).
+    ``limited`` (2,) bool says which bounds are finite, ``inv_diag`` is ``1 / A_rr`` (0 for a row that
+    nothing moves).
 
     An infinite bound (a joint without that limit) contributes nothing, with finite derivatives: the bound
     is replaced before the product (a double ``where``), so no ``inf * 0`` reaches the gradient.
     """
-    has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
+    has_low, has_high = limited[0], limited[1]
     push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
     pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
     return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
@@ -85,16 +87,18 @@ def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, inv_diag: jax
 
 @struct.dataclass
 class _Rows:
-    """A problem in the sweeps' layout: one matrix and one table of per-row constants.
+    """A problem in the sweeps' layout: one matrix and tables of per-row constants, everything a sweep
+    reads (nothing loop-invariant is computed inside the loop).
 
     Attributes:
         columns: (R, R) ``A`` transposed: row ``r`` is ``A``'s column ``r`` (what a change of row ``r``'s
             impulse adds to ``v``); ``columns[r, r]`` is the diagonal entry and ``columns[n, n + 1 : n + 3]``
             the tangent rows' entries in a normal's column.
-        laws: (R, 4) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
-            its target [m/s], friction coefficient and ``1 / s_max`` of its tangential block (0 when
-            frictionless), for a joint row its friction bound [N s or Nm s] and its velocity bounds from the
-            limits; zeros on tangent rows.
+        laws: (R, 5) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
+            its target [m/s], friction coefficient, ``1 / s_max`` of its tangential block (0 when
+            frictionless) and 0, for a joint row its friction bounds ``-b, b`` [N s or Nm s] and its velocity
+            bounds from the limits (low, high); zeros on tangent rows.
+        limited: (nj, 2) bool, whether each joint row's low and high bound is finite.
         free_velocity: (R,) ``b``.
         nc: number of contact slots (static).
         rows_per_contact: 3, or 1 for a frictionless problem (static).
@@ -102,6 +106,7 @@ class _Rows:
 
     columns: jax.Array
     laws: jax.Array
+    limited: jax.Array | None
     free_velocity: jax.Array
     nc: int = struct.field(pytree_node=False)
     rows_per_contact: int = struct.field(pytree_node=False)
@@ -121,14 +126,15 @@ def _rows_of(problem: Problem) -> _Rows:
         inv_eig = safe_div(1.0, _largest_eigenvalue(problem.tangent_blocks()))
     else:
         inv_eig = zeros
-    normal = jnp.stack([problem.contact_target, problem.friction, inv_eig], axis=1)  # (nc, 3)
-    contact = jnp.zeros((nc, problem.rows_per_contact, 3), a.dtype).at[:, 0].set(normal)
-    joint = jnp.stack([problem.friction_bound, problem.limit_low, problem.limit_high], axis=1)  # (nj, 3)
-    laws = jnp.concatenate([contact.reshape(-1, 3), joint])
+    normal = jnp.stack([problem.contact_target, problem.friction, inv_eig, zeros], axis=1)  # (nc, 4)
+    contact = jnp.zeros((nc, problem.rows_per_contact, 4), a.dtype).at[:, 0].set(normal)
+    bound, low, high = problem.friction_bound, problem.limit_low, problem.limit_high
+    joint = jnp.stack([-bound, bound, low, high], axis=1)  # (nj, 4)
+    laws = jnp.concatenate([contact.reshape(-1, 4), joint])
     inv_diag = safe_div(1.0, jnp.diagonal(a))
-    return _Rows(
-        a.T, jnp.concatenate([inv_diag[:, None], laws], axis=1), problem.free_velocity, nc, problem.rows_per_contact
-    )
+    laws = jnp.concatenate([inv_diag[:, None], laws], axis=1)
+    limited = jnp.stack([jnp.isfinite(low), jnp.isfinite(high)], axis=1)
+    return _Rows(a.T, laws, limited, problem.free_velocity, nc, problem.rows_per_contact)
 
 
 # The row updates, shared by both forms of a sweep below.
@@ -138,7 +144,7 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
     """New (rows_per_contact,) impulses of a contact: the normal row, then (with friction) the tangential
     pair on the disk.
 
-    ``law`` is the normal row's (4,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
+    ``law`` is the normal row's (5,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
     the normal's column (unused when frictionless), ``v`` the rows' velocities at the impulses ``old``.
     """
     inv_nn, target, mu, inv_eig = law[0], law[1], law[2], law[3]
@@ -150,16 +156,16 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
     return jnp.concatenate([lam_n[None], lam_t])
 
 
-def _joint_impulse(with_friction: bool, law: jax.Array, diag, v_other, limit):
-    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (4,), :class:`_Rows`;
-    diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its previous limit
-    impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
-    inv_diag, bound, low, high = law[0], law[1], law[2], law[3]
+def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit):
+    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (5,) and ``limited``
+    (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
+    previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
+    inv_diag, low, high = law[0], law[3], law[4]
     if not with_friction:
-        new_limit = _limit_impulse(low, high, v_other, inv_diag)
+        new_limit = _limit_impulse(low, high, limited, v_other, inv_diag)
         return new_limit, new_limit
-    friction = jnp.clip(-v_other * inv_diag - limit, -bound, bound)
-    new_limit = _limit_impulse(low, high, v_other + diag * friction, inv_diag)
+    friction = jnp.clip(-v_other * inv_diag - limit, law[1], law[2])
+    new_limit = _limit_impulse(low, high, limited, v_other + diag * friction, inv_diag)
     return friction + new_limit, new_limit
 
 
@@ -180,23 +186,24 @@ def _fast_sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[j
     from the carried (R,) array and the new impulses are assembled once at the end."""
     c, laws, m = p.columns, p.laws, p.rows_per_contact
     v, rows, limit = it
-    new_rows, new_limit = [], []
+    index, joint_index = np.arange(rows.shape[0]), np.arange(p.nj)
+    new_rows = rows
     for k in range(p.nc):
         n = m * k
         old = rows[n : n + m]
         new = _contact_impulse(m == 3, laws[n], c[n, n + 1 : n + 3], v[n : n + m], old)
         v = v + (new - old) @ c[n : n + m]
-        new_rows.append(new)
+        for j in range(m):
+            new_rows = jnp.where(index == n + j, new[j], new_rows)
     for i in range(p.nj):
         r = m * p.nc + i
         old = rows[r]
         v_other = v[r] - c[r, r] * old
-        new, lim = _joint_impulse(m == 3, laws[r], c[r, r], v_other, limit[i])
+        new, lim = _joint_impulse(m == 3, laws[r], p.limited[i], c[r, r], v_other, limit[i])
         v = v + c[r] * (new - old)
-        new_rows.append(new[None])
-        new_limit.append(lim)
-    rows = jnp.concatenate(new_rows) if new_rows else rows
-    return v, rows, jnp.stack(new_limit) if new_limit else limit
+        new_rows = jnp.where(index == r, new, new_rows)
+        limit = jnp.where(joint_index == i, lim, limit)
+    return v, new_rows, limit
 
 
 # The same sweep as loops over the rows, from the impulses alone: the map the derivative linearizes
@@ -225,7 +232,8 @@ def _compact_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array,
         diag = col[r]
         v_other = lam @ col + b[r] - diag * lam[r]
         law = jax.lax.dynamic_index_in_dim(p.laws, r, keepdims=False)
-        new, new_limit = _joint_impulse(m == 3, law, diag, v_other, limit[i])
+        limited = jax.lax.dynamic_index_in_dim(p.limited, i, keepdims=False)
+        new, new_limit = _joint_impulse(m == 3, law, limited, diag, v_other, limit[i])
         return lam.at[r].set(new), limit.at[i].set(new_limit)
 
     if p.nc:
@@ -236,7 +244,7 @@ def _compact_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array,
 
 
 #: Most sweeps of one problem in one trip of a shared loop (see :func:`_schedule`).
-_SWEEPS_PER_TRIP = 2
+_SWEEPS_PER_TRIP = 1
 
 
 def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
@@ -255,6 +263,11 @@ def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...
         stages.append((trips, sweeps))
         left = [c - trips * s for c, s in zip(left, sweeps, strict=True)]
     return tuple(stages)
+
+
+def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    """:func:`_compact_sweep` of ``p`` with its bound flags ``limited`` put back."""
+    return _compact_sweep(p.replace(limited=limited), x)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -301,7 +314,10 @@ def _iterate_jvp(counts, primals, tangents):
     x = _iterate(counts, params, x0)
     d_x = []
     for count, p, xj, dp, dxj in zip(counts, params, x, d_params, d_x0, strict=True):
-        _, linear = jax.linearize(_compact_sweep, p, xj)
+        # The (boolean) bound flags are constants of the sweep, not one of its differentiable inputs.
+        sweep = partial(_sweep_at, p.limited)
+        p, dp = p.replace(limited=None), dp.replace(limited=None)
+        _, linear = jax.linearize(sweep, p, xj)
         zero_x = jax.tree.map(jnp.zeros_like, xj)
         zero_p = jax.tree.map(jnp.zeros_like, p)
         drive = linear(dp, zero_x)
