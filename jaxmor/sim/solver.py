@@ -19,12 +19,12 @@ A frictionless problem (the position pass) has only the normal updates and the l
 
 Shape for speed (``docs/design/solver.md`` has the measurements). A sweep is straight-line code: the rows
 are unrolled, so the only loops are over sweeps. The problems a step solves together share them on a fixed
-schedule (:func:`solve_all`; no branch): with 20 velocity and 10 position sweeps, one loop of 10 trips,
-each two velocity sweeps and one position sweep. A problem's iterate is three packed arrays, the (R,)
-row velocities ``v = A lam + b``, the (R,) row impulses and the (nj,) limit impulses, and the loop
-reads one matrix, ``A`` transposed (its columns as rows), and one (R, 4) table of per-row constants. A row
-reads its velocity and its old impulse, and when its impulse changes by ``d`` adds ``d A[:, row]`` to
-``v``; the new impulses are assembled once per sweep. That is the same Gauss-Seidel iteration (each row
+schedule (:func:`solve_all`; no branch): with 20 velocity and 10 position sweeps, a loop of 10 trips of
+both, then one of 10 trips of the velocity problem alone. A problem's iterate is three packed arrays, the
+(R,) row velocities ``v = A lam + b``, the (R,) row impulses and the (nj,) limit impulses, and the loop
+reads one matrix, ``A`` transposed (its columns as rows), and two tables of per-row constants. A row reads
+its velocity and its old impulse, writes its new impulse with a select on its static index, and when its
+impulse changes by ``d`` adds ``d A[:, row]`` to ``v``. That is the same Gauss-Seidel iteration (each row
 sees the impulses updated before it) with the same fixed points; ``v`` is recomputed from the impulses
 at the start of each solve. ``A`` is not symmetric in general (the effective mass holds the
 velocity-dependent forces' derivative), so its columns, not its rows, update ``v``.
@@ -94,10 +94,11 @@ class _Rows:
         columns: (R, R) ``A`` transposed: row ``r`` is ``A``'s column ``r`` (what a change of row ``r``'s
             impulse adds to ``v``); ``columns[r, r]`` is the diagonal entry and ``columns[n, n + 1 : n + 3]``
             the tangent rows' entries in a normal's column.
-        laws: (R, 5) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
+        laws: (R, 6) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
             its target [m/s], friction coefficient, ``1 / s_max`` of its tangential block (0 when
             frictionless) and 0, for a joint row its friction bounds ``-b, b`` [N s or Nm s] and its velocity
-            bounds from the limits (low, high); zeros on tangent rows.
+            bounds from the limits (low, high), zeros on tangent rows; last, 1 on every row (the divisor
+            that makes the compiler keep each new impulse, :func:`_fast_sweep`).
         limited: (nj, 2) bool, whether each joint row's low and high bound is finite.
         free_velocity: (R,) ``b``.
         nc: number of contact slots (static).
@@ -132,7 +133,7 @@ def _rows_of(problem: Problem) -> _Rows:
     joint = jnp.stack([-bound, bound, low, high], axis=1)  # (nj, 4)
     laws = jnp.concatenate([contact.reshape(-1, 4), joint])
     inv_diag = safe_div(1.0, jnp.diagonal(a))
-    laws = jnp.concatenate([inv_diag[:, None], laws], axis=1)
+    laws = jnp.concatenate([inv_diag[:, None], laws, jnp.ones_like(inv_diag)[:, None]], axis=1)
     limited = jnp.stack([jnp.isfinite(low), jnp.isfinite(high)], axis=1)
     return _Rows(a.T, laws, limited, problem.free_velocity, nc, problem.rows_per_contact)
 
@@ -144,7 +145,7 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
     """New (rows_per_contact,) impulses of a contact: the normal row, then (with friction) the tangential
     pair on the disk.
 
-    ``law`` is the normal row's (5,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
+    ``law`` is the normal row's (6,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
     the normal's column (unused when frictionless), ``v`` the rows' velocities at the impulses ``old``.
     """
     inv_nn, target, mu, inv_eig = law[0], law[1], law[2], law[3]
@@ -157,7 +158,7 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
 
 
 def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit):
-    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (5,) and ``limited``
+    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (6,) and ``limited``
     (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
     previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
     inv_diag, low, high = law[0], law[3], law[4]
@@ -183,7 +184,11 @@ def _start(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Arr
 def _fast_sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One sweep, rows unrolled: contacts in slot order, then each joint; a changed impulse ``d`` adds
     ``d A[:, row]`` (a row of ``p.columns``) to the carried velocities. Each row reads its old impulse
-    from the carried (R,) array and the new impulses are assembled once at the end."""
+    from the carried (R,) arrays and writes its new one with a select on its static index.
+
+    Each new impulse is divided by a 1 read from ``p.laws`` (exact): XLA does not duplicate a division
+    into the new impulse's consumers (the selects, the velocity update, the next rows), so it computes
+    each row's update once instead of once per consumer."""
     c, laws, m = p.columns, p.laws, p.rows_per_contact
     v, rows, limit = it
     index, joint_index = np.arange(rows.shape[0]), np.arange(p.nj)
@@ -191,7 +196,7 @@ def _fast_sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[j
     for k in range(p.nc):
         n = m * k
         old = rows[n : n + m]
-        new = _contact_impulse(m == 3, laws[n], c[n, n + 1 : n + 3], v[n : n + m], old)
+        new = _contact_impulse(m == 3, laws[n], c[n, n + 1 : n + 3], v[n : n + m], old) / laws[n, 5]
         v = v + (new - old) @ c[n : n + m]
         for j in range(m):
             new_rows = jnp.where(index == n + j, new[j], new_rows)
@@ -200,6 +205,7 @@ def _fast_sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[j
         old = rows[r]
         v_other = v[r] - c[r, r] * old
         new, lim = _joint_impulse(m == 3, laws[r], p.limited[i], c[r, r], v_other, limit[i])
+        new, lim = new / laws[r, 5], lim / laws[r, 5]
         v = v + c[r] * (new - old)
         new_rows = jnp.where(index == r, new, new_rows)
         limit = jnp.where(joint_index == i, lim, limit)
@@ -253,8 +259,8 @@ def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...
 
     A stage runs as many trips as the fewest sweeps left and gives each problem that many sweeps per trip
     as its count allows (at most ``_SWEEPS_PER_TRIP``); what is left goes to the next stage. Every
-    problem gets exactly ``counts[j]`` sweeps, e.g. (20, 10) -> one stage of 10 trips x (2, 1); (7, 3)
-    -> 3 x (2, 1), then 1 x (1, 0).
+    problem gets exactly ``counts[j]`` sweeps. With ``_SWEEPS_PER_TRIP = 1``: (20, 10) -> 10 trips x (1, 1),
+    then 10 x (1, 0); with 2: (20, 10) -> 10 x (2, 1), and (7, 3) -> 3 x (2, 1), then 1 x (1, 0).
     """
     stages, left = [], list(counts)
     while any(left):
@@ -335,8 +341,7 @@ def solve_all(
     """Run ``iterations[j]`` PGS sweeps on ``problems[j]`` from ``warm_starts[j]``, the problems together.
 
     Independent problems (the step's velocity and position problems) share their sweep loops
-    (:func:`_schedule`): with counts (20, 10), one loop of 10 trips, each two sweeps of the first and one
-    of the second.
+    (:func:`_schedule`, no branch): with counts (20, 10), 10 trips of both, then 10 of the first alone.
 
     Args:
         problems: the problems (with friction, or frictionless: ``problem.rows_per_contact``).
