@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxmor.errors import ArgumentError
 from jaxmor.sim.constraint import Impulses, Problem
 from jaxmor.sim.solver import contact_residuals, solve, solve_all
 
@@ -635,10 +636,11 @@ def test_the_derivative_of_a_sliding_contact_is_the_rim_derivative():
     np.testing.assert_allclose(jac, fd, rtol=0, atol=FD_TOL * MASS, err_msg="d lam / d b (central differences)")
 
 
-def test_problems_solved_together_equal_each_solved_alone():
-    """``solve_all`` runs the problems in one loop over sweeps (the one with fewer sweeps skipped once it
-    has had them): each result must be what ``solve`` gives that problem alone with its own count, and the
-    sweeps must not leak from one problem into the other (different counts, coupled rows, a non-symmetric
+@pytest.mark.parametrize("counts", [(7, 3), (20, 10), (10, 20), (5, 5), (1, 1), (3, 8)])
+def test_problems_solved_together_equal_each_solved_alone(counts):
+    """``solve_all`` runs the problems in shared loops over sweeps on a fixed schedule: each result must be
+    what ``solve`` gives that problem alone with its own count, and the sweeps must not leak from one problem
+    into the other (different counts in either order, equal counts, one sweep, coupled rows, a non-symmetric
     ``A``, warm starts, a joint with friction and limits)."""
     rng = np.random.default_rng(5)
     x = rng.normal(size=(8, 8))
@@ -656,12 +658,21 @@ def test_problems_solved_together_equal_each_solved_alone():
         rows_per_contact=1,
     )
     warm = impulses([[0.1, 0.01, -0.02], [0.0, 0.0, 0.0]], [0.05, 0.0], [0.0, 0.0])
-    together = jax.jit(lambda: solve_all((velocity, position), (warm, position.zero_impulses()), (7, 3)))()
-    alone = (SOLVE(velocity, warm, 7), SOLVE(position, position.zero_impulses(), 3))
+    together = jax.jit(lambda: solve_all((velocity, position), (warm, position.zero_impulses()), counts))()
+    alone = (SOLVE(velocity, warm, counts[0]), SOLVE(position, position.zero_impulses(), counts[1]))
     for got, want, name in zip(together, alone, ("velocity", "position"), strict=True):
         for field in ("contact", "friction", "limit"):
             np.testing.assert_allclose(
                 getattr(got, field), getattr(want, field), rtol=ROUND_OFF, atol=1e-15, err_msg=f"{name}.{field}"
             )
-    # and both differ from their converged solutions (the counts were applied, not more sweeps)
-    assert not np.allclose(together[1].contact, SOLVE(position, position.zero_impulses(), ITERATIONS).contact)
+    # and few sweeps differ from the converged solution (the counts were applied, not more sweeps)
+    if counts[1] <= 3:
+        assert not np.allclose(together[1].contact, SOLVE(position, position.zero_impulses(), ITERATIONS).contact)
+
+
+@pytest.mark.parametrize("counts", [(0, 3), (2, -1), (2.5, 3), (True, 3), (3,)])
+def test_solve_all_rejects_bad_sweep_counts(counts):
+    """A count must be an int >= 1, one per problem."""
+    prob = point_mass_problem((1.0, 0.0), SLIDE_SPEED)
+    with pytest.raises(ArgumentError, match="sweep count"):
+        solve_all((prob, prob), (prob.zero_impulses(), prob.zero_impulses()), counts)

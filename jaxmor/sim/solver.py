@@ -18,14 +18,16 @@ A sweep updates the rows in order, each from the velocity the impulses updated b
 A frictionless problem (the position pass) has only the normal updates and the limit updates.
 
 Shape for speed (``docs/design/solver.md`` has the measurements). A sweep is straight-line code: the rows
-are unrolled, so the only loop is the one over sweeps, and the step's velocity and position problems
-share it (:func:`solve_all`): the dependent loop iterations of a step are the largest sweep count,
-whatever the number of rows. The sweep carries the row velocities ``v = A lam + b`` with the impulses
-(kept row by row, no scatter): a row reads its velocity and, when its impulse changes by ``d``, adds
-``A[:, row] d`` to ``v``. That is the same Gauss-Seidel iteration (each row sees the impulses updated
-before it) with the same fixed points; ``v`` is recomputed from the impulses at the start of each solve.
-``A`` is not symmetric in general (the effective mass holds the velocity-dependent forces' derivative), so its
-columns, not its rows, update ``v``.
+are unrolled, so the only loops are over sweeps. The problems a step solves together share them on a fixed
+schedule (:func:`solve_all`; no branch): with 20 velocity and 10 position sweeps, a loop of 10 trips of
+both, then one of 10 trips of the velocity problem alone. A problem's iterate is three packed arrays, the
+(R,) row velocities ``v = A lam + b``, the (R,) row impulses and the (nj,) limit impulses, and the loop
+reads one matrix, ``A`` transposed (its columns as rows), and two tables of per-row constants. A row reads
+its velocity and its old impulse, writes its new impulse with a select on its static index, and when its
+impulse changes by ``d`` adds ``d A[:, row]`` to ``v``. That is the same Gauss-Seidel iteration (each row
+sees the impulses updated before it) with the same fixed points; ``v`` is recomputed from the impulses
+at the start of each solve. ``A`` is not symmetric in general (the effective mass holds the
+velocity-dependent forces' derivative), so its columns, not its rows, update ``v``.
 
 Sweeps run a fixed number of iterations with ``lax.fori_loop`` so that ``jit``, ``vmap``, ``jvp`` and
 reverse-mode ``grad`` all work. Derivatives do not store and replay every sweep: they apply the
@@ -41,8 +43,10 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
+from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
 from jaxmor.sim.constraint import Constraints, Impulses, Problem
 from jaxmor.types import Model, State
@@ -64,168 +68,240 @@ def _largest_eigenvalue(block: jax.Array) -> jax.Array:
     return mean + safe_sqrt(half * half + off * off)
 
 
-def _limit_impulse(low: jax.Array, high: jax.Array, v0: jax.Array, inv_diag: jax.Array) -> jax.Array:
+def _limit_impulse(low, high, limited, v0, inv_diag) -> jax.Array:
     """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``;
-    ``inv_diag`` is ``1 / A_rr`` (0 for a row that nothing moves).
+    ``limited`` (2,) bool says which bounds are finite, ``inv_diag`` is ``1 / A_rr`` (0 for a row that
+    nothing moves).
 
     An infinite bound (a joint without that limit) contributes nothing, with finite derivatives: the bound
     is replaced before the product (a double ``where``), so no ``inf * 0`` reaches the gradient.
     """
-    has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
+    has_low, has_high = limited[0], limited[1]
     push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
     pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
     return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
 
 
-# The row updates, shared by both forms of a sweep below.
-
-
-def _contact_impulse(problem: Problem, inv_eig: jax.Array, k, inv_nn, a_tn, v: jax.Array, old: jax.Array):
-    """New (rows_per_contact,) impulses of contact ``k``: the normal row, then (with friction) the tangential
-    pair on the disk.
-
-    ``inv_nn`` is ``1 /`` the normal row's diagonal entry of ``A``, ``a_tn`` (2,) the tangent rows' entries
-    in the normal's column (unused when frictionless), ``v`` the rows' velocities at the impulses ``old``.
-    """
-    lam_n = jnp.maximum(old[0] - (v[0] - problem.contact_target[k]) * inv_nn, 0.0)
-    if not problem.with_friction:
-        return lam_n[None]
-    v_t = v[1:] + a_tn * (lam_n - old[0])
-    lam_t = _project_disk(old[1:] - v_t * inv_eig[k], problem.friction[k] * lam_n)
-    return jnp.concatenate([lam_n[None], lam_t])
-
-
-def _joint_impulse(problem: Problem, i, diag, inv_diag, v_other, limit):
-    """New ``(friction + limit, limit)`` impulses of joint ``i``'s row (diagonal entry ``diag``, its inverse
-    ``inv_diag``) from the velocity ``v_other`` without its impulses and its previous limit impulse:
-    friction first, then the limit (a frictionless problem: the limit alone)."""
-    if not problem.with_friction:
-        new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other, inv_diag)
-        return new_limit, new_limit
-    bound = problem.friction_bound[i]
-    friction = jnp.clip(-v_other * inv_diag - limit, -bound, bound)
-    new_limit = _limit_impulse(problem.limit_low[i], problem.limit_high[i], v_other + diag * friction, inv_diag)
-    return friction + new_limit, new_limit
-
-
-# The sweep as straight-line code carrying the row velocities: the forward solve.
+# A problem as the sweeps read it.
 
 
 @struct.dataclass
-class _Sweeping:
-    """A problem's iterate inside the sweeps: the row velocities and the impulses, unit by unit.
+class _Rows:
+    """A problem in the sweeps' layout: one matrix and tables of per-row constants, everything a sweep
+    reads (nothing loop-invariant is computed inside the loop).
 
     Attributes:
-        velocity: (R,) ``v = A lam + b``.
-        contact: nc arrays (rows_per_contact,), each contact's impulses.
-        joint: nj scalars, each joint row's impulse (friction plus limit).
-        limit: nj scalars, the limit part of each joint row's impulse (all of it for a frictionless problem).
+        columns: (R, R) ``A`` transposed: row ``r`` is ``A``'s column ``r`` (what a change of row ``r``'s
+            impulse adds to ``v``); ``columns[r, r]`` is the diagonal entry and ``columns[n, n + 1 : n + 3]``
+            the tangent rows' entries in a normal's column.
+        laws: (R, 6) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
+            its target [m/s], friction coefficient, ``1 / s_max`` of its tangential block (0 when
+            frictionless) and 0, for a joint row its friction bounds ``-b, b`` [N s or Nm s] and its velocity
+            bounds from the limits (low, high), zeros on tangent rows; last, 1 on every row (the divisor
+            that makes the compiler keep each new impulse, :func:`_fast_sweep`).
+        limited: (nj, 2) bool, whether each joint row's low and high bound is finite.
+        free_velocity: (R,) ``b``.
+        nc: number of contact slots (static).
+        rows_per_contact: 3, or 1 for a frictionless problem (static).
     """
 
-    velocity: jax.Array
-    contact: tuple[jax.Array, ...]
-    joint: tuple[jax.Array, ...]
-    limit: tuple[jax.Array, ...]
+    columns: jax.Array
+    laws: jax.Array
+    limited: jax.Array | None
+    free_velocity: jax.Array
+    nc: int = struct.field(pytree_node=False)
+    rows_per_contact: int = struct.field(pytree_node=False)
+
+    @property
+    def nj(self) -> int:
+        """Number of joint rows."""
+        return self.free_velocity.shape[0] - self.rows_per_contact * self.nc
 
 
-def _start(problem: Problem, rows: jax.Array, limit: jax.Array) -> _Sweeping:
-    """The iterate at impulses ``rows`` (R,) and ``limit`` (nj,)."""
-    m = problem.rows_per_contact
-    return _Sweeping(
-        velocity=problem.delassus @ rows + problem.free_velocity,
-        contact=tuple(rows[m * k : m * k + m] for k in range(problem.nc)),
-        joint=tuple(rows[problem.joint_row(i)] for i in range(problem.nj)),
-        limit=tuple(limit[i] for i in range(problem.nj)),
-    )
+def _rows_of(problem: Problem) -> _Rows:
+    """The sweeps' layout of ``problem`` (see :class:`_Rows`)."""
+    a, nc = problem.delassus, problem.nc
+    zeros = jnp.zeros(nc, a.dtype)
+    if problem.with_friction:
+        # 1 / the largest eigenvalue of each contact's tangential 2x2 block: the friction pair's step.
+        inv_eig = safe_div(1.0, _largest_eigenvalue(problem.tangent_blocks()))
+    else:
+        inv_eig = zeros
+    normal = jnp.stack([problem.contact_target, problem.friction, inv_eig, zeros], axis=1)  # (nc, 4)
+    contact = jnp.zeros((nc, problem.rows_per_contact, 4), a.dtype).at[:, 0].set(normal)
+    bound, low, high = problem.friction_bound, problem.limit_low, problem.limit_high
+    joint = jnp.stack([-bound, bound, low, high], axis=1)  # (nj, 4)
+    laws = jnp.concatenate([contact.reshape(-1, 4), joint])
+    inv_diag = safe_div(1.0, jnp.diagonal(a))
+    laws = jnp.concatenate([inv_diag[:, None], laws, jnp.ones_like(inv_diag)[:, None]], axis=1)
+    limited = jnp.stack([jnp.isfinite(low), jnp.isfinite(high)], axis=1)
+    return _Rows(a.T, laws, limited, problem.free_velocity, nc, problem.rows_per_contact)
 
 
-def _finish(it: _Sweeping) -> tuple[jax.Array, jax.Array]:
-    """The (R,) row impulses and (nj,) limit impulses of an iterate."""
-    dtype = it.velocity.dtype
-    rows = jnp.concatenate([*it.contact, jnp.stack(it.joint) if it.joint else jnp.zeros(0, dtype)])
-    limit = jnp.stack(it.limit) if it.limit else jnp.zeros(0, dtype)
-    return rows, limit
+# The row updates, shared by both forms of a sweep below.
 
 
-def _fast_sweep(params: tuple[Problem, jax.Array, jax.Array, jax.Array], it: _Sweeping) -> _Sweeping:
+def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: jax.Array, old: jax.Array):
+    """New (rows_per_contact,) impulses of a contact: the normal row, then (with friction) the tangential
+    pair on the disk.
+
+    ``law`` is the normal row's (6,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
+    the normal's column (unused when frictionless), ``v`` the rows' velocities at the impulses ``old``.
+    """
+    inv_nn, target, mu, inv_eig = law[0], law[1], law[2], law[3]
+    lam_n = jnp.maximum(old[0] - (v[0] - target) * inv_nn, 0.0)
+    if not with_friction:
+        return lam_n[None]
+    v_t = v[1:] + a_tn * (lam_n - old[0])
+    lam_t = _project_disk(old[1:] - v_t * inv_eig, mu * lam_n)
+    return jnp.concatenate([lam_n[None], lam_t])
+
+
+def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit):
+    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (6,) and ``limited``
+    (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
+    previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
+    inv_diag, low, high = law[0], law[3], law[4]
+    if not with_friction:
+        new_limit = _limit_impulse(low, high, limited, v_other, inv_diag)
+        return new_limit, new_limit
+    friction = jnp.clip(-v_other * inv_diag - limit, law[1], law[2])
+    new_limit = _limit_impulse(low, high, limited, v_other + diag * friction, inv_diag)
+    return friction + new_limit, new_limit
+
+
+# The sweep as straight-line code carrying the row velocities: the forward solve. An iterate is
+# ``(v, rows, limit)``: the (R,) row velocities ``A rows + b``, the (R,) row impulses and the (nj,) limit
+# part of the joint rows' impulses.
+
+
+def _start(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The iterate at impulses ``x = (rows, limit)``."""
+    rows, limit = x
+    return p.columns.T @ rows + p.free_velocity, rows, limit
+
+
+def _fast_sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One sweep, rows unrolled: contacts in slot order, then each joint; a changed impulse ``d`` adds
-    ``A[:, row] d`` to the carried velocities. ``params`` is the problem, ``A`` transposed (its columns as
-    rows), the (nc,) inverse largest eigenvalues of the tangential blocks (unused when frictionless) and the
-    (R,) inverse diagonal of ``A``."""
-    problem, columns, inv_eig, inv_diag = params
-    a = problem.delassus
-    v, contact, joint, limit = it.velocity, list(it.contact), list(it.joint), list(it.limit)
-    for k in range(problem.nc):
-        n, old = problem.contact_row(k), contact[k]
-        m = problem.rows_per_contact
-        contact[k] = _contact_impulse(problem, inv_eig, k, inv_diag[n], a[n + 1 : n + 3, n], v[n : n + m], old)
-        v = v + (contact[k] - old) @ columns[n : n + m]
-    for i in range(problem.nj):
-        r = problem.joint_row(i)
-        v_other = v[r] - a[r, r] * joint[i]
-        new, limit[i] = _joint_impulse(problem, i, a[r, r], inv_diag[r], v_other, limit[i])
-        v = v + columns[r] * (new - joint[i])
-        joint[i] = new
-    return _Sweeping(v, tuple(contact), tuple(joint), tuple(limit))
+    ``d A[:, row]`` (a row of ``p.columns``) to the carried velocities. Each row reads its old impulse
+    from the carried (R,) arrays and writes its new one with a select on its static index.
+
+    Each new impulse is divided by a 1 read from ``p.laws`` (exact): XLA does not duplicate a division
+    into the new impulse's consumers (the selects, the velocity update, the next rows), so it computes
+    each row's update once instead of once per consumer."""
+    c, laws, m = p.columns, p.laws, p.rows_per_contact
+    v, rows, limit = it
+    index, joint_index = np.arange(rows.shape[0]), np.arange(p.nj)
+    new_rows = rows
+    for k in range(p.nc):
+        n = m * k
+        old = rows[n : n + m]
+        new = _contact_impulse(m == 3, laws[n], c[n, n + 1 : n + 3], v[n : n + m], old) / laws[n, 5]
+        v = v + (new - old) @ c[n : n + m]
+        for j in range(m):
+            new_rows = jnp.where(index == n + j, new[j], new_rows)
+    for i in range(p.nj):
+        r = m * p.nc + i
+        old = rows[r]
+        v_other = v[r] - c[r, r] * old
+        new, lim = _joint_impulse(m == 3, laws[r], p.limited[i], c[r, r], v_other, limit[i])
+        new, lim = new / laws[r, 5], lim / laws[r, 5]
+        v = v + c[r] * (new - old)
+        new_rows = jnp.where(index == r, new, new_rows)
+        limit = jnp.where(joint_index == i, lim, limit)
+    return v, new_rows, limit
 
 
 # The same sweep as loops over the rows, from the impulses alone: the map the derivative linearizes
 # (compact to compile; the fast form's carried velocities are ``A lam + b`` of these impulses).
 
 
-def _compact_sweep(params: tuple[Problem, jax.Array, jax.Array, jax.Array], x: tuple[jax.Array, jax.Array]):
+def _compact_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
     """One sweep as ``(rows, limit) -> (rows, limit)`` with ``fori_loop``s over the contacts and joints."""
-    problem, _, inv_eig, inv_diag = params
-    a, b, m = problem.delassus, problem.free_velocity, problem.rows_per_contact
+    c, b, m = p.columns, p.free_velocity, p.rows_per_contact
 
     def contact(k, x):
         lam, limit = x
-        n = problem.contact_row(k)
-        rows = jax.lax.dynamic_slice_in_dim(a, n, m)
-        v = rows @ lam + jax.lax.dynamic_slice_in_dim(b, n, m)
+        n = m * k
+        cols = jax.lax.dynamic_slice_in_dim(c, n, m, axis=1)  # (R, m): A's rows n..n+m, transposed
+        v = lam @ cols + jax.lax.dynamic_slice_in_dim(b, n, m)
         old = jax.lax.dynamic_slice_in_dim(lam, n, m)
-        a_tn = jax.lax.dynamic_index_in_dim(rows[1:], n, axis=1, keepdims=False)
-        new = _contact_impulse(problem, inv_eig, k, inv_diag[n], a_tn, v, old)
+        a_tn = jax.lax.dynamic_index_in_dim(cols[:, 1:], n, keepdims=False)
+        law = jax.lax.dynamic_index_in_dim(p.laws, n, keepdims=False)
+        new = _contact_impulse(m == 3, law, a_tn, v, old)
         return jax.lax.dynamic_update_slice_in_dim(lam, new, n, 0), limit
 
     def joint(i, x):
         lam, limit = x
-        r = problem.joint_row(i)
-        row = jax.lax.dynamic_index_in_dim(a, r, keepdims=False)
-        diag = row[r]
-        v_other = row @ lam + b[r] - diag * lam[r]
-        new, new_limit = _joint_impulse(problem, i, diag, inv_diag[r], v_other, limit[i])
+        r = m * p.nc + i
+        col = jax.lax.dynamic_index_in_dim(c, r, axis=1, keepdims=False)  # A's row r
+        diag = col[r]
+        v_other = lam @ col + b[r] - diag * lam[r]
+        law = jax.lax.dynamic_index_in_dim(p.laws, r, keepdims=False)
+        limited = jax.lax.dynamic_index_in_dim(p.limited, i, keepdims=False)
+        new, new_limit = _joint_impulse(m == 3, law, limited, diag, v_other, limit[i])
         return lam.at[r].set(new), limit.at[i].set(new_limit)
 
-    if problem.nc:
-        x = jax.lax.fori_loop(0, problem.nc, contact, x)
-    if problem.nj:
-        x = jax.lax.fori_loop(0, problem.nj, joint, x)
+    if p.nc:
+        x = jax.lax.fori_loop(0, p.nc, contact, x)
+    if p.nj:
+        x = jax.lax.fori_loop(0, p.nj, joint, x)
     return x
+
+
+#: Most sweeps of one problem in one trip of a shared loop (see :func:`_schedule`).
+_SWEEPS_PER_TRIP = 1
+
+
+def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """A fixed schedule of the sweeps of independent problems: stages ``(trips, sweeps)``, each a loop of
+    ``trips`` trips in which problem ``j`` has ``sweeps[j]`` sweeps (0: not in that loop).
+
+    A stage runs as many trips as the fewest sweeps left and gives each problem that many sweeps per trip
+    as its count allows (at most ``_SWEEPS_PER_TRIP``); what is left goes to the next stage. Every
+    problem gets exactly ``counts[j]`` sweeps. With ``_SWEEPS_PER_TRIP = 1``: (20, 10) -> 10 trips x (1, 1),
+    then 10 x (1, 0); with 2: (20, 10) -> 10 x (2, 1), and (7, 3) -> 3 x (2, 1), then 1 x (1, 0).
+    """
+    stages, left = [], list(counts)
+    while any(left):
+        trips = min(c for c in left if c > 0)
+        sweeps = tuple(min(c // trips, _SWEEPS_PER_TRIP) for c in left)
+        stages.append((trips, sweeps))
+        left = [c - trips * s for c, s in zip(left, sweeps, strict=True)]
+    return tuple(stages)
+
+
+def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    """:func:`_compact_sweep` of ``p`` with its bound flags ``limited`` put back."""
+    return _compact_sweep(p.replace(limited=limited), x)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _iterate(counts, params, x0):
-    """``counts[j]`` sweeps of problem ``j`` (``params[j]``) from its impulses ``x0[j] = (rows, limit)``.
+    """``counts[j]`` sweeps of problem ``j`` (``params[j]``, a :class:`_Rows`) from its impulses
+    ``x0[j] = (rows, limit)``.
 
-    The problems are independent, so their sweeps share one loop of ``max(counts)`` iterations, in which
-    a problem with fewer sweeps is skipped (a ``lax.cond`` on the loop index, which stays a branch under
-    ``vmap``) once it has had its count: the dependent iterations are the largest count, and each sweep's
-    code is compiled once.
+    The problems are independent, so they share loops (:func:`_schedule`): no branch, each problem's
+    iterates exactly those of its own sweeps, and each loop carries only its problems' (R,) velocities,
+    (R,) impulses and (nj,) limit impulses (and, invariant, their matrix and constants).
     """
-    its = tuple(_start(p[0], *x) for p, x in zip(params, x0, strict=True))
-    total = max(counts)
+    its = [_start(p, x) for p, x in zip(params, x0, strict=True)]
+    for trips, sweeps in _schedule(counts):
+        live = [j for j, s in enumerate(sweeps) if s]
 
-    def body(i, its):
-        out = []
-        for p, it, count in zip(params, its, counts, strict=True):
-            if count == total:
-                out.append(_fast_sweep(p, it))
-            else:
-                out.append(jax.lax.cond(i < count, _fast_sweep, lambda _, it: it, p, it))
-        return tuple(out)
+        def body(_, carry, live=live, sweeps=sweeps):
+            out = []
+            for j, it in zip(live, carry, strict=True):
+                for _ in range(sweeps[j]):
+                    it = _fast_sweep(params[j], it)
+                out.append(it)
+            return tuple(out)
 
-    return tuple(_finish(it) for it in jax.lax.fori_loop(0, total, body, its))
+        carry = tuple(its[j] for j in live)
+        carry = body(0, carry) if trips == 1 else jax.lax.fori_loop(0, trips, body, carry)
+        for j, it in zip(live, carry, strict=True):
+            its[j] = it
+    return tuple((rows, limit) for _, rows, limit in its)
 
 
 @_iterate.defjvp
@@ -244,7 +320,10 @@ def _iterate_jvp(counts, primals, tangents):
     x = _iterate(counts, params, x0)
     d_x = []
     for count, p, xj, dp, dxj in zip(counts, params, x, d_params, d_x0, strict=True):
-        _, linear = jax.linearize(_compact_sweep, p, xj)
+        # The (boolean) bound flags are constants of the sweep, not one of its differentiable inputs.
+        sweep = partial(_sweep_at, p.limited)
+        p, dp = p.replace(limited=None), dp.replace(limited=None)
+        _, linear = jax.linearize(sweep, p, xj)
         zero_x = jax.tree.map(jnp.zeros_like, xj)
         zero_p = jax.tree.map(jnp.zeros_like, p)
         drive = linear(dp, zero_x)
@@ -261,8 +340,8 @@ def solve_all(
 ) -> tuple[Impulses, ...]:
     """Run ``iterations[j]`` PGS sweeps on ``problems[j]`` from ``warm_starts[j]``, the problems together.
 
-    Independent problems (the step's velocity and position problems) share their sweep loops, so the
-    dependent loop iterations are ``max(iterations)``, not their sum.
+    Independent problems (the step's velocity and position problems) share their sweep loops
+    (:func:`_schedule`, no branch): with counts (20, 10), 10 trips of both, then 10 of the first alone.
 
     Args:
         problems: the problems (with friction, or frictionless: ``problem.rows_per_contact``).
@@ -271,7 +350,12 @@ def solve_all(
 
     Returns:
         The impulses of each problem (a frictionless problem's tangential and joint friction impulses are zero).
+
+    Raises:
+        ArgumentError: a count that is not an int >= 1, or not one count per problem.
     """
+    if len(iterations) != len(problems) or any(isinstance(n, bool) or int(n) != n or n < 1 for n in iterations):
+        raise ArgumentError(f"solve_all needs one sweep count (an int >= 1) per problem, got {tuple(iterations)!r}")
     out = list(warm_starts)
     live = [j for j, p in enumerate(problems) if p.free_velocity.shape[0] > 0]
     if not live:
@@ -280,16 +364,9 @@ def solve_all(
     for j in live:
         problem, warm = problems[j], warm_starts[j]
         rows = problem.rows(warm)
-        if problem.with_friction:
-            # 1 / the largest eigenvalue of each contact's tangential 2x2 block: the friction pair's step.
-            inv_eig = safe_div(1.0, _largest_eigenvalue(problem.tangent_blocks()))
-            limit = warm.limit
-        else:
-            inv_eig = jnp.zeros(problem.nc, rows.dtype)
-            limit = rows[problem.joint_row(0) :]
+        limit = warm.limit if problem.with_friction else rows[problem.joint_row(0) :]
         counts.append(int(iterations[j]))
-        inv_diag = safe_div(1.0, jnp.diagonal(problem.delassus))
-        params.append((problem, problem.delassus.T, inv_eig, inv_diag))
+        params.append(_rows_of(problem))
         x0.append((rows, limit))
     x = _iterate(tuple(counts), tuple(params), tuple(x0))
     for j, (rows, limit) in zip(live, x, strict=True):
