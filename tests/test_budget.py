@@ -55,7 +55,8 @@ def gaps(model, state) -> np.ndarray:
 
 
 def test_default_budget_follows_the_rule():
-    """min(candidates, max(8, 4 per floating body)): the rule of the Options docstring, counted here."""
+    """Every pair candidate, and of the candidates against the world at most max(8, 4 per floating body): the
+    rule of default_budget's docstring, counted here."""
     one = jaxmor.load_mjcf(spheres_xml())  # 6 candidates, 1 floating body
     assert contact_count(one) == 6 and default_budget(one) == 6
     many = jaxmor.load_mjcf(spheres_xml(offsets=(0.0,) * 5, bodies=3))  # 15 candidates, 3 bodies
@@ -64,6 +65,14 @@ def test_default_budget_follows_the_rule():
     assert default_budget(big) == 8
     quadruped = jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF))  # 4 box corners + 4 feet
     assert contact_count(quadruped) == 8 and contact_budget(quadruped) == 8
+    # Three free boxes: 3 x 4 ground corners, and 3 box-box pairs of 8 slots each, all kept.
+    boxes = "".join(
+        f'<body pos="0 0 {0.1 + 0.2 * i}"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>'
+        for i in range(3)
+    )
+    stack = jaxmor.load_mjcf(f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{boxes}</worldbody></mujoco>')
+    stack = jaxmor.with_self_collision(stack)
+    assert contact_count(stack) == 12 + 3 * 8 and default_budget(stack) == 36
 
 
 def test_budget_option(spheres):
@@ -102,7 +111,7 @@ def test_select_keeps_the_nearest(spheres):
     expected_gaps = BASE_Z + np.array(OFFSETS) - R  # closed form
     np.testing.assert_allclose(gaps(model, state), expected_gaps, atol=1e-12)
     chosen = select(model, collide(model, body_poses(model, state.q)))
-    nearest = [0, 4, 2]  # gaps 0, 0.002, 0.004 in that order
+    nearest = [0, 2, 4]  # gaps 0, 0.004, 0.002: the three smallest, in the candidates' order
     assert list(np.asarray(chosen.key)) == nearest
     np.testing.assert_allclose(np.asarray(chosen.distance), expected_gaps[nearest], atol=1e-12)
     assert list(np.asarray(chosen.body_b)) == [0, 0, 0] and list(np.asarray(chosen.body_a)) == [-1, -1, -1]

@@ -276,9 +276,9 @@ POSES_ALONG = jax.jit(jax.vmap(_poses_and_gaps_along, in_axes=(None, None, 0, 0)
 
 
 @jax.jit
-def advance_and_guard(model, state, frc, u_next, u_pos, impulses):
+def advance_and_guard(model, state, frc, u_next, u_pos, impulses, contacts):
     """The step's last two stages: ``advance``, then the guard ``accept``."""
-    candidate = advance(model, state, frc, u_next, u_pos, impulses)
+    candidate = advance(model, state, frc, u_next, u_pos, impulses, contacts)
     return accept(model, state, candidate, runnable(model, state) & finite(candidate))
 
 
@@ -792,7 +792,7 @@ def advance_inputs(model, seed: int):
     return state, u_next, u_pos, lam
 
 
-def check_advance(model, state, frc, u_next, u_pos, lam, after, what: str) -> None:
+def check_advance(model, state, frc, u_next, u_pos, lam, contacts, after, what: str) -> None:
     """``after`` (NumPy) against ``q' = q (+) h (u' + u_pos)`` and the bookkeeping (TestAdvance's docstring)."""
     h = float(model.opt.timestep)
     q = np.asarray(state.q)
@@ -808,6 +808,8 @@ def check_advance(model, state, frc, u_next, u_pos, lam, after, what: str) -> No
     np.testing.assert_array_equal(after.u, u_next, err_msg=f"{what}: u")
     assert after.time == pytest.approx(float(state.time) + h, rel=FORMULA_TOL), f"{what}: time"
     np.testing.assert_array_equal(after.contact_impulse, np.asarray(lam.contact), err_msg=f"{what}: contact_impulse")
+    np.testing.assert_array_equal(after.contact_key, np.asarray(contacts.key), err_msg=f"{what}: contact_key")
+    assert after.contact_overflow == contacts.overflow, f"{what}: contact_overflow"
     for field in ("friction", "limit"):
         stored = np.r_[np.zeros(6), getattr(lam, field)]
         np.testing.assert_array_equal(getattr(after, f"{field}_impulse"), stored, err_msg=f"{what}: {field}_impulse")
@@ -845,16 +847,17 @@ class TestAdvance(chex.TestCase):
         worlds = []
         for seed in (0, 2):
             state, u_next, u_pos, lam = advance_inputs(model, seed)
-            worlds.append((state, run_stages(model, state)["frc"], u_next, u_pos, lam))
+            out = run_stages(model, state)
+            worlds.append((state, out["frc"], u_next, u_pos, lam, out["contacts"]))
         one = self.variant(advance)
-        batched = self.variant(jax.vmap(advance, in_axes=(None, 0, 0, 0, 0, 0)))
+        batched = self.variant(jax.vmap(advance, in_axes=(None, 0, 0, 0, 0, 0, 0)))
         stacked = jax.tree.map(lambda *x: jnp.stack([jnp.asarray(y) for y in x]), *worlds)
         together = numpy_tree(batched(model, *stacked))
-        for k, (state, frc, u_next, u_pos, lam) in enumerate(worlds):
-            after = numpy_tree(one(model, state, frc, jnp.asarray(u_next), jnp.asarray(u_pos), lam))
-            check_advance(model, state, frc, u_next, u_pos, lam, after, f"world {k}")
+        for k, (state, frc, u_next, u_pos, lam, contacts) in enumerate(worlds):
+            after = numpy_tree(one(model, state, frc, jnp.asarray(u_next), jnp.asarray(u_pos), lam, contacts))
+            check_advance(model, state, frc, u_next, u_pos, lam, contacts, after, f"world {k}")
             in_batch = jax.tree.map(lambda x, k=k: x[k], together)
-            check_advance(model, state, frc, u_next, u_pos, lam, in_batch, f"world {k} vmapped")
+            check_advance(model, state, frc, u_next, u_pos, lam, contacts, in_batch, f"world {k} vmapped")
 
 
 @pytest.mark.parametrize("where", ["u_next", "u_pos"])
@@ -868,8 +871,9 @@ def test_a_non_finite_step_keeps_the_state_and_flags_it(quadruped, where):
         u_next[9] = np.nan
     else:
         u_pos[2] = np.inf
-    frc = run_stages(quadruped, state)["frc"]
-    after = numpy_tree(advance_and_guard(quadruped, state, frc, jnp.asarray(u_next), jnp.asarray(u_pos), lam))
+    out = run_stages(quadruped, state)
+    frc, contacts = out["frc"], out["contacts"]
+    after = numpy_tree(advance_and_guard(quadruped, state, frc, jnp.asarray(u_next), jnp.asarray(u_pos), lam, contacts))
     before = numpy_tree(state)
     for field in ("q", "u", "time", "contact_impulse", "friction_impulse", "limit_impulse"):
         np.testing.assert_array_equal(getattr(after, field), getattr(before, field), err_msg=f"{field} kept")
@@ -877,7 +881,7 @@ def test_a_non_finite_step_keeps_the_state_and_flags_it(quadruped, where):
     np.testing.assert_array_equal(after.external_force, 0.0, err_msg="external_force")
 
     flagged = state.replace(nonfinite=jnp.asarray(True))
-    finite = advance_and_guard(quadruped, flagged, frc, jnp.asarray(np.asarray(state.u)), jnp.zeros(18), lam)
+    finite = advance_and_guard(quadruped, flagged, frc, jnp.asarray(np.asarray(state.u)), jnp.zeros(18), lam, contacts)
     finite = numpy_tree(finite)
     assert finite.nonfinite, "nonfinite is sticky"
     for field in ("q", "u", "time", "contact_impulse", "friction_impulse", "limit_impulse"):

@@ -2,8 +2,8 @@
 
 :func:`~jaxmor.sim.collision.driver.collide` returns every contact candidate the model can have (its slot
 count grows with the geoms and pairs); :func:`select` keeps the ``contact_budget(model)`` nearest of them
-(smallest gap first: the deepest penetrations, then the nearest gaps), with static shapes, so that the
-solver's rows, its matrices and the step's program follow the budget, not the candidates. The candidates
+(smallest gap first: the deepest penetrations, then the nearest gaps), in the candidates' order, with static
+shapes, so that the solver's rows, its matrices and the step's program follow the budget, not the candidates. The candidates
 within ``opt.contact_reach`` that do not fit are counted (``Contacts.overflow``, kept in
 ``State.contact_overflow``); each selected slot carries its candidate's key, so that the next step's warm
 start follows the contact into whatever slot it lands in. Design and cost: ``docs/design/collision.md``.
@@ -17,7 +17,7 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision.contacts import Contacts
-from jaxmor.sim.collision.driver import contact_count
+from jaxmor.sim.collision.driver import contact_bodies, contact_count
 from jaxmor.types import Model
 
 #: The default budget's contacts per floating body, and its least value (:func:`default_budget`).
@@ -26,11 +26,15 @@ MIN_DEFAULT_BUDGET = 8
 
 
 def default_budget(model: Model) -> int:
-    """The budget a model gets when ``opt.contact_budget`` is ``None`` (static): every candidate, up to
+    """The budget a model gets when ``opt.contact_budget`` is ``None`` (static): every candidate between two
+    bodies (self-collision pairs), and of the candidates against the world (the ground, world geoms) at most
     ``max(MIN_DEFAULT_BUDGET, CONTACTS_PER_FREE_BODY x floating bodies)``: four points hold a body on a face,
-    and a fixed-base robot or a single legged robot rarely touches in more than eight places at once."""
+    and a fixed-base robot or a single legged robot rarely touches the world in more than eight places at once.
+    """
+    body_a, body_b = contact_bodies(model)
+    world = sum(1 for a, b in zip(body_a, body_b, strict=True) if a < 0 or b < 0)
     cap = max(MIN_DEFAULT_BUDGET, CONTACTS_PER_FREE_BODY * len(model.free_u))
-    return min(contact_count(model), cap)
+    return min(world, cap) + len(body_a) - world
 
 
 def contact_budget(model: Model) -> int:
@@ -68,7 +72,8 @@ def select(model: Model, candidates: Contacts) -> Contacts:
     if not selects(model):
         return candidates
     k = contact_budget(model)
-    _, index = jax.lax.top_k(-jax.lax.stop_gradient(candidates.distance), k)
+    _, nearest = jax.lax.top_k(-jax.lax.stop_gradient(candidates.distance), k)
+    index = jnp.sort(nearest)  # the chosen in candidate order: the solver visits them as it would all of them
     reach = jnp.asarray(model.opt.contact_reach, candidates.distance.dtype)
     within = jnp.sum(candidates.distance <= reach).astype(jnp.int32)
     c = candidates
