@@ -41,6 +41,7 @@ from jaxmor.types import (
     MotorActuators,
     Options,
     State,
+    TerrainGrid,
 )
 
 #: The format's name and version, written into every checkpoint.
@@ -58,6 +59,7 @@ _TYPES = {
         AffineActuators,
         Battery,
         Keyframe,
+        TerrainGrid,
         State,
         ActuatorState,
         MotorDynamics,
