@@ -49,9 +49,10 @@ def contact_budget(model: Model) -> int:
 
 
 def selects(model: Model) -> bool:
-    """Whether the budget holds fewer slots than there are candidates (static): only then :func:`select`
-    reorders anything."""
-    return contact_budget(model) < contact_count(model)
+    """Whether the budget holds fewer slots than there are candidates, or the candidates' keys change from step
+    to step (a terrain grid's, ``Model.terrain``) (static): only then :func:`select` reorders anything and the
+    warm start follows the keys."""
+    return bool(model.terrain) or contact_budget(model) < contact_count(model)
 
 
 def select(model: Model, candidates: Contacts) -> Contacts:

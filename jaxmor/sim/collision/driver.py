@@ -2,8 +2,9 @@
 
 :func:`collide` runs the kernels of :mod:`~jaxmor.sim.collision.ground` (geoms against the ground plane) and of
 :mod:`~jaxmor.sim.collision.primitive` / :mod:`~jaxmor.sim.collision.polytope` (geom pairs), each batched over
-the geoms or pairs of one type (pair), and puts their contacts in slot order; the slot count of each geom or
-pair is its kernel's ``slots``. The slots depend only on the model's static fields, so ``collide`` runs under
+the geoms or pairs of one type (pair), then the same pair kernels on each terrain grid's candidates (each robot
+geom against the world geoms listed in its cell, :mod:`~jaxmor.sim.collision.terrain`), and puts their contacts in
+slot order; the slot count of each geom or pair is its kernel's ``slots``. The slots depend only on the model's static fields, so ``collide`` runs under
 ``jax.jit``, ``jax.vmap`` and ``jax.grad`` in the poses' float dtype. Lengths are in metres. The slot layout,
 the conventions, the combination rules and the limitations: ``docs/design/collision.md``.
 """
@@ -395,12 +396,13 @@ def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) ->
     dtype = geom_p.dtype
     size = model.geom_size.astype(dtype)
     mu, given, priority, rest = _surfaces(model, dtype)
-    out = []
+    out, found = [], {}
     for grid, rows, kinds, flipped, offset in _terrain_groups(model):
         c, k, nw = grid.capacity, PAIR_KERNELS[kinds].slots, grid.world.shape[0]
+        if offset not in found:  # one lookup per grid, for all its robot geoms
+            found[offset] = lookup(grid, geom_p[at[np.array(grid.robot, dtype=np.int32)]])
         robot = np.array(grid.robot, dtype=np.int32)[rows]
-        local, valid = lookup(grid, geom_p[at[robot]])
-        local, valid = local[rows].reshape(-1), valid[rows].reshape(-1)
+        local, valid = (x[rows].reshape(-1) for x in found[offset])
         world = grid.world[local]
         r = np.repeat(robot, c)
         shape_r = size[r] if model.geom_type[r[0]] != GeomType.MESH else _hulls(model, r, dtype)
