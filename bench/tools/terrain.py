@@ -26,6 +26,9 @@ GO2_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "unitree_go2"
 STAIRS = {"steps": 50, "tread": 0.3, "riser": 0.1, "width": 1.2}
 FIELD = {"n": 50, "side": 0.2, "low": 0.02, "high": 0.06}
 SCENES = ("flat", "stairs", "field")
+#: A scene measured only with ``--pairs``: the staircase with its boxes as contact pairs (``with_terrain(...,
+#: enabled=False)``), the path without grids.
+PAIRS_SCENE = "stairs_pairs"
 
 
 def box(name: str, centre, half) -> str:
@@ -81,7 +84,7 @@ def scene_model(name: str):
     surface (on the staircase straddling treads 20 and 21)."""
     import jaxmor
 
-    if name == "stairs":
+    if name in ("stairs", PAIRS_SCENE):
         geoms, treads = staircase(**STAIRS)
         xy, top = (treads[20, 1], 0.0), treads[20, 2]
     elif name == "field":
@@ -92,6 +95,8 @@ def scene_model(name: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the Go2's condim 6 feet keep only their sliding friction
         model = jaxmor.load_mjcf(go2_scene(geoms), assets_dir=GO2_DIR)
+    if name == PAIRS_SCENE:
+        model = jaxmor.with_terrain(model, enabled=False)
     state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
     q = state.q.at[0].set(xy[0]).at[1].set(xy[1]).at[2].add(top + 0.01)
     return model, state.replace(q=q)
@@ -142,14 +147,15 @@ def measure(name: str, calls: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scene", choices=SCENES, help="measure this scene in this process (internal)")
+    parser.add_argument("--scene", choices=(*SCENES, PAIRS_SCENE), help="measure this scene in this process (internal)")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--pairs", action="store_true", help=f"also measure {PAIRS_SCENE!r} (the path without grids)")
     args = parser.parse_args()
     if args.scene:
         print(json.dumps(measure(args.scene, args.calls)))
         return
     rows = []
-    for name in SCENES:
+    for name in SCENES + ((PAIRS_SCENE,) if args.pairs else ()):
         command = [sys.executable, "-m", "bench.tools.terrain", "--scene", name, "--calls", str(args.calls)]
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
