@@ -5,8 +5,9 @@
 the geoms or pairs of one type (pair), then the same pair kernels on each terrain grid's candidates (each robot
 geom against the world geoms listed in its cell, :mod:`~jaxmor.sim.collision.terrain`), and puts their contacts in
 slot order; the slot count of each geom or pair is its kernel's ``slots``. The slots depend only on the model's
-static fields, so ``collide`` runs under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` in the poses' float dtype. Lengths are in metres. The slot layout,
-the conventions, the combination rules and the limitations: ``docs/design/collision.md``.
+static fields, so ``collide`` runs under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` in the poses' float dtype.
+Lengths are in metres. The slot layout, the conventions, the combination rules and the limitations:
+``docs/design/collision.md``.
 """
 
 from __future__ import annotations
