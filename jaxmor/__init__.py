@@ -41,6 +41,7 @@ from jaxmor.build.scene import (
     with_options,
     with_self_collision,
 )
+from jaxmor.build.terrain import with_terrain
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
@@ -214,4 +215,5 @@ __all__ = [
     "with_ground_contact",
     "with_options",
     "with_self_collision",
+    "with_terrain",
 ]

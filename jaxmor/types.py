@@ -210,6 +210,41 @@ class AffineActuators:
         return len(self.names)
 
 
+@struct.dataclass
+class TerrainGrid:
+    """The static world geoms of one type, binned into a uniform ``(x, y)`` grid (:func:`jaxmor.with_terrain`).
+
+    Each step, every robot geom of ``robot`` looks up the cell under its centre (clamped to the grid) and is
+    tested against the ``capacity`` world geoms that cell lists, so that the step's program and cost follow the
+    robot geoms and the capacity, never the number of world geoms (``docs/design/collision.md``, "Terrain").
+
+    Attributes:
+        kind: the :class:`GeomType` of every binned world geom (static).
+        robot: the robot geoms (model indices) tested against the grid, in this order (static).
+        shape: ``(nx, ny)`` the number of cells along ``x`` and ``y`` (static).
+        capacity: ``C``, the entries of every cell (static).
+        fingerprint: a digest of what the grid was built from (the world geoms' poses and sizes, the robot geoms'
+            sizes, ``opt.contact_reach``); the step refuses a model whose values no longer match (static).
+        world: (nw,) int32 model index of each binned world geom.
+        cells: (nx * ny, C) int32 the world geoms (indices into ``world``) whose reach overlaps each cell,
+            ``-1`` padding; cell ``(i, j)`` is row ``i * ny + j``.
+        allowed: (nr, nw) bool whether each robot geom may collide with each world geom (the collision filters).
+        origin: (2,) the ``(x, y)`` of the grid's lower corner [m].
+        cell_size: () the side of a cell [m].
+    """
+
+    kind: GeomType = struct.field(pytree_node=False)
+    robot: tuple[int, ...] = struct.field(pytree_node=False)
+    shape: tuple[int, int] = struct.field(pytree_node=False)
+    capacity: int = struct.field(pytree_node=False)
+    fingerprint: str = struct.field(pytree_node=False)
+    world: jax.Array
+    cells: jax.Array
+    allowed: jax.Array
+    origin: jax.Array
+    cell_size: jax.Array
+
+
 @dataclasses.dataclass(frozen=True)
 class Keyframe:
     """A named state of a model (an MJCF ``<key>``), in jaxmor's conventions (:func:`jaxmor.set_keyframe`).
@@ -326,6 +361,9 @@ class Model:
         battery: the actuators' supply; disabled unless ``jaxmor.with_battery`` gave one.
         affine: the affine (MuJoCo-style) actuators.
         keyframes: the description's named states (MJCF ``<key>``), for :func:`jaxmor.set_keyframe` (static).
+        terrain: the world geoms binned into grids (:class:`TerrainGrid`, one per geom type), which collide with
+            the robot geoms without contact pairs (:func:`jaxmor.with_terrain`); empty when every world geom is
+            in ``contact_pairs``.
     """
 
     # Names, counts and the topology (static).
@@ -402,6 +440,7 @@ class Model:
     battery: Battery
     affine: AffineActuators
     keyframes: tuple[Keyframe, ...] = struct.field(pytree_node=False, default=())
+    terrain: tuple[TerrainGrid, ...] = ()
 
     @property
     def nb(self) -> int:

@@ -32,6 +32,7 @@ import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
 from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
+from jaxmor.build.terrain import binned
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import padded
@@ -167,7 +168,7 @@ def load_mjcf(
             f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
             stacklevel=2,
         )
-    return model.replace(contact_pairs=tuple(pairs))
+    return binned(model.replace(contact_pairs=tuple(pairs)))
 
 
 @dataclass

@@ -41,6 +41,7 @@ from jaxmor.types import (
     MotorActuators,
     Options,
     State,
+    TerrainGrid,
 )
 
 #: The format's name and version, written into every checkpoint.
@@ -58,6 +59,7 @@ _TYPES = {
         AffineActuators,
         Battery,
         Keyframe,
+        TerrainGrid,
         State,
         ActuatorState,
         MotorDynamics,
@@ -78,8 +80,9 @@ def _encode(value, prefix: str, arrays: dict):
         fields = {}
         for f in dataclasses.fields(value):
             child = getattr(value, f.name)
-            leaf = f.metadata.get("pytree_node", True) and not dataclasses.is_dataclass(child)
-            if leaf and not isinstance(child, (bool, int, float)):  # a Python number leaf stays one (JSON)
+            leaf = f.metadata.get("pytree_node", True) and not isinstance(child, tuple)
+            leaf = leaf and not dataclasses.is_dataclass(child)
+            if leaf and not isinstance(child, (bool, int, float, str)):  # a Python number or text stays one (JSON)
                 key = f"{prefix}/{f.name}"
                 arrays[key] = np.asarray(jax.device_get(child))
                 fields[f.name] = {"array": key}

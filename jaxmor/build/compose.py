@@ -32,6 +32,7 @@ from jax.typing import ArrayLike
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
 from jaxmor.build.builder import build_model, topology_tables
 from jaxmor.build.scene import with_geom_properties
+from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
 from jaxmor.checks import as_scalar
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
@@ -446,7 +447,10 @@ def combine(
         mesh_planes=jnp.concatenate([model.mesh_planes, other.mesh_planes.astype(model.mesh_planes.dtype)]),
         mesh_geoms=model.mesh_geoms + tuple((prefix + link, mesh) for link, mesh in other.mesh_geoms),
         urdf_joints=model.urdf_joints + tuple((prefix + n, kind) for n, kind in other.urdf_joints),
-        contact_pairs=model.contact_pairs + tuple((a + ng, b + ng) for a, b in other.contact_pairs),
+        contact_pairs=tuple(terrain_pairs(model))
+        + model.contact_pairs
+        + tuple((a + ng, b + ng) for a, b in (*terrain_pairs(other), *other.contact_pairs)),
+        terrain=(),
         collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
@@ -464,4 +468,5 @@ def combine(
             raise NotImplementedError(f"combine: the Model field {f.name!r} has no combination rule")
     combined = Model(**fields)
     pairs = _cross_pairs(combined, ng, collide_with)
-    return combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs))
+    combined = combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs))
+    return with_terrain(combined) if model.terrain or other.terrain else binned(combined)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 import jax.numpy as jnp
 
 from jaxmor.build.builder import DEFAULT_FRICTION
+from jaxmor.build.terrain import binned, with_terrain
 from jaxmor.checks import as_scalar, check_options, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
@@ -122,7 +123,7 @@ def with_self_collision(
             types; exclude the pair.
     """
     if not enabled:
-        return model.replace(contact_pairs=())
+        return model.replace(contact_pairs=(), terrain=())
     if isinstance(exclude, (str, bytes)):
         raise ArgumentError(f"exclude must be a list of (geom name, geom name) pairs, got {exclude!r}")
     excluded = {frozenset(pair) for pair in model.collision_exclude}
@@ -138,7 +139,7 @@ def with_self_collision(
         selected = set(match_geoms(model.geom_names, model.geom_link, model.link_names, only, "only"))
     pairs = collision_candidates(model, excluded, selected)
     check_pairs(model, pairs)
-    return model.replace(contact_pairs=tuple(pairs))
+    return binned(model.replace(contact_pairs=tuple(pairs), terrain=()))
 
 
 def with_battery(model: Model, open_circuit_voltage: float, internal_resistance: float) -> Model:
@@ -191,4 +192,5 @@ def with_options(model: Model, **options: object) -> Model:
     values = {k: (jnp.asarray(v, dtype) if k in arrays and not is_traced(v) else v) for k, v in options.items()}
     new = model.opt.replace(**values)
     check_options(new, "with_options")
-    return model.replace(opt=new)
+    model = model.replace(opt=new)
+    return with_terrain(model) if model.terrain and "contact_reach" in options else model

@@ -2,9 +2,10 @@
 
 ``driver`` (:func:`collide`, the slot layout, the pair checks, the friction rules) runs the kernels of
 ``ground`` (ground points), ``primitive`` (sphere, capsule and box pairs) and ``polytope`` (box-box and mesh
-pairs); ``contacts`` holds the result type; ``budget`` (:func:`select`) fills the solver's fixed number of
-contact slots from the candidates, nearest first. Imports run one way: ``contacts`` <- ``primitive`` <- ``polytope``
-<- ``ground`` <- ``driver`` <- ``budget``. The design and its proofs: ``docs/design/collision.md``.
+pairs) and the terrain grids' lookup (``terrain``: world geoms binned by ``(x, y)``, ``Model.terrain``);
+``contacts`` holds the result type; ``budget`` (:func:`select`) fills the solver's fixed number of contact slots
+from the candidates, nearest first. Imports run one way: ``contacts`` <- ``primitive`` <- ``polytope`` <- ``ground``
+<- ``driver`` <- ``budget``, and ``terrain`` <- ``driver``. The design and its proofs: ``docs/design/collision.md``.
 """
 
 from jaxmor.sim.collision.budget import contact_budget, default_budget, select

@@ -3,8 +3,8 @@
 :func:`~jaxmor.sim.collision.driver.collide` returns every contact candidate the model can have (its slot
 count grows with the geoms and pairs); :func:`select` keeps the ``contact_budget(model)`` nearest of them
 (smallest gap first: the deepest penetrations, then the nearest gaps), in the candidates' order, with static
-shapes, so that the solver's rows, its matrices and the step's program follow the budget, not the candidates. The candidates
-within ``opt.contact_reach`` that do not fit are counted (``Contacts.overflow``, kept in
+shapes, so that the solver's rows, its matrices and the step's program follow the budget, not the candidates.
+The candidates within ``opt.contact_reach`` that do not fit are counted (``Contacts.overflow``, kept in
 ``State.contact_overflow``); each selected slot carries its candidate's key, so that the next step's warm
 start follows the contact into whatever slot it lands in. Design and cost: ``docs/design/collision.md``.
 """
@@ -53,9 +53,10 @@ def contact_budget(model: Model) -> int:
 
 
 def selects(model: Model) -> bool:
-    """Whether the budget holds fewer slots than there are candidates (static): only then :func:`select`
-    reorders anything."""
-    return contact_budget(model) < contact_count(model)
+    """Whether the budget holds fewer slots than there are candidates, or the candidates' keys change from step
+    to step (a terrain grid's, ``Model.terrain``) (static): only then :func:`select` reorders anything and the
+    warm start follows the keys."""
+    return bool(model.terrain) or contact_budget(model) < contact_count(model)
 
 
 def select(model: Model, candidates: Contacts) -> Contacts:

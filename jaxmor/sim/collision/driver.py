@@ -2,10 +2,12 @@
 
 :func:`collide` runs the kernels of :mod:`~jaxmor.sim.collision.ground` (geoms against the ground plane) and of
 :mod:`~jaxmor.sim.collision.primitive` / :mod:`~jaxmor.sim.collision.polytope` (geom pairs), each batched over
-the geoms or pairs of one type (pair), and puts their contacts in slot order; the slot count of each geom or
-pair is its kernel's ``slots``. The slots depend only on the model's static fields, so ``collide`` runs under
-``jax.jit``, ``jax.vmap`` and ``jax.grad`` in the poses' float dtype. Lengths are in metres. The slot layout,
-the conventions, the combination rules and the limitations: ``docs/design/collision.md``.
+the geoms or pairs of one type (pair), then the same pair kernels on each terrain grid's candidates (each robot
+geom against the world geoms listed in its cell, :mod:`~jaxmor.sim.collision.terrain`), and puts their contacts in
+slot order; the slot count of each geom or pair is its kernel's ``slots``. The slots depend only on the model's
+static fields, so ``collide`` runs under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` in the poses' float dtype.
+Lengths are in metres. The slot layout, the conventions, the combination rules and the limitations:
+``docs/design/collision.md``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from jaxmor.sim.collision.contacts import Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
 from jaxmor.sim.collision.polytope import box_box, box_mesh, capsule_mesh, mesh_mesh, sphere_mesh
 from jaxmor.sim.collision.primitive import capsule_box, capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
+from jaxmor.sim.collision.terrain import PADDING_GAP, check_current, lookup, terrain_count
 from jaxmor.sim.kinematics import Poses
 from jaxmor.types import GeomType, Model
 
@@ -51,6 +54,10 @@ PAIR_KERNELS = {
 
 #: Contact slots of each supported type pair (either order; read off :data:`PAIR_KERNELS`).
 PAIR_SLOTS = {kinds: function.slots for kinds, function in PAIR_KERNELS.items()}
+
+#: The key stride of a terrain candidate (``(robot geom, world geom)``'s keys are ``stride`` apart): the most slots
+#: of any type pair.
+TERRAIN_KEY_STRIDE = max(PAIR_SLOTS.values())
 
 #: The rules that combine two given friction coefficients (``Options.friction_rule``).
 FRICTION_RULES = {
@@ -99,11 +106,34 @@ def pair_slot_count(model: Model, pair: tuple[int, int]) -> int:
     return PAIR_SLOTS[key]
 
 
-def contact_count(model: Model) -> int:
-    """Number of contact slots ``nc`` of :func:`collide` (static)."""
+def _listed_count(model: Model) -> int:
+    """Number of ground and pair slots (static): those before the terrain candidates."""
     _check_types(model)
     ground_slots = sum(GROUND_POINTS[model.geom_type[g]] for g in _ground_geoms(model))
     return ground_slots + sum(pair_slot_count(model, pair) for pair in model.contact_pairs)
+
+
+def _kinds(ta: GeomType, tb: GeomType) -> tuple[tuple[GeomType, GeomType], bool]:
+    """The :data:`PAIR_KERNELS` key of the type pair ``(ta, tb)`` and whether it is the other way round."""
+    return ((ta, tb), False) if (ta, tb) in PAIR_KERNELS else ((tb, ta), True)
+
+
+def contact_count(model: Model) -> int:
+    """Number of contact slots ``nc`` of :func:`collide` (static): ground, pair and terrain candidates."""
+    return _listed_count(model) + terrain_count(model, lambda ta, tb: PAIR_SLOTS[_kinds(ta, tb)[0]])
+
+
+def _terrain_groups(model: Model):
+    """For each terrain grid and each robot geom type in it, in slot order (static): ``(grid, rows, kinds,
+    flipped, key offset)``, ``rows`` the indices into ``grid.robot`` of that type, world geom as A."""
+    offset = _listed_count(model)
+    for grid in model.terrain:
+        nw = int(grid.world.shape[0])
+        for kind in GeomType:
+            rows = np.array([i for i, g in enumerate(grid.robot) if model.geom_type[g] == kind], dtype=np.int32)
+            if rows.size:
+                yield (grid, rows, *_kinds(grid.kind, kind), offset)
+        offset += len(grid.robot) * nw * TERRAIN_KEY_STRIDE
 
 
 def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -117,6 +147,10 @@ def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
         k = pair_slot_count(model, (a, b))
         body_a += [model.geom_body[a]] * k
         body_b += [model.geom_body[b]] * k
+    for grid, rows, kinds, _, _ in _terrain_groups(model):
+        k = grid.capacity * PAIR_SLOTS[kinds]
+        body_a += [-1] * (rows.size * k)
+        body_b += [model.geom_body[grid.robot[r]] for r in rows for _ in range(k)]
     return tuple(body_a), tuple(body_b)
 
 
@@ -175,13 +209,15 @@ def combine_friction(
         rule: a key of :data:`FRICTION_RULES`.
         mu_a, mu_b: the coefficients, broadcastable.
         given_a, given_b: static bool arrays of the same shapes: whether each coefficient was given.
-        priority_a, priority_b: static int arrays (or ints) of the same shapes: the surfaces' priorities.
+        priority_a, priority_b: int arrays (or ints) of the same shapes: the surfaces' priorities (static, or
+            gathered for the terrain's world geoms).
     """
     both = FRICTION_RULES[rule](mu_a, mu_b)
     equal = jnp.where(given_a & given_b, both, jnp.where(given_a, mu_a, mu_b))
-    priority_a, priority_b = np.asarray(priority_a), np.asarray(priority_b)
-    if np.all(priority_a == priority_b):
-        return equal
+    if not isinstance(priority_a, jax.Array) and not isinstance(priority_b, jax.Array):
+        priority_a, priority_b = np.asarray(priority_a), np.asarray(priority_b)
+        if np.all(priority_a == priority_b):
+            return equal
     return jnp.where(priority_a > priority_b, mu_a, jnp.where(priority_a < priority_b, mu_b, equal))
 
 
@@ -214,15 +250,23 @@ def _checked_poses(model: Model, poses: Poses) -> tuple[jax.Array, jax.Array]:
     return position.astype(dtype), rotation.astype(dtype)
 
 
-def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """World ``(position (ng, 3), rotation (ng, 3, 3))`` of every geom; geoms welded to the world keep theirs."""
+def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple[jax.Array, jax.Array, np.ndarray]:
+    """World ``(position (n, 3), rotation (n, 3, 3))`` of the geoms that need them (with a terrain: those of the
+    ground and pair slots and the terrain's robot geoms, not its world geoms; else all; geoms welded to the world
+    keep their poses), and ``at`` (ng,) int32 the row of each geom (static)."""
     dtype = position.dtype
-    gb = np.array(model.geom_body, dtype=np.int32) + 1  # index 0 of the padded body arrays is the world
+    used = np.arange(model.ng)
+    geom_r, geom_t = model.geom_rotation.astype(dtype), model.geom_translation.astype(dtype)
+    if model.terrain:
+        listed = {g for pair in model.contact_pairs for g in pair} | {g for grid in model.terrain for g in grid.robot}
+        used = np.array(sorted(listed | set(_ground_geoms(model))), dtype=np.int32)
+        geom_r, geom_t = geom_r[used], geom_t[used]
+    at = np.zeros(model.ng, np.int32)
+    at[used] = np.arange(used.size, dtype=np.int32)
+    gb = np.array(model.geom_body, dtype=np.int32)[used] + 1  # index 0 of the padded body arrays is the world
     body_r = jnp.concatenate([jnp.eye(3, dtype=dtype)[None], rotation])[gb]
     body_p = jnp.concatenate([jnp.zeros((1, 3), dtype), position])[gb]
-    geom_r = body_r @ model.geom_rotation.astype(dtype)
-    geom_p = body_p + jnp.einsum("gij,gj->gi", body_r, model.geom_translation.astype(dtype))
-    return geom_p, geom_r
+    return body_p + jnp.einsum("gij,gj->gi", body_r, geom_t), body_r @ geom_r, at
 
 
 def _hulls(model: Model, geoms, dtype) -> tuple[jax.Array, jax.Array, np.ndarray]:
@@ -234,7 +278,7 @@ def _hulls(model: Model, geoms, dtype) -> tuple[jax.Array, jax.Array, np.ndarray
     return model.mesh_vertices.astype(dtype)[hulls], model.mesh_planes.astype(dtype)[hulls], valid
 
 
-def _ground_points(model: Model, geoms: list[int], geom_p: jax.Array, geom_r: jax.Array) -> jax.Array:
+def _ground_points(model: Model, geoms: list[int], geom_p: jax.Array, geom_r: jax.Array, at) -> jax.Array:
     """(n, 3) the ground points of the geoms ``geoms``, in geom order: each type's kernel runs once on the
     geoms of that type, and its points are put back in place."""
     dtype = geom_p.dtype
@@ -246,18 +290,18 @@ def _ground_points(model: Model, geoms: list[int], geom_p: jax.Array, geom_r: ja
             continue
         sel = np.array(idx, dtype=np.int32)
         hull = _hulls(model, idx, dtype) if kind == GeomType.MESH else None
-        blocks.append(points(geom_p[sel], geom_r[sel], size[sel], hull).reshape(-1, 3))
+        blocks.append(points(geom_p[at[sel]], geom_r[at[sel]], size[sel], hull).reshape(-1, 3))
         order += [(g, k) for g in idx for k in range(points.slots)]
     slot_of = {key: i for i, key in enumerate(order)}
     perm = np.array([slot_of[(g, k)] for g in geoms for k in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32)
     return jnp.concatenate(blocks)[perm]
 
 
-def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array) -> tuple[jax.Array, ...]:
+def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> tuple[jax.Array, ...]:
     """``(distance, position, normal, friction, restitution)`` of the ground slots."""
     dtype = geom_p.dtype
     geoms = _ground_geoms(model)
-    pts = _ground_points(model, geoms, geom_p, geom_r)
+    pts = _ground_points(model, geoms, geom_p, geom_r, at)
     geom_of_slot = np.array([g for g in geoms for _ in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32)
     n_ground = pts.shape[0]
     mu, given, priority, rest = _surfaces(model, dtype)
@@ -284,13 +328,21 @@ def _pair_groups(model: Model) -> dict[tuple, list[int]]:
     given the other way round (static)."""
     groups: dict[tuple, list[int]] = {}
     for index, (a, b) in enumerate(model.contact_pairs):
-        ta, tb = model.geom_type[a], model.geom_type[b]
-        key = ((ta, tb), False) if (ta, tb) in PAIR_KERNELS else ((tb, ta), True)
-        groups.setdefault(key, []).append(index)
+        groups.setdefault(_kinds(model.geom_type[a], model.geom_type[b]), []).append(index)
     return groups
 
 
-def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, counts: list[int]) -> tuple[jax.Array, ...]:
+def _run_pairs(kinds, flipped: bool, a: tuple, b: tuple) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(distance (n, k), normal (n, k, 3), position (n, k, 3))`` of ``n`` pairs of geoms A and B, each given as
+    ``(centre, rotation, shape)``: ``kinds``' kernel (on ``(B, A)`` when ``flipped``), the normal from A to B."""
+    first, second = (b, a) if flipped else (a, b)
+    d, n, p_first, p_second = PAIR_KERNELS[kinds](*first, *second)
+    k = PAIR_KERNELS[kinds].slots
+    d, n = d.reshape(-1, k), n.reshape(-1, k, 3)
+    return (d, -n, p_first.reshape(-1, k, 3)) if flipped else (d, n, p_second.reshape(-1, k, 3))
+
+
+def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, at, counts: list[int]) -> tuple[jax.Array, ...]:
     """``(distance, normal, position)`` of the pair slots, in slot order (each pair's slots consecutive): each
     kernel runs once on its group of pairs."""
     dtype = geom_p.dtype
@@ -298,38 +350,85 @@ def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, counts: l
     pairs = model.contact_pairs
     start = np.concatenate([[0], np.cumsum(counts)[:-1]])
 
-    def shape(geoms):
-        """The size of primitive geoms, the ``(vertices, planes, valid)`` of mesh geoms (static kind per group)."""
-        if model.geom_type[geoms[0]] != GeomType.MESH:
-            return size[geoms]
-        return _hulls(model, geoms, dtype)
+    def geoms(indices):
+        """``(centre, rotation, shape)`` of geoms of one kind: the shape is the size of a primitive, the
+        ``(vertices, planes, valid)`` of a mesh."""
+        shape = size[indices] if model.geom_type[indices[0]] != GeomType.MESH else _hulls(model, indices, dtype)
+        return geom_p[at[indices]], geom_r[at[indices]], shape
 
     outs, order = [], []
     for (kinds, flipped), members in _pair_groups(model).items():
-        first = np.array([pairs[s][1] if flipped else pairs[s][0] for s in members], dtype=np.int32)
-        second = np.array([pairs[s][0] if flipped else pairs[s][1] for s in members], dtype=np.int32)
-        function = PAIR_KERNELS[kinds]
-        d, n, p_first, p_second = function(
-            geom_p[first], geom_r[first], shape(first), geom_p[second], geom_r[second], shape(second)
-        )
-        d, n = d.reshape(-1), n.reshape(-1, 3)
-        outs.append((d, -n, p_first.reshape(-1, 3)) if flipped else (d, n, p_second.reshape(-1, 3)))
-        order += [start[s] + j for s in members for j in range(function.slots)]
+        a = np.array([pairs[s][0] for s in members], dtype=np.int32)
+        b = np.array([pairs[s][1] for s in members], dtype=np.int32)
+        d, n, p = _run_pairs(kinds, flipped, geoms(a), geoms(b))
+        outs.append((d.reshape(-1), n.reshape(-1, 3), p.reshape(-1, 3)))
+        order += [start[s] + j for s in members for j in range(PAIR_KERNELS[kinds].slots)]
     inverse = np.argsort(np.array(order))
     return tuple(jnp.concatenate([o[i] for o in outs])[inverse] for i in range(3))
 
 
-def _pair_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array) -> tuple[jax.Array, ...]:
+def _pair_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> tuple[jax.Array, ...]:
     """``(distance, position, normal, friction, restitution)`` of the pair slots."""
     pairs = model.contact_pairs
     counts = [pair_slot_count(model, pair) for pair in pairs]
-    distance, normal, position = _pair_geometry(model, geom_p, geom_r, counts)
+    distance, normal, position = _pair_geometry(model, geom_p, geom_r, at, counts)
     mu, given, priority, rest = _surfaces(model, geom_p.dtype)
     ga = np.repeat(np.array([a for a, _ in pairs], dtype=np.int32), counts)
     gb = np.repeat(np.array([b for _, b in pairs], dtype=np.int32), counts)
     rule = model.opt.friction_rule
     friction = combine_friction(rule, mu[ga], given[ga], mu[gb], given[gb], priority[ga], priority[gb])
     return distance, position, normal, friction, jnp.maximum(rest[ga], rest[gb])
+
+
+def _world_shapes(model: Model, kind: GeomType, world: jax.Array, dtype):
+    """The shapes of the world geoms ``world`` (a traced index array) of one kind: sizes, or gathered hulls."""
+    if kind != GeomType.MESH:
+        return model.geom_size.astype(dtype)[world]
+    hull = jnp.asarray(np.array(model.geom_mesh, dtype=np.int32))[world]
+    count = jnp.asarray(np.array(model.mesh_vertex_count, dtype=np.int32))[hull]
+    valid = jnp.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
+    return model.mesh_vertices.astype(dtype)[hull], model.mesh_planes.astype(dtype)[hull], valid
+
+
+def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> list[tuple[jax.Array, ...]]:
+    """``(distance, position, normal, friction, restitution, key)`` of the terrain candidates, one tuple per
+    group of :func:`_terrain_groups`: each robot geom against the ``capacity`` world geoms of its cell (world
+    geom as A); padding entries get :data:`PADDING_GAP` and the key ``-1``."""
+    dtype = geom_p.dtype
+    size = model.geom_size.astype(dtype)
+    mu, given, priority, rest = _surfaces(model, dtype)
+    out, found = [], {}
+    for grid, rows, kinds, flipped, offset in _terrain_groups(model):
+        c, k, nw = grid.capacity, PAIR_KERNELS[kinds].slots, grid.world.shape[0]
+        if offset not in found:  # one lookup per grid, for all its robot geoms
+            found[offset] = lookup(grid, geom_p[at[np.array(grid.robot, dtype=np.int32)]])
+        robot = np.array(grid.robot, dtype=np.int32)[rows]
+        local, valid = (x[rows].reshape(-1) for x in found[offset])
+        world = grid.world[local]
+        r = np.repeat(robot, c)
+        shape_r = size[r] if model.geom_type[r[0]] != GeomType.MESH else _hulls(model, r, dtype)
+        a = (model.geom_translation.astype(dtype)[world], model.geom_rotation.astype(dtype)[world])
+        d, n, p = _run_pairs(
+            kinds, flipped, (*a, _world_shapes(model, grid.kind, world, dtype)), (geom_p[at[r]], geom_r[at[r]], shape_r)
+        )
+        ok = valid[:, None]
+        world_priority = {p for p, b in zip(model.geom_priority, model.geom_body, strict=True) if b < 0}
+        prio = world_priority.pop() if len(world_priority) == 1 else jnp.asarray(priority)[world]
+        friction = combine_friction(
+            model.opt.friction_rule, mu[world], jnp.asarray(given)[world], mu[r], given[r], prio, priority[r]
+        )
+        key = offset + ((np.repeat(rows, c) * nw + local) * TERRAIN_KEY_STRIDE)[:, None] + np.arange(k)
+        out.append(
+            (
+                jnp.where(ok, d, PADDING_GAP).reshape(-1),
+                jnp.where(ok[..., None], p, geom_p[at[r]][:, None, :]).reshape(-1, 3),
+                jnp.where(ok[..., None], n, up(dtype)).reshape(-1, 3),
+                jnp.repeat(friction, k),
+                jnp.repeat(jnp.maximum(rest[world], rest[r]), k),
+                jnp.where(ok, key, -1).astype(jnp.int32).reshape(-1),
+            )
+        )
+    return out
 
 
 def collide(model: Model, poses: Poses) -> Contacts:
@@ -349,20 +448,25 @@ def collide(model: Model, poses: Poses) -> Contacts:
     """
     _check_types(model)
     check_pairs(model, model.contact_pairs)
+    check_current(model)
     position, rotation = _checked_poses(model, poses)
     dtype = position.dtype
     body_a, body_b = (np.array(b, dtype=np.int32) for b in contact_bodies(model))
-    key, overflow = np.arange(body_a.size, dtype=np.int32), np.zeros((), np.int32)
+    key, overflow = np.arange(_listed_count(model), dtype=np.int32), np.zeros((), np.int32)
     if not body_a.size:
         empty = jnp.zeros((0,), dtype)
         shapes = (empty, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3, 3), dtype), empty, empty)
         return Contacts(*shapes, body_a, body_b, key, overflow)
-    geom_p, geom_r = _geom_poses(model, position, rotation)
+    geom_p, geom_r, at = _geom_poses(model, position, rotation)
     parts = []
     if _ground_geoms(model):
-        parts.append(_ground_contacts(model, geom_p, geom_r))
+        parts.append(_ground_contacts(model, geom_p, geom_r, at))
     if model.contact_pairs:
-        parts.append(_pair_contacts(model, geom_p, geom_r))
+        parts.append(_pair_contacts(model, geom_p, geom_r, at))
+    if model.terrain:
+        terrain = _terrain_contacts(model, geom_p, geom_r, at)
+        parts += [part[:5] for part in terrain]
+        key = jnp.concatenate([jnp.asarray(key), *(part[5] for part in terrain)])
     distance, point, normal, friction, restitution = (jnp.concatenate(field) for field in zip(*parts, strict=True))
     return Contacts(
         distance=distance,
