@@ -111,7 +111,7 @@ def _pack(params: tuple[Params, ...], x0) -> tuple[jax.Array, tuple[_Layout, ...
         lay = _Layout(nc, nj, problem.rows_per_contact, tuple(offsets), size, out)
         layouts.append(lay)
         out += lay.pad + lay.pad_j
-    return jnp.concatenate(blocks, axis=1).T, tuple(layouts)
+    return jnp.concatenate(blocks, axis=1), tuple(layouts)
 
 
 def _project_pair(t1, t2, radius):
@@ -134,10 +134,10 @@ class _Block:
         self.lay, self.ref = lay, ref
 
     def one(self, name, j):
-        return self.ref[self.lay.at(name) + j, :]
+        return self.ref[:, self.lay.at(name) + j]
 
     def tile(self, name, size, j=0):
-        return self.ref[pl.ds(self.lay.at(name) + j, size), :]
+        return self.ref[:, pl.ds(self.lay.at(name) + j, size)]
 
     def column(self, c):
         return self.tile("col", self.lay.pad, c * self.lay.pad)
@@ -147,13 +147,13 @@ class _Block:
 
     @staticmethod
     def row(x, j):
-        rows = jax.lax.broadcasted_iota(jnp.int32, x.shape, 0)
-        return jnp.sum(jnp.where(rows == j, x, 0.0), axis=0)
+        rows = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)
+        return jnp.sum(jnp.where(rows == j, x, 0.0), axis=1)
 
     @staticmethod
     def put(x, j, value):
-        rows = jax.lax.broadcasted_iota(jnp.int32, x.shape, 0)
-        return jnp.where(rows == j, value[None, :], x)
+        rows = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)
+        return jnp.where(rows == j, value[:, None], x)
 
 
 def _contact(blk: _Block, k, state):
@@ -164,13 +164,13 @@ def _contact(blk: _Block, k, state):
     lam_n = jnp.maximum(old_n - (row(v, n) - blk.one("target", k)) * blk.one("inv_diag", n), 0.0)
     d_n = lam_n - old_n
     if blk.lay.m == 1:
-        return v + blk.column(n) * d_n[None, :], put(lam, n, lam_n), limit
+        return v + blk.column(n) * d_n[:, None], put(lam, n, lam_n), limit
     old_1, old_2, inv_eig = row(lam, n + 1), row(lam, n + 2), blk.one("inv_eig", k)
     t1 = old_1 - (row(v, n + 1) + blk.entry(n + 1, n) * d_n) * inv_eig
     t2 = old_2 - (row(v, n + 2) + blk.entry(n + 2, n) * d_n) * inv_eig
     t1, t2 = _project_pair(t1, t2, blk.one("mu", k) * lam_n)
     cols = (blk.column(n), blk.column(n + 1), blk.column(n + 2))
-    dv = d_n[None, :] * cols[0] + (t1 - old_1)[None, :] * cols[1] + (t2 - old_2)[None, :] * cols[2]
+    dv = d_n[:, None] * cols[0] + (t1 - old_1)[:, None] * cols[1] + (t2 - old_2)[:, None] * cols[2]
     return v + dv, put(put(put(lam, n, lam_n), n + 1, t1), n + 2, t2), limit
 
 
@@ -189,7 +189,7 @@ def _joint(blk: _Block, i, state):
         friction = jnp.clip(-v_other * inv_diag - blk.row(limit, i), -bound, bound)
         new_limit = _limit_impulse(low, high, v_other + diag * friction, inv_diag)
         new = friction + new_limit
-    v = v + blk.column(r) * (new - old)[None, :]
+    v = v + blk.column(r) * (new - old)[:, None]
     return v, blk.put(lam, r, new), blk.put(limit, i, new_limit)
 
 
@@ -198,7 +198,7 @@ def _solve_block(lay: _Layout, count: int, in_ref, out_ref) -> None:
     blk = _Block(lay, in_ref)
     lam, limit = blk.tile("lam", lay.pad), blk.tile("limit", lay.pad_j)
     v = jax.lax.fori_loop(
-        0, lay.rows, lambda c, v: v + blk.column(c) * blk.row(lam, c)[None, :], blk.tile("b", lay.pad)
+        0, lay.rows, lambda c, v: v + blk.column(c) * blk.row(lam, c)[:, None], blk.tile("b", lay.pad)
     )
 
     def sweep(_, state):
@@ -209,8 +209,8 @@ def _solve_block(lay: _Layout, count: int, in_ref, out_ref) -> None:
         return state
 
     _, lam, limit = jax.lax.fori_loop(0, count, sweep, (v, lam, limit))
-    out_ref[pl.ds(lay.out, lay.pad), :] = lam
-    out_ref[pl.ds(lay.out + lay.pad, lay.pad_j), :] = limit
+    out_ref[:, pl.ds(lay.out, lay.pad)] = lam
+    out_ref[:, pl.ds(lay.out + lay.pad, lay.pad_j)] = limit
 
 
 def _kernel(layouts, counts, in_ref, out_ref) -> None:
@@ -248,20 +248,20 @@ def sweep_batch(
     if not live:
         return tuple(x0)
     packed, layouts = _pack(tuple(params[j] for j in live), tuple(x0[j] for j in live))
-    n = packed.shape[1]
+    n = packed.shape[0]
     padded = -(-n // block) * block
-    packed = jnp.pad(packed, ((0, 0), (0, padded - n)))
+    packed = jnp.pad(packed, ((0, padded - n), (0, 0)))
     n_out = sum(lay.pad + lay.pad_j for lay in layouts)
     out = pl.pallas_call(
         lambda i, o: _kernel(layouts, tuple(counts[j] for j in live), i, o),
-        out_shape=jax.ShapeDtypeStruct((n_out, padded), packed.dtype),
+        out_shape=jax.ShapeDtypeStruct((padded, n_out), packed.dtype),
         grid=(padded // block,),
-        in_specs=[pl.BlockSpec((packed.shape[0], block), lambda i: (0, i))],
-        out_specs=pl.BlockSpec((n_out, block), lambda i: (0, i)),
+        in_specs=[pl.BlockSpec((block, packed.shape[1]), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((block, n_out), lambda i: (i, 0)),
         compiler_params=pltriton.CompilerParams(num_warps=warps, num_stages=1),
         interpret=interpret,
         name="pgs_sweeps",
-    )(packed)[:, :n].T
+    )(packed)[:n]
     result = list(x0)
     for j, lay in zip(live, layouts, strict=True):
         part = out[:, lay.out : lay.out + lay.pad + lay.pad_j]
