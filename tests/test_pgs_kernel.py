@@ -3,23 +3,24 @@
 Reference: ``jax.vmap`` of :func:`jaxmor.sim.solver.solve_all` (its ``_iterate``, a ``fori_loop`` of
 ``_fast_sweep``), on problems of real steps: the shipped quadruped on the ground, three worlds from its
 standing pose with different heights and velocities, after a few steps (warm starts from the last step's
-impulses; feet resting, sliding and in the air). The kernel path is the same ``solve_all`` with ``_iterate``
+impulses; feet resting and in the air). The kernel path is the same ``solve_all`` with ``_iterate``
 replaced by :func:`jaxmor.sim.pgs_kernel.iterate`, so both see identical inputs (the same inverse
 diagonal and tangential eigenvalues) and only the sweeps differ.
 
-Sizes: the interpreted kernel's compile grows with the square of the rows (every entry of ``A`` a
-separate load), so the tests keep the principal sub-problem of three contact slots (two of the most
-loaded, one inactive) and three joints of each real problem (12 velocity rows, 6 position rows): the
-same rows, entries and laws, fewer of them.
+Sizes: the tests keep the principal sub-problem of three contact slots (two of the most loaded, one
+inactive) and three joints of each real problem (12 velocity rows, 6 position rows): the same rows,
+entries and laws, fewer of them, so that the reference's compile (its rows unrolled) stays short; the
+full problems were measured the same way (figures below, docs/design/pgs-kernel.md).
 
 Tolerance. Both paths perform the same row updates in the same order on the same numbers; they differ
 only in how a few sums are associated (the start velocity ``A lam + b``, a contact's three-column update),
-each off by a few roundings ``eps`` of its terms. An update maps a velocity error ``dv`` to an impulse error
-``dv / A_rr`` and the sweeps do not amplify it (a projected Gauss-Seidel sweep is nonexpansive on these
-positive-definite blocks), so the final impulses agree to ``c R K eps`` of the impulse scale, with ``R``
-rows and ``K`` sweeps: ``TOL_EPS = 1,000`` eps of the largest impulse of each kind covers ``R K = 240``
-with margin. A wrong row, order, sign or bound moves an impulse by a fraction of itself after 20 sweeps
-(``1e-3`` relative and above, far outside either dtype's tolerance).
+each off by a few roundings ``eps`` of its terms, which the sweeps carry along without amplifying them.
+Measured (largest difference over all impulses of a kind, in eps of that kind's largest impulse): at most
+1.7 here, 7.3 (float32) and 1.7 (float64) on the full 36- and 20-row problems; ``TOL_EPS = 16``. What a
+wrong sweep does, measured with the contacts swept in reverse order: 500-11,000 eps in float32 and above
+1e11 in float64. Converged sweeps forget the order (the velocity problem after its 20 warm-started sweeps
+moved by under 1 eps in float32), so a second case starts from zero impulses and stops after 3 and 2
+sweeps, where every row's update still shows.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from jaxmor.sim.constraint import Impulses, Problem
 from jaxmor.sim.pipeline import stages
 
 #: Agreement in units of the dtype's machine epsilon times the largest impulse (module docstring).
-TOL_EPS = 1000
+TOL_EPS = 16
 #: Joints kept in the sub-problems (one leg's hip, thigh and knee).
 JOINTS = (0, 1, 2)
 
@@ -97,13 +98,17 @@ def _interpreted(counts, params, x0):
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
-def test_the_kernel_sweeps_equal_the_xla_sweeps_on_real_steps(step_problems, dtype):
+@pytest.mark.parametrize("warm", [True, False], ids=["warm-model-sweeps", "cold-3-2-sweeps"])
+def test_the_kernel_sweeps_equal_the_xla_sweeps_on_real_steps(step_problems, dtype, warm):
     """Every impulse of both problems (velocity: contacts, joint friction and limits; position: normals
-    and limits) equals the XLA sweeps' to ``TOL_EPS`` eps of the largest impulse of its kind."""
-    velocity, position, start, counts = jax.tree.map(lambda x: x.astype(dtype), step_problems[:3]) + (
-        step_problems[3],
-    )
-    assert np.asarray(start.contact[:, :, 0]).max() > 0  # warm starts of resting feet: the contacts are live
+    and limits) equals the XLA sweeps' to ``TOL_EPS`` eps of the largest impulse of its kind: from the
+    step's warm start with the model's sweep counts, and from zero with 3 and 2 sweeps."""
+    velocity, position, start = jax.tree.map(lambda x: x.astype(dtype), step_problems[:3])
+    counts = step_problems[3] if warm else (3, 2)
+    if warm:
+        assert np.asarray(start.contact[:, :, 0]).max() > 0  # warm starts of resting feet: live contacts
+    else:
+        start = jax.tree.map(jnp.zeros_like, start)
     want = _solve(solver._iterate, velocity, position, start, counts)
     got = _solve(_interpreted, velocity, position, start, counts)
     eps = float(jnp.finfo(dtype).eps)
