@@ -53,9 +53,9 @@ class _Layout:
     """Where one problem's per-world inputs sit in the packed input (rows of the (P, N) array, static).
 
     ``fields`` maps a name to its first row; ``size`` is the problem's number of packed rows, ``out`` its
-    first row in the packed output (``pad`` row impulses, then ``pad_j`` limit impulses). Tiles (``A``'s
-    columns, ``b``, the start impulses and limits) are padded with zeros to the powers of two ``pad`` and
-    ``pad_j``.
+    first row in the packed output (``pad`` row impulses, then ``pad_j`` limit impulses). The tiles the kernel
+    works on (``A``'s columns, ``b``, the impulses, the limits) have the powers of two ``pad`` and ``pad_j``
+    as their sizes (Triton's rule); the packed fields are not padded: the loads mask the entries past them.
     """
 
     nc: int
@@ -84,13 +84,8 @@ class _Layout:
 def _fields(problem: Problem, columns, inv_eig, inv_diag, rows, limit) -> list[tuple[str, jax.Array]]:
     """The packed fields of one problem, each (N, k): batched arrays with a leading world axis."""
     n, r = rows.shape
-    pad, pad_j = _pow2(r), _pow2(limit.shape[1])
-
-    def padded(x, size):
-        return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - x.shape[-1])])
-
-    out = [("col", padded(columns, pad).reshape(n, r * pad)), ("b", padded(problem.free_velocity, pad))]
-    out += [("lam", padded(rows, pad)), ("limit", padded(limit, pad_j)), ("inv_diag", inv_diag)]
+    out = [("col", columns.reshape(n, r * r)), ("b", problem.free_velocity), ("lam", rows), ("limit", limit)]
+    out += [("inv_diag", inv_diag)]
     out += [("target", problem.contact_target), ("low", problem.limit_low), ("high", problem.limit_high)]
     if problem.rows_per_contact == 3:
         out += [("mu", problem.friction), ("inv_eig", inv_eig), ("bound", problem.friction_bound)]
@@ -111,6 +106,8 @@ def _pack(params: tuple[Params, ...], x0) -> tuple[jax.Array, tuple[_Layout, ...
         lay = _Layout(nc, nj, problem.rows_per_contact, tuple(offsets), size, out)
         layouts.append(lay)
         out += lay.pad + lay.pad_j
+    # Zeros after the last field: a tile read past it (masked) stays inside the block.
+    blocks.append(jnp.zeros((x0[0][0].shape[0], max(lay.pad for lay in layouts)), blocks[0].dtype))
     return jnp.concatenate(blocks, axis=1), tuple(layouts)
 
 
@@ -136,14 +133,17 @@ class _Block:
     def one(self, name, j):
         return self.ref[:, self.lay.at(name) + j]
 
-    def tile(self, name, size, j=0):
-        return self.ref[:, pl.ds(self.lay.at(name) + j, size)]
+    def tile(self, name, size, valid, j=0):
+        """Entries ``j .. j + size`` of field ``name``, (block, size), those from ``valid`` on zero (not read)."""
+        index = (slice(None), pl.ds(self.lay.at(name) + j, size))
+        mask = jax.lax.broadcasted_iota(jnp.int32, (self.ref.shape[0], size), 1) < valid
+        return pltriton.load(self.ref.at[index], mask=mask, other=0.0)
 
     def column(self, c):
-        return self.tile("col", self.lay.pad, c * self.lay.pad)
+        return self.tile("col", self.lay.pad, self.lay.rows, c * self.lay.rows)
 
     def entry(self, r, c):
-        return self.one("col", c * self.lay.pad + r)
+        return self.one("col", c * self.lay.rows + r)
 
     @staticmethod
     def row(x, j):
@@ -196,9 +196,9 @@ def _joint(blk: _Block, i, state):
 def _solve_block(lay: _Layout, count: int, in_ref, out_ref) -> None:
     """``count`` sweeps of one problem on one block of worlds: read the start, iterate, write the impulses."""
     blk = _Block(lay, in_ref)
-    lam, limit = blk.tile("lam", lay.pad), blk.tile("limit", lay.pad_j)
+    lam, limit = blk.tile("lam", lay.pad, lay.rows), blk.tile("limit", lay.pad_j, lay.nj)
     v = jax.lax.fori_loop(
-        0, lay.rows, lambda c, v: v + blk.column(c) * blk.row(lam, c)[:, None], blk.tile("b", lay.pad)
+        0, lay.rows, lambda c, v: v + blk.column(c) * blk.row(lam, c)[:, None], blk.tile("b", lay.pad, lay.rows)
     )
 
     def sweep(_, state):
