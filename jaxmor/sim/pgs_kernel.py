@@ -5,16 +5,16 @@ times to problem ``j``): the same rows in the same order, the same updates (the 
 ``max(lam - (v - target) / A_nn, 0)``, the tangent pair's step ``1 / s_max`` and its radial projection
 onto the disk ``mu lam_n``, a joint's friction clip then its limit), the row velocities ``v = A lam + b``
 carried and updated by ``A``'s columns. Only the order of a few additions differs (the start ``A lam +
-b`` and a contact's three-column update are summed row by row), so results agree to float rounding.
+b`` is summed column by column, a contact's three-column update row by row), so results agree to float rounding.
 
 Layout: worlds are the vectorized axis. Every per-world input of every problem is packed into one
-``(P, N)`` array (world last, ``N`` padded to a multiple of the block), a program of the grid takes a
-block of worlds, and each row quantity is a ``(block,)`` vector: one lane per world, the rows unrolled
-in Python (``R`` is static), each problem's sweeps a ``fori_loop`` inside the kernel whose carry is the
-row velocities, the row impulses and the limit impulses. ``A``'s entries are loaded from the packed
-input where a row needs them (they do not fit in registers). One launch does every sweep of every
-problem; the derivative is not the kernel's business (the solver's ``custom_jvp`` linearizes its own
-compact sweep at the final impulses).
+``(N, P)`` array (``N`` padded to a multiple of the block); a program of the grid takes a block of worlds.
+Per problem the kernel carries three tiles, ``(block, pad)`` with ``pad`` a power of two: the row
+velocities, the row impulses and the limit impulses. A sweep is a ``fori_loop`` over the contacts, then
+one over the joints; a row reads its velocity and impulse out of the tiles (a masked sum), and adds its
+column of ``A`` (a masked tile load from the packed input) times its change to the velocities. The sweeps
+are a ``fori_loop`` inside the kernel. One launch does every sweep of every problem; the derivative is not
+the kernel's business (the solver's ``custom_jvp`` linearizes its own compact sweep at the final impulses).
 
 Entry points: :func:`sweep_batch` (batched arrays in, batched impulses out) and :func:`iterate`, a
 drop-in for the solver's ``_iterate(counts, params, x0)`` on one world whose ``vmap`` runs
