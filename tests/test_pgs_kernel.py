@@ -109,7 +109,7 @@ def test_the_kernel_sweeps_equal_the_xla_sweeps_on_real_steps(step_problems, dty
         assert np.asarray(start.contact[:, :, 0]).max() > 0  # warm starts of resting feet: live contacts
     else:
         start = jax.tree.map(jnp.zeros_like, start)
-    want = _solve(solver._iterate, velocity, position, start, counts)
+    want = _solve(solver._xla_iterate, velocity, position, start, counts)
     got = _solve(_interpreted, velocity, position, start, counts)
     eps = float(jnp.finfo(dtype).eps)
     for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
@@ -129,12 +129,9 @@ def test_one_world_without_vmap_is_a_batch_of_one(step_problems):
         warm = jax.tree.map(lambda x: x[0], s) if s is not None else one.zero_impulses()
         rows = one.rows(warm)
         limit = warm.limit if one.with_friction else rows[one.joint_row(0) :]
-        inv_eig = jnp.zeros(one.nc, rows.dtype)
-        if one.with_friction:
-            inv_eig = 1.0 / solver._largest_eigenvalue(one.tangent_blocks())
-        params.append((one, one.delassus.T, inv_eig, 1.0 / jnp.diagonal(one.delassus)))
+        params.append(solver._rows_of(one))
         x0.append((rows, limit))
-    want = jax.jit(lambda p, x: solver._iterate(counts, p, x))(tuple(params), tuple(x0))
+    want = jax.jit(lambda p, x: solver._xla_iterate(counts, p, x))(tuple(params), tuple(x0))
     got = jax.jit(lambda p, x: _interpreted(counts, p, x))(tuple(params), tuple(x0))
     eps = float(jnp.finfo(jnp.float64).eps)
     for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
@@ -142,20 +139,11 @@ def test_one_world_without_vmap_is_a_batch_of_one(step_problems):
 
 
 def test_the_cpu_keeps_the_xla_loop(step_problems):
-    """``iterate_on_gpu`` lowered for the CPU holds no Pallas kernel and gives the XLA loop's impulses exactly."""
+    """The solver's sweeps lowered for the CPU hold no Pallas kernel and give the XLA loop's impulses exactly."""
     velocity, position, start, counts = step_problems
-
-    def chosen(counts, params, x0):
-        return pgs_kernel.iterate_on_gpu(counts, params, x0, saved)
-
-    saved = solver._iterate
-    want = _solve(saved, velocity, position, start, counts)
-    got = _solve(chosen, velocity, position, start, counts)
+    want = _solve(solver._xla_iterate, velocity, position, start, counts)
+    got = _solve(solver._iterate, velocity, position, start, counts)
     for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
         np.testing.assert_array_equal(g, w)
-    solver._iterate = chosen
-    try:
-        text = jax.jit(jax.vmap(lambda v, s: solver.solve_all((v,), (s,), counts[:1]))).lower(velocity, start).as_text()
-    finally:
-        solver._iterate = saved
+    text = jax.jit(jax.vmap(lambda v, s: solver.solve_all((v,), (s,), counts[:1]))).lower(velocity, start).as_text()
     assert "triton" not in text and "pallas" not in text

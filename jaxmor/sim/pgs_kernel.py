@@ -34,13 +34,39 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from jaxmor.sim.constraint import Problem
-from jaxmor.sim.solver import _limit_impulse
 
 #: Worlds per program (the lanes of a block; a power of two, Triton's rule) and warps per program.
 BLOCK = 32
 WARPS = 1
 
 Params = tuple[Problem, jax.Array, jax.Array, jax.Array]
+
+
+def _limit_impulse(low, high, v0, inv_diag):
+    """A limit row's impulse (the solver's limit law): ``v >= low`` pushes, ``v <= high`` pulls; an infinite
+    bound contributes nothing."""
+    has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
+    push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
+    pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
+    return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
+
+
+def kernel_params(rows) -> Params:
+    """The kernel's inputs of one problem from the solver's sweep layout (``solver._Rows``: ``columns`` ``A``
+    transposed, the (R, 6) ``laws`` table, ``free_velocity``, ``nc``, ``rows_per_contact``; one world)."""
+    laws, m, nc = rows.laws, rows.rows_per_contact, rows.nc
+    normal, joint = laws[: m * nc : m], laws[m * nc :]
+    problem = Problem(
+        delassus=rows.columns,  # unread by the kernel, which reads the columns
+        free_velocity=rows.free_velocity,
+        contact_target=normal[:, 1],
+        friction=normal[:, 2],
+        friction_bound=joint[:, 2],
+        limit_low=joint[:, 3],
+        limit_high=joint[:, 4],
+        rows_per_contact=m,
+    )
+    return problem, rows.columns, normal[:, 3], laws[:, 0]
 
 
 def _pow2(n: int) -> int:
@@ -300,9 +326,11 @@ def iterate(
     warps: int = WARPS,
     interpret: bool = False,
 ) -> tuple[tuple[jax.Array, jax.Array], ...]:
-    """The solver's ``_iterate(counts, params, x0)`` on one world's unbatched arrays (forward only): under
-    ``jax.vmap`` every world's sweeps run in one :func:`sweep_batch` launch; without it, a batch of one."""
-    return _batched_iterate(tuple(int(c) for c in counts), block, warps, interpret)(tuple(params), tuple(x0))
+    """The solver's ``_iterate(counts, params, x0)`` on one world's unbatched arrays (forward only; ``params``
+    in the solver's sweep layout, :func:`kernel_params`): under ``jax.vmap`` every world's sweeps run in one
+    :func:`sweep_batch` launch; without it, a batch of one."""
+    params = tuple(kernel_params(p) for p in params)
+    return _batched_iterate(tuple(int(c) for c in counts), block, warps, interpret)(params, tuple(x0))
 
 
 def iterate_on_gpu(counts, params, x0, xla_iterate: Callable):

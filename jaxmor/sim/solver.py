@@ -49,6 +49,7 @@ from flax import struct
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
 from jaxmor.sim.constraint import Constraints, Impulses, Problem
+from jaxmor.sim.pgs_kernel import iterate_on_gpu
 from jaxmor.types import Model, State
 
 
@@ -278,6 +279,13 @@ def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> t
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _iterate(counts, params, x0):
+    """``counts[j]`` sweeps of problem ``j`` from ``x0[j]``: on a CUDA GPU (or a program compiled for one) one
+    Pallas kernel for all the sweeps (:mod:`jaxmor.sim.pgs_kernel`), elsewhere the XLA loops of
+    :func:`_xla_iterate`; the same iteration, chosen when the program is lowered."""
+    return iterate_on_gpu(counts, params, x0, _xla_iterate)
+
+
+def _xla_iterate(counts, params, x0):
     """``counts[j]`` sweeps of problem ``j`` (``params[j]``, a :class:`_Rows`) from its impulses
     ``x0[j] = (rows, limit)``.
 
