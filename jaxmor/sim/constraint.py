@@ -277,6 +277,19 @@ def constraints(
     return Constraints(velocity, position, response, start, tuple(int(r) for r in keep))
 
 
+def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
+    """Impulse of a limit row (1-D), the law the solver's sweeps share: ``v >= low`` pushes with ``lam >= 0``,
+    ``v <= high`` with ``lam <= 0``; ``has_low``, ``has_high`` (bool) say which bounds are finite, ``v0`` is the
+    row's velocity without the limit's impulse, ``inv_diag`` is ``1 / A_rr`` (0 for a row that nothing moves).
+
+    An infinite bound (a joint without that limit) contributes nothing, with finite derivatives: the bound
+    is replaced before the product (a double ``where``), so no ``inf * 0`` reaches the gradient.
+    """
+    push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
+    pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
+    return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
+
+
 def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
     """The velocity problem's warm start: the impulses of the state's last step, each contact's from the slot
     that held its candidate (:func:`jaxmor.sim.collision.budget.follow`) when the budget selects."""

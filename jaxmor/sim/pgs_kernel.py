@@ -33,22 +33,13 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from jaxmor.sim.constraint import Problem
+from jaxmor.sim.constraint import Problem, limit_impulse
 
 #: Worlds per program (the lanes of a block; a power of two, Triton's rule) and warps per program.
 BLOCK = 32
 WARPS = 1
 
 Params = tuple[Problem, jax.Array, jax.Array, jax.Array]
-
-
-def _limit_impulse(low, high, v0, inv_diag):
-    """A limit row's impulse (the solver's limit law): ``v >= low`` pushes, ``v <= high`` pulls; an infinite
-    bound contributes nothing."""
-    has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
-    push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
-    pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
-    return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
 
 
 def kernel_params(rows) -> Params:
@@ -208,12 +199,12 @@ def _joint(blk: _Block, i, state):
     v_other = blk.row(v, r) - diag * old
     low, high = blk.one("low", i), blk.one("high", i)
     if blk.lay.m == 1:
-        new_limit = _limit_impulse(low, high, v_other, inv_diag)
+        new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), v_other, inv_diag)
         new = new_limit
     else:
         bound = blk.one("bound", i)
         friction = jnp.clip(-v_other * inv_diag - blk.row(limit, i), -bound, bound)
-        new_limit = _limit_impulse(low, high, v_other + diag * friction, inv_diag)
+        new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), v_other + diag * friction, inv_diag)
         new = friction + new_limit
     v = v + blk.column(r) * (new - old)[:, None]
     return v, blk.put(lam, r, new), blk.put(limit, i, new_limit)
@@ -319,7 +310,7 @@ def _batched_iterate(counts: tuple[int, ...], block: int, warps: int, interpret:
 
 def iterate(
     counts: tuple[int, ...],
-    params: tuple[Params, ...],
+    params: tuple,
     x0: tuple[tuple[jax.Array, jax.Array], ...],
     *,
     block: int = BLOCK,

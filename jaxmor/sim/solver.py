@@ -48,7 +48,7 @@ from flax import struct
 
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
-from jaxmor.sim.constraint import Constraints, Impulses, Problem
+from jaxmor.sim.constraint import Constraints, Impulses, Problem, limit_impulse
 from jaxmor.sim.pgs_kernel import iterate_on_gpu
 from jaxmor.types import Model, State
 
@@ -67,20 +67,6 @@ def _largest_eigenvalue(block: jax.Array) -> jax.Array:
     half = 0.5 * (block[..., 0, 0] - block[..., 1, 1])
     off = 0.5 * (block[..., 0, 1] + block[..., 1, 0])
     return mean + safe_sqrt(half * half + off * off)
-
-
-def _limit_impulse(low, high, limited, v0, inv_diag) -> jax.Array:
-    """Impulse of a limit row (1-D): ``v >= low`` pushes with ``lam >= 0``, ``v <= high`` with ``lam <= 0``;
-    ``limited`` (2,) bool says which bounds are finite, ``inv_diag`` is ``1 / A_rr`` (0 for a row that
-    nothing moves).
-
-    An infinite bound (a joint without that limit) contributes nothing, with finite derivatives: the bound
-    is replaced before the product (a double ``where``), so no ``inf * 0`` reaches the gradient.
-    """
-    has_low, has_high = limited[0], limited[1]
-    push = jnp.maximum((jnp.where(has_low, low, v0) - v0) * inv_diag, 0.0)
-    pull = jnp.minimum((jnp.where(has_high, high, v0) - v0) * inv_diag, 0.0)
-    return jnp.where(has_low, push, 0.0) + jnp.where(has_high, pull, 0.0)
 
 
 # A problem as the sweeps read it.
@@ -164,10 +150,10 @@ def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag
     previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
     inv_diag, low, high = law[0], law[3], law[4]
     if not with_friction:
-        new_limit = _limit_impulse(low, high, limited, v_other, inv_diag)
+        new_limit = limit_impulse(low, high, limited[0], limited[1], v_other, inv_diag)
         return new_limit, new_limit
     friction = jnp.clip(-v_other * inv_diag - limit, law[1], law[2])
-    new_limit = _limit_impulse(low, high, limited, v_other + diag * friction, inv_diag)
+    new_limit = limit_impulse(low, high, limited[0], limited[1], v_other + diag * friction, inv_diag)
     return friction + new_limit, new_limit
 
 
