@@ -236,8 +236,13 @@ QUASI_STATIC_SCRIPT = textwrap.dedent(
 @pytest.mark.slow
 def test_without_features_the_step_is_the_previous_release_bit_for_bit(tmp_path):
     # jaxmor as released before the motor dynamics (commit 0afc5b4), extracted from git and run in a subprocess,
-    # against this checkout: the same rollouts of the turntable and the quadruped (contacts, couplings) must agree
-    # in every bit. Needs the repository's history (a shallow clone lacks it: then skipped, saying so).
+    # against this checkout: the same rollouts of the turntable and the quadruped (contacts, couplings). The turntable
+    # must agree in every bit. The quadruped agreed in every bit until 0.4.0, whose contact solver (candidate-ordered
+    # budget slots, packed sweeps, closed-form D) sums the same terms in another order: its float64 rollout now
+    # differs by round-off amplified over 60 contact steps (measured at most 1.8e-12 absolute, 1e-9 relative), so it is
+    # held to rtol 1e-7 / atol 1e-10: eight orders above float64's epsilon, and still far below the torques and speeds
+    # that any motor-dynamics term (current lag, thermal derating, sag) changes when it leaks into the featureless step.
+    # Needs the repository's history (a shallow clone lacks it: then skipped, saying so).
     old = tmp_path / "old"
     try:
         archive = subprocess.run(
@@ -256,7 +261,10 @@ def test_without_features_the_step_is_the_previous_release_bit_for_bit(tmp_path)
         results[label] = np.load(tmp_path / f"{label}.npz")
     assert set(results["old"].files) == set(results["new"].files)
     for key in results["old"].files:
-        np.testing.assert_array_equal(results["new"][key], results["old"][key], err_msg=key)
+        if key.startswith("turntable."):
+            np.testing.assert_array_equal(results["new"][key], results["old"][key], err_msg=key)
+        else:
+            np.testing.assert_allclose(results["new"][key], results["old"][key], rtol=1e-7, atol=1e-10, err_msg=key)
 
 
 # --------------------------------------------------------------------------------------------------
