@@ -6,7 +6,8 @@ motor's constants changed per test. A "held" rotor is kept at rest by an externa
 the actuator's, computed each step from ``actuator_torque_bounds`` (the bounds the step clips to), so the motor
 works at stall. References: the closed forms of the issue (first-order heating, the current's voltage step),
 ``scipy.linalg.expm`` for the two-node network, ``scipy.integrate.solve_ivp`` for heating with R(T), a root of the
-LuGre steady state, and jaxmor's previous release (the quasi-static step, bit for bit, in a subprocess).
+LuGre steady state, and jaxmor's previous release (the quasi-static step in a subprocess: bit for bit without
+contacts, to round-off with them).
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ QUASI_STATIC_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_without_features_the_step_is_the_previous_release_bit_for_bit(tmp_path):
+def test_without_features_the_step_is_the_previous_release(tmp_path):
     # jaxmor as released before the motor dynamics (commit 0afc5b4), extracted from git and run in a subprocess,
     # against this checkout: the same rollouts of the turntable and the quadruped (contacts, couplings). The turntable
     # must agree in every bit. The quadruped agreed in every bit until 0.4.0, whose contact solver (candidate-ordered
