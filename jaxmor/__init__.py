@@ -63,6 +63,7 @@ from jaxmor.sim.forces import affine_joint_force, generalized_force, joint_dampi
 from jaxmor.sim.integrator import integrate_positions
 from jaxmor.sim.kinematics import Poses, forward_kinematics, link_jacobian, point_jacobian
 from jaxmor.sim.pipeline import rollout, step
+from jaxmor.sim.sensing import read_sensors
 from jaxmor.state import (
     actuator_states,
     actuator_torques,
@@ -97,6 +98,8 @@ from jaxmor.types import (
     Model,
     MotorActuators,
     Options,
+    Sensors,
+    Sites,
     State,
 )
 
@@ -125,6 +128,8 @@ __all__ = [
     "MotorTorqueBounds",
     "Options",
     "Poses",
+    "Sensors",
+    "Sites",
     "State",
     "ThermalModel",
     "actuate",
@@ -182,6 +187,7 @@ __all__ = [
     "normal",
     "point_jacobian",
     "randomize",
+    "read_sensors",
     "reset_actuator_state",
     "robots",
     "rollout",

@@ -245,6 +245,74 @@ class TerrainGrid:
     cell_size: jax.Array
 
 
+@struct.dataclass
+class Sites:
+    """Named frames fixed on links (MJCF ``<site>``), ``ns`` of them: what sensors refer to.
+
+    Attributes:
+        names: each site's name (static).
+        link: the link (index into ``Model.link_names``) each site is fixed on, ``-1`` for the world (static).
+        rotation: (ns, 3, 3) orientation of each site in its link's frame.
+        translation: (ns, 3) origin of each site in its link's frame [m].
+    """
+
+    rotation: jax.Array
+    translation: jax.Array
+    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    link: tuple[int, ...] = struct.field(pytree_node=False, default=())
+
+
+def empty_sites() -> Sites:
+    """No sites."""
+    return Sites(jnp.zeros((0, 3, 3)), jnp.zeros((0, 3)))
+
+
+@struct.dataclass
+class Sensors:
+    """The sensors of a model (MJCF ``<sensor>``), ``n`` of them, read by :func:`jaxmor.read_sensors`.
+
+    Each sensor reads one object: ``obj_type`` says which table ``obj_id`` indexes: ``"joint"`` (the 1-DoF
+    joints, ``Model.joint_names``), ``"actuator"`` (the affine actuators, ``Model.affine``), ``"site"``
+    (``Model.sites``), ``"xbody"`` (a link's frame, ``Model.link_names``), ``"body"`` (an MJCF body's inertial
+    frame, ``inertial_*`` below), ``"subtree"`` (the bodies, ``Model.body_names``; ``-1`` the world: all of them)
+    or ``""`` (none). A frame sensor may be read in a reference frame (``ref_type``/``ref_id``, the same tables;
+    ``""``/``-1`` for the world frame).
+
+    Attributes:
+        names: each sensor's name (static).
+        kinds: each sensor's MuJoCo type (``"jointpos"``, ``"framequat"``, ...) (static).
+        dims: the number of values each sensor reads (static).
+        obj_type, obj_id: the object each sensor reads (static).
+        ref_type, ref_id: its reference frame (static).
+        inertial_link: the link of each inertial frame (static); an inertial frame is read for its position only.
+        noise: (n,) standard deviation of each sensor's noise, in its unit: metadata, as in MuJoCo (never
+            added to a reading).
+        cutoff: (n,) each sensor's cutoff, in its unit: a positive one clamps the reading to
+            ``[-cutoff, cutoff]``; 0: none.
+        inertial_translation: (ni, 3) the centre of mass of each inertial frame in its link's frame [m].
+        magnetic: (3,) the global magnetic flux, world frame, in the description's unit (MJCF ``<option
+            magnetic>``, default ``(0, -0.5, 0)``).
+    """
+
+    noise: jax.Array
+    cutoff: jax.Array
+    inertial_translation: jax.Array
+    magnetic: jax.Array
+    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    kinds: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    dims: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    obj_type: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    obj_id: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    ref_type: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    ref_id: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    inertial_link: tuple[int, ...] = struct.field(pytree_node=False, default=())
+
+
+def empty_sensors() -> Sensors:
+    """No sensors (MuJoCo's default magnetic flux)."""
+    return Sensors(jnp.zeros((0,)), jnp.zeros((0,)), jnp.zeros((0, 3)), jnp.array([0.0, -0.5, 0.0]))
+
+
 @dataclasses.dataclass(frozen=True)
 class Keyframe:
     """A named state of a model (an MJCF ``<key>``), in jaxmor's conventions (:func:`jaxmor.set_keyframe`).
@@ -364,6 +432,8 @@ class Model:
         terrain: the world geoms binned into grids (:class:`TerrainGrid`, one per geom type), which collide with
             the robot geoms without contact pairs (:func:`jaxmor.with_terrain`); empty when every world geom is
             in ``contact_pairs``.
+        sites: the named frames fixed on links (:class:`Sites`, MJCF ``<site>``).
+        sensors: the sensors (:class:`Sensors`, MJCF ``<sensor>``), read by :func:`jaxmor.read_sensors`.
     """
 
     # Names, counts and the topology (static).
@@ -441,6 +511,8 @@ class Model:
     affine: AffineActuators
     keyframes: tuple[Keyframe, ...] = struct.field(pytree_node=False, default=())
     terrain: tuple[TerrainGrid, ...] = ()
+    sites: Sites = struct.field(default_factory=empty_sites)
+    sensors: Sensors = struct.field(default_factory=empty_sensors)
 
     @property
     def nb(self) -> int:

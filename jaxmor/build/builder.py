@@ -32,6 +32,7 @@ import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
 from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
+from jaxmor.build.sensors import compile_sensors, compile_sites
 from jaxmor.build.terrain import binned
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
@@ -410,7 +411,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         model = model.replace(actuators=compile_actuators(model, description.actuators))
     if description.keyframes:
         model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
-    return model
+    model = model.replace(sites=compile_sites(description, link_names, arr.dtype))
+    return model.replace(sensors=compile_sensors(model, description))
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ from jaxmor.types import (
     Model,
     MotorActuators,
     Options,
+    Sensors,
+    Sites,
     State,
     TerrainGrid,
 )
@@ -60,6 +62,8 @@ _TYPES = {
         Battery,
         Keyframe,
         TerrainGrid,
+        Sites,
+        Sensors,
         State,
         ActuatorState,
         MotorDynamics,

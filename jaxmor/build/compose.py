@@ -32,6 +32,7 @@ from jax.typing import ArrayLike
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
 from jaxmor.build.builder import build_model, topology_tables
 from jaxmor.build.scene import with_geom_properties
+from jaxmor.build.sensors import combine_sensors, combine_sites
 from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
 from jaxmor.checks import as_scalar
 from jaxmor.errors import ArgumentError
@@ -454,6 +455,8 @@ def combine(
         collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
+        sites=combine_sites(model, other, prefix, rotation, translation),
+        sensors=combine_sensors(model, other, prefix),
     )
     placed = _placed(other, translation, quat, rotation)
     fields["keyframes"] = _keyframes(model, other, placed.get("q_default", other.q_default))

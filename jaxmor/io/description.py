@@ -202,6 +202,55 @@ class KeyframeDescription:
 
 
 @dataclass
+class Site:
+    """A named frame fixed on a link (an MJCF ``<site>``).
+
+    Attributes:
+        name: its name.
+        link: the link it is fixed on (``"world"`` for the world).
+        line: the line of its element.
+        rotation: (3, 3) its orientation in the link's frame.
+        translation: (3,) its origin in the link's frame [m].
+    """
+
+    name: str
+    link: str
+    line: int
+    rotation: np.ndarray
+    translation: np.ndarray
+
+
+@dataclass
+class SensorDescription:
+    """A sensor as the description declares it (an MJCF ``<sensor>`` child), its objects by name.
+
+    Attributes:
+        name: its name.
+        kind: its MuJoCo type (``"jointpos"``, ``"gyro"``, ...).
+        line: the line of its element.
+        obj_type, obj_name: what it reads: ``"joint"``, ``"actuator"``, ``"site"``, ``"xbody"`` (a link's frame),
+            ``"body"`` (an MJCF body's inertial frame, ``inertial``), ``"subtree"`` (the body whose subtree it
+            reads, ``"world"`` for all), or ``""`` for nothing.
+        ref_type, ref_name: the reference frame of a frame sensor (the same types), ``""`` for the world's.
+        noise: the standard deviation of its noise (metadata) in its unit.
+        cutoff: its cutoff (0: none) in its unit.
+        inertial: for a ``"body"`` object or reference, ``(rotation (3, 3), translation (3,))`` of the body's
+            inertial frame in its link's frame.
+    """
+
+    name: str
+    kind: str
+    line: int
+    obj_type: str
+    obj_name: str
+    ref_type: str = ""
+    ref_name: str = ""
+    noise: float = 0.0
+    cutoff: float = 0.0
+    inertial: dict = field(default_factory=dict)
+
+
+@dataclass
 class RobotDescription:
     """A robot as read from its description.
 
@@ -227,6 +276,9 @@ class RobotDescription:
         initial_q: joint name -> the coordinates a new State starts from (``Model.q_default``); joints not
             named start at the origin with the identity quaternion (free) or at 0 clipped into their limits.
         keyframes: the description's named states.
+        sites: the named frames fixed on links (MJCF ``<site>``).
+        sensors: the sensors, in document order.
+        magnetic: the global magnetic flux (MJCF ``<option magnetic>``), ``None`` for MuJoCo's default.
     """
 
     name: str
@@ -246,6 +298,9 @@ class RobotDescription:
     affine_actuators: list[AffineActuator] = field(default_factory=list)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     keyframes: list[KeyframeDescription] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    sensors: list[SensorDescription] = field(default_factory=list)
+    magnetic: tuple[float, float, float] | None = None
 
 
 def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:

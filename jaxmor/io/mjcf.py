@@ -95,6 +95,7 @@ from jaxmor.io.description import (
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
 from jaxmor.io.mjcf_actuators import read_actuators
+from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
     ClassDefaults,
@@ -185,6 +186,7 @@ class _Reader:
         #: body -> the mass parts of its geoms, or None where its <inertial> counts (or nothing does)
         self.body_masses: dict[str, list | None] = {}
         self.explicit_masses: dict[str, tuple] = {}
+        self.sites: list = []  # the <site>s, as named frames (jaxmor.io.mjcf_sensors)
 
     # ---------------------------------------------------------------------------------- attributes
 
@@ -262,6 +264,7 @@ class _Reader:
         names = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
         affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
+        sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors)
         if self.rich_contacts:
             warnings.warn(
                 f"{doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} geom(s) "
@@ -285,6 +288,9 @@ class _Reader:
             affine_actuators=affine,
             initial_q=self.initial_q,
             keyframes=keyframes,
+            sites=self.sites,
+            sensors=sensors,
+            magnetic=read_magnetic(self, sections.get("option", [])),
         )
         self._apply_disabled(description)
         return description
@@ -425,6 +431,8 @@ class _Reader:
                     if what != "body" or child.getparent() is not el:
                         where = "the world body" if link == "world" else "a <frame>"
                         raise doc.error(child, f"<{kind}> in {where}: it belongs directly in a <body>")
+                elif kind == "site":
+                    self.sites.append(read_site(self, child, link, child_frame, child_class))
                 elif kind in IGNORED_ELEMENTS:
                     continue
                 elif kind in REFUSED_ELEMENTS:

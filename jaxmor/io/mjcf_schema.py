@@ -193,6 +193,7 @@ SPECS: dict[str, ElementSpec] = {
         },
     ),
     "text": _spec("name data"),
+    "site": _spec("name class pos fromto " + _ORIENTATION, "type size material rgba group user"),
 }
 
 #: Attributes of every affine actuator element: the transmission, the common ones, and the refused ones.

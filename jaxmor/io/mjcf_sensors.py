@@ -1,0 +1,252 @@
+"""MJCF ``<site>`` and ``<sensor>`` elements -> :class:`~jaxmor.io.description.Site` and
+:class:`~jaxmor.io.description.SensorDescription` (called by :mod:`jaxmor.io.mjcf`).
+
+A site is kept as a named frame on its body's link (``pos``, an orientation or ``fromto``; its looks are ignored),
+with its default class. A sensor element is
+
+* read when jaxmor reads its kind (:data:`SUPPORTED`) and its object: its name (MuJoCo's ``sensor<i>`` when
+  unnamed), object, reference frame, ``noise`` (metadata, never added, as in MuJoCo since 3.1.4) and ``cutoff``;
+* skipped when its kind, or its object, is one jaxmor does not read yet (an accelerometer, a touch sensor, a
+  sensor on a geom or a DC motor, ...): all the skipped sensors are listed in one warning, so that a file written
+  for MuJoCo still loads;
+* refused, with the file and line, when it is not a MuJoCo sensor, names an object the file does not have, gives
+  an attribute MuJoCo does not know, or a value MuJoCo refuses (a cutoff on a quaternion or an axis, a negative
+  noise), or asks for a sensor delay or interval (MuJoCo's ``delay``, ``interval``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from jaxmor.io import mjcf_geometry as geo
+from jaxmor.io.description import AffineActuator, SensorDescription, Site
+from jaxmor.io.mjcf_document import Values, attributes, check_known, check_refused
+from jaxmor.io.mjcf_schema import SPECS, ElementSpec, zero
+from jaxmor.io.xml import tag
+
+#: Each kind jaxmor reads: ``(what its object attribute names, number of values, MuJoCo's data type)``.
+SUPPORTED = {
+    "jointpos": ("joint", 1, "real"),
+    "jointvel": ("joint", 1, "real"),
+    "jointactuatorfrc": ("joint", 1, "real"),
+    "actuatorpos": ("actuator", 1, "real"),
+    "actuatorvel": ("actuator", 1, "real"),
+    "actuatorfrc": ("actuator", 1, "real"),
+    "framepos": ("frame", 3, "real"),
+    "framequat": ("frame", 4, "quaternion"),
+    "framexaxis": ("frame", 3, "axis"),
+    "frameyaxis": ("frame", 3, "axis"),
+    "framezaxis": ("frame", 3, "axis"),
+    "framelinvel": ("frame", 3, "real"),
+    "frameangvel": ("frame", 3, "real"),
+    "subtreecom": ("subtree", 3, "real"),
+    "subtreelinvel": ("subtree", 3, "real"),
+    "gyro": ("site", 3, "real"),
+    "velocimeter": ("site", 3, "real"),
+    "magnetometer": ("site", 3, "real"),
+    "clock": ("none", 1, "real"),
+}
+
+#: MuJoCo's other sensor kinds: known, skipped with the warning.
+NOT_YET = frozenset(
+    "touch accelerometer force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc ballquat "
+    "ballangvel jointlimitpos jointlimitvel jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc "
+    "frameangacc subtreeangmom insidesite distance normal fromto contact e_potential e_kinetic tactile user "
+    "plugin".split()
+)
+
+_COMMON = "name noise cutoff user nsample interp"
+_REFUSED = {
+    "delay": (zero, "sensor delays are not supported"),
+    "interval": (zero, "sensor intervals are not supported"),
+}
+_ATTRIBUTES = {
+    "joint": "joint",
+    "actuator": "actuator",
+    "site": "site",
+    "frame": "objtype objname reftype refname",
+    "subtree": "body",
+    "none": "",
+}
+#: The object types of a frame sensor that jaxmor reads.
+FRAME_TYPES = ("site", "xbody", "body")
+#: Frame sensors that read an orientation (not available for an inertial frame, ``objtype="body"``).
+_ORIENTED = ("framequat", "framexaxis", "frameyaxis", "framezaxis")
+
+
+def read_site(reader, el, link: str, frame, childclass) -> Site:
+    """A ``<site>`` of the body whose link is ``link``; ``frame``: the pose of its parent in the link's frame.
+
+    Raises:
+        ModelError: an unknown attribute, a bad pose, or a ``fromto`` of zero length.
+    """
+    v = reader.resolve(el, SPECS["site"], "site", childclass)
+    if v.has("fromto"):
+        ends = v.numbers("fromto", 6)
+        axis = ends[3:] - ends[:3]
+        if np.linalg.norm(axis) < 1e-12:
+            raise v.error("site fromto has zero length")
+        rotation, translation = geo.z_to(axis), (ends[:3] + ends[3:]) / 2.0
+    else:
+        rotation, translation = reader.pose(v)
+    name = v.text("name") or f"site{len(reader.sites)}"
+    if any(s.name == name for s in reader.sites):
+        raise v.error(f"duplicate site name {name!r}")
+    return Site(name, link, el.sourceline, frame.rotation @ rotation, frame.rotation @ translation + frame.translation)
+
+
+def _spec(form: str) -> ElementSpec:
+    return ElementSpec(frozenset(f"{_COMMON} {_ATTRIBUTES[form]}".split()), frozenset(), dict(_REFUSED))
+
+
+class _Targets:
+    """The names a sensor may refer to, from what the reader found."""
+
+    def __init__(self, reader, actuators: list, dropped: set[str], motors: list):
+        self.joints = dict(reader.joint_kinds)
+        self.bodies = {"world"} | set(reader.body_masses)
+        welded = {j.child for j in reader.joints if j.name == f"{j.child}/weld"}
+        self.jointed = self.bodies - welded
+        self.sites = {s.name for s in reader.sites}
+        self.links = {link.name: link for link in reader.links}
+        self.affine = {a.name for a in actuators if isinstance(a, AffineActuator) and a.name not in dropped}
+        self.actuators = {a.name for a in actuators}
+        self.motor_joints = {m.joint for m in motors}
+
+
+def _skip(skipped: list, name: str, kind: str, reason: str) -> None:
+    skipped.append(f"{name!r} ({kind}: {reason})")
+
+
+def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: list) -> list[SensorDescription]:
+    """The sensors of every ``<sensor>`` section, in document order (module docstring); warns once about those
+    skipped.
+
+    Args:
+        reader: the MJCF reader (its document, sites, joints, bodies and links so far).
+        sections: the ``<sensor>`` elements.
+        actuators: the MJCF actuators (affine and dcmotor), MuJoCo's order.
+        dropped: the names of the MJCF actuators that jaxmor's actuator file replaced.
+        motors: jaxmor's DC-motor actuator definitions.
+
+    Raises:
+        ModelError: an unknown element, attribute or object, or a refused value (module docstring).
+    """
+    doc = reader.doc
+    targets = _Targets(reader, actuators, dropped, motors)
+    out, skipped, count = [], [], 0
+    for section in sections:
+        if attributes(section):
+            raise doc.error(section, "<sensor> takes no attributes")
+        for el in section:
+            kind = tag(el)
+            if kind is None:
+                continue
+            name = el.get("name") or f"sensor{count}"
+            count += 1
+            if kind in NOT_YET:
+                _skip(skipped, name, kind, "not read by jaxmor yet")
+                continue
+            if kind not in SUPPORTED:
+                raise doc.error(el, f"unknown sensor <{kind}> in <sensor>")
+            form, _, datatype = SUPPORTED[kind]
+            attrs = attributes(el)
+            check_known(doc, el, _spec(form))
+            check_refused(doc, el, _spec(form), attrs)
+            v = Values(doc, el, attrs)
+            if any(s.name == name for s in out):
+                raise v.error(f"duplicate sensor name {name!r}")
+            cutoff = v.nonnegative("cutoff")
+            if cutoff > 0 and datatype != "real":
+                raise v.error(f"sensor {name!r}: a cutoff cannot apply to a {kind} (an {datatype})")
+            sensor = _object(v, targets, name, kind, form, skipped)
+            if sensor is not None:
+                sensor.noise, sensor.cutoff = v.nonnegative("noise"), cutoff
+                out.append(sensor)
+    if skipped:
+        warnings.warn(
+            f"{doc.sources[0]}: {len(skipped)} sensor(s) are not read (jaxmor.read_sensors leaves them out): "
+            + ", ".join(skipped),
+            stacklevel=5,
+        )
+    return out
+
+
+def _object(v: Values, t: _Targets, name: str, kind: str, form: str, skipped: list) -> SensorDescription | None:
+    """The sensor with its object and reference resolved, ``None`` (and an entry in ``skipped``) where jaxmor
+    cannot read it."""
+    line = v.line
+    if form == "none":
+        return SensorDescription(name, kind, line, "", "")
+    if form == "frame":
+        return _frame(v, t, name, kind, skipped)
+    target = v.text(form)
+    if not target:
+        raise v.error(f"sensor {name!r}: <{kind}> needs {form}=")
+    if form == "joint":
+        if target not in t.joints:
+            raise v.error(f"sensor {name!r}: unknown joint {target!r}")
+        if t.joints[target] == "free":
+            raise v.error(f"sensor {name!r}: <{kind}> needs a hinge or slide joint, {target!r} is free")
+        if kind == "jointactuatorfrc" and target in t.motor_joints:
+            return _skip(skipped, name, kind, f"joint {target!r} is driven by a DC motor")
+        return SensorDescription(name, kind, line, "joint", target)
+    if form == "actuator":
+        if target not in t.actuators:
+            raise v.error(f"sensor {name!r}: unknown actuator {target!r}")
+        if target not in t.affine:
+            return _skip(skipped, name, kind, f"actuator {target!r} is a DC motor")
+        return SensorDescription(name, kind, line, "actuator", target)
+    if form == "site":
+        if target not in t.sites:
+            raise v.error(f"sensor {name!r}: unknown site {target!r}")
+        return SensorDescription(name, kind, line, "site", target)
+    if target not in t.bodies:
+        raise v.error(f"sensor {name!r}: unknown body {target!r}")
+    if target not in t.jointed:
+        return _skip(skipped, name, kind, f"body {target!r} is welded to its parent")
+    return SensorDescription(name, kind, line, "subtree", target)
+
+
+def _frame(v: Values, t: _Targets, name: str, kind: str, skipped: list) -> SensorDescription | None:
+    """A frame sensor: its object and its reference frame."""
+    found = []
+    for role in ("obj", "ref"):
+        objtype, objname = v.text(f"{role}type"), v.text(f"{role}name")
+        if role == "obj" and (not objtype or not objname):
+            raise v.error(f"sensor {name!r}: <{kind}> needs objtype= and objname=")
+        if role == "ref" and not objname:
+            if objtype:
+                raise v.error(f"sensor {name!r}: reftype= without refname=")
+            found.append(("", ""))
+            continue
+        objtype = objtype or ""
+        if objtype not in ("body", "xbody", "geom", "site", "camera"):
+            raise v.error(f"sensor {name!r}: {role}type must be body, xbody, geom, site or camera, got {objtype!r}")
+        if objtype in ("geom", "camera"):
+            return _skip(skipped, name, kind, f"a {objtype} frame")
+        if objtype == "site" and objname not in t.sites:
+            raise v.error(f"sensor {name!r}: unknown site {objname!r}")
+        if objtype != "site" and objname not in t.bodies:
+            raise v.error(f"sensor {name!r}: unknown body {objname!r}")
+        if objtype == "body" and (role == "ref" or kind in _ORIENTED):
+            return _skip(skipped, name, kind, "the axes of an inertial frame (objtype body); use xbody or a site")
+        found.append((objtype, objname))
+    (obj_type, obj_name), (ref_type, ref_name) = found
+    sensor = SensorDescription(name, kind, v.line, obj_type, obj_name, ref_type, ref_name)
+    if obj_type == "body":
+        link = t.links[obj_name]
+        sensor.inertial = {"obj": np.zeros(3) if link.inertial is None else np.asarray(link.inertial.com)}
+    return sensor
+
+
+def read_magnetic(reader, options) -> tuple[float, float, float] | None:
+    """The ``magnetic`` of the last ``<option>`` that gives one, ``None`` for MuJoCo's default."""
+    found = None
+    for el in options:
+        if el.get("magnetic") is not None:
+            found = tuple(float(x) for x in Values(reader.doc, el, attributes(el)).numbers("magnetic", 3))
+    return found
+

@@ -1,0 +1,210 @@
+"""The sensors of a model read at a State (:func:`read_sensors`), as MuJoCo's ``sensordata`` after ``mj_forward``.
+
+Every reading is a function of the model and the state's ``q``, ``u``, ``ctrl`` and ``time`` alone (the kinds
+read are position and velocity ones, and the actuator forces, which MuJoCo computes from the same), so it is
+pure: jit-, vmap- and grad-able. The kinds, their definitions and units, and where they differ from MuJoCo, are
+in ``docs/sensors.md``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force, joint_state
+from jaxmor.math import safe_div, safe_sqrt
+from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses
+from jaxmor.state import check_state
+from jaxmor.types import Model, State
+
+#: The kinds whose reading is an axis or a quaternion: a cutoff never applies to them.
+_UNCLAMPED = ("framequat", "framexaxis", "frameyaxis", "framezaxis")
+
+
+def rotation_to_quat(rotation: jax.Array) -> jax.Array:
+    """(4,) the unit quaternion ``w x y z`` of a (3, 3) rotation, ``w >= 0`` (Shepperd's method: the largest of
+    the four candidates' squares is divided by, so the result and its derivatives are finite everywhere)."""
+    r = rotation
+    trace = r[0, 0] + r[1, 1] + r[2, 2]
+    squares = jnp.stack([1 + trace, 1 + 2 * r[0, 0] - trace, 1 + 2 * r[1, 1] - trace, 1 + 2 * r[2, 2] - trace])
+    k = jnp.argmax(squares)
+    big = 0.5 * safe_sqrt(squares[k])
+    d = 0.25 / jnp.where(big > 0, big, 1.0)
+    candidates = jnp.stack(
+        [
+            jnp.stack([big, (r[2, 1] - r[1, 2]) * d, (r[0, 2] - r[2, 0]) * d, (r[1, 0] - r[0, 1]) * d]),
+            jnp.stack([(r[2, 1] - r[1, 2]) * d, big, (r[0, 1] + r[1, 0]) * d, (r[0, 2] + r[2, 0]) * d]),
+            jnp.stack([(r[0, 2] - r[2, 0]) * d, (r[0, 1] + r[1, 0]) * d, big, (r[1, 2] + r[2, 1]) * d]),
+            jnp.stack([(r[1, 0] - r[0, 1]) * d, (r[0, 2] + r[2, 0]) * d, (r[1, 2] + r[2, 1]) * d, big]),
+        ]
+    )
+    quat = candidates[k]
+    quat = quat / jnp.linalg.norm(quat)
+    return jnp.where(quat[0] < 0, -quat, quat)
+
+
+class _Reading:
+    """What the sensors of one state share: the body and link poses, and (when first asked) the bodies' world
+    velocities."""
+
+    def __init__(self, model: Model, state: State):
+        self.model, self.state = model, state
+        self.bodies = kinematics(model, state.q).body
+        self.links = link_poses(model, self.bodies)
+        self._velocities = None
+
+    def velocities(self) -> tuple[jax.Array, jax.Array]:
+        """``(v (nb, 3), w (nb, 3))``: the world velocity of each body's origin and its world angular velocity."""
+        if self._velocities is None:
+            model, u = self.model, self.state.u
+            axis, origin = dof_axes(model, self.bodies)
+            mask = jnp.asarray(ancestor_mask(model)[1:], u.dtype)
+            rotational = np.array(model.dof_rotational, dtype=bool)
+            arm = self.bodies.position[:, None, :] - origin[None]
+            cols = jnp.where(rotational[None, :, None], jnp.cross(axis[None], arm), axis[None])
+            linear = jnp.einsum("bd,bdk,d->bk", mask, cols, u)
+            angular = (mask * jnp.asarray(rotational, u.dtype)) @ (axis * u[:, None])
+            self._velocities = (linear, angular)
+        return self._velocities
+
+    def frame(self, kind: str, index: int) -> tuple[int, jax.Array, jax.Array]:
+        """``(body, rotation (3, 3), position (3,))`` of a site, a link's frame (``"xbody"``) or an inertial frame
+        (``"body"``, its rotation the link's); body ``-1`` is the world."""
+        model, dtype = self.model, self.state.q.dtype
+        if kind == "site":
+            sites = model.sites
+            link, local_r, local_p = sites.link[index], sites.rotation[index], sites.translation[index]
+        elif kind == "xbody":
+            link, local_r, local_p = index, jnp.eye(3), jnp.zeros(3)
+        else:
+            sensors = model.sensors
+            link, local_r, local_p = sensors.inertial_link[index], jnp.eye(3), sensors.inertial_translation[index]
+        local_r, local_p = jnp.asarray(local_r, dtype), jnp.asarray(local_p, dtype)
+        if link < 0:
+            return -1, local_r, local_p
+        r, p = self.links.rotation[link], self.links.position[link]
+        return model.link_body[link], r @ local_r, p + r @ local_p
+
+    def point_velocity(self, body: int, point: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``(v, w)``: the world velocity of a point fixed on a body and the body's angular velocity."""
+        if body < 0:
+            return jnp.zeros(3, point.dtype), jnp.zeros(3, point.dtype)
+        v, w = self.velocities()
+        return v[body] + jnp.cross(w[body], point - self.bodies.position[body]), w[body]
+
+
+def _subtree(model: Model, body: int) -> np.ndarray:
+    """The bodies in the subtree of ``body`` (``-1``: every body), in order."""
+    inside = np.zeros(model.nb, dtype=bool)
+    for b, parent in enumerate(model.body_parent):
+        inside[b] = body < 0 or b == body or (parent >= 0 and inside[parent])
+    return np.flatnonzero(inside)
+
+
+def _subtree_reading(r: _Reading, kind: str, body: int) -> jax.Array:
+    """A subtree's centre of mass (``subtreecom``) [m] or its velocity (``subtreelinvel``) [m/s], world frame."""
+    model, dtype = r.model, r.state.q.dtype
+    members = _subtree(model, body)
+    mass = jnp.asarray(model.body_mass, dtype)[members]
+    com = r.bodies.position[members] + jnp.einsum(
+        "bij,bj->bi", r.bodies.rotation[members], jnp.asarray(model.body_com, dtype)[members]
+    )
+    if kind == "subtreelinvel":
+        v, w = r.velocities()
+        com = v[members] + jnp.cross(w[members], com - r.bodies.position[members])
+    total = jnp.sum(mass)
+    return safe_div(jnp.sum(mass[:, None] * com, axis=0), total)
+
+
+def _frame_reading(r: _Reading, kind: str, i: int) -> jax.Array:
+    """A frame sensor's reading, in the world frame or its reference's."""
+    s = r.model.sensors
+    body, rotation, position = r.frame(s.obj_type[i], s.obj_id[i])
+    ref = s.ref_type[i]
+    ref_body, ref_r, ref_p = r.frame(ref, s.ref_id[i]) if ref else (-1, None, None)
+    if kind == "framepos":
+        return position if not ref else ref_r.T @ (position - ref_p)
+    if kind == "framequat":
+        return rotation_to_quat(rotation if not ref else ref_r.T @ rotation)
+    if kind in ("framexaxis", "frameyaxis", "framezaxis"):
+        axis = rotation[:, "xyz".index(kind[5])]
+        return axis if not ref else ref_r.T @ axis
+    v, w = r.point_velocity(body, position)
+    if ref:
+        ref_v, ref_w = r.point_velocity(ref_body, ref_p)
+        v = ref_r.T @ (v - ref_v - jnp.cross(ref_w, position - ref_p))
+        w = ref_r.T @ (w - ref_w)
+    return v if kind == "framelinvel" else w
+
+
+def _site_reading(r: _Reading, kind: str, i: int) -> jax.Array:
+    """A gyro [rad/s], velocimeter [m/s] or magnetometer reading, in the site's frame."""
+    body, rotation, position = r.frame("site", r.model.sensors.obj_id[i])
+    if kind == "magnetometer":
+        return rotation.T @ jnp.asarray(r.model.sensors.magnetic, rotation.dtype)
+    v, w = r.point_velocity(body, position)
+    return rotation.T @ (w if kind == "gyro" else v)
+
+
+def _scalar_reading(r: _Reading, kind: str, i: int) -> jax.Array:
+    """A joint's or an affine actuator's reading, or the clock: shape (1,)."""
+    model, state = r.model, r.state
+    index = model.sensors.obj_id[i]
+    if kind == "clock":
+        return state.time[None]
+    if kind in ("jointpos", "jointvel"):
+        return (state.q[model.joint_q[index]] if kind == "jointpos" else state.u[model.joint_u[index]])[None]
+    if kind == "jointactuatorfrc":
+        return affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)[model.joint_u[index]][None]
+    act = model.affine
+    q_joint, v_joint = joint_state(act, state.q, state.u)
+    gear = jnp.asarray(act.gear, state.q.dtype)[index]
+    if kind == "actuatorpos":
+        return (gear * q_joint[index])[None]
+    if kind == "actuatorvel":
+        return (gear * v_joint[index])[None]
+    return affine_actuator_force(act, state.ctrl, q_joint, v_joint)[index][None]
+
+
+def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
+    """Every sensor's reading at a state, by its name, as MuJoCo's ``sensordata`` after ``mj_forward``
+    (``docs/sensors.md``: each kind's definition and unit, and where jaxmor differs).
+
+    The readings carry no noise (``model.sensors.noise`` is metadata, as in MuJoCo); a positive
+    ``model.sensors.cutoff`` clamps a reading to ``[-cutoff, cutoff]`` (never a quaternion or an axis). Pure:
+    jit-, vmap- (over states and models) and grad-able.
+
+    Args:
+        model: the model (its sensors: ``model.sensors``, MJCF ``<sensor>``).
+        state: one world's state.
+
+    Returns:
+        A dict from each sensor's name, in the model's order, to its reading: shape ``(dim,)`` (``(1,)`` for a
+        joint, an actuator or the clock, ``(3,)`` for a vector, ``(4,)`` for a quaternion ``w x y z``), in the
+        state's dtype.
+
+    Raises:
+        ArgumentError: the state does not fit the model.
+    """
+    check_state(model, state, "read_sensors")
+    s = model.sensors
+    if not s.names:
+        return {}
+    r = _Reading(model, state)
+    out = {}
+    for i, (name, kind) in enumerate(zip(s.names, s.kinds, strict=True)):
+        if s.obj_type[i] == "subtree":
+            value = _subtree_reading(r, kind, s.obj_id[i])
+        elif kind.startswith("frame"):
+            value = _frame_reading(r, kind, i)
+        elif kind in ("gyro", "velocimeter", "magnetometer"):
+            value = _site_reading(r, kind, i)
+        else:
+            value = _scalar_reading(r, kind, i)
+        value = value.astype(state.q.dtype)
+        if kind not in _UNCLAMPED:
+            cutoff = jnp.asarray(s.cutoff, value.dtype)[i]
+            value = jnp.where(cutoff > 0, jnp.clip(value, -cutoff, cutoff), value)
+        out[name] = value
+    return out
