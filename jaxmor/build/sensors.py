@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -121,11 +123,12 @@ def combine_sensors(model: Model, other: Model, prefix: str) -> Sensors:
     def cat(x, y):
         return jnp.concatenate([x, y.astype(x.dtype)])
 
-    # Another model's world subtree (-1) stays the whole combined tree's only in ``model``: ``other``'s becomes
-    # its own bodies' roots, which jaxmor cannot name; it is refused rather than read wrongly.
-    for k, i, name in zip(b.obj_type, b.obj_id, b.names, strict=True):
-        if k == "subtree" and i < 0:
-            raise ModelError(other.source, None, f"combine: sensor {name!r} reads the world's subtree")
+    # ``other``'s world subtree is no subtree of the combined tree: such a sensor is left out, with a warning.
+    keep = [not (k == "subtree" and i < 0) for k, i in zip(b.obj_type, b.obj_id, strict=True)]
+    if not all(keep):
+        left = [n for n, k in zip(b.names, keep, strict=True) if not k]
+        warnings.warn(f"combine: {other.name}'s sensor(s) of its world's subtree are left out: {left}", stacklevel=3)
+    b = _select(b, np.flatnonzero(keep))
     return Sensors(
         noise=cat(a.noise, b.noise),
         cutoff=cat(a.cutoff, b.cutoff),
@@ -140,3 +143,10 @@ def combine_sensors(model: Model, other: Model, prefix: str) -> Sensors:
         ref_id=a.ref_id + moved(b.ref_type, b.ref_id),
         inertial_link=a.inertial_link + tuple(k + model.nl if k >= 0 else k for k in b.inertial_link),
     )
+
+
+def _select(s: Sensors, rows: np.ndarray) -> Sensors:
+    """The sensors of ``rows``, in order (their inertial frames kept whole)."""
+    static = {f: tuple(getattr(s, f)[i] for i in rows) for f in ("names", "kinds", "dims", "obj_type", "obj_id")}
+    static |= {f: tuple(getattr(s, f)[i] for i in rows) for f in ("ref_type", "ref_id")}
+    return s.replace(noise=s.noise[rows], cutoff=s.cutoff[rows], **static)

@@ -84,8 +84,10 @@ def read_site(reader, el, link: str, frame, childclass) -> Site:
     """
     v = reader.resolve(el, SPECS["site"], "site", childclass)
     if v.has("fromto"):
+        if v.text("type", "sphere") not in ("capsule", "cylinder", "box", "ellipsoid"):
+            raise v.error("site fromto needs a capsule, cylinder, box or ellipsoid site (as in MuJoCo)")
         ends = v.numbers("fromto", 6)
-        axis = ends[3:] - ends[:3]
+        axis = ends[:3] - ends[3:]  # MuJoCo's z axis of a fromto points from "to" to "from"
         if np.linalg.norm(axis) < 1e-12:
             raise v.error("site fromto has zero length")
         rotation, translation = geo.z_to(axis), (ends[:3] + ends[3:]) / 2.0
@@ -182,9 +184,10 @@ def _object(v: Values, t: _Targets, name: str, kind: str, form: str, skipped: li
         return SensorDescription(name, kind, line, "", "")
     if form == "frame":
         return _frame(v, t, name, kind, skipped)
-    target = v.text(form)
+    attribute = _ATTRIBUTES[form]
+    target = v.text(attribute)
     if not target:
-        raise v.error(f"sensor {name!r}: <{kind}> needs {form}=")
+        raise v.error(f"sensor {name!r}: <{kind}> needs {attribute}=")
     if form == "joint":
         if target not in t.joints:
             raise v.error(f"sensor {name!r}: unknown joint {target!r}")

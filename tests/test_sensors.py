@@ -1,0 +1,361 @@
+"""Sensors (``jaxmor.read_sensors``) against MuJoCo's ``sensordata`` after ``mj_forward``, in float64.
+
+The reference is MuJoCo itself, at the same random states (positions, velocities, controls, time): on a small
+inline scene whose sites, bodies and references exercise every kind jaxmor reads (a free base, a hinge whose
+anchor is off the body origin and whose ``ref`` is not 0, a body with two joints, a welded body, sites in a
+``<frame>`` and with a default class, a site on the world, reference frames of each type, cutoffs), and on the
+Go2 with sensors on its IMU and feet. Tolerance 1e-9 (absolute and relative): the two engines compute the same
+quantities along different paths (rotation matrices and world-aligned Jacobians here, quaternions and spatial
+velocities in MuJoCo), which differ by round-off (~1e-15 here); any convention error (a frame, a sign, a point)
+is of the order of the readings (0.01-10).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import jaxmor
+from jaxmor import ModelError
+
+GO2 = Path(__file__).resolve().parent / "data" / "unitree_go2"
+TOL = 1e-9
+
+SCENE = """
+<mujoco model="sensed">
+  <compiler angle="radian"/>
+  <option magnetic="0.1 -0.4 0.3"/>
+  <default>
+    <site size="0.01"/>
+    <default class="tip"><site pos="0 0 -0.2" euler="0.1 0.2 0.3"/></default>
+  </default>
+  <worldbody>
+    <site name="world_site" pos="0.3 -0.2 0.1" euler="0.2 0 0.5"/>
+    <body name="trunk" pos="0 0 1" euler="0.1 0.2 0.3">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05" mass="5"/>
+      <site name="imu" pos="0.05 0.02 0.03" quat="0.9 0.1 0.2 0.3"/>
+      <body name="arm" pos="0.2 0 0" euler="0 0.3 0">
+        <joint name="shoulder" axis="0 1 0" pos="0.02 0 0.01" ref="0.2"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <frame pos="0.3 0 0" euler="0 0 0.4"><site name="hand" class="tip"/></frame>
+        <body name="wrist" pos="0.3 0 0" quat="0.8 0 0.6 0">
+          <joint name="w1" axis="1 0 0"/>
+          <joint name="w2" type="slide" axis="0 0.6 0.8"/>
+          <geom type="sphere" size="0.04" pos="0.05 0 0"/>
+          <site name="finger" type="capsule" size="0.01" fromto="0.06 0.01 0 0.1 0.1 0.02"/>
+          <body name="cap" pos="0.1 0 0">
+            <geom type="box" size="0.02 0.02 0.02" pos="0.01 0 0"/>
+            <site name="cap_site" pos="0.01 0 0.02" euler="0.3 0.1 0"/>
+          </body>
+        </body>
+      </body>
+      <body name="leg" pos="-0.2 0 -0.05">
+        <joint name="hip" axis="1 0 0" range="-1 1"/>
+        <inertial pos="0 0.01 -0.1" mass="1" diaginertia="0.01 0.01 0.002"/>
+        <site name="foot" pos="0 0 -0.2"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m_shoulder" joint="shoulder" gear="2"/>
+    <position name="p_hip" joint="hip" kp="30" gear="1.5" forcerange="-3 3"/>
+    <velocity name="v_w1" joint="w1" kv="2"/>
+  </actuator>
+  <sensor>
+    <jointpos joint="shoulder"/>
+    <jointpos name="w2_pos" joint="w2"/>
+    <jointvel name="shoulder_vel" joint="shoulder"/>
+    <jointvel name="w2_vel" joint="w2" cutoff="0.5" noise="0.01"/>
+    <jointactuatorfrc name="hip_frc" joint="hip"/>
+    <jointactuatorfrc name="shoulder_frc" joint="shoulder"/>
+    <actuatorpos name="a_pos_m" actuator="m_shoulder"/>
+    <actuatorpos name="a_pos_p" actuator="p_hip"/>
+    <actuatorvel name="a_vel_m" actuator="m_shoulder"/>
+    <actuatorvel name="a_vel_v" actuator="v_w1"/>
+    <actuatorfrc name="a_frc_m" actuator="m_shoulder"/>
+    <actuatorfrc name="a_frc_p" actuator="p_hip"/>
+    <actuatorfrc name="a_frc_v" actuator="v_w1" cutoff="0.7"/>
+    <framepos name="pos_imu" objtype="site" objname="imu"/>
+    <framepos name="pos_world_site" objtype="site" objname="world_site"/>
+    <framepos name="pos_wrist" objtype="xbody" objname="wrist"/>
+    <framepos name="pos_leg_com" objtype="body" objname="leg"/>
+    <framepos name="pos_hand_in_imu" objtype="site" objname="hand" reftype="site" refname="imu"/>
+    <framepos name="pos_cap_in_arm" objtype="site" objname="cap_site" reftype="xbody" refname="arm"/>
+    <framepos name="pos_trunk_in_world_site" objtype="xbody" objname="trunk" reftype="site" refname="world_site"/>
+    <framepos name="pos_clamped" objtype="site" objname="foot" cutoff="0.9"/>
+    <framequat name="quat_hand" objtype="site" objname="hand"/>
+    <framequat name="quat_trunk" objtype="xbody" objname="trunk"/>
+    <framequat name="quat_finger_in_trunk" objtype="site" objname="finger" reftype="xbody" refname="trunk"/>
+    <framexaxis name="x_hand" objtype="site" objname="hand"/>
+    <frameyaxis name="y_cap" objtype="site" objname="cap_site" reftype="site" refname="imu"/>
+    <framezaxis name="z_wrist" objtype="xbody" objname="wrist"/>
+    <framelinvel name="v_hand" objtype="site" objname="hand"/>
+    <framelinvel name="v_leg_com" objtype="body" objname="leg"/>
+    <framelinvel name="v_finger_in_imu" objtype="site" objname="finger" reftype="site" refname="imu"/>
+    <framelinvel name="v_cap_in_world_site" objtype="site" objname="cap_site" reftype="site" refname="world_site"/>
+    <frameangvel name="w_wrist" objtype="xbody" objname="wrist"/>
+    <frameangvel name="w_leg" objtype="body" objname="leg"/>
+    <frameangvel name="w_cap_in_arm" objtype="site" objname="cap_site" reftype="xbody" refname="arm"/>
+    <subtreecom name="com_trunk" body="trunk"/>
+    <subtreecom name="com_arm" body="arm"/>
+    <subtreecom name="com_world" body="world"/>
+    <subtreelinvel name="vcom_trunk" body="trunk"/>
+    <subtreelinvel name="vcom_wrist" body="wrist"/>
+    <gyro name="gyro_imu" site="imu"/>
+    <gyro name="gyro_hand" site="hand"/>
+    <velocimeter name="vel_hand" site="hand"/>
+    <velocimeter name="vel_cap" site="cap_site"/>
+    <magnetometer name="mag_imu" site="imu"/>
+    <clock name="clock"/>
+  </sensor>
+</mujoco>
+"""
+
+GO2_SENSORS = """
+  <sensor>
+    <framequat name="imu_quat" objtype="site" objname="imu"/>
+    <gyro name="imu_gyro" site="imu"/>
+    <velocimeter name="imu_vel" site="imu"/>
+    <magnetometer name="imu_mag" site="imu"/>
+    <framepos name="imu_pos" objtype="site" objname="imu"/>
+    <framelinvel name="imu_linvel" objtype="site" objname="imu"/>
+    <frameangvel name="imu_angvel" objtype="site" objname="imu"/>
+    <framezaxis name="up" objtype="site" objname="imu"/>
+    <subtreecom name="com" body="base"/>
+    <subtreelinvel name="com_vel" body="base"/>
+    <framepos name="FL_calf_in_base" objtype="xbody" objname="FL_calf" reftype="xbody" refname="base"/>
+    <framelinvel name="RR_calf_vel_in_imu" objtype="xbody" objname="RR_calf" reftype="site" refname="imu"/>
+    <jointpos name="FL_knee_pos" joint="FL_calf_joint"/>
+    <jointvel name="RR_hip_vel" joint="RR_hip_joint"/>
+    <actuatorfrc name="FR_thigh_frc" actuator="FR_thigh"/>
+    <actuatorpos name="RL_calf_pos" actuator="RL_calf"/>
+    <jointactuatorfrc name="FL_hip_frc" joint="FL_hip_joint"/>
+  </sensor>
+</mujoco>"""
+
+
+@pytest.fixture(scope="module")
+def x64():
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", previous)
+
+
+def _go2_xml() -> str:
+    text = (GO2 / "go2.xml").read_text()
+    return text[: text.rindex("</mujoco>")] + GO2_SENSORS
+
+
+@pytest.fixture(scope="module")
+def scene(x64):
+    return jaxmor.load_mjcf(SCENE), mujoco.MjModel.from_xml_string(SCENE)
+
+
+@pytest.fixture(scope="module")
+def go2(x64):
+    text = _go2_xml()
+    spec = mujoco.MjSpec.from_string(text)
+    spec.meshdir = str(GO2 / "assets")
+    return jaxmor.load_mjcf(text, assets_dir=GO2), spec.compile()
+
+
+def _random_state(model: jaxmor.Model, mj_model, seed: int):
+    """A random state in both engines: MuJoCo's data after ``mj_forward`` and jaxmor's State, the free joints'
+    angular velocities turned from MuJoCo's body frame into jaxmor's world frame."""
+    rng = np.random.default_rng(seed)
+    data = mujoco.MjData(mj_model)
+    data.qpos[:] = mj_model.qpos0 + rng.uniform(-0.8, 0.8, mj_model.nq)
+    data.qvel[:] = rng.uniform(-2.0, 2.0, mj_model.nv)
+    data.ctrl[:] = rng.uniform(-2.0, 2.0, mj_model.nu)
+    data.time = rng.uniform(0.0, 10.0)
+    q, u = np.zeros(model.nq), np.zeros(model.nv)
+    for j in range(mj_model.njnt):
+        name = mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+        qa, va = mj_model.jnt_qposadr[j], mj_model.jnt_dofadr[j]
+        if mj_model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            data.qpos[qa + 3 : qa + 7] /= np.linalg.norm(data.qpos[qa + 3 : qa + 7])
+            b = model.body_joint_name.index(name)
+            qs, vs = model.body_q_start[b], model.body_v_start[b]
+            q[qs : qs + 7] = data.qpos[qa : qa + 7]
+            rotation = np.zeros(9)
+            mujoco.mju_quat2Mat(rotation, data.qpos[qa + 3 : qa + 7])
+            u[vs : vs + 3] = data.qvel[va : va + 3]
+            u[vs + 3 : vs + 6] = rotation.reshape(3, 3) @ data.qvel[va + 3 : va + 6]
+        else:
+            q[jaxmor.joint_q_index(model, name)] = data.qpos[qa]
+            u[jaxmor.joint_index(model, name)] = data.qvel[va]
+    mujoco.mj_forward(mj_model, data)
+    ctrl = np.zeros(model.nu)
+    for a in range(mj_model.nu):
+        ctrl[model.affine.names.index(mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_ACTUATOR, a))] = data.ctrl[a]
+    state = jaxmor.set_ctrl(model, jaxmor.init_state(model, q, u), ctrl).replace(time=jnp.asarray(data.time))
+    return data, state
+
+
+def _expected(mj_model, data) -> dict[str, np.ndarray]:
+    out = {}
+    for i in range(mj_model.nsensor):
+        name = mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_SENSOR, i) or f"sensor{i}"
+        adr, dim = mj_model.sensor_adr[i], mj_model.sensor_dim[i]
+        out[name] = np.array(data.sensordata[adr : adr + dim])
+    return out
+
+
+def _check(model, mj_model, seeds, skipped=()):
+    kinds_seen = set()
+    for seed in seeds:
+        data, state = _random_state(model, mj_model, seed)
+        got = jaxmor.read_sensors(model, state)
+        want = {k: v for k, v in _expected(mj_model, data).items() if k not in skipped}
+        assert list(got) == list(want)
+        for (name, value), kind in zip(got.items(), model.sensors.kinds, strict=True):
+            value = np.asarray(value)
+            assert value.dtype == np.float64 and value.shape == want[name].shape, name
+            if kind == "framequat":  # one rotation, two quaternions: jaxmor's has w >= 0
+                assert value[0] >= 0
+                value = value if np.dot(value, want[name]) >= 0 else -value
+            np.testing.assert_allclose(value, want[name], rtol=TOL, atol=TOL, err_msg=f"{name} ({kind}), seed {seed}")
+            kinds_seen.add(kind)
+    return kinds_seen
+
+
+def test_every_kind_equals_mujoco_on_the_scene(scene):
+    model, mj_model = scene
+    seen = _check(model, mj_model, seeds=range(4))
+    assert seen == set(jaxmor.io.mjcf_sensors.SUPPORTED)
+    # The cutoffs bound their readings (and were reached at some of the random states).
+    state = _random_state(model, mj_model, 0)[1].replace(u=jnp.full(model.nv, 5.0))
+    assert abs(float(jaxmor.read_sensors(model, state)["w2_vel"][0])) == pytest.approx(0.5)
+
+
+def test_the_sensor_table(scene):
+    model, mj_model = scene
+    s = model.sensors
+    assert s.names[0] == "sensor0"  # MuJoCo's id names an unnamed sensor
+    assert s.dims == tuple(int(d) for d in mj_model.sensor_dim)
+    np.testing.assert_array_equal(np.asarray(s.noise), mj_model.sensor_noise)
+    np.testing.assert_array_equal(np.asarray(s.cutoff), mj_model.sensor_cutoff)
+    np.testing.assert_array_equal(np.asarray(s.magnetic), mj_model.opt.magnetic)
+    names = [mujoco.mj_id2name(mj_model, mujoco.mjtObj.mjOBJ_SITE, i) for i in range(mj_model.nsite)]
+    assert model.sites.names == tuple(names)
+
+
+def test_go2_sensors_equal_mujoco(go2):
+    model, mj_model = go2
+    _check(model, mj_model, seeds=range(3))
+
+
+def test_go2_mjx_file_reads_its_sensors_and_lists_the_accelerometer(x64):
+    with pytest.warns(UserWarning, match=r"1 sensor\(s\) are not read.*'accelerometer' \(accelerometer"):
+        model = jaxmor.load_mjcf(GO2 / "go2_mjx.xml")
+    mj_model = mujoco.MjModel.from_xml_path(str(GO2 / "go2_mjx.xml"))
+    _check(model, mj_model, seeds=[7], skipped={"accelerometer"})
+
+
+def test_batched_jitted_and_differentiable(scene):
+    model, mj_model = scene
+    states = [_random_state(model, mj_model, seed)[1] for seed in range(3)]
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    batched = jax.jit(jax.vmap(lambda s: jaxmor.read_sensors(model, s)))(batch)
+    for k, state in enumerate(states):
+        one = jaxmor.read_sensors(model, state)
+        for name in one:
+            np.testing.assert_allclose(batched[name][k], one[name], rtol=1e-12, atol=1e-12)
+
+    # d(framepos of the hand)/dq against central differences.
+    def hand(q):
+        return jaxmor.read_sensors(model, states[0].replace(q=q))["pos_hand_in_imu"]
+
+    q0 = states[0].q
+    jac = jax.jacfwd(hand)(q0)
+    grad = jax.grad(lambda q: jnp.sum(hand(q) ** 2))(q0)
+    assert np.all(np.isfinite(np.asarray(grad)))
+    eps = 1e-6
+    for i in (0, 7, model.nq - 1):
+        dq = jnp.zeros(model.nq).at[i].set(eps)
+        np.testing.assert_allclose(jac[:, i], (hand(q0 + dq) - hand(q0 - dq)) / (2 * eps), atol=1e-7)
+    # grad works on model leaves too: d(sum of the IMU's world position)/d(its offset on the trunk) is the trunk's
+    # rotation transposed applied to (1, 1, 1).
+    g = jax.grad(lambda m: jnp.sum(jaxmor.read_sensors(m, states[0])["pos_imu"]))(model)
+    imu = model.sites.names.index("imu")
+    trunk = jaxmor.forward_kinematics(model, q0).rotation[model.sites.link[imu]]
+    np.testing.assert_allclose(g.sites.translation[imu], trunk.T @ jnp.ones(3), rtol=1e-12, atol=1e-12)
+
+
+def test_a_model_without_sensors_reads_none(x64):
+    model = jaxmor.load_mjcf("<mujoco><worldbody><body><joint/><geom size='0.1'/></body></worldbody></mujoco>")
+    assert jaxmor.read_sensors(model, jaxmor.init_state(model)) == {}
+
+
+def _load(sensor: str, extra: str = "") -> jaxmor.Model:
+    xml = (
+        "<mujoco><worldbody><site name='s'/><body name='b'><joint name='j'/><geom size='0.1'/>"
+        f"<body name='w'><geom size='0.1'/></body></body></worldbody>{extra}<sensor>\n{sensor}\n</sensor></mujoco>"
+    )
+    return jaxmor.load_mjcf(xml)
+
+
+@pytest.mark.parametrize(
+    ("sensor", "message"),
+    [
+        ("<bogus joint='j'/>", "<string>:2: .*unknown sensor <bogus>"),
+        ("<jointpos joint='nope'/>", "<string>:2: .*unknown joint 'nope'"),
+        ("<jointpos/>", "<string>:2: .*needs joint="),
+        ("<gyro site='nope'/>", "unknown site 'nope'"),
+        ("<framepos objtype='xbody' objname='nope'/>", "unknown body 'nope'"),
+        ("<framepos objtype='site'/>", "needs objtype= and objname="),
+        ("<framepos objtype='thing' objname='b'/>", "objtype must be"),
+        ("<framepos objtype='site' objname='s' reftype='site'/>", "reftype= without refname="),
+        ("<actuatorpos actuator='nope'/>", "unknown actuator 'nope'"),
+        ("<subtreecom body='nope'/>", "unknown body 'nope'"),
+        ("<jointpos joint='j' frobnicate='1'/>", "frobnicate"),
+        ("<jointpos joint='j' delay='0.1'/>", "delays are not supported"),
+        ("<framequat objtype='site' objname='s' cutoff='1'/>", "a cutoff cannot apply to a framequat"),
+        ("<jointpos joint='j' noise='-1'/>", "must not be negative"),
+        ("<jointpos name='a' joint='j'/><jointvel name='a' joint='j'/>", "duplicate sensor name 'a'"),
+    ],
+)
+def test_errors_name_the_file_and_line(x64, sensor, message):
+    with pytest.raises(ModelError, match=message):
+        _load(sensor)
+
+
+def test_unsupported_sensors_are_listed_in_one_warning(x64):
+    sensors = (
+        "<accelerometer name='acc' site='s'/><touch site='s'/><framequat name='inertial' objtype='body' objname='b'/>"
+        "<subtreecom name='welded' body='w'/><jointpos name='kept' joint='j'/>"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = _load(sensors)
+    messages = [str(w.message) for w in caught if "sensor(s) are not read" in str(w.message)]
+    assert len(messages) == 1
+    for part in ("4 sensor(s)", "'acc' (accelerometer", "'sensor1' (touch", "'inertial'", "'welded'", "welded"):
+        assert part in messages[0]
+    assert model.sensors.names == ("kept",)
+
+
+def test_combine_keeps_both_models_sensors(scene):
+    model, mj_model = scene
+    with pytest.warns(UserWarning, match="'com_world'"):
+        both = jaxmor.combine(model, model, prefix="b/", position=(1.0, 2.0, 0.0))
+    state = _random_state(model, mj_model, 1)[1]
+    joined = jaxmor.init_state(both, jnp.concatenate([state.q, state.q]), jnp.concatenate([state.u, state.u]))
+    joined = jaxmor.set_ctrl(both, joined, jnp.concatenate([state.ctrl, state.ctrl])).replace(time=state.time)
+    one, two = jaxmor.read_sensors(model, state), jaxmor.read_sensors(both, joined)
+    assert len(two) == 2 * len(one) - 1  # the second world subtree is left out
+    for name, value in one.items():
+        np.testing.assert_allclose(two[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+    # The second copy's free base reads the same in its own (moved) world, its world site moved by the pose.
+    np.testing.assert_allclose(two["b/w2_vel"], one["w2_vel"], atol=1e-12)
+    np.testing.assert_allclose(
+        two["b/pos_world_site"], np.asarray(one["pos_world_site"]) + [1.0, 2.0, 0.0], rtol=1e-12, atol=1e-12
+    )
