@@ -26,6 +26,8 @@ from jaxmor import ModelError
 
 GO2 = Path(__file__).resolve().parent / "data" / "unitree_go2"
 TOL = 1e-9
+#: Compiled once per model (eager, every small operation would be dispatched alone).
+read = jax.jit(jaxmor.read_sensors)
 
 SCENE = """
 <mujoco model="sensed">
@@ -118,6 +120,31 @@ SCENE = """
 </mujoco>
 """
 
+SMALL = """
+<mujoco model="small">
+  <worldbody>
+    <site name="world_site" pos="0.3 -0.2 0.1" euler="20 0 50"/>
+    <body name="base" pos="0 0 1">
+      <freejoint name="root"/>
+      <geom type="box" size="0.2 0.1 0.05" mass="5"/>
+      <site name="imu" pos="0.05 0.02 0.03" euler="10 20 30"/>
+      <body name="arm" pos="0.2 0 0">
+        <joint name="shoulder" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+        <site name="hand" pos="0.3 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <sensor>
+    <framepos name="hand_in_imu" objtype="site" objname="hand" reftype="site" refname="imu"/>
+    <framepos name="at_world_site" objtype="site" objname="world_site"/>
+    <gyro name="gyro" site="imu"/>
+    <jointvel name="shoulder_vel" joint="shoulder" cutoff="1"/>
+    <subtreecom name="com_world" body="world"/>
+  </sensor>
+</mujoco>
+"""
+
 GO2_SENSORS = """
   <sensor>
     <framequat name="imu_quat" objtype="site" objname="imu"/>
@@ -157,6 +184,17 @@ def _go2_xml() -> str:
 @pytest.fixture(scope="module")
 def scene(x64):
     return jaxmor.load_mjcf(SCENE), mujoco.MjModel.from_xml_string(SCENE)
+
+
+@pytest.fixture(scope="module")
+def small(x64):
+    model = jaxmor.load_mjcf(SMALL)
+    q = jnp.asarray([0.1, -0.2, 0.9, 0.9, 0.1, -0.3, 0.2, 0.4])
+    states = [
+        jaxmor.init_state(model, q.at[3:7].set(q[3:7] / jnp.linalg.norm(q[3:7])) + 0.1 * k, jnp.arange(7.0) / 3 - k)
+        for k in range(3)
+    ]
+    return model, [s.replace(q=s.q.at[3:7].set(s.q[3:7] / jnp.linalg.norm(s.q[3:7]))) for s in states]
 
 
 @pytest.fixture(scope="module")
@@ -213,11 +251,11 @@ def _check(model, mj_model, seeds, skipped=()):
     kinds_seen = set()
     for seed in seeds:
         data, state = _random_state(model, mj_model, seed)
-        got = jaxmor.read_sensors(model, state)
+        got = read(model, state)
         want = {k: v for k, v in _expected(mj_model, data).items() if k not in skipped}
-        assert list(got) == list(want)
-        for (name, value), kind in zip(got.items(), model.sensors.kinds, strict=True):
-            value = np.asarray(value)
+        assert model.sensors.names == tuple(want) and set(got) == set(want)
+        for name, kind in zip(model.sensors.names, model.sensors.kinds, strict=True):
+            value = np.asarray(got[name])
             assert value.dtype == np.float64 and value.shape == want[name].shape, name
             if kind == "framequat":  # one rotation, two quaternions: jaxmor's has w >= 0
                 assert value[0] >= 0
@@ -233,7 +271,7 @@ def test_every_kind_equals_mujoco_on_the_scene(scene):
     assert seen == set(jaxmor.io.mjcf_sensors.SUPPORTED)
     # The cutoffs bound their readings (and were reached at some of the random states).
     state = _random_state(model, mj_model, 0)[1].replace(u=jnp.full(model.nv, 5.0))
-    assert abs(float(jaxmor.read_sensors(model, state)["w2_vel"][0])) == pytest.approx(0.5)
+    assert abs(float(read(model, state)["w2_vel"][0])) == pytest.approx(0.5)
 
 
 def test_the_sensor_table(scene):
@@ -260,34 +298,34 @@ def test_go2_mjx_file_reads_its_sensors_and_lists_the_accelerometer(x64):
     _check(model, mj_model, seeds=[7], skipped={"accelerometer"})
 
 
-def test_batched_jitted_and_differentiable(scene):
-    model, mj_model = scene
-    states = [_random_state(model, mj_model, seed)[1] for seed in range(3)]
+def test_batched_jitted_and_differentiable(small):
+    model, states = small
     batch = jax.tree.map(lambda *x: jnp.stack(x), *states)
     batched = jax.jit(jax.vmap(lambda s: jaxmor.read_sensors(model, s)))(batch)
     for k, state in enumerate(states):
-        one = jaxmor.read_sensors(model, state)
+        one = read(model, state)
         for name in one:
             np.testing.assert_allclose(batched[name][k], one[name], rtol=1e-12, atol=1e-12)
 
-    # d(framepos of the hand)/dq against central differences.
+    # d(framepos of the hand in the IMU's frame)/dq against central differences.
+    @jax.jit
     def hand(q):
-        return jaxmor.read_sensors(model, states[0].replace(q=q))["pos_hand_in_imu"]
+        return jaxmor.read_sensors(model, states[0].replace(q=q))["hand_in_imu"]
 
     q0 = states[0].q
-    jac = jax.jacfwd(hand)(q0)
-    grad = jax.grad(lambda q: jnp.sum(hand(q) ** 2))(q0)
-    assert np.all(np.isfinite(np.asarray(grad)))
+    jac = jax.jit(jax.jacfwd(hand))(q0)
     eps = 1e-6
-    for i in (0, 7, model.nq - 1):
+    for i in range(model.nq):
         dq = jnp.zeros(model.nq).at[i].set(eps)
-        np.testing.assert_allclose(jac[:, i], (hand(q0 + dq) - hand(q0 - dq)) / (2 * eps), atol=1e-7)
-    # grad works on model leaves too: d(sum of the IMU's world position)/d(its offset on the trunk) is the trunk's
-    # rotation transposed applied to (1, 1, 1).
-    g = jax.grad(lambda m: jnp.sum(jaxmor.read_sensors(m, states[0])["pos_imu"]))(model)
-    imu = model.sites.names.index("imu")
-    trunk = jaxmor.forward_kinematics(model, q0).rotation[model.sites.link[imu]]
-    np.testing.assert_allclose(g.sites.translation[imu], trunk.T @ jnp.ones(3), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(jac[:, i], (hand(q0 + dq) - hand(q0 - dq)) / (2 * eps), atol=1e-8)
+    # grad works on model leaves too: d(sum of the hand's position in the IMU frame)/d(the hand's offset on its
+    # link) is (the IMU's rotation transposed times the arm's rotation) transposed applied to (1, 1, 1).
+    g = jax.jit(jax.grad(lambda m: jnp.sum(jaxmor.read_sensors(m, states[0])["hand_in_imu"])))(model)
+    frames = jaxmor.forward_kinematics(model, q0)
+    imu, hand_site = model.sites.names.index("imu"), model.sites.names.index("hand")
+    r_imu = frames.rotation[model.sites.link[imu]] @ model.sites.rotation[imu]
+    r_arm = frames.rotation[model.sites.link[hand_site]]
+    np.testing.assert_allclose(g.sites.translation[hand_site], (r_imu.T @ r_arm).T @ jnp.ones(3), atol=1e-12)
 
 
 def test_a_model_without_sensors_reads_none(x64):
@@ -343,19 +381,20 @@ def test_unsupported_sensors_are_listed_in_one_warning(x64):
     assert model.sensors.names == ("kept",)
 
 
-def test_combine_keeps_both_models_sensors(scene):
-    model, mj_model = scene
+def test_combine_keeps_both_models_sensors(small):
+    model, states = small
     with pytest.warns(UserWarning, match="'com_world'"):
         both = jaxmor.combine(model, model, prefix="b/", position=(1.0, 2.0, 0.0))
-    state = _random_state(model, mj_model, 1)[1]
+    state = states[1]
     joined = jaxmor.init_state(both, jnp.concatenate([state.q, state.q]), jnp.concatenate([state.u, state.u]))
-    joined = jaxmor.set_ctrl(both, joined, jnp.concatenate([state.ctrl, state.ctrl])).replace(time=state.time)
-    one, two = jaxmor.read_sensors(model, state), jaxmor.read_sensors(both, joined)
+    one, two = read(model, state), read(both, joined)
     assert len(two) == 2 * len(one) - 1  # the second world subtree is left out
-    for name, value in one.items():
-        np.testing.assert_allclose(two[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
-    # The second copy's free base reads the same in its own (moved) world, its world site moved by the pose.
-    np.testing.assert_allclose(two["b/w2_vel"], one["w2_vel"], atol=1e-12)
-    np.testing.assert_allclose(
-        two["b/pos_world_site"], np.asarray(one["pos_world_site"]) + [1.0, 2.0, 0.0], rtol=1e-12, atol=1e-12
-    )
+    for name in ("hand_in_imu", "gyro", "shoulder_vel", "at_world_site"):
+        np.testing.assert_allclose(two[name], one[name], rtol=1e-12, atol=1e-12, err_msg=name)
+        if name != "at_world_site":
+            np.testing.assert_allclose(two["b/" + name], one[name], rtol=1e-12, atol=1e-12, err_msg=name)
+    # The second copy's world site moved by the pose it was placed at; its free base, at the same q, is where the
+    # first is, so the world subtree (both copies) has the first's centre of mass.
+    shift = np.array([1.0, 2.0, 0.0])
+    np.testing.assert_allclose(two["b/at_world_site"], np.asarray(one["at_world_site"]) + shift, atol=1e-12)
+    np.testing.assert_allclose(two["com_world"], one["com_world"], atol=1e-12)
