@@ -95,7 +95,6 @@ from jaxmor.io.description import (
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
 from jaxmor.io.mjcf_actuators import read_actuators
-from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
     ClassDefaults,
@@ -111,6 +110,7 @@ from jaxmor.io.mjcf_document import (
     read_document,
 )
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
+from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.xml import STRING_SOURCE, tag
 
 #: MuJoCo's default time step [s], a model's without <option timestep>.

@@ -250,7 +250,8 @@ def read_compiler(doc: Document, el, compiler: Compiler) -> None:
     compiler.settotalmass = v.number("settotalmass", compiler.settotalmass)
 
 
-#: The elements a default class can hold that the reader uses; the others in a default are looks (camera, light, material, texture) or refused wherever used (pair, equality, tendon).
+#: The elements a default class can hold that the reader uses; the others in a default are looks (camera,
+#: light, material, texture) or refused wherever used (pair, equality, tendon).
 DEFAULTED = ("joint", "geom", "mesh", "site", *ACTUATOR_SPECS)
 
 

@@ -252,4 +252,3 @@ def read_magnetic(reader, options) -> tuple[float, float, float] | None:
         if el.get("magnetic") is not None:
             found = tuple(float(x) for x in Values(reader.doc, el, attributes(el)).numbers("magnetic", 3))
     return found
-

@@ -156,7 +156,8 @@ def _scalar_reading(r: _Reading, kind: str, i: int) -> jax.Array:
     if kind in ("jointpos", "jointvel"):
         return (state.q[model.joint_q[index]] if kind == "jointpos" else state.u[model.joint_u[index]])[None]
     if kind == "jointactuatorfrc":
-        return affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)[model.joint_u[index]][None]
+        force = affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)
+        return force[model.joint_u[index]][None]
     act = model.affine
     q_joint, v_joint = joint_state(act, state.q, state.u)
     gear = jnp.asarray(act.gear, state.q.dtype)[index]
