@@ -398,3 +398,12 @@ def test_combine_keeps_both_models_sensors(small):
     shift = np.array([1.0, 2.0, 0.0])
     np.testing.assert_allclose(two["b/at_world_site"], np.asarray(one["at_world_site"]) + shift, atol=1e-12)
     np.testing.assert_allclose(two["com_world"], one["com_world"], atol=1e-12)
+
+
+def test_a_checkpoint_keeps_the_sites_and_sensors(small, tmp_path):
+    model, states = small
+    jaxmor.save_checkpoint(tmp_path / "ckpt.npz", model, states[0])
+    restored, state = jaxmor.load_checkpoint(tmp_path / "ckpt.npz")
+    assert restored.sensors.names == model.sensors.names and restored.sites.names == model.sites.names
+    for name, value in read(model, states[0]).items():
+        np.testing.assert_array_equal(read(restored, state)[name], value)
