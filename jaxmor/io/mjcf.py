@@ -65,7 +65,11 @@ What is read
   the same joints, ``<dcmotor>`` ones included (those are dropped, and so are their controls in the keyframes);
   the model's DC motors are the MJCF's dcmotors in document order, then the extension's.
 
-MuJoCo's ids name what the file leaves unnamed: ``body3``, ``joint0``, ``geom12``, ``actuator1``.
+* ``<site>`` (a named frame on its body: ``pos``, an orientation or ``fromto``) and ``<sensor>``: the kinds
+  :func:`jaxmor.read_sensors` reads, with their objects, reference frames, ``noise`` and ``cutoff``; the others
+  are left out with one warning that lists them (:mod:`jaxmor.io.mjcf_sensors`); ``<option magnetic>``.
+
+MuJoCo's ids name what the file leaves unnamed: ``body3``, ``joint0``, ``geom12``, ``actuator1``, ``sensor2``.
 """
 
 from __future__ import annotations

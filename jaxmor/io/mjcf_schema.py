@@ -12,8 +12,9 @@ element lists
   when it says what MuJoCo does by default anyway (``gravcomp="0"``, ``mocap="false"``), and refused with
   an error naming the element and its line otherwise.
 
-Elements listed in :data:`IGNORED_ELEMENTS` are skipped whole (sensors, cameras, lights, sites, textures,
-materials, the ``<visual>`` and ``<statistic>`` sections: nothing in them changes the dynamics);
+Elements listed in :data:`IGNORED_ELEMENTS` are skipped whole (cameras, lights, textures, materials, the
+``<visual>`` and ``<statistic>`` sections: nothing in them changes the dynamics), except ``<site>`` and
+``<sensor>``, which :mod:`jaxmor.io.mjcf_sensors` reads where they belong;
 elements in :data:`REFUSED_ELEMENTS` are refused wherever they appear, with their reason (``<dcmotor>``, read in
 ``<actuator>`` by :data:`DCMOTOR_SPEC`, is refused everywhere else, in a default class too).
 """
