@@ -110,6 +110,8 @@ SCENE = """
     <subtreecom name="com_world" body="world"/>
     <subtreelinvel name="vcom_trunk" body="trunk"/>
     <subtreelinvel name="vcom_wrist" body="wrist"/>
+    <subtreeangmom name="l_trunk" body="trunk"/>
+    <subtreeangmom name="l_arm" body="arm"/>
     <gyro name="gyro_imu" site="imu"/>
     <gyro name="gyro_hand" site="hand"/>
     <velocimeter name="vel_hand" site="hand"/>
@@ -157,6 +159,7 @@ GO2_SENSORS = """
     <framezaxis name="up" objtype="site" objname="imu"/>
     <subtreecom name="com" body="base"/>
     <subtreelinvel name="com_vel" body="base"/>
+    <subtreeangmom name="angmom" body="base"/>
     <framepos name="FL_calf_in_base" objtype="xbody" objname="FL_calf" reftype="xbody" refname="base"/>
     <framelinvel name="RR_calf_vel_in_imu" objtype="xbody" objname="RR_calf" reftype="site" refname="imu"/>
     <jointpos name="FL_knee_pos" joint="FL_calf_joint"/>
@@ -359,6 +362,9 @@ def _load(sensor: str, extra: str = "") -> jaxmor.Model:
         ("<framequat objtype='site' objname='s' cutoff='1'/>", "a cutoff cannot apply to a framequat"),
         ("<jointpos joint='j' noise='-1'/>", "must not be negative"),
         ("<jointpos name='a' joint='j'/><jointvel name='a' joint='j'/>", "duplicate sensor name 'a'"),
+        ("<jointpos joint='j' noise='loud'/>", "noise"),
+        ("<jointpos joint='j' cutoff='1 2'/>", "cutoff of <jointpos> needs 1 numbers"),
+        ("<jointpos joint='j'><jointvel joint='j'/></jointpos>", "takes no child elements"),
     ],
 )
 def test_errors_name_the_file_and_line(x64, sensor, message):

@@ -191,6 +191,7 @@ class _Reader:
         self.body_masses: dict[str, list | None] = {}
         self.explicit_masses: dict[str, tuple] = {}
         self.sites: list = []  # the <site>s, as named frames (jaxmor.io.mjcf_sensors)
+        self.site_names: set[str] = set()
 
     # ---------------------------------------------------------------------------------- attributes
 

@@ -43,6 +43,7 @@ SUPPORTED = {
     "frameangvel": ("frame", 3, "real"),
     "subtreecom": ("subtree", 3, "real"),
     "subtreelinvel": ("subtree", 3, "real"),
+    "subtreeangmom": ("subtree", 3, "real"),
     "gyro": ("site", 3, "real"),
     "velocimeter": ("site", 3, "real"),
     "magnetometer": ("site", 3, "real"),
@@ -53,7 +54,7 @@ SUPPORTED = {
 NOT_YET = frozenset(
     "touch accelerometer force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc ballquat "
     "ballangvel jointlimitpos jointlimitvel jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc "
-    "frameangacc subtreeangmom insidesite distance normal fromto contact e_potential e_kinetic tactile user "
+    "frameangacc insidesite distance normal fromto contact e_potential e_kinetic tactile user "
     "plugin".split()
 )
 
@@ -94,8 +95,10 @@ def read_site(reader, el, link: str, frame, childclass) -> Site:
     else:
         rotation, translation = reader.pose(v)
     name = v.text("name") or f"site{len(reader.sites)}"
-    if any(s.name == name for s in reader.sites):
+    taken = reader.site_names
+    if name in taken:
         raise v.error(f"duplicate site name {name!r}")
+    taken.add(name)
     return Site(name, link, el.sourceline, frame.rotation @ rotation, frame.rotation @ translation + frame.translation)
 
 
@@ -138,7 +141,7 @@ def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: l
     """
     doc = reader.doc
     targets = _Targets(reader, actuators, dropped, motors)
-    out, skipped, count = [], [], 0
+    out, skipped, count, names = [], [], 0, set()
     for section in sections:
         if attributes(section):
             raise doc.error(section, "<sensor> takes no attributes")
@@ -158,8 +161,11 @@ def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: l
             check_known(doc, el, _spec(form))
             check_refused(doc, el, _spec(form), attrs)
             v = Values(doc, el, attrs)
-            if any(s.name == name for s in out):
+            if name in names:
                 raise v.error(f"duplicate sensor name {name!r}")
+            names.add(name)
+            if any(tag(c) is not None for c in el):
+                raise v.error(f"sensor {name!r}: <{kind}> takes no child elements")
             cutoff = v.nonnegative("cutoff")
             if cutoff > 0 and datatype != "real":
                 raise v.error(f"sensor {name!r}: a cutoff cannot apply to a {kind} (an {datatype})")

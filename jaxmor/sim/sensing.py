@@ -103,18 +103,25 @@ def _subtree(model: Model, body: int) -> np.ndarray:
 
 
 def _subtree_reading(r: _Reading, kind: str, body: int) -> jax.Array:
-    """A subtree's centre of mass (``subtreecom``) [m] or its velocity (``subtreelinvel``) [m/s], world frame."""
+    """A subtree's centre of mass (``subtreecom``) [m], its velocity (``subtreelinvel``) [m/s], or its angular
+    momentum about it (``subtreeangmom``) [kg m^2/s], world frame."""
     model, dtype = r.model, r.state.q.dtype
     members = _subtree(model, body)
     mass = jnp.asarray(model.body_mass, dtype)[members]
-    com = r.bodies.position[members] + jnp.einsum(
-        "bij,bj->bi", r.bodies.rotation[members], jnp.asarray(model.body_com, dtype)[members]
-    )
-    if kind == "subtreelinvel":
-        v, w = r.velocities()
-        com = v[members] + jnp.cross(w[members], com - r.bodies.position[members])
+    rotation, origin = r.bodies.rotation[members], r.bodies.position[members]
+    com = origin + jnp.einsum("bij,bj->bi", rotation, jnp.asarray(model.body_com, dtype)[members])
     total = jnp.sum(mass)
-    return safe_div(jnp.sum(mass[:, None] * com, axis=0), total)
+    centre = safe_div(jnp.sum(mass[:, None] * com, axis=0), total)
+    if kind == "subtreecom":
+        return centre
+    v, w = r.velocities()
+    v_com = v[members] + jnp.cross(w[members], com - origin)
+    if kind == "subtreelinvel":
+        return safe_div(jnp.sum(mass[:, None] * v_com, axis=0), total)
+    inertia = rotation @ jnp.asarray(model.body_inertia, dtype)[members] @ jnp.swapaxes(rotation, -1, -2)
+    spin = jnp.einsum("bij,bj->bi", inertia, w[members])
+    # Sum m (c - C) x V is zero: the subtree's own velocity drops out of the orbital term.
+    return jnp.sum(spin + mass[:, None] * jnp.cross(com - centre, v_com), axis=0)
 
 
 def _frame_reading(r: _Reading, kind: str, i: int) -> jax.Array:
