@@ -6,8 +6,8 @@ with its default class. A sensor element is
 
 * read when jaxmor reads its kind (:data:`SUPPORTED`) and its object: its name (MuJoCo's ``sensor<i>`` when
   unnamed), object, reference frame, ``noise`` (metadata, never added, as in MuJoCo since 3.1.4) and ``cutoff``;
-* skipped when its kind, or its object, is one jaxmor does not read yet (an accelerometer, a touch sensor, a
-  sensor on a geom or a DC motor, ...): all the skipped sensors are listed in one warning, so that a file written
+* skipped when its kind, or its object, is one jaxmor does not read yet (a touch or force sensor, a sensor on
+  a geom or a DC motor, ...): all the skipped sensors are listed in one warning, so that a file written
   for MuJoCo still loads;
 * refused, with the file and line, when it is not a MuJoCo sensor, names an object the file does not have, gives
   an attribute MuJoCo does not know, or a value MuJoCo refuses (a cutoff on a quaternion or an axis, a negative
@@ -47,12 +47,13 @@ SUPPORTED = {
     "gyro": ("site", 3, "real"),
     "velocimeter": ("site", 3, "real"),
     "magnetometer": ("site", 3, "real"),
+    "accelerometer": ("site", 3, "real"),
     "clock": ("none", 1, "real"),
 }
 
 #: MuJoCo's other sensor kinds: known, skipped with the warning.
 NOT_YET = frozenset(
-    "touch accelerometer force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc ballquat "
+    "touch force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc ballquat "
     "ballangvel jointlimitpos jointlimitvel jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc "
     "frameangacc insidesite distance normal fromto contact e_potential e_kinetic tactile user "
     "plugin".split()

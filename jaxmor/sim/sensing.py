@@ -1,8 +1,8 @@
 """The sensors of a model read at a State (:func:`read_sensors`), as MuJoCo's ``sensordata`` after ``mj_forward``.
 
-Every reading is a function of the model and the state's ``q``, ``u``, ``ctrl`` and ``time`` alone (the kinds
-read are position and velocity ones, and the actuator forces, which MuJoCo computes from the same), so it is
-pure: jit-, vmap- and grad-able. The kinds, their definitions and units, and where they differ from MuJoCo, are
+Every reading is a function of the model and the state (``q``, ``u``, ``ctrl``, ``time``; the accelerometer also
+of the step's constraint impulses, from :func:`jaxmor.sim.pipeline.stages`), so it is pure: jit-, vmap- and
+grad-able. The kinds, their definitions and units, and where they differ from MuJoCo, are
 in ``docs/sensors.md``.
 """
 
@@ -13,8 +13,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force, joint_state
-from jaxmor.math import safe_div, safe_sqrt
+from jaxmor.math import quat_multiply, safe_div, safe_sqrt
+from jaxmor.model import joint_coordinates, joint_mask
+from jaxmor.sim.constraint import velocity_change
+from jaxmor.sim.dynamics import forward_dynamics
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses
+from jaxmor.sim.pipeline import stages
 from jaxmor.state import check_state
 from jaxmor.types import Model, State
 
@@ -53,6 +57,7 @@ class _Reading:
         self.bodies = kinematics(model, state.q).body
         self.links = link_poses(model, self.bodies)
         self._velocities = None
+        self.qacc = None
 
     def velocities(self) -> tuple[jax.Array, jax.Array]:
         """``(v (nb, 3), w (nb, 3))``: the world velocity of each body's origin and its world angular velocity."""
@@ -92,6 +97,56 @@ class _Reading:
             return jnp.zeros(3, point.dtype), jnp.zeros(3, point.dtype)
         v, w = self.velocities()
         return v[body] + jnp.cross(w[body], point - self.bodies.position[body]), w[body]
+
+
+def coordinate_rate(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
+    """(nq,) ``dq/dt`` of the velocities ``u``: a free joint's quaternion rate ``0.5 [0, w] * quat`` (``w`` in the
+    world frame), every other coordinate's rate its velocity."""
+    rate = jnp.zeros_like(q)
+    joints_q, joints_u = np.array(model.joint_q, dtype=np.int32), np.array(model.joint_u, dtype=np.int32)
+    rate = rate.at[joints_q].set(u[joints_u])
+    for s, v in zip(model.free_q, model.free_u, strict=True):
+        spin = jnp.concatenate([jnp.zeros(1, u.dtype), u[v + 3 : v + 6]])
+        rate = rate.at[s : s + 3].set(u[v : v + 3]).at[s + 3 : s + 7].set(0.5 * quat_multiply(spin, q[s + 3 : s + 7]))
+    return rate
+
+
+def acceleration(model: Model, state: State) -> jax.Array:
+    """(nv,) ``du/dt`` at a state, as MuJoCo's ``qacc`` after ``mj_forward``: the forward dynamics of the affine
+    actuators, the joint springs and dampers and the external force, plus the step's constraint impulses (contacts,
+    limits, joint friction) over the time step. Without active constraints it equals MuJoCo's; the DC motors, the
+    built-in PD and the feed-forward force are not counted."""
+    q, u = state.q, state.u
+    dtype = u.dtype
+    spring = jnp.asarray(model.dof_stiffness, dtype) * (
+        jnp.asarray(model.dof_springref, dtype) - joint_coordinates(model, q)
+    )
+    tau = (
+        affine_generalized_force(model.affine, state.ctrl, q, u, model.nv)
+        + spring * joint_mask(model, dtype)
+        - jnp.asarray(model.dof_damping, dtype) * u
+        + state.external_force
+    )
+    run = stages(model, state)
+    h = jnp.asarray(model.opt.timestep, dtype)
+    return forward_dynamics(model, q, u, tau) + velocity_change(run.constraints, run.impulses) / h
+
+
+def _accelerometer(r: _Reading, i: int) -> jax.Array:
+    """The accelerometer: the site's acceleration minus gravity, in the site's frame [m/s^2]."""
+    model, state, index = r.model, r.state, r.model.sensors.obj_id[i]
+    if r.qacc is None:
+        r.qacc = acceleration(model, state)
+
+    def velocity(q, u):
+        reading = _Reading(model, state.replace(q=q, u=u))
+        body, _, position = reading.frame("site", index)
+        return reading.point_velocity(body, position)[0]
+
+    tangents = (coordinate_rate(model, state.q, state.u), r.qacc)
+    _, linear = jax.jvp(velocity, (state.q, state.u), tangents)
+    _, rotation, _ = r.frame("site", index)
+    return rotation.T @ (linear - jnp.asarray(model.opt.gravity, linear.dtype))
 
 
 def _subtree(model: Model, body: int) -> np.ndarray:
@@ -179,7 +234,8 @@ def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
     """Every sensor's reading at a state, by its name, as MuJoCo's ``sensordata`` after ``mj_forward``
     (``docs/sensors.md``: each kind's definition and unit, and where jaxmor differs).
 
-    The readings carry no noise (``model.sensors.noise`` is metadata, as in MuJoCo); a positive
+    An accelerometer runs the step's stages for their constraint impulses (:func:`acceleration`); the other kinds
+    need only the kinematics. The readings carry no noise (``model.sensors.noise`` is metadata, as in MuJoCo); a positive
     ``model.sensors.cutoff`` clamps a reading to ``[-cutoff, cutoff]`` (never a quaternion or an axis). Pure:
     jit-, vmap- (over states and models) and grad-able.
 
@@ -206,6 +262,8 @@ def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
             value = _subtree_reading(r, kind, s.obj_id[i])
         elif kind.startswith("frame"):
             value = _frame_reading(r, kind, i)
+        elif kind == "accelerometer":
+            value = _accelerometer(r, i)
         elif kind in ("gyro", "velocimeter", "magnetometer"):
             value = _site_reading(r, kind, i)
         else:
