@@ -318,6 +318,13 @@ def test_an_accelerometer_at_rest_on_the_ground_reads_gravity_up(x64):
     state = jaxmor.rollout(model, jaxmor.init_state(model), n_steps=3)[0]
     up = 9.81 * np.array([0.0, np.sin(np.radians(30)), np.cos(np.radians(30))])  # world z in the tilted site's frame
     np.testing.assert_allclose(read(model, state)["acc"], up, rtol=1e-5, atol=1e-5)
+    # Through the step's stages it still batches and differentiates.
+    batch = jax.tree.map(lambda x: jnp.stack([x, x]), state)
+    np.testing.assert_allclose(
+        jax.jit(jax.vmap(lambda s: jaxmor.read_sensors(model, s)))(batch)["acc"][1], up, atol=1e-5
+    )
+    grad = jax.jit(jax.grad(lambda q: jaxmor.read_sensors(model, state.replace(q=q))["acc"][2]))(state.q)
+    assert np.all(np.isfinite(np.asarray(grad)))
 
 
 def test_batched_jitted_and_differentiable(small):
