@@ -235,8 +235,8 @@ def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
     (``docs/sensors.md``: each kind's definition and unit, and where jaxmor differs).
 
     An accelerometer runs the step's stages for their constraint impulses (:func:`acceleration`); the other kinds
-    need only the kinematics. The readings carry no noise (``model.sensors.noise`` is metadata, as in MuJoCo); a positive
-    ``model.sensors.cutoff`` clamps a reading to ``[-cutoff, cutoff]`` (never a quaternion or an axis). Pure:
+    need only the kinematics. The readings carry no noise (``model.sensors.noise`` is metadata, as in MuJoCo); a
+    positive ``model.sensors.cutoff`` clamps a reading to ``[-cutoff, cutoff]`` (never a quaternion or an axis). Pure:
     jit-, vmap- (over states and models) and grad-able.
 
     Args:
