@@ -37,6 +37,7 @@ from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import padded
 from jaxmor.io.mjcf import parse_mjcf
+from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_line
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
 from jaxmor.sim.collision import pair_supported
@@ -153,12 +154,12 @@ def load_mjcf(
         path_or_xml, assets_dir=assets_dir, meshes=meshes, package_dirs=package_dirs, actuator_dirs=actuator_dirs
     )
     model = build_model(description)
-    pairs, skipped = [], []
+    pairs, skipped, left_out = [], [], 0
     for i, j in collision_candidates(model):
         world = model.geom_body[i] < 0 or model.geom_body[j] < 0
         if not (world or self_collision):
-            continue
-        if pair_supported(model.geom_type[i], model.geom_type[j]):
+            left_out += 1
+        elif pair_supported(model.geom_type[i], model.geom_type[j]):
             pairs.append((i, j))
         else:
             skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
@@ -168,6 +169,11 @@ def load_mjcf(
             f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
             stacklevel=2,
         )
+    lines = description.mujoco_differences + ([self_collision_line(left_out)] if left_out else [])
+    if lines:
+        listed = "".join(f"\n  - {line}" for line in lines)
+        message = f"{description.source}: MuJoCo would simulate this file differently (docs/mjcf.md):{listed}"
+        warnings.warn(message, MujocoDifferenceWarning, stacklevel=2)
     return binned(model.replace(contact_pairs=tuple(pairs)))
 
 

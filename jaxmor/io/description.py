@@ -227,6 +227,8 @@ class RobotDescription:
         initial_q: joint name -> the coordinates a new State starts from (``Model.q_default``); joints not
             named start at the origin with the identity quaternion (free) or at 0 clipped into their limits.
         keyframes: the description's named states.
+        mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
+            (:func:`jaxmor.io.mjcf_differences.differences`).
     """
 
     name: str
@@ -246,6 +248,7 @@ class RobotDescription:
     affine_actuators: list[AffineActuator] = field(default_factory=list)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     keyframes: list[KeyframeDescription] = field(default_factory=list)
+    mujoco_differences: list[str] = field(default_factory=list)
 
 
 def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:

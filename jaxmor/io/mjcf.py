@@ -95,6 +95,7 @@ from jaxmor.io.description import (
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
 from jaxmor.io.mjcf_actuators import read_actuators
+from jaxmor.io.mjcf_differences import differences
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
     ClassDefaults,
@@ -285,6 +286,7 @@ class _Reader:
             affine_actuators=affine,
             initial_q=self.initial_q,
             keyframes=keyframes,
+            mujoco_differences=differences(doc),
         )
         self._apply_disabled(description)
         return description
