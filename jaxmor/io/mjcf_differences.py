@@ -25,12 +25,17 @@ _SOFT_JOINT = ("solreflimit", "solimplimit", "solreffriction", "solimpfriction",
 _SOLVER = ("solver", "iterations", "tolerance", "ls_iterations", "ls_tolerance")
 
 
+def _short(value: str) -> str:
+    """``value`` as the warning quotes it: at most 40 characters."""
+    return value if len(value) <= 40 else value[:40] + "..."
+
+
 def _option(doc: Document) -> dict[str, str]:
     """The attributes of the document's ``<option>`` elements (later ones override earlier ones)."""
     merged: dict[str, str] = {}
     for el in doc.root:
         if tag(el) == "option":
-            merged.update({k: v for k, v in el.attrib.items() if not k.startswith("{")})
+            merged.update({k: _short(v) for k, v in el.attrib.items() if not k.startswith("{")})
     return merged
 
 
@@ -80,7 +85,7 @@ def _solver(option: dict[str, str]) -> list[str]:
             f'integrator="{integrator}": jaxmor steps semi-implicit Euler (implicit in its PD and '
             "velocity-dependent forces) whatever the file says: trajectories differ by O(timestep)"
         )
-    if float(option.get("noslip_iterations", "0") or 0) > 0:
+    if option.get("noslip_iterations", "0").strip() not in ("", "0"):
         lines.append(
             f'noslip_iterations="{option["noslip_iterations"]}": jaxmor has no no-slip pass (its friction '
             "sticks within its sweeps)"
