@@ -26,8 +26,8 @@ What is read
   depends on the order of the defaults).
 * ``<body>`` with ``pos`` and one of ``quat``, ``euler``, ``axisangle``, ``xyaxes``, ``zaxis``;
   ``<frame>``; ``<inertial pos (orientation) mass diaginertia|fullinertia>``, or the inertia of the body's
-  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh's is
-  refused: give the body an ``<inertial>``).
+  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh by its
+  asset's ``inertia`` rule, :mod:`jaxmor.io.mesh_inertia`).
 * Joints ``hinge``, ``slide`` and ``free`` (``<freejoint>``, at the top of the tree only), with ``pos`` (the
   anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature``, ``stiffness`` and
   ``springref``. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
