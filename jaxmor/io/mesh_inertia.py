@@ -75,7 +75,7 @@ def _mass(path: str, scale: tuple[float, float, float], rule: str) -> MeshMass:
     points = vertices.astype(np.float32).astype(np.float64) * np.asarray(scale)
     if np.prod(scale) < 0:  # a mirroring scale turns the triangles inside out: MuJoCo reverses them
         faces = faces[:, [0, 2, 1]]
-    mesh = points[faces]
+    mesh = points[faces] if len(faces) else _hull_triangles(points)  # a file of points: MuJoCo takes their hull
     if rule == "exact":
         _check_orientation(faces)
     triangles = _hull_triangles(points) if rule == "convex" else mesh
