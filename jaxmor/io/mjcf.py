@@ -26,8 +26,8 @@ What is read
   depends on the order of the defaults).
 * ``<body>`` with ``pos`` and one of ``quat``, ``euler``, ``axisangle``, ``xyaxes``, ``zaxis``;
   ``<frame>``; ``<inertial pos (orientation) mass diaginertia|fullinertia>``, or the inertia of the body's
-  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh's is
-  refused: give the body an ``<inertial>``).
+  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh by its
+  asset's ``inertia`` rule, :mod:`jaxmor.io.mesh_inertia`).
 * Joints ``hinge``, ``slide`` and ``free`` (``<freejoint>``, at the top of the tree only), with ``pos`` (the
   anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature``, ``stiffness`` and
   ``springref``. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
@@ -94,6 +94,7 @@ from jaxmor.io.description import (
     combine_masses,
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
+from jaxmor.io.mesh_inertia import RULES, mesh_mass
 from jaxmor.io.mjcf_actuators import read_actuators
 from jaxmor.io.mjcf_differences import differences
 from jaxmor.io.mjcf_document import (
@@ -147,6 +148,17 @@ class _Frame:
 _IDENTITY = _Frame(np.eye(3), np.zeros(3))
 
 
+@dataclass(frozen=True)
+class _MeshAsset:
+    """A ``<mesh>`` asset: its file, scale (3,), element, ``inertia`` rule and ``maxhullvert`` (-1: none)."""
+
+    file: str
+    scale: np.ndarray
+    element: object
+    inertia: str
+    maxhullvert: int
+
+
 @dataclass
 class _TakenNames:
     """The link and joint names read so far, while a body's links and joints are added."""
@@ -173,7 +185,7 @@ class _Reader:
         self.compiler = Compiler()
         self.options = _Options()
         self.classes: dict[str, ClassDefaults] = {}
-        self.mesh_files: dict[str, tuple[str, np.ndarray, object]] = {}
+        self.mesh_files: dict[str, _MeshAsset] = {}
         self.links: list[Link] = []
         self.joints: list[Joint] = []
         self.joint_kinds: dict[str, str] = {}  # MJCF joint name -> "hinge" | "slide" | "free", MuJoCo's order
@@ -395,7 +407,8 @@ class _Reader:
                 raise v.error(f"mesh scale must be nonzero, got {scale.tolist()}")
             if self.compiler.strippath:
                 file = Path(file).name
-            self.mesh_files[name] = (file, scale, child)
+            rule = v.choice("inertia", RULES, RULES[0])
+            self.mesh_files[name] = _MeshAsset(file, scale, child, rule, v.integer("maxhullvert", -1))
 
     # ---------------------------------------------------------------------------------- the tree
 
@@ -878,10 +891,8 @@ class _Reader:
         if parts is None:  # the body's <inertial> counts instead, or none does (inertiafromgeom="false")
             return
         if kind == "mesh":
-            raise v.error(
-                f"geom {name!r}: the inertia of a mesh is not computed; give the body an <inertial> "
-                '(or the geom mass="0" group outside inertiagrouprange)'
-            )
+            self._count_mesh_mass(v, name, rotation, translation, parts)
+            return
         if v.has("mass"):
             mass = v.nonnegative("mass")
             density = mass / geo.volume(kind, size)
@@ -890,21 +901,48 @@ class _Reader:
         mass, moments = geo.principal_inertia(kind, size, density)
         parts.append((mass, translation, rotation @ np.diag(moments) @ rotation.T))
 
-    def _mesh(self, v: Values, geom: Geom) -> None:
+    def _count_mesh_mass(self, v: Values, name: str, rotation, translation, parts: list) -> None:
+        """A mesh geom's mass by its mesh's ``inertia`` rule (:mod:`jaxmor.io.mesh_inertia`), of its
+        ``density`` or scaled to its ``mass``; a zero mass or density reads no file."""
+        mass = v.nonnegative("mass") if v.has("mass") else None
+        density = v.nonnegative("density", 1000.0)
+        if mass == 0.0 or (mass is None and density == 0.0):
+            return
+        asset = self._mesh_asset(v, name)
+        if asset.maxhullvert != -1 and asset.inertia == "convex":
+            raise self.doc.error(
+                asset.element,
+                f"mesh {v.text('mesh')!r}: maxhullvert with inertia='convex' is not supported (MuJoCo's mass would "
+                "be that of the reduced hull qhull stops at); remove maxhullvert or give the body an <inertial>",
+            )
+        source, line = self.doc.source(asset.element), asset.element.sourceline
+        props = mesh_mass(self._mesh_path(asset), asset.scale, asset.inertia, source, line)
+        if mass is not None:
+            density = mass / props.measure
+        centre = rotation @ props.centre + translation
+        parts.append((density * props.measure, centre, density * (rotation @ props.inertia @ rotation.T)))
+
+    def _mesh_asset(self, v: Values, name: str) -> _MeshAsset:
         mesh = v.text("mesh")
         if not mesh:
-            raise v.error(f"geom {geom.name!r}: a mesh geom needs a mesh attribute")
+            raise v.error(f"geom {name!r}: a mesh geom needs a mesh attribute")
         if mesh not in self.mesh_files:
-            raise v.error(f"geom {geom.name!r}: unknown mesh {mesh!r}")
-        file, scale, mesh_el = self.mesh_files[mesh]
-        geom.mesh, geom.scale = file, scale
-        if self.meshes == "ignore":
-            return
+            raise v.error(f"geom {name!r}: unknown mesh {mesh!r}")
+        return self.mesh_files[mesh]
+
+    def _mesh_path(self, asset: _MeshAsset) -> Path:
         base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
         folder = None if base is None else str(base / self.compiler.meshdir)
-        source = self.doc.source(mesh_el)
-        path = resolve_mesh(file, folder, self.package_dirs, source, mesh_el.sourceline)
-        geom.hull = convex_hull(path, scale, source, mesh_el.sourceline)
+        source, line = self.doc.source(asset.element), asset.element.sourceline
+        return resolve_mesh(asset.file, folder, self.package_dirs, source, line)
+
+    def _mesh(self, v: Values, geom: Geom) -> None:
+        asset = self._mesh_asset(v, geom.name)
+        geom.mesh, geom.scale = asset.file, asset.scale
+        if self.meshes == "ignore":
+            return
+        source = self.doc.source(asset.element)
+        geom.hull = convex_hull(self._mesh_path(asset), asset.scale, source, asset.element.sourceline)
 
     # ---------------------------------------------------------------------------------- the rest
 

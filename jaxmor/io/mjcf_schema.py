@@ -162,14 +162,17 @@ SPECS: dict[str, ElementSpec] = {
         _SOFT + " material rgba user castshadow adhesion fluidcoef fitscale",
         {
             "hfield": (empty, "height fields (hfield) are not supported"),
-            "shellinertia": (false, "shellinertia is not supported"),
+            "shellinertia": (
+                false,
+                "shellinertia is not supported (a mesh's shell inertia is its asset's inertia='shell')",
+            ),
             "surfacevel": (zero, "surface velocities (surfacevel) are not supported"),
             "fluidshape": (value("none"), _FLUID),
         },
     ),
     "mesh": _spec(
-        "name class file scale",
-        "content_type maxhullvert inertia smoothnormal material",
+        "name class file scale inertia maxhullvert",
+        "content_type smoothnormal material",
         {
             "vertex": (empty, "meshes given by their vertices in the file are not supported: give a mesh file"),
             "face": (empty, "meshes given by their faces in the file are not supported: give a mesh file"),
