@@ -280,3 +280,17 @@ def test_compare_matches_mesh_geoms_by_their_vertices(meshes):
     mujoco.mj_forward(m, data)
     assert np.abs(data.geom_xpos[:2] - report["geom_position"].mujoco[:2]).max() > 0.01
     assert report["mass_matrix"].max_abs < 1e-9 * report["mass_matrix"].scale
+
+
+def test_an_edited_mesh_file_is_read_again(tmp_path):
+    """The mesh caches key a file by its modification time and size: rewriting the box 2.5 times as long in x multiplies
+    its mass by 2.5 (1,000 kg/m^3: 0.001 m^3, then 0.0025 m^3)."""
+    cube = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], float) * 0.1
+    text = _scene(
+        '<mesh name="m" file="m.obj"/>', '<body><joint axis="0 1 0"/><geom type="mesh" mesh="m" density="1000"/></body>'
+    )
+    masses = []
+    for stretch in (1.0, 2.5):
+        _write_obj(tmp_path / "m.obj", cube * [stretch, 1.0, 1.0], _oriented_hull(cube))
+        masses.append(parse_mjcf(text, assets_dir=tmp_path).links[-1].inertial.mass)
+    np.testing.assert_allclose(masses, [1.0, 2.5], rtol=1e-6)

@@ -103,13 +103,23 @@ def convex_hull(path: Path, scale: Sequence[float], source: str, line: int | Non
             (fewer than 4 points not in a plane); the message names the description's file and line.
     """
     try:
-        return _hull(str(path), tuple(float(s) for s in scale))
+        return _hull(file_key(path), tuple(float(s) for s in scale))
     except _HullError as err:
         raise ModelError(source, line, f"mesh {str(path)!r}: {err}") from None
 
 
 class _HullError(Exception):
     pass
+
+
+def file_key(path: Path) -> tuple[str, int, int]:
+    """What the mesh caches key a file by: its path, modification time [ns] and size, so that an edited file is
+    read again (a missing file gets ``-1, -1``, and the reader reports it)."""
+    try:
+        stat = Path(path).stat()
+        return str(path), stat.st_mtime_ns, stat.st_size
+    except OSError:
+        return str(path), -1, -1
 
 
 def read_mesh(path: Path, source: str, line: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -121,13 +131,14 @@ def read_mesh(path: Path, source: str, line: int | None) -> tuple[np.ndarray, np
             file and line.
     """
     try:
-        return _read(str(path))
+        return _read(file_key(path))
     except _HullError as err:
         raise ModelError(source, line, f"mesh {str(path)!r}: {err}") from None
 
 
 @functools.lru_cache(maxsize=64)
-def _read(path: str) -> tuple[np.ndarray, np.ndarray]:
+def _read(key: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    path = key[0]
     try:
         import trimesh
     except ImportError as err:
@@ -143,7 +154,7 @@ def _read(path: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=256)
-def _hull(path: str, scale: tuple[float, float, float]) -> Hull:
+def _hull(key: tuple[str, int, int], scale: tuple[float, float, float]) -> Hull:
     try:
         import trimesh  # noqa: F401
         from scipy.spatial import ConvexHull, QhullError
@@ -152,7 +163,7 @@ def _hull(path: str, scale: tuple[float, float, float]) -> Hull:
             f"collision meshes need the optional dependencies trimesh and scipy ({err}); "
             "pip install 'jaxmor[mesh]', or load_urdf(..., meshes='ignore') to leave the meshes out"
         ) from None
-    points = _read(path)[0] * np.asarray(scale)
+    points = _read(key)[0] * np.asarray(scale)
     try:
         full = points[ConvexHull(points).vertices]
         chosen = full if len(full) <= MAX_HULL_VERTICES else _simplify(full, MAX_HULL_VERTICES, ConvexHull)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ModelError
-from jaxmor.io.mesh import read_mesh
+from jaxmor.io.mesh import file_key, read_mesh
 
 #: The rules of ``<mesh inertia>``, MuJoCo's default first.
 RULES = ("legacy", "convex", "exact", "shell")
@@ -64,14 +64,14 @@ def mesh_mass(path: Path, scale, rule: str, source: str, line: int | None) -> Me
     """
     read_mesh(path, source, line)  # raises for a file that cannot be read (cached: read once)
     try:
-        return _mass(str(path), tuple(float(s) for s in scale), rule)
+        return _mass(file_key(path), tuple(float(s) for s in scale), rule)
     except ValueError as err:
         raise ModelError(source, line, f"mesh {str(path)!r} (inertia={rule!r}): {err}") from None
 
 
 @functools.lru_cache(maxsize=64)
-def _mass(path: str, scale: tuple[float, float, float], rule: str) -> MeshMass:
-    vertices, faces = read_mesh(Path(path), path, None)
+def _mass(key: tuple[str, int, int], scale: tuple[float, float, float], rule: str) -> MeshMass:
+    vertices, faces = read_mesh(Path(key[0]), key[0], None)
     points = vertices.astype(np.float32).astype(np.float64) * np.asarray(scale)
     if np.prod(scale) < 0:  # a mirroring scale turns the triangles inside out: MuJoCo reverses them
         faces = faces[:, [0, 2, 1]]
