@@ -283,8 +283,8 @@ def test_compare_matches_mesh_geoms_by_their_vertices(meshes):
 
 
 def test_an_edited_mesh_file_is_read_again(tmp_path):
-    """The mesh caches key a file by its modification time and size: rewriting the box 2.5 times as long in x multiplies
-    its mass by 2.5 (1,000 kg/m^3: 0.001 m^3, then 0.0025 m^3)."""
+    """The mesh caches key a file by its modification time and size: rewriting the box 2.5 times as long in x
+    multiplies its mass by 2.5 (1,000 kg/m^3: 0.001 m^3, then 0.0025 m^3)."""
     cube = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], float) * 0.1
     text = _scene(
         '<mesh name="m" file="m.obj"/>', '<body><joint axis="0 1 0"/><geom type="mesh" mesh="m" density="1000"/></body>'
