@@ -528,7 +528,6 @@ REFUSALS = {
     "ball joint": ("world", '<body name="c"><joint type="ball"/><geom size=".1"/></body>', "ball", "ball joints"),
     "tendon": ("after", '<tendon>\n<fixed><joint joint="j" coef="1"/></fixed></tendon>', "<tendon>", "tendons"),
     "equality": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>', "<equality>", "equality"),
-    "contact pair": ("after", '<contact>\n<pair geom1="a" geom2="b"/></contact>', "<pair", "explicit contact pairs"),
     "height field geom": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "height fields"),
     "ellipsoid collision geom": ("world", '<body><geom type="ellipsoid" size=".1 .2 .3"/></body>', "ellipsoid",
                                  "ellipsoid collision geoms"),

@@ -155,9 +155,12 @@ def load_mjcf(
     )
     model = build_model(description)
     pairs, skipped, left_out = [], [], 0
-    for i, j in collision_candidates(model):
+    explicit = {frozenset(pair) for pair in explicit_pairs(model, description)}
+    candidates = collision_candidates(model)
+    _check_explicit_pairs(model, description, {frozenset(pair) for pair in candidates})
+    for i, j in candidates:
         world = model.geom_body[i] < 0 or model.geom_body[j] < 0
-        if not (world or self_collision):
+        if not (world or self_collision or frozenset((i, j)) in explicit):
             left_out += 1
         elif pair_supported(model.geom_type[i], model.geom_type[j]):
             pairs.append((i, j))
@@ -409,7 +412,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     )
     model = _collision_filters(model, description, geoms.descriptions, link_names)
     if description.ground is not None:
-        model = _with_ground(model, description.ground, geoms.descriptions, arr.dtype)
+        model = _with_ground(model, description, geoms.descriptions, arr.dtype)
     if description.affine_actuators:
         model = model.replace(affine=_compile_affine(model, description))
     if description.actuators:
@@ -618,7 +621,27 @@ def _collision_filters(model: Model, description: RobotDescription, geoms, link_
         except ArgumentError as err:
             raise ModelError(source, line, str(err)) from None
     excluded |= _masked_pairs(geoms)
+    excluded -= {frozenset(pair) for pair in explicit_pairs(model, description) if pair[1] >= 0}
     return model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
+
+
+def _check_explicit_pairs(model: Model, description: RobotDescription, candidates: set[frozenset]) -> None:
+    """Refuse an explicit pair jaxmor cannot collide: two geoms of one body, or of a parent and its child."""
+    pairs = zip(explicit_pairs(model, description), description.explicit_pairs, strict=True)
+    for (a, b), (name_a, name_b, line) in pairs:
+        if b >= 0 and frozenset((a, b)) not in candidates:
+            raise ModelError(
+                description.source,
+                line,
+                f"<pair> geoms {name_a!r} and {name_b!r} are on one body or on a parent and its child, which jaxmor "
+                "never collides",
+            )
+
+
+def explicit_pairs(model: Model, description: RobotDescription) -> list[tuple[int, int]]:
+    """The description's explicit pairs (MJCF ``<pair>``) as geom indices, ``-1`` for the ground plane."""
+    index = {name: g for g, name in enumerate(model.geom_names)}
+    return [(index[a], -1 if b is None else index[b]) for a, b, _ in description.explicit_pairs]
 
 
 def _collide(contype_a, conaffinity_a, contype_b, conaffinity_b) -> bool:
@@ -639,13 +662,17 @@ def _masked_pairs(geoms) -> set[frozenset]:
     }
 
 
-def _with_ground(model: Model, ground, geoms, dtype) -> Model:
-    """The description's ground plane: touched by the geoms whose bit masks collide with it."""
+def _with_ground(model: Model, description: RobotDescription, geoms, dtype) -> Model:
+    """The description's ground plane: touched by the geoms whose bit masks collide with it, and by those an
+    explicit pair puts against it."""
+    ground = description.ground
+    paired = {a for a, b in explicit_pairs(model, description) if b < 0}
+    touching = [_collide(g.contype, g.conaffinity, ground.contype, ground.conaffinity) for g in geoms]
     return model.replace(
         ground=True,
         ground_height=jnp.asarray(ground.height, dtype),
         ground_friction=jnp.asarray(ground.friction, dtype),
-        geom_ground=tuple(_collide(g.contype, g.conaffinity, ground.contype, ground.conaffinity) for g in geoms),
+        geom_ground=tuple(t or g in paired for g, t in enumerate(touching)),
     )
 
 

@@ -227,6 +227,8 @@ class RobotDescription:
         initial_q: joint name -> the coordinates a new State starts from (``Model.q_default``); joints not
             named start at the origin with the identity quaternion (free) or at 0 clipped into their limits.
         keyframes: the description's named states.
+        explicit_pairs: (MJCF ``<pair>``) ``(geom, other geom, line)`` of each pair collided whatever the bit masks,
+            exclusions and self-collision setting say; the other geom ``None`` for the ground plane.
         mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
             (:func:`jaxmor.io.mjcf_differences.differences`).
     """
@@ -248,6 +250,7 @@ class RobotDescription:
     affine_actuators: list[AffineActuator] = field(default_factory=list)
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     keyframes: list[KeyframeDescription] = field(default_factory=list)
+    explicit_pairs: list[tuple[str, str | None, int]] = field(default_factory=list)
     mujoco_differences: list[str] = field(default_factory=list)
 
 

@@ -43,7 +43,8 @@ What is read
   from its geoms. One horizontal ``plane`` in the world body is the ground; any other plane (a wall, a tilted
   plane) becomes a static box filling the half space behind it (:data:`HALF_SPACE`); ``ellipsoid`` collision
   geoms and height fields are refused.
-* ``<contact><exclude body1 body2>``; actuators ``motor``, ``position``, ``velocity`` and ``general``
+* ``<contact><exclude body1 body2>`` and ``<pair geom1 geom2>`` (:mod:`jaxmor.io.mjcf_pairs`); actuators
+  ``motor``, ``position``, ``velocity`` and ``general``
   (``gaintype="fixed"``, ``biastype`` ``none``/``affine``, ``dyntype="none"``) on a joint, with ``gear``,
   ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
   (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco`); ``<keyframe>`` ``<key>`` (``qpos``, ``qvel``,
@@ -111,6 +112,7 @@ from jaxmor.io.mjcf_document import (
     read_defaults,
     read_document,
 )
+from jaxmor.io.mjcf_pairs import combined_friction, difference_line, pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.xml import STRING_SOURCE, tag
 
@@ -194,6 +196,9 @@ class _Reader:
         self.joint_count = 0
         self.geom_count = 0
         self.ground: GroundPlane | None = None
+        self.ground_name: str | None = None
+        self.pairs: list = []  # (element, jaxmor.io.mjcf_pairs.Pair) of each explicit <pair>
+        self.paired: set[str] = set()  # the geoms they name: collision geoms whatever their bit masks
         self.rich_contacts: list[str] = []  # geoms with condim 4 or 6
         #: body -> the mass parts of its geoms, or None where its <inertial> counts (or nothing does)
         self.body_masses: dict[str, list | None] = {}
@@ -263,8 +268,12 @@ class _Reader:
         self.classes = read_defaults(doc, sections.get("default", []))
         for el in sections.get("asset", []):
             self._read_assets(el)
+        contact = sections.get("contact", [])
+        self.pairs = [(el, read_pair(self.resolve(el, SPECS["pair"], "pair", None))) for el in pair_elements(contact)]
+        self.paired = {name for _, pair in self.pairs for name in (pair.geom1, pair.geom2)}
         self._read_world(sections.get("worldbody", []))
         self._finish_masses()
+        explicit, pair_lines = self._resolve_pairs()
         mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
@@ -298,7 +307,8 @@ class _Reader:
             affine_actuators=affine,
             initial_q=self.initial_q,
             keyframes=keyframes,
-            mujoco_differences=differences(doc),
+            explicit_pairs=explicit,
+            mujoco_differences=differences(doc) + pair_lines,
         )
         self._apply_disabled(description)
         return description
@@ -741,7 +751,7 @@ class _Reader:
             raise v.error(f"geom {name!r}: friction must not be negative, got {friction.tolist()}")
         mu = float(friction[0]) if condim >= 3 else 0.0
         priority = v.integer("priority", 0)
-        collides = bool(contype or conaffinity)
+        collides = bool(contype or conaffinity) or name in self.paired
         if kind == "plane":
             self._read_plane(v, name, world, rotation, translation, collides, mu, priority, contype, conaffinity)
             return
@@ -808,6 +818,7 @@ class _Reader:
             return
         if self.ground is None and np.abs(rotation[:, 2] - [0.0, 0.0, 1.0]).max() <= ROUND_OFF:
             self.ground = GroundPlane(float(translation[2]), mu, priority, contype, conaffinity, v.line)
+            self.ground_name = name
             return
         centre = translation - HALF_SPACE * rotation[:, 2]
         box = Geom(
@@ -946,6 +957,24 @@ class _Reader:
 
     # ---------------------------------------------------------------------------------- the rest
 
+    def _resolve_pairs(self) -> tuple[list[tuple[str, str | None, int]], list[str]]:
+        """The explicit pairs as ``(geom, other geom or None for the ground plane, line)``, and the warning's
+        lines for those whose friction MuJoCo and jaxmor take differently (:mod:`jaxmor.io.mjcf_pairs`)."""
+        surfaces = {g.name: (g.friction, g.priority) for link in self.links for g in link.geoms}
+        if self.ground is not None:
+            surfaces[self.ground_name] = (self.ground.friction, self.ground.priority)
+        explicit, lines = [], []
+        for element, pair in self.pairs:
+            for name in (pair.geom1, pair.geom2):
+                if name not in surfaces:
+                    raise self.doc.error(element, f"<pair> names an unknown geom {name!r}")
+            first, second = (pair.geom2, pair.geom1) if pair.geom1 == self.ground_name else (pair.geom1, pair.geom2)
+            explicit.append((first, None if second == self.ground_name else second, pair.line))
+            line = difference_line(pair, combined_friction(surfaces[pair.geom1], surfaces[pair.geom2]))
+            if line:
+                lines.append(line)
+        return explicit, lines
+
     def _read_contact(self, section) -> list[tuple[str, str, int]]:
         out = []
         bodies = {link.name for link in self.links}
@@ -954,7 +983,7 @@ class _Reader:
             if kind is None:
                 continue
             if kind == "pair":
-                raise self.doc.error(el, f"<pair>: {REFUSED_ELEMENTS['pair']}")
+                continue  # read before the bodies (self.pairs)
             if kind != "exclude":
                 raise self.doc.error(el, f"unexpected element <{kind}> in <contact>")
             check_known(self.doc, el, SPECS["exclude"])

@@ -185,6 +185,7 @@ SPECS: dict[str, ElementSpec] = {
         },
     ),
     "exclude": _spec("body1 body2", "name"),
+    "pair": _spec("geom1 geom2 condim friction", "name " + _SOFT + " solreffriction"),
     "key": _spec(
         "name time qpos qvel ctrl",
         "",
@@ -304,7 +305,6 @@ IGNORED_ELEMENTS = frozenset(
 REFUSED_ELEMENTS = {
     "tendon": "tendons are not supported",
     "equality": "equality constraints are not supported",
-    "pair": "explicit contact pairs (<pair>) are not supported; collisions follow contype/conaffinity",
     "deformable": "deformable objects are not supported",
     "flexcomp": "deformable objects (flexcomp) are not supported",
     "composite": "composite objects are not supported",
