@@ -255,7 +255,7 @@ class _Reader:
         mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
-            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el)
+            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el, self._joint_ranges())
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
@@ -288,6 +288,10 @@ class _Reader:
         )
         self._apply_disabled(description)
         return description
+
+    def _joint_ranges(self) -> dict[str, tuple[float, float]]:
+        """The range [rad or m] of each limited hinge and slide, by name (for ``inheritrange``)."""
+        return {j.name: (j.lower, j.upper) for j in self.joints if math.isfinite(j.lower) and math.isfinite(j.upper)}
 
     def _sections(self) -> dict[str, list]:
         """The children of ``<mujoco>`` by tag, in document order; refused and unexpected ones raise."""
@@ -547,6 +551,7 @@ class _Reader:
             np.zeros(3),
             joint_el.sourceline,
             damping=j["damping"],
+            friction=j["friction"],
             rotor_inertia=j["armature"],
         )
         quat = geo.rotation_to_quat(body_frame.rotation)
@@ -596,6 +601,8 @@ class _Reader:
             rotor_inertia=j["armature"],
             stiffness=j["stiffness"],
             springref=j["springref"],
+            actuator_force_lower=j["actuator_range"][0],
+            actuator_force_upper=j["actuator_range"][1],
         )
         self.initial_q[j["name"]] = (ref,)
         self.joint_kinds[j["name"]] = j["kind"]
@@ -621,6 +628,8 @@ class _Reader:
             "rotor_inertia": 0.0,
             "stiffness": 0.0,
             "springref": 0.0,
+            "actuator_force_lower": -math.inf,
+            "actuator_force_upper": math.inf,
         }
         values.update(dof)
         self.joints.append(
@@ -642,6 +651,8 @@ class _Reader:
                 values["rotor_inertia"],
                 values["stiffness"],
                 values["springref"],
+                values["actuator_force_lower"],
+                values["actuator_force_upper"],
             )
         )
 
@@ -652,7 +663,7 @@ class _Reader:
             check_known(doc, el, SPECS["freejoint"])
             check_refused(doc, el, SPECS["freejoint"], attrs)
             name = attrs.get("name") or f"joint{self.joint_count}"
-            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0}
+            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0, "friction": 0.0}
         v = self.resolve(el, SPECS["joint"], "joint", childclass)
         name = v.text("name") or f"joint{self.joint_count}"
         kind = v.choice("type", ("hinge", "slide", "ball", "free"), "hinge")
@@ -663,10 +674,10 @@ class _Reader:
             )
         damping, armature = v.nonnegative("damping"), v.nonnegative("armature")
         friction, stiffness = v.nonnegative("frictionloss"), v.nonnegative("stiffness")
+        actuator_range = self._actuator_force_range(v, name)
         if kind == "free":
-            if friction or stiffness:
-                raise v.error(f"joint {name!r}: frictionloss and stiffness on a free joint are not supported")
-            return {"kind": "free", "name": name, "damping": damping, "armature": armature}
+            self._check_free_joint(v, name, actuator_range)
+            return {"kind": "free", "name": name, "damping": damping, "armature": armature, "friction": friction}
         axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
         norm = np.linalg.norm(axis)
         if norm < DEGENERATE_LENGTH:
@@ -701,7 +712,45 @@ class _Reader:
             "stiffness": stiffness,
             "springref": convert(v.number("springref", 0.0)),
             "ref": convert(v.number("ref", 0.0)),
+            "actuator_range": actuator_range,
         }
+
+    def _actuator_force_range(self, v: Values, name: str) -> tuple[float, float]:
+        """``actuatorfrcrange`` [Nm or N, never converted] where ``actuatorfrclimited`` (``auto``: where a range is
+        given, as for ``range``), else ``(-inf, inf)``."""
+        limited = v.choice("actuatorfrclimited", ("auto", "true", "false"), "auto")
+        if limited == "auto":
+            if v.has("actuatorfrcrange") and not self.compiler.autolimits:
+                raise v.error(
+                    f"joint {name!r} has an actuatorfrcrange but actuatorfrclimited='auto' while the compiler's "
+                    "autolimits is false; set actuatorfrclimited"
+                )
+            limited = "true" if v.has("actuatorfrcrange") else "false"
+        if limited == "false":
+            return -math.inf, math.inf
+        low, high = v.numbers("actuatorfrcrange", 2, default=(0.0, 0.0))
+        if not low < high:
+            raise v.error(f"joint {name!r} has actuatorfrcrange lower {low!r} >= upper {high!r}")
+        return float(low), float(high)
+
+    def _check_free_joint(self, v: Values, name: str, actuator_range: tuple[float, float]) -> None:
+        """Refuse what a free joint cannot have in jaxmor, naming only what the file (or a class) sets."""
+        own = attributes(v.element)
+
+        def given(attribute: str) -> str:
+            origin = "" if attribute in own else " (from its default class)"
+            return f"{attribute}={v.text(attribute)!r}{origin}"
+
+        if v.nonnegative("stiffness"):
+            raise v.error(
+                f"joint {name!r}: {given('stiffness')} on a free joint is not supported (MuJoCo's free-joint "
+                "spring pulls the whole pose to qpos_spring)"
+            )
+        if not actuator_range[0] <= 0.0 <= actuator_range[1]:
+            raise v.error(
+                f"joint {name!r}: {given('actuatorfrcrange')} on a free joint excludes 0 (no actuator drives a free "
+                "joint in jaxmor; MuJoCo would apply the nearest bound)"
+            )
 
     def _read_geom(self, el, link: str, frame: _Frame, childclass, world: bool) -> None:
         v = self.resolve(el, SPECS["geom"], "geom", childclass)

@@ -107,11 +107,12 @@ def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
 
 
 def read_actuators(
-    doc: Document, classes, compiler: Compiler, joint_kinds: dict[str, str], section
+    doc: Document, classes, compiler: Compiler, joint_kinds: dict[str, str], section, joint_ranges=None
 ) -> list[AffineActuator | ActuatorDefinition]:
     """The actuators of one ``<actuator>`` section, in document order (MuJoCo's actuator order): the affine
     ones, and jaxmor DC motors for the ``<dcmotor>`` elements (``joint_kinds``: MJCF joint name -> its type,
-    for the checks)."""
+    for the checks; ``joint_ranges``: limited joint name -> its ``(lower, upper)`` range [rad or m], for
+    ``inheritrange``)."""
     out, names, driven = [], set(), {}
     for el in section:
         kind = tag(el)
@@ -145,7 +146,11 @@ def read_actuators(
             out.append(dc_motor(v, name, joint, gear, compiler.autolimits))
             continue
         gain, bias = _law(v, kind, name)
-        ctrl = _range(v, "ctrl", name, compiler.autolimits)
+        inherited = _inherited(doc, classes, el, v, name) if kind == "position" else False
+        if inherited:
+            ctrl = _inherited_range(v, name, joint, (joint_ranges or {}).get(joint), compiler.autolimits)
+        else:
+            ctrl = _range(v, "ctrl", name, compiler.autolimits)
         force = _range(v, "force", name, compiler.autolimits)
         out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
     return out
@@ -370,3 +375,47 @@ def _range(v: Values, which: str, name: str, autolimits: bool) -> tuple[float, f
     if low >= high:
         raise v.error(f"actuator {name!r}: {which}range lower {low!r} >= upper {high!r}")
     return float(low), float(high)
+
+
+def _inherited(doc: Document, classes, el, v: Values, name: str) -> bool:
+    """Whether a ``<position>``'s control range comes from ``inheritrange``, by MuJoCo's rule: along its class's
+    actuator defaults and then the element, a ``<position>`` that sets ``ctrlrange`` cancels an inherited
+    ``inheritrange`` and one that sets ``inheritrange`` replaces an inherited ``ctrlrange``; one element setting
+    both, or an ``inheritrange`` left with another shortcut's ``ctrlrange`` after it, is an error."""
+    own = attributes(el)
+    levels = [(k, a) for c in class_chain(doc, classes, own.get("class") or CLASS_ROOT, el) for k, a in c.actuators]
+    active = ranged = False
+    for kind, attrs in [*levels, ("position", own)]:
+        sets_range, sets_inherit = "ctrlrange" in attrs, "inheritrange" in attrs
+        if kind == "position" and sets_range and sets_inherit:
+            raise v.error(f"actuator {name!r}: ctrlrange and inheritrange cannot both be set on one <position>")
+        if sets_inherit:
+            active, ranged = True, False
+        if sets_range:
+            active, ranged = active and kind != "position", True
+    if not active or not v.number("inheritrange", 0.0) > 0:  # MuJoCo ignores inheritrange <= 0
+        return False
+    if ranged:
+        raise v.error(f"actuator {name!r}: ctrlrange and inheritrange cannot both be set (one from a default class)")
+    return True
+
+
+def _inherited_range(v: Values, name: str, joint: str, joint_range, autolimits: bool) -> tuple[float, float] | None:
+    """MuJoCo's ``<position inheritrange="s">``: the joint's range scaled by ``s`` about its midpoint, the control
+    limited unless ``ctrllimited="false"``."""
+    if joint_range is None:
+        raise v.error(
+            f"actuator {name!r}: inheritrange needs joint {joint!r} to be limited (MuJoCo refuses a joint "
+            "without a range and takes an unlimited joint's range in the file's units, unconverted)"
+        )
+    limited = v.choice("ctrllimited", ("auto", "true", "false"), "auto")
+    if limited == "auto" and not autolimits:
+        raise v.error(
+            f"actuator {name!r} inherits a ctrlrange but ctrllimited='auto' while the compiler's autolimits is "
+            "false; set it"
+        )
+    if limited == "false":
+        return None
+    scale, (low, high) = v.number("inheritrange"), joint_range
+    centre, half = 0.5 * (low + high), 0.5 * scale * (high - low)
+    return float(centre - half), float(centre + half)
