@@ -580,7 +580,8 @@ class State:
             a contact's warm start follows it when it changes slot.
         contact_overflow: () int32, the number of candidates within ``opt.contact_reach`` that the last
             step's contact budget left out (0 when the budget held them all).
-        friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
+        friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s] (on a free joint with
+            friction rows, ``Model.free_friction_u``: its linear rows, then its body-frame angular ones).
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
