@@ -728,10 +728,10 @@ class _Reader:
             limited = "true" if v.has("actuatorfrcrange") else "false"
         if limited == "false":
             return -math.inf, math.inf
-        low, high = v.numbers("actuatorfrcrange", 2, default=(0.0, 0.0))
+        low, high = (float(x) for x in v.numbers("actuatorfrcrange", 2, default=(0.0, 0.0)))
         if not low < high:
             raise v.error(f"joint {name!r} has actuatorfrcrange lower {low!r} >= upper {high!r}")
-        return float(low), float(high)
+        return low, high
 
     def _check_free_joint(self, v: Values, name: str, actuator_range: tuple[float, float]) -> None:
         """Refuse what a free joint cannot have in jaxmor, naming only what the file (or a class) sets."""
