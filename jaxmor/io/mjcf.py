@@ -29,8 +29,11 @@ What is read
   geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh's is
   refused: give the body an ``<inertial>``).
 * Joints ``hinge``, ``slide`` and ``free`` (``<freejoint>``, at the top of the tree only), with ``pos`` (the
-  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature``, ``stiffness`` and
-  ``springref``. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
+  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature`` (on a free joint too:
+  its six velocities, the angular ones in the body frame for the friction loss, as MuJoCo's), ``stiffness``,
+  ``springref`` and ``actuatorfrcrange``/``actuatorfrclimited`` (the joint's total actuator force clamped, as
+  MuJoCo's ``qfrc_actuator``; a free joint's must contain 0 and has no effect, no actuator drives it); a free
+  joint's ``stiffness`` is refused. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
   Several joints in one body become a chain: every joint but the last moves a massless link named
   ``body/joint``; a hinge whose anchor is not the body's origin moves a link at the anchor, and the body's
   frame is welded to it (``body/anchor``); a body without joints is welded to its parent (``body/weld``).
@@ -45,7 +48,8 @@ What is read
   geoms and height fields are refused.
 * ``<contact><exclude body1 body2>``; actuators ``motor``, ``position``, ``velocity`` and ``general``
   (``gaintype="fixed"``, ``biastype`` ``none``/``affine``, ``dyntype="none"``) on a joint, with ``gear``,
-  ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
+  ``ctrlrange``/``ctrllimited`` (or ``<position inheritrange>``: the joint's range scaled about its midpoint),
+  ``forcerange``/``forcelimited``: affine actuators
   (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco`); ``<keyframe>`` ``<key>`` (``qpos``, ``qvel``,
   ``ctrl``, ``time``).
 * MuJoCo's ``<dcmotor>`` on a hinge or slide (``joint``, ``gear``, ``ctrlrange``, ``resistance``, ``motorconst``,
