@@ -168,8 +168,8 @@ def test_free_joint_friction_loss_sticks_and_slips_per_body_axis(free_box):
 
     The sharp facts are compared: where a component slips, MuJoCo's friction force sits on its bound exactly,
     so the velocities agree to 1e-6 relative (the rotation that turns the torque in the body frame meanwhile is
-    the same in both); where it sticks, jaxmor's velocity is zero (to round-off, 1e-12 of the slip)
-    and MuJoCo's creeps by its soft constraint (1 % of the slip here, < 3 % asserted). World-frame angular rows would get the
+    the same in both); where it sticks, jaxmor's velocity is zero (to round-off, 1e-12 of the slip) and MuJoCo's
+    creeps by its soft constraint (1 % of the slip here, < 3 % asserted). World-frame angular rows would get the
     torque's stick and slip the other way round (its world components are 0.25 and 0.39)."""
     model, m = free_box
     d = mujoco.MjData(m)

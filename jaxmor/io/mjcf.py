@@ -33,7 +33,8 @@ What is read
   its six velocities, the angular ones in the body frame for the friction loss, as MuJoCo's), ``stiffness``,
   ``springref`` and ``actuatorfrcrange``/``actuatorfrclimited`` (the joint's total actuator force clamped, as
   MuJoCo's ``qfrc_actuator``; a free joint's must contain 0 and has no effect, no actuator drives it); a free
-  joint's ``stiffness`` is refused. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
+  joint's ``stiffness`` is refused. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint
+  coordinate yet).
   Several joints in one body become a chain: every joint but the last moves a massless link named
   ``body/joint``; a hinge whose anchor is not the body's origin moves a link at the anchor, and the body's
   frame is welded to it (``body/anchor``); a body without joints is welded to its parent (``body/weld``).
