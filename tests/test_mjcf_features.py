@@ -130,7 +130,7 @@ def test_actuatorfrcrange_without_autolimits_needs_actuatorfrclimited():
     """As MuJoCo: a range with ``actuatorfrclimited="auto"`` and ``autolimits="false"`` is an error."""
     text = '<mujoco><compiler autolimits="false"/><worldbody>{}</worldbody></mujoco>'
     body = PENDULUM.format(n="a", x=0, attrs='actuatorfrcrange="-1 1"')
-    refused(text.format(body), "autolimits is false; set actuatorfrclimited")
+    refused(text.format(body), "actuatorfrclimited='auto' while the compiler's autolimits is false")
     with pytest.raises(ValueError, match="actuatorfrclimited"):
         mujoco.MjModel.from_xml_string(text.format(body))
 
@@ -289,3 +289,13 @@ def test_bad_inheritrange_is_refused(joint, actuator, message):
         f'<actuator><position joint="j" {actuator}/></actuator></mujoco>'
     )
     refused(text, message)
+
+
+def test_combine_keeps_the_free_friction_rows(free_box):
+    """``jaxmor.combine`` shifts the free joints with friction rows by the first model's velocities."""
+    model, _ = free_box
+    ball = jaxmor.add_free_body(model, "ball", "sphere", 0.1, 1.0, position=(1.0, 0.0, 1.0))
+    assert ball.free_friction_u == (0,) and ball.nv == 12
+    first = jaxmor.combine(ball, model, prefix="copy/")
+    assert first.free_friction_u == (0, 12)
+    np.testing.assert_array_equal(first.dof_friction, [0.3] * 6 + [0.0] * 6 + [0.3] * 6)

@@ -99,7 +99,7 @@ from jaxmor.io.description import (
     combine_masses,
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
-from jaxmor.io.mjcf_actuators import read_actuators
+from jaxmor.io.mjcf_actuators import limited_range, read_actuators
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
     ClassDefaults,
@@ -723,20 +723,8 @@ class _Reader:
     def _actuator_force_range(self, v: Values, name: str) -> tuple[float, float]:
         """``actuatorfrcrange`` [Nm or N, never converted] where ``actuatorfrclimited`` (``auto``: where a range is
         given, as for ``range``), else ``(-inf, inf)``."""
-        limited = v.choice("actuatorfrclimited", ("auto", "true", "false"), "auto")
-        if limited == "auto":
-            if v.has("actuatorfrcrange") and not self.compiler.autolimits:
-                raise v.error(
-                    f"joint {name!r} has an actuatorfrcrange but actuatorfrclimited='auto' while the compiler's "
-                    "autolimits is false; set actuatorfrclimited"
-                )
-            limited = "true" if v.has("actuatorfrcrange") else "false"
-        if limited == "false":
-            return -math.inf, math.inf
-        low, high = (float(x) for x in v.numbers("actuatorfrcrange", 2, default=(0.0, 0.0)))
-        if not low < high:
-            raise v.error(f"joint {name!r} has actuatorfrcrange lower {low!r} >= upper {high!r}")
-        return low, high
+        bounds = limited_range(v, "actuatorfrc", name, self.compiler.autolimits, what="joint")
+        return (-math.inf, math.inf) if bounds is None else bounds
 
     def _check_free_joint(self, v: Values, name: str, actuator_range: tuple[float, float]) -> None:
         """Refuse what a free joint cannot have in jaxmor, naming only what the file (or a class) sets."""

@@ -150,8 +150,8 @@ def read_actuators(
         if inherited:
             ctrl = _inherited_range(v, name, joint, (joint_ranges or {}).get(joint), compiler.autolimits)
         else:
-            ctrl = _range(v, "ctrl", name, compiler.autolimits)
-        force = _range(v, "force", name, compiler.autolimits)
+            ctrl = limited_range(v, "ctrl", name, compiler.autolimits)
+        force = limited_range(v, "force", name, compiler.autolimits)
         out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
     return out
 
@@ -246,7 +246,7 @@ def _motor_constants(v: Values, what: str) -> tuple[float, float, float]:
 
 def _bus_voltage(v: Values, what: str, name: str, autolimits: bool, volts: float) -> float:
     """``max(|ctrlrange|)`` where the control is limited, else the nominal voltage."""
-    ctrl = _range(v, "ctrl", name, autolimits)
+    ctrl = limited_range(v, "ctrl", name, autolimits)
     if ctrl is not None:
         return max(abs(ctrl[0]), abs(ctrl[1]))
     if volts > 0:
@@ -265,7 +265,7 @@ def _peak_torque(v: Values, what: str, name: str, autolimits: bool, k: float) ->
     elif current > 0:
         peak = k * current
     else:
-        force = _range(v, "force", name, autolimits)  # from a default class (a dcmotor has no forcerange)
+        force = limited_range(v, "force", name, autolimits)  # from a default class (a dcmotor has no forcerange)
         if force is not None:
             if force[0] != -force[1]:
                 raise v.error(f"{what}: forcerange {list(force)} from its default class is not symmetric")
@@ -359,22 +359,26 @@ def _law(v: Values, kind: str, name: str) -> tuple[float, tuple[float, float, fl
     return float(gain[0]), (0.0, float(bias[1]), float(bias[2]))
 
 
-def _range(v: Values, which: str, name: str, autolimits: bool) -> tuple[float, float] | None:
+def limited_range(
+    v: Values, which: str, name: str, autolimits: bool, what: str = "actuator"
+) -> tuple[float, float] | None:
+    """``{which}range`` where ``{which}limited`` (``auto``: where the range is given, if the compiler's
+    ``autolimits``), else ``None``; ``what`` and ``name`` name the element in errors."""
     limited = v.choice(f"{which}limited", ("auto", "true", "false"), "auto")
     given = v.has(f"{which}range")
     if limited == "auto":
         if given and not autolimits:
             raise v.error(
-                f"actuator {name!r} has a {which}range but {which}limited='auto' while the compiler's "
+                f"{what} {name!r} has a {which}range but {which}limited='auto' while the compiler's "
                 "autolimits is false; set it"
             )
         limited = "true" if given else "false"
     if limited == "false":
         return None
-    low, high = v.numbers(f"{which}range", 2, default=(0.0, 0.0))
+    low, high = (float(x) for x in v.numbers(f"{which}range", 2, default=(0.0, 0.0)))
     if low >= high:
-        raise v.error(f"actuator {name!r}: {which}range lower {low!r} >= upper {high!r}")
-    return float(low), float(high)
+        raise v.error(f"{what} {name!r}: {which}range lower {low!r} >= upper {high!r}")
+    return low, high
 
 
 def _inherited(doc: Document, classes, el, v: Values, name: str) -> bool:
