@@ -367,6 +367,8 @@ _DOF_FIELDS = {
     "upper": ("dof_upper", "joint upper limit"),
     "stiffness": ("dof_stiffness", "joint stiffness"),
     "ref": ("dof_springref", "joint springref"),
+    "actuator_lower": ("dof_actuator_force_lower", "joint actuatorfrcrange"),
+    "actuator_upper": ("dof_actuator_force_upper", "joint actuatorfrcrange"),
 }
 
 
@@ -409,6 +411,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         **_geom_fields(geoms, arr),
         **_dof_fields(description, tree, tables, dof, arr),
         **tables,
+        free_friction_u=tuple(v for v in tables["free_u"] if dof["friction"][v] > 0),
     )
     model = _collision_filters(model, description, geoms.descriptions, link_names)
     if description.ground is not None:
@@ -462,13 +465,16 @@ def _dof_arrays(bodies: Sequence[Body]) -> dict[str, list[float]]:
         if body.kind == JointType.FREE:
             # A floating joint's rotor inertia and damping act on its six velocities alike (isotropic, so the
             # world-frame angular velocities see them as the body-frame ones would).
-            armature, damping = (j.rotor_inertia, j.damping) if j is not None else (0.0, 0.0)
-            values = (armature, damping, 0.0, math.inf, math.inf, -math.inf, math.inf, 0.0, 0.0)
-            for key, value in zip(dof, values, strict=True):
+            # Friction loss too, each velocity's row bounded alike (jaxmor.sim.constraint: the angular rows in
+            # the body frame, as MuJoCo's).
+            armature, damping, friction = (j.rotor_inertia, j.damping, j.friction) if j is not None else (0.0,) * 3
+            values = (armature, damping, friction, math.inf, math.inf, -math.inf, math.inf, 0.0, 0.0)
+            for key, value in zip(dof, (*values, -math.inf, math.inf), strict=True):
                 dof[key].extend([value] * 6)
         else:
-            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper)
-            for key, value in zip(dof, (*values, j.stiffness, j.springref), strict=True):
+            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper, j.stiffness)
+            extra = (j.springref, j.actuator_force_lower, j.actuator_force_upper)
+            for key, value in zip(dof, (*values, *extra), strict=True):
                 dof[key].append(value)
     return dof
 

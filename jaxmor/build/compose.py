@@ -454,6 +454,7 @@ def combine(
         collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
+        free_friction_u=model.free_friction_u + tuple(v + model.nv for v in other.free_friction_u),
     )
     placed = _placed(other, translation, quat, rotation)
     fields["keyframes"] = _keyframes(model, other, placed.get("q_default", other.q_default))

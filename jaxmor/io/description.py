@@ -12,6 +12,7 @@ geom or link-attached quantity is in its own link's frame. Rotations map child t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,6 +112,8 @@ class Joint:
             of a floating joint's six velocities too).
         stiffness: joint spring stiffness [Nm/rad or N/m] (MJCF ``stiffness``; URDF has none).
         springref: the position at which the spring is relaxed [rad or m].
+        actuator_force_lower, actuator_force_upper: bounds of the joint's total actuator force [Nm or N]
+            (MJCF ``actuatorfrcrange``; ``-inf``/``inf`` where none, as for every URDF joint).
     """
 
     name: str
@@ -130,6 +133,8 @@ class Joint:
     rotor_inertia: float
     stiffness: float = 0.0
     springref: float = 0.0
+    actuator_force_lower: float = -math.inf
+    actuator_force_upper: float = math.inf
 
 
 @dataclass

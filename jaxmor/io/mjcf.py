@@ -29,8 +29,12 @@ What is read
   geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh by its
   asset's ``inertia`` rule, :mod:`jaxmor.io.mesh_inertia`).
 * Joints ``hinge``, ``slide`` and ``free`` (``<freejoint>``, at the top of the tree only), with ``pos`` (the
-  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature``, ``stiffness`` and
-  ``springref``. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
+  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature`` (on a free joint too:
+  its six velocities, the angular ones in the body frame for the friction loss, as MuJoCo's), ``stiffness``,
+  ``springref`` and ``actuatorfrcrange``/``actuatorfrclimited`` (the joint's total actuator force clamped, as
+  MuJoCo's ``qfrc_actuator``; a free joint's must contain 0 and has no effect, no actuator drives it); a free
+  joint's ``stiffness`` is refused. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint
+  coordinate yet).
   Several joints in one body become a chain: every joint but the last moves a massless link named
   ``body/joint``; a hinge whose anchor is not the body's origin moves a link at the anchor, and the body's
   frame is welded to it (``body/anchor``); a body without joints is welded to its parent (``body/weld``).
@@ -46,7 +50,8 @@ What is read
 * ``<contact><exclude body1 body2>`` and ``<pair geom1 geom2>`` (:mod:`jaxmor.io.mjcf_pairs`); actuators
   ``motor``, ``position``, ``velocity`` and ``general``
   (``gaintype="fixed"``, ``biastype`` ``none``/``affine``, ``dyntype="none"``) on a joint, with ``gear``,
-  ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
+  ``ctrlrange``/``ctrllimited`` (or ``<position inheritrange>``: the joint's range scaled about its midpoint),
+  ``forcerange``/``forcelimited``: affine actuators
   (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco`); ``<keyframe>`` ``<key>`` (``qpos``, ``qvel``,
   ``ctrl``, ``time``).
 * MuJoCo's ``<dcmotor>`` on a hinge or slide (``joint``, ``gear``, ``ctrlrange``, ``resistance``, ``motorconst``,
@@ -96,7 +101,7 @@ from jaxmor.io.description import (
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
 from jaxmor.io.mesh_inertia import RULES, mesh_mass
-from jaxmor.io.mjcf_actuators import read_actuators
+from jaxmor.io.mjcf_actuators import limited_range, read_actuators
 from jaxmor.io.mjcf_differences import differences
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
@@ -277,7 +282,7 @@ class _Reader:
         mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
-            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el)
+            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el, self._joint_ranges())
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
@@ -312,6 +317,10 @@ class _Reader:
         )
         self._apply_disabled(description)
         return description
+
+    def _joint_ranges(self) -> dict[str, tuple[float, float]]:
+        """The range [rad or m] of each limited hinge and slide, by name (for ``inheritrange``)."""
+        return {j.name: (j.lower, j.upper) for j in self.joints if math.isfinite(j.lower) and math.isfinite(j.upper)}
 
     def _sections(self) -> dict[str, list]:
         """The children of ``<mujoco>`` by tag, in document order; refused and unexpected ones raise."""
@@ -572,6 +581,7 @@ class _Reader:
             np.zeros(3),
             joint_el.sourceline,
             damping=j["damping"],
+            friction=j["friction"],
             rotor_inertia=j["armature"],
         )
         quat = geo.rotation_to_quat(body_frame.rotation)
@@ -621,6 +631,8 @@ class _Reader:
             rotor_inertia=j["armature"],
             stiffness=j["stiffness"],
             springref=j["springref"],
+            actuator_force_lower=j["actuator_range"][0],
+            actuator_force_upper=j["actuator_range"][1],
         )
         self.initial_q[j["name"]] = (ref,)
         self.joint_kinds[j["name"]] = j["kind"]
@@ -646,6 +658,8 @@ class _Reader:
             "rotor_inertia": 0.0,
             "stiffness": 0.0,
             "springref": 0.0,
+            "actuator_force_lower": -math.inf,
+            "actuator_force_upper": math.inf,
         }
         values.update(dof)
         self.joints.append(
@@ -667,6 +681,8 @@ class _Reader:
                 values["rotor_inertia"],
                 values["stiffness"],
                 values["springref"],
+                values["actuator_force_lower"],
+                values["actuator_force_upper"],
             )
         )
 
@@ -677,7 +693,7 @@ class _Reader:
             check_known(doc, el, SPECS["freejoint"])
             check_refused(doc, el, SPECS["freejoint"], attrs)
             name = attrs.get("name") or f"joint{self.joint_count}"
-            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0}
+            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0, "friction": 0.0}
         v = self.resolve(el, SPECS["joint"], "joint", childclass)
         name = v.text("name") or f"joint{self.joint_count}"
         kind = v.choice("type", ("hinge", "slide", "ball", "free"), "hinge")
@@ -688,10 +704,10 @@ class _Reader:
             )
         damping, armature = v.nonnegative("damping"), v.nonnegative("armature")
         friction, stiffness = v.nonnegative("frictionloss"), v.nonnegative("stiffness")
+        actuator_range = self._actuator_force_range(v, name)
         if kind == "free":
-            if friction or stiffness:
-                raise v.error(f"joint {name!r}: frictionloss and stiffness on a free joint are not supported")
-            return {"kind": "free", "name": name, "damping": damping, "armature": armature}
+            self._check_free_joint(v, name, actuator_range)
+            return {"kind": "free", "name": name, "damping": damping, "armature": armature, "friction": friction}
         axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
         norm = np.linalg.norm(axis)
         if norm < DEGENERATE_LENGTH:
@@ -726,7 +742,33 @@ class _Reader:
             "stiffness": stiffness,
             "springref": convert(v.number("springref", 0.0)),
             "ref": convert(v.number("ref", 0.0)),
+            "actuator_range": actuator_range,
         }
+
+    def _actuator_force_range(self, v: Values, name: str) -> tuple[float, float]:
+        """``actuatorfrcrange`` [Nm or N, never converted] where ``actuatorfrclimited`` (``auto``: where a range is
+        given, as for ``range``), else ``(-inf, inf)``."""
+        bounds = limited_range(v, "actuatorfrc", name, self.compiler.autolimits, what="joint")
+        return (-math.inf, math.inf) if bounds is None else bounds
+
+    def _check_free_joint(self, v: Values, name: str, actuator_range: tuple[float, float]) -> None:
+        """Refuse what a free joint cannot have in jaxmor, naming only what the file (or a class) sets."""
+        own = attributes(v.element)
+
+        def given(attribute: str) -> str:
+            origin = "" if attribute in own else " (from its default class)"
+            return f"{attribute}={v.text(attribute)!r}{origin}"
+
+        if v.nonnegative("stiffness"):
+            raise v.error(
+                f"joint {name!r}: {given('stiffness')} on a free joint is not supported (MuJoCo's free-joint "
+                "spring pulls the whole pose to qpos_spring)"
+            )
+        if not actuator_range[0] <= 0.0 <= actuator_range[1]:
+            raise v.error(
+                f"joint {name!r}: {given('actuatorfrcrange')} on a free joint excludes 0 (no actuator drives a free "
+                "joint in jaxmor; MuJoCo would apply the nearest bound)"
+            )
 
     def _read_geom(self, el, link: str, frame: _Frame, childclass, world: bool) -> None:
         v = self.resolve(el, SPECS["geom"], "geom", childclass)

@@ -145,13 +145,12 @@ SPECS: dict[str, ElementSpec] = {
     "frame": _spec("name childclass pos " + _ORIENTATION),
     "inertial": _spec("pos mass diaginertia fullinertia " + _ORIENTATION),
     "joint": _spec(
-        "name class type pos axis range limited damping frictionloss armature stiffness springref ref",
+        "name class type pos axis range limited damping frictionloss armature stiffness springref ref "
+        "actuatorfrcrange actuatorfrclimited",
         "group user margin solreflimit solimplimit solreffriction solimpfriction",
         {
             "springdamper": (zero, "springdamper is not supported: give stiffness and damping"),
             "springyield": (zero, "springyield is not supported"),
-            "actuatorfrclimited": (false_or_auto, "actuatorfrclimited is not supported"),
-            "actuatorfrcrange": (zero, "actuatorfrcrange is not supported: clamp each actuator's forcerange instead"),
             "actuatorgravcomp": (false, "actuatorgravcomp is not supported"),
         },
     ),
@@ -227,11 +226,10 @@ _ACTIVATION = "activation dynamics are not supported"
 ACTUATOR_SPECS: dict[str, ElementSpec] = {
     "motor": _actuator(""),
     "position": _actuator(
-        "kp kv",
+        "kp kv inheritrange",
         {
             "dampratio": (zero, "position dampratio is not supported: give kv"),
             "timeconst": (zero, "position timeconst is not supported: " + _ACTIVATION),
-            "inheritrange": (zero, "position inheritrange is not supported: give ctrlrange"),
         },
     ),
     "velocity": _actuator("kv"),
@@ -245,7 +243,11 @@ ACTUATOR_SPECS: dict[str, ElementSpec] = {
             "ffrange": (zero, "ffrange is not supported"),
             "velrange": (zero, "velrange is not supported"),
             "input": (empty, "actuator inputs are not supported"),
-            "inheritrange": (zero, "inheritrange is not supported: give ctrlrange"),
+            "inheritrange": (
+                zero,
+                "inheritrange on a <general> is not supported (MuJoCo ignores the element's own and applies a "
+                "default class's): give ctrlrange",
+            ),
         },
     ),
 }
