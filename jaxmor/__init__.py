@@ -45,6 +45,7 @@ from jaxmor.build.terrain import with_terrain
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
+from jaxmor.io.mjcf_differences import MujocoDifferenceWarning
 from jaxmor.model import (
     actuator_index,
     actuator_names,
@@ -126,6 +127,7 @@ __all__ = [
     "MotorSaturation",
     "MotorState",
     "MotorTorqueBounds",
+    "MujocoDifferenceWarning",
     "Options",
     "Poses",
     "Sensors",

@@ -417,6 +417,10 @@ class Model:
         dof_stiffness: (nv,) joint spring stiffness [Nm/rad or N/m] (MJCF ``stiffness``; 0 for URDF joints): a
             passive torque ``stiffness (springref - q)``, integrated implicitly like the PD.
         dof_springref: (nv,) the position at which each joint's spring is relaxed [rad or m].
+        dof_actuator_force_lower, dof_actuator_force_upper: (nv,) bounds of each velocity's total actuator force
+            [Nm or N] (MJCF ``actuatorfrcrange``): the affine and DC-motor actuators' generalized force on it,
+            summed, is clamped to them (:func:`jaxmor.sim.forces.actuator_joint_force`); ``-inf``/``inf``
+            where none (URDF joints, free joints).
         q_default: (nq,) the coordinates a new State starts from (:func:`jaxmor.init_state`,
             :func:`jaxmor.neutral_q`) [m, -, rad]: as a URDF loads, every free joint at the origin with the
             identity quaternion and every 1-DoF joint at 0 clipped into its limits; as an MJCF loads, MuJoCo's
@@ -434,6 +438,11 @@ class Model:
             in ``contact_pairs``.
         sites: the named frames fixed on links (:class:`Sites`, MJCF ``<site>``).
         sensors: the sensors (:class:`Sensors`, MJCF ``<sensor>``), read by :func:`jaxmor.read_sensors`.
+        free_friction_u: first velocity index of each free joint whose six velocities have friction-loss rows
+            in the solver (static; the free joints with a ``dof_friction`` given at build time, MJCF
+            ``frictionloss``): the linear rows bound the world-frame velocity of the body origin, the angular
+            ones the body-frame angular velocity, each by ``dof_friction`` as MuJoCo's. Elsewhere a free
+            joint's ``dof_friction`` has no effect.
     """
 
     # Names, counts and the topology (static).
@@ -499,6 +508,8 @@ class Model:
     dof_upper: jax.Array
     dof_stiffness: jax.Array
     dof_springref: jax.Array
+    dof_actuator_force_lower: jax.Array
+    dof_actuator_force_upper: jax.Array
     # Per coordinate.
     q_default: jax.Array
     # The ground.
@@ -513,6 +524,7 @@ class Model:
     terrain: tuple[TerrainGrid, ...] = ()
     sites: Sites = struct.field(default_factory=empty_sites)
     sensors: Sensors = struct.field(default_factory=empty_sensors)
+    free_friction_u: tuple[int, ...] = struct.field(pytree_node=False, default=())
 
     @property
     def nb(self) -> int:
@@ -640,7 +652,8 @@ class State:
             a contact's warm start follows it when it changes slot.
         contact_overflow: () int32, the number of candidates within ``opt.contact_reach`` that the last
             step's contact budget left out (0 when the budget held them all).
-        friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s].
+        friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s] (on a free joint with
+            friction rows, ``Model.free_friction_u``: its linear rows, then its body-frame angular ones).
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles

@@ -318,8 +318,9 @@ GO2_DIR = Path(os.environ.get("JAXMOR_GO2_DIR", DATA_DIR / "unitree_go2"))
 
 
 def mjcf_model(name: str) -> Path | None:
-    """A third-party MJCF file: ``go2/<file>`` (Menagerie, in the repository), ``barkour`` (mujoco-mjx's test data)
-    or a dm_control suite domain (``cheetah``); ``None`` when the package holding it is not installed.
+    """A third-party MJCF file: ``go2/<file>`` (Menagerie, in the repository), ``barkour`` or ``mjx-humanoid``
+    (mujoco-mjx's test data) or a dm_control suite domain (``cheetah``); ``None`` when the package holding it is not
+    installed.
 
     Raises:
         FileNotFoundError: a Go2 file is missing (it is part of the repository: a failure, never a skip).
@@ -331,6 +332,8 @@ def mjcf_model(name: str) -> Path | None:
         return path
     if name == "barkour":
         return _package_file("mujoco.mjx", "test_data", "barkour_v0", "assets", "barkour_v0_mjx.xml")
+    if name == "mjx-humanoid":
+        return _package_file("mujoco.mjx", "test_data", "humanoid", "humanoid.xml")
     return _package_file("dm_control", "suite", f"{name}.xml")
 
 

@@ -2,7 +2,8 @@
 
 Models, all read offline: the Menagerie Unitree Go2 (``tests/data/unitree_go2``, ``scene.xml`` and
 ``scene_mjx.xml``, in the repository), the Barkour quadruped of mujoco-mjx's test data (its flat floor in place of
-the height field jaxmor refuses), and the dm_control suite's cheetah, walker, hopper and humanoid (the
+the height field jaxmor refuses), mujoco-mjx's humanoid (its feet touch the floor through explicit ``<pair>``s), and
+the dm_control suite's cheetah, walker, hopper and humanoid (the
 dm-control wheel's XML files, read as files: dm_control is not imported). They cover free and fixed bases,
 slide and hinge roots, several joints in one body with anchors off the body's origin, inertias from explicit
 ``<inertial>`` elements and from geoms (capsules given by ``fromto``, ``settotalmass``), degrees and
@@ -29,7 +30,7 @@ import jaxmor
 mujoco = pytest.importorskip("mujoco")
 
 TOL = 1e-9
-MODELS = ["go2/scene.xml", "go2/scene_mjx.xml", "barkour", "cheetah", "walker", "hopper", "humanoid"]
+MODELS = ["go2/scene.xml", "go2/scene_mjx.xml", "barkour", "mjx-humanoid", "cheetah", "walker", "hopper", "humanoid"]
 
 
 def _path(name: str, tmp_path_factory) -> str:
@@ -173,6 +174,30 @@ def test_go2_lands_and_stands_like_mujoco(go2_landing):
     above_m = q.mujoco[rest, 2] - (foot_m[rest].mean(axis=1) - radius)
     assert np.abs(above_j - above_m).max() < 5e-3
     assert np.abs(q.jaxmor[rest, 2] - q.jaxmor[-1, 2]).max() < 1e-3  # jaxmor's base has come to rest
+
+
+def test_the_mjx_humanoid_falls_as_in_mujoco_until_its_feet_touch():
+    """mujoco-mjx's humanoid (feet against the floor only through explicit ``<pair>``s; its other geoms visual)
+    dropped from 0.2 m above ``qpos0``: the same states in both engines (1e-9, measured 4e-16) until either
+    reports a contact, and the first contacts within a step of each other (jaxmor's contacts count from the step
+    that would reach the floor, MuJoCo's once the feet touch it), both the four foot capsules' (two points each)."""
+    from jaxmor.tools import compare
+
+    path = mjcf_model("mjx-humanoid")
+    if path is None:
+        pytest.skip("mujoco-mjx's test data is not installed (a package of the test extra)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = jaxmor.load_mjcf(path)
+    mj_model = mujoco.MjModel.from_xml_path(str(path))
+    qpos = mj_model.qpos0.copy()
+    qpos[2] += 0.2
+    report = compare.rollout(compare.Pair(model, mj_model), qpos, np.zeros(mj_model.nv), np.zeros(mj_model.nu), 60)
+    contacts, q = report["contacts"], report["q"]
+    first = [int(np.argmax(c > 0)) for c in (contacts.jaxmor, contacts.mujoco)]
+    assert 20 < min(first) and abs(first[0] - first[1]) <= 1 and contacts.mujoco[first[1]] == 8, first
+    before = min(first)
+    assert np.abs(q.jaxmor[:before] - q.mujoco[:before]).max() < TOL
 
 
 def test_compare_converts_as_the_reference_does(pair):

@@ -44,7 +44,7 @@ SCENE = """
       <geom type="box" size="0.2 0.1 0.05" mass="5"/>
       <site name="imu" pos="0.05 0.02 0.03" quat="0.9 0.1 0.2 0.3"/>
       <body name="arm" pos="0.2 0 0" euler="0 0.3 0">
-        <joint name="shoulder" axis="0 1 0" pos="0.02 0 0.01" ref="0.2"/>
+        <joint name="shoulder" axis="0 1 0" pos="0.02 0 0.01" ref="0.2" actuatorfrcrange="-1.5 1.5"/>
         <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
         <frame pos="0.3 0 0" euler="0 0 0.4"><site name="hand" class="tip"/></frame>
         <body name="wrist" pos="0.3 0 0" quat="0.8 0 0.6 0">

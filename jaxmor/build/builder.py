@@ -38,6 +38,7 @@ from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import padded
 from jaxmor.io.mjcf import parse_mjcf
+from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_line
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
 from jaxmor.sim.collision import pair_supported
@@ -154,12 +155,15 @@ def load_mjcf(
         path_or_xml, assets_dir=assets_dir, meshes=meshes, package_dirs=package_dirs, actuator_dirs=actuator_dirs
     )
     model = build_model(description)
-    pairs, skipped = [], []
-    for i, j in collision_candidates(model):
+    pairs, skipped, left_out = [], [], 0
+    explicit = {frozenset(pair) for pair in explicit_pairs(model, description)}
+    candidates = collision_candidates(model)
+    _check_explicit_pairs(model, description, {frozenset(pair) for pair in candidates})
+    for i, j in candidates:
         world = model.geom_body[i] < 0 or model.geom_body[j] < 0
-        if not (world or self_collision):
-            continue
-        if pair_supported(model.geom_type[i], model.geom_type[j]):
+        if not (world or self_collision or frozenset((i, j)) in explicit):
+            left_out += 1
+        elif pair_supported(model.geom_type[i], model.geom_type[j]):
             pairs.append((i, j))
         else:
             skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
@@ -169,6 +173,11 @@ def load_mjcf(
             f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
             stacklevel=2,
         )
+    lines = description.mujoco_differences + ([self_collision_line(left_out)] if left_out else [])
+    if lines:
+        listed = "".join(f"\n  - {line}" for line in lines)
+        message = f"{description.source}: MuJoCo would simulate this file differently (docs/mjcf.md):{listed}"
+        warnings.warn(message, MujocoDifferenceWarning, stacklevel=2)
     return binned(model.replace(contact_pairs=tuple(pairs)))
 
 
@@ -359,6 +368,8 @@ _DOF_FIELDS = {
     "upper": ("dof_upper", "joint upper limit"),
     "stiffness": ("dof_stiffness", "joint stiffness"),
     "ref": ("dof_springref", "joint springref"),
+    "actuator_lower": ("dof_actuator_force_lower", "joint actuatorfrcrange"),
+    "actuator_upper": ("dof_actuator_force_upper", "joint actuatorfrcrange"),
 }
 
 
@@ -401,10 +412,11 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         **_geom_fields(geoms, arr),
         **_dof_fields(description, tree, tables, dof, arr),
         **tables,
+        free_friction_u=tuple(v for v in tables["free_u"] if dof["friction"][v] > 0),
     )
     model = _collision_filters(model, description, geoms.descriptions, link_names)
     if description.ground is not None:
-        model = _with_ground(model, description.ground, geoms.descriptions, arr.dtype)
+        model = _with_ground(model, description, geoms.descriptions, arr.dtype)
     if description.affine_actuators:
         model = model.replace(affine=_compile_affine(model, description))
     if description.actuators:
@@ -455,13 +467,16 @@ def _dof_arrays(bodies: Sequence[Body]) -> dict[str, list[float]]:
         if body.kind == JointType.FREE:
             # A floating joint's rotor inertia and damping act on its six velocities alike (isotropic, so the
             # world-frame angular velocities see them as the body-frame ones would).
-            armature, damping = (j.rotor_inertia, j.damping) if j is not None else (0.0, 0.0)
-            values = (armature, damping, 0.0, math.inf, math.inf, -math.inf, math.inf, 0.0, 0.0)
-            for key, value in zip(dof, values, strict=True):
+            # Friction loss too, each velocity's row bounded alike (jaxmor.sim.constraint: the angular rows in
+            # the body frame, as MuJoCo's).
+            armature, damping, friction = (j.rotor_inertia, j.damping, j.friction) if j is not None else (0.0,) * 3
+            values = (armature, damping, friction, math.inf, math.inf, -math.inf, math.inf, 0.0, 0.0)
+            for key, value in zip(dof, (*values, -math.inf, math.inf), strict=True):
                 dof[key].extend([value] * 6)
         else:
-            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper)
-            for key, value in zip(dof, (*values, j.stiffness, j.springref), strict=True):
+            values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper, j.stiffness)
+            extra = (j.springref, j.actuator_force_lower, j.actuator_force_upper)
+            for key, value in zip(dof, (*values, *extra), strict=True):
                 dof[key].append(value)
     return dof
 
@@ -614,7 +629,27 @@ def _collision_filters(model: Model, description: RobotDescription, geoms, link_
         except ArgumentError as err:
             raise ModelError(source, line, str(err)) from None
     excluded |= _masked_pairs(geoms)
+    excluded -= {frozenset(pair) for pair in explicit_pairs(model, description) if pair[1] >= 0}
     return model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
+
+
+def _check_explicit_pairs(model: Model, description: RobotDescription, candidates: set[frozenset]) -> None:
+    """Refuse an explicit pair jaxmor cannot collide: two geoms of one body, or of a parent and its child."""
+    pairs = zip(explicit_pairs(model, description), description.explicit_pairs, strict=True)
+    for (a, b), (name_a, name_b, line) in pairs:
+        if b >= 0 and frozenset((a, b)) not in candidates:
+            raise ModelError(
+                description.source,
+                line,
+                f"<pair> geoms {name_a!r} and {name_b!r} are on one body or on a parent and its child, which jaxmor "
+                "never collides",
+            )
+
+
+def explicit_pairs(model: Model, description: RobotDescription) -> list[tuple[int, int]]:
+    """The description's explicit pairs (MJCF ``<pair>``) as geom indices, ``-1`` for the ground plane."""
+    index = {name: g for g, name in enumerate(model.geom_names)}
+    return [(index[a], -1 if b is None else index[b]) for a, b, _ in description.explicit_pairs]
 
 
 def _collide(contype_a, conaffinity_a, contype_b, conaffinity_b) -> bool:
@@ -635,13 +670,17 @@ def _masked_pairs(geoms) -> set[frozenset]:
     }
 
 
-def _with_ground(model: Model, ground, geoms, dtype) -> Model:
-    """The description's ground plane: touched by the geoms whose bit masks collide with it."""
+def _with_ground(model: Model, description: RobotDescription, geoms, dtype) -> Model:
+    """The description's ground plane: touched by the geoms whose bit masks collide with it, and by those an
+    explicit pair puts against it."""
+    ground = description.ground
+    paired = {a for a, b in explicit_pairs(model, description) if b < 0}
+    touching = [_collide(g.contype, g.conaffinity, ground.contype, ground.conaffinity) for g in geoms]
     return model.replace(
         ground=True,
         ground_height=jnp.asarray(ground.height, dtype),
         ground_friction=jnp.asarray(ground.friction, dtype),
-        geom_ground=tuple(_collide(g.contype, g.conaffinity, ground.contype, ground.conaffinity) for g in geoms),
+        geom_ground=tuple(t or g in paired for g, t in enumerate(touching)),
     )
 
 

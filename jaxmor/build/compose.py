@@ -457,6 +457,7 @@ def combine(
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
         sites=combine_sites(model, other, prefix, rotation, translation),
         sensors=combine_sensors(model, other, prefix),
+        free_friction_u=model.free_friction_u + tuple(v + model.nv for v in other.free_friction_u),
     )
     placed = _placed(other, translation, quat, rotation)
     fields["keyframes"] = _keyframes(model, other, placed.get("q_default", other.q_default))

@@ -12,6 +12,7 @@ geom or link-attached quantity is in its own link's frame. Rotations map child t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,6 +112,8 @@ class Joint:
             of a floating joint's six velocities too).
         stiffness: joint spring stiffness [Nm/rad or N/m] (MJCF ``stiffness``; URDF has none).
         springref: the position at which the spring is relaxed [rad or m].
+        actuator_force_lower, actuator_force_upper: bounds of the joint's total actuator force [Nm or N]
+            (MJCF ``actuatorfrcrange``; ``-inf``/``inf`` where none, as for every URDF joint).
     """
 
     name: str
@@ -130,6 +133,8 @@ class Joint:
     rotor_inertia: float
     stiffness: float = 0.0
     springref: float = 0.0
+    actuator_force_lower: float = -math.inf
+    actuator_force_upper: float = math.inf
 
 
 @dataclass
@@ -279,6 +284,10 @@ class RobotDescription:
         sites: the named frames fixed on links (MJCF ``<site>``).
         sensors: the sensors, in document order.
         magnetic: the global magnetic flux (MJCF ``<option magnetic>``), ``None`` for MuJoCo's default.
+        explicit_pairs: (MJCF ``<pair>``) ``(geom, other geom, line)`` of each pair collided whatever the bit masks,
+            exclusions and self-collision setting say; the other geom ``None`` for the ground plane.
+        mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
+            (:func:`jaxmor.io.mjcf_differences.differences`).
     """
 
     name: str
@@ -301,6 +310,8 @@ class RobotDescription:
     sites: list[Site] = field(default_factory=list)
     sensors: list[SensorDescription] = field(default_factory=list)
     magnetic: tuple[float, float, float] | None = None
+    explicit_pairs: list[tuple[str, str | None, int]] = field(default_factory=list)
+    mujoco_differences: list[str] = field(default_factory=list)
 
 
 def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:

@@ -103,7 +103,7 @@ def convex_hull(path: Path, scale: Sequence[float], source: str, line: int | Non
             (fewer than 4 points not in a plane); the message names the description's file and line.
     """
     try:
-        return _hull(str(path), tuple(float(s) for s in scale))
+        return _hull(file_key(path), tuple(float(s) for s in scale))
     except _HullError as err:
         raise ModelError(source, line, f"mesh {str(path)!r}: {err}") from None
 
@@ -112,21 +112,58 @@ class _HullError(Exception):
     pass
 
 
-@functools.lru_cache(maxsize=256)
-def _hull(path: str, scale: tuple[float, float, float]) -> Hull:
+def file_key(path: Path) -> tuple[str, int, int]:
+    """What the mesh caches key a file by: its path, modification time [ns] and size, so that an edited file is
+    read again (a missing file gets ``-1, -1``, and the reader reports it)."""
+    try:
+        stat = Path(path).stat()
+        return str(path), stat.st_mtime_ns, stat.st_size
+    except OSError:
+        return str(path), -1, -1
+
+
+def read_mesh(path: Path, source: str, line: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(vertices (n, 3) [file units], faces (f, 3) vertex indices)`` of a mesh file as written (not scaled),
+    read through ``trimesh``; both arrays are read-only (cached).
+
+    Raises:
+        ModelError: ``trimesh`` is missing or the file cannot be read; the message names the description's
+            file and line.
+    """
+    try:
+        return _read(file_key(path))
+    except _HullError as err:
+        raise ModelError(source, line, f"mesh {str(path)!r}: {err}") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _read(key: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    path = key[0]
     try:
         import trimesh
+    except ImportError as err:
+        raise _HullError(f"meshes need the optional dependency trimesh ({err}); pip install 'jaxmor[mesh]'") from None
+    try:
+        mesh = trimesh.load(path, force="mesh")
+        vertices = np.array(mesh.vertices, dtype=np.float64)
+        faces = np.array(mesh.faces, dtype=np.int64).reshape(-1, 3)
+    except Exception as err:  # trimesh raises many types for unreadable files
+        raise _HullError(f"cannot be read ({type(err).__name__}: {err})") from None
+    vertices.flags.writeable = faces.flags.writeable = False
+    return vertices, faces
+
+
+@functools.lru_cache(maxsize=256)
+def _hull(key: tuple[str, int, int], scale: tuple[float, float, float]) -> Hull:
+    try:
+        import trimesh  # noqa: F401
         from scipy.spatial import ConvexHull, QhullError
     except ImportError as err:
         raise _HullError(
             f"collision meshes need the optional dependencies trimesh and scipy ({err}); "
             "pip install 'jaxmor[mesh]', or load_urdf(..., meshes='ignore') to leave the meshes out"
         ) from None
-    try:
-        mesh = trimesh.load(path, force="mesh")
-        points = np.asarray(mesh.vertices, dtype=np.float64) * np.asarray(scale)
-    except Exception as err:  # trimesh raises many types for unreadable files
-        raise _HullError(f"cannot be read ({type(err).__name__}: {err})") from None
+    points = _read(key)[0] * np.asarray(scale)
     try:
         full = points[ConvexHull(points).vertices]
         chosen = full if len(full) <= MAX_HULL_VERTICES else _simplify(full, MAX_HULL_VERTICES, ConvexHull)

@@ -26,11 +26,15 @@ What is read
   depends on the order of the defaults).
 * ``<body>`` with ``pos`` and one of ``quat``, ``euler``, ``axisangle``, ``xyaxes``, ``zaxis``;
   ``<frame>``; ``<inertial pos (orientation) mass diaginertia|fullinertia>``, or the inertia of the body's
-  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh's is
-  refused: give the body an ``<inertial>``).
+  geoms (sphere, capsule, cylinder, box, ellipsoid of uniform ``density`` or given ``mass``; a mesh by its
+  asset's ``inertia`` rule, :mod:`jaxmor.io.mesh_inertia`).
 * Joints ``hinge``, ``slide`` and ``free`` (``<freejoint>``, at the top of the tree only), with ``pos`` (the
-  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature``, ``stiffness`` and
-  ``springref``. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint coordinate yet).
+  anchor), ``axis``, ``range``/``limited``, ``damping``, ``frictionloss``, ``armature`` (on a free joint too:
+  its six velocities, the angular ones in the body frame for the friction loss, as MuJoCo's), ``stiffness``,
+  ``springref`` and ``actuatorfrcrange``/``actuatorfrclimited`` (the joint's total actuator force clamped, as
+  MuJoCo's ``qfrc_actuator``; a free joint's must contain 0 and has no effect, no actuator drives it); a free
+  joint's ``stiffness`` is refused. ``ball`` joints are refused (postponed: jaxmor has no quaternion joint
+  coordinate yet).
   Several joints in one body become a chain: every joint but the last moves a massless link named
   ``body/joint``; a hinge whose anchor is not the body's origin moves a link at the anchor, and the body's
   frame is welded to it (``body/anchor``); a body without joints is welded to its parent (``body/weld``).
@@ -43,9 +47,11 @@ What is read
   from its geoms. One horizontal ``plane`` in the world body is the ground; any other plane (a wall, a tilted
   plane) becomes a static box filling the half space behind it (:data:`HALF_SPACE`); ``ellipsoid`` collision
   geoms and height fields are refused.
-* ``<contact><exclude body1 body2>``; actuators ``motor``, ``position``, ``velocity`` and ``general``
+* ``<contact><exclude body1 body2>`` and ``<pair geom1 geom2>`` (:mod:`jaxmor.io.mjcf_pairs`); actuators
+  ``motor``, ``position``, ``velocity`` and ``general``
   (``gaintype="fixed"``, ``biastype`` ``none``/``affine``, ``dyntype="none"``) on a joint, with ``gear``,
-  ``ctrlrange``/``ctrllimited``, ``forcerange``/``forcelimited``: affine actuators
+  ``ctrlrange``/``ctrllimited`` (or ``<position inheritrange>``: the joint's range scaled about its midpoint),
+  ``forcerange``/``forcelimited``: affine actuators
   (:meth:`jaxmor.AffineActuatorDefinition.from_mujoco`); ``<keyframe>`` ``<key>`` (``qpos``, ``qvel``,
   ``ctrl``, ``time``).
 * MuJoCo's ``<dcmotor>`` on a hinge or slide (``joint``, ``gear``, ``ctrlrange``, ``resistance``, ``motorconst``,
@@ -98,7 +104,9 @@ from jaxmor.io.description import (
     combine_masses,
 )
 from jaxmor.io.mesh import convex_hull, resolve_mesh
-from jaxmor.io.mjcf_actuators import read_actuators
+from jaxmor.io.mesh_inertia import RULES, mesh_mass
+from jaxmor.io.mjcf_actuators import limited_range, read_actuators
+from jaxmor.io.mjcf_differences import differences
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
     ClassDefaults,
@@ -113,6 +121,7 @@ from jaxmor.io.mjcf_document import (
     read_defaults,
     read_document,
 )
+from jaxmor.io.mjcf_pairs import combined_friction, difference_line, pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.xml import STRING_SOURCE, tag
@@ -151,6 +160,17 @@ class _Frame:
 _IDENTITY = _Frame(np.eye(3), np.zeros(3))
 
 
+@dataclass(frozen=True)
+class _MeshAsset:
+    """A ``<mesh>`` asset: its file, scale (3,), element, ``inertia`` rule and ``maxhullvert`` (-1: none)."""
+
+    file: str
+    scale: np.ndarray
+    element: object
+    inertia: str
+    maxhullvert: int
+
+
 @dataclass
 class _TakenNames:
     """The link and joint names read so far, while a body's links and joints are added."""
@@ -177,7 +197,7 @@ class _Reader:
         self.compiler = Compiler()
         self.options = _Options()
         self.classes: dict[str, ClassDefaults] = {}
-        self.mesh_files: dict[str, tuple[str, np.ndarray, object]] = {}
+        self.mesh_files: dict[str, _MeshAsset] = {}
         self.links: list[Link] = []
         self.joints: list[Joint] = []
         self.joint_kinds: dict[str, str] = {}  # MJCF joint name -> "hinge" | "slide" | "free", MuJoCo's order
@@ -186,6 +206,9 @@ class _Reader:
         self.joint_count = 0
         self.geom_count = 0
         self.ground: GroundPlane | None = None
+        self.ground_name: str | None = None
+        self.pairs: list = []  # (element, jaxmor.io.mjcf_pairs.Pair) of each explicit <pair>
+        self.paired: set[str] = set()  # the geoms they name: collision geoms whatever their bit masks
         self.rich_contacts: list[str] = []  # geoms with condim 4 or 6
         #: body -> the mass parts of its geoms, or None where its <inertial> counts (or nothing does)
         self.body_masses: dict[str, list | None] = {}
@@ -257,12 +280,16 @@ class _Reader:
         self.classes = read_defaults(doc, sections.get("default", []))
         for el in sections.get("asset", []):
             self._read_assets(el)
+        contact = sections.get("contact", [])
+        self.pairs = [(el, read_pair(self.resolve(el, SPECS["pair"], "pair", None))) for el in pair_elements(contact)]
+        self.paired = {name for _, pair in self.pairs for name in (pair.geom1, pair.geom2)}
         self._read_world(sections.get("worldbody", []))
         self._finish_masses()
+        explicit, pair_lines = self._resolve_pairs()
         mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
-            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el)
+            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el, self._joint_ranges())
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
@@ -296,9 +323,15 @@ class _Reader:
             sites=self.sites,
             sensors=sensors,
             magnetic=read_magnetic(self, sections.get("option", [])),
+            explicit_pairs=explicit,
+            mujoco_differences=differences(doc) + pair_lines,
         )
         self._apply_disabled(description)
         return description
+
+    def _joint_ranges(self) -> dict[str, tuple[float, float]]:
+        """The range [rad or m] of each limited hinge and slide, by name (for ``inheritrange``)."""
+        return {j.name: (j.lower, j.upper) for j in self.joints if math.isfinite(j.lower) and math.isfinite(j.upper)}
 
     def _sections(self) -> dict[str, list]:
         """The children of ``<mujoco>`` by tag, in document order; refused and unexpected ones raise."""
@@ -404,7 +437,8 @@ class _Reader:
                 raise v.error(f"mesh scale must be nonzero, got {scale.tolist()}")
             if self.compiler.strippath:
                 file = Path(file).name
-            self.mesh_files[name] = (file, scale, child)
+            rule = v.choice("inertia", RULES, RULES[0])
+            self.mesh_files[name] = _MeshAsset(file, scale, child, rule, v.integer("maxhullvert", -1))
 
     # ---------------------------------------------------------------------------------- the tree
 
@@ -560,6 +594,7 @@ class _Reader:
             np.zeros(3),
             joint_el.sourceline,
             damping=j["damping"],
+            friction=j["friction"],
             rotor_inertia=j["armature"],
         )
         quat = geo.rotation_to_quat(body_frame.rotation)
@@ -609,6 +644,8 @@ class _Reader:
             rotor_inertia=j["armature"],
             stiffness=j["stiffness"],
             springref=j["springref"],
+            actuator_force_lower=j["actuator_range"][0],
+            actuator_force_upper=j["actuator_range"][1],
         )
         self.initial_q[j["name"]] = (ref,)
         self.joint_kinds[j["name"]] = j["kind"]
@@ -634,6 +671,8 @@ class _Reader:
             "rotor_inertia": 0.0,
             "stiffness": 0.0,
             "springref": 0.0,
+            "actuator_force_lower": -math.inf,
+            "actuator_force_upper": math.inf,
         }
         values.update(dof)
         self.joints.append(
@@ -655,6 +694,8 @@ class _Reader:
                 values["rotor_inertia"],
                 values["stiffness"],
                 values["springref"],
+                values["actuator_force_lower"],
+                values["actuator_force_upper"],
             )
         )
 
@@ -665,7 +706,7 @@ class _Reader:
             check_known(doc, el, SPECS["freejoint"])
             check_refused(doc, el, SPECS["freejoint"], attrs)
             name = attrs.get("name") or f"joint{self.joint_count}"
-            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0}
+            return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0, "friction": 0.0}
         v = self.resolve(el, SPECS["joint"], "joint", childclass)
         name = v.text("name") or f"joint{self.joint_count}"
         kind = v.choice("type", ("hinge", "slide", "ball", "free"), "hinge")
@@ -676,10 +717,10 @@ class _Reader:
             )
         damping, armature = v.nonnegative("damping"), v.nonnegative("armature")
         friction, stiffness = v.nonnegative("frictionloss"), v.nonnegative("stiffness")
+        actuator_range = self._actuator_force_range(v, name)
         if kind == "free":
-            if friction or stiffness:
-                raise v.error(f"joint {name!r}: frictionloss and stiffness on a free joint are not supported")
-            return {"kind": "free", "name": name, "damping": damping, "armature": armature}
+            self._check_free_joint(v, name, actuator_range)
+            return {"kind": "free", "name": name, "damping": damping, "armature": armature, "friction": friction}
         axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
         norm = np.linalg.norm(axis)
         if norm < DEGENERATE_LENGTH:
@@ -714,7 +755,33 @@ class _Reader:
             "stiffness": stiffness,
             "springref": convert(v.number("springref", 0.0)),
             "ref": convert(v.number("ref", 0.0)),
+            "actuator_range": actuator_range,
         }
+
+    def _actuator_force_range(self, v: Values, name: str) -> tuple[float, float]:
+        """``actuatorfrcrange`` [Nm or N, never converted] where ``actuatorfrclimited`` (``auto``: where a range is
+        given, as for ``range``), else ``(-inf, inf)``."""
+        bounds = limited_range(v, "actuatorfrc", name, self.compiler.autolimits, what="joint")
+        return (-math.inf, math.inf) if bounds is None else bounds
+
+    def _check_free_joint(self, v: Values, name: str, actuator_range: tuple[float, float]) -> None:
+        """Refuse what a free joint cannot have in jaxmor, naming only what the file (or a class) sets."""
+        own = attributes(v.element)
+
+        def given(attribute: str) -> str:
+            origin = "" if attribute in own else " (from its default class)"
+            return f"{attribute}={v.text(attribute)!r}{origin}"
+
+        if v.nonnegative("stiffness"):
+            raise v.error(
+                f"joint {name!r}: {given('stiffness')} on a free joint is not supported (MuJoCo's free-joint "
+                "spring pulls the whole pose to qpos_spring)"
+            )
+        if not actuator_range[0] <= 0.0 <= actuator_range[1]:
+            raise v.error(
+                f"joint {name!r}: {given('actuatorfrcrange')} on a free joint excludes 0 (no actuator drives a free "
+                "joint in jaxmor; MuJoCo would apply the nearest bound)"
+            )
 
     def _read_geom(self, el, link: str, frame: _Frame, childclass, world: bool) -> None:
         v = self.resolve(el, SPECS["geom"], "geom", childclass)
@@ -739,7 +806,7 @@ class _Reader:
             raise v.error(f"geom {name!r}: friction must not be negative, got {friction.tolist()}")
         mu = float(friction[0]) if condim >= 3 else 0.0
         priority = v.integer("priority", 0)
-        collides = bool(contype or conaffinity)
+        collides = bool(contype or conaffinity) or name in self.paired
         if kind == "plane":
             self._read_plane(v, name, world, rotation, translation, collides, mu, priority, contype, conaffinity)
             return
@@ -806,6 +873,7 @@ class _Reader:
             return
         if self.ground is None and np.abs(rotation[:, 2] - [0.0, 0.0, 1.0]).max() <= ROUND_OFF:
             self.ground = GroundPlane(float(translation[2]), mu, priority, contype, conaffinity, v.line)
+            self.ground_name = name
             return
         centre = translation - HALF_SPACE * rotation[:, 2]
         box = Geom(
@@ -889,10 +957,8 @@ class _Reader:
         if parts is None:  # the body's <inertial> counts instead, or none does (inertiafromgeom="false")
             return
         if kind == "mesh":
-            raise v.error(
-                f"geom {name!r}: the inertia of a mesh is not computed; give the body an <inertial> "
-                '(or the geom mass="0" group outside inertiagrouprange)'
-            )
+            self._count_mesh_mass(v, name, rotation, translation, parts)
+            return
         if v.has("mass"):
             mass = v.nonnegative("mass")
             density = mass / geo.volume(kind, size)
@@ -901,23 +967,68 @@ class _Reader:
         mass, moments = geo.principal_inertia(kind, size, density)
         parts.append((mass, translation, rotation @ np.diag(moments) @ rotation.T))
 
-    def _mesh(self, v: Values, geom: Geom) -> None:
+    def _count_mesh_mass(self, v: Values, name: str, rotation, translation, parts: list) -> None:
+        """A mesh geom's mass by its mesh's ``inertia`` rule (:mod:`jaxmor.io.mesh_inertia`), of its
+        ``density`` or scaled to its ``mass``; a zero mass or density reads no file."""
+        mass = v.nonnegative("mass") if v.has("mass") else None
+        density = v.nonnegative("density", 1000.0)
+        if mass == 0.0 or (mass is None and density == 0.0):
+            return
+        asset = self._mesh_asset(v, name)
+        if asset.maxhullvert != -1 and asset.inertia == "convex":
+            raise self.doc.error(
+                asset.element,
+                f"mesh {v.text('mesh')!r}: maxhullvert with inertia='convex' is not supported (MuJoCo's mass would "
+                "be that of the reduced hull qhull stops at); remove maxhullvert or give the body an <inertial>",
+            )
+        source, line = self.doc.source(asset.element), asset.element.sourceline
+        props = mesh_mass(self._mesh_path(asset), asset.scale, asset.inertia, source, line)
+        if mass is not None:
+            density = mass / props.measure
+        centre = rotation @ props.centre + translation
+        parts.append((density * props.measure, centre, density * (rotation @ props.inertia @ rotation.T)))
+
+    def _mesh_asset(self, v: Values, name: str) -> _MeshAsset:
         mesh = v.text("mesh")
         if not mesh:
-            raise v.error(f"geom {geom.name!r}: a mesh geom needs a mesh attribute")
+            raise v.error(f"geom {name!r}: a mesh geom needs a mesh attribute")
         if mesh not in self.mesh_files:
-            raise v.error(f"geom {geom.name!r}: unknown mesh {mesh!r}")
-        file, scale, mesh_el = self.mesh_files[mesh]
-        geom.mesh, geom.scale = file, scale
-        if self.meshes == "ignore":
-            return
+            raise v.error(f"geom {name!r}: unknown mesh {mesh!r}")
+        return self.mesh_files[mesh]
+
+    def _mesh_path(self, asset: _MeshAsset) -> Path:
         base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
         folder = None if base is None else str(base / self.compiler.meshdir)
-        source = self.doc.source(mesh_el)
-        path = resolve_mesh(file, folder, self.package_dirs, source, mesh_el.sourceline)
-        geom.hull = convex_hull(path, scale, source, mesh_el.sourceline)
+        source, line = self.doc.source(asset.element), asset.element.sourceline
+        return resolve_mesh(asset.file, folder, self.package_dirs, source, line)
+
+    def _mesh(self, v: Values, geom: Geom) -> None:
+        asset = self._mesh_asset(v, geom.name)
+        geom.mesh, geom.scale = asset.file, asset.scale
+        if self.meshes == "ignore":
+            return
+        source = self.doc.source(asset.element)
+        geom.hull = convex_hull(self._mesh_path(asset), asset.scale, source, asset.element.sourceline)
 
     # ---------------------------------------------------------------------------------- the rest
+
+    def _resolve_pairs(self) -> tuple[list[tuple[str, str | None, int]], list[str]]:
+        """The explicit pairs as ``(geom, other geom or None for the ground plane, line)``, and the warning's
+        lines for those whose friction MuJoCo and jaxmor take differently (:mod:`jaxmor.io.mjcf_pairs`)."""
+        surfaces = {g.name: (g.friction, g.priority) for link in self.links for g in link.geoms}
+        if self.ground is not None:
+            surfaces[self.ground_name] = (self.ground.friction, self.ground.priority)
+        explicit, lines = [], []
+        for element, pair in self.pairs:
+            for name in (pair.geom1, pair.geom2):
+                if name not in surfaces:
+                    raise self.doc.error(element, f"<pair> names an unknown geom {name!r}")
+            first, second = (pair.geom2, pair.geom1) if pair.geom1 == self.ground_name else (pair.geom1, pair.geom2)
+            explicit.append((first, None if second == self.ground_name else second, pair.line))
+            line = difference_line(pair, combined_friction(surfaces[pair.geom1], surfaces[pair.geom2]))
+            if line:
+                lines.append(line)
+        return explicit, lines
 
     def _read_contact(self, section) -> list[tuple[str, str, int]]:
         out = []
@@ -927,7 +1038,7 @@ class _Reader:
             if kind is None:
                 continue
             if kind == "pair":
-                raise self.doc.error(el, f"<pair>: {REFUSED_ELEMENTS['pair']}")
+                continue  # read before the bodies (self.pairs)
             if kind != "exclude":
                 raise self.doc.error(el, f"unexpected element <{kind}> in <contact>")
             check_known(self.doc, el, SPECS["exclude"])

@@ -107,11 +107,12 @@ def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
 
 
 def read_actuators(
-    doc: Document, classes, compiler: Compiler, joint_kinds: dict[str, str], section
+    doc: Document, classes, compiler: Compiler, joint_kinds: dict[str, str], section, joint_ranges=None
 ) -> list[AffineActuator | ActuatorDefinition]:
     """The actuators of one ``<actuator>`` section, in document order (MuJoCo's actuator order): the affine
     ones, and jaxmor DC motors for the ``<dcmotor>`` elements (``joint_kinds``: MJCF joint name -> its type,
-    for the checks)."""
+    for the checks; ``joint_ranges``: limited joint name -> its ``(lower, upper)`` range [rad or m], for
+    ``inheritrange``)."""
     out, names, driven = [], set(), {}
     for el in section:
         kind = tag(el)
@@ -145,8 +146,12 @@ def read_actuators(
             out.append(dc_motor(v, name, joint, gear, compiler.autolimits))
             continue
         gain, bias = _law(v, kind, name)
-        ctrl = _range(v, "ctrl", name, compiler.autolimits)
-        force = _range(v, "force", name, compiler.autolimits)
+        inherited = _inherited(doc, classes, el, v, name) if kind == "position" else False
+        if inherited:
+            ctrl = _inherited_range(v, name, joint, (joint_ranges or {}).get(joint), compiler.autolimits)
+        else:
+            ctrl = limited_range(v, "ctrl", name, compiler.autolimits)
+        force = limited_range(v, "force", name, compiler.autolimits)
         out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
     return out
 
@@ -241,7 +246,7 @@ def _motor_constants(v: Values, what: str) -> tuple[float, float, float]:
 
 def _bus_voltage(v: Values, what: str, name: str, autolimits: bool, volts: float) -> float:
     """``max(|ctrlrange|)`` where the control is limited, else the nominal voltage."""
-    ctrl = _range(v, "ctrl", name, autolimits)
+    ctrl = limited_range(v, "ctrl", name, autolimits)
     if ctrl is not None:
         return max(abs(ctrl[0]), abs(ctrl[1]))
     if volts > 0:
@@ -260,7 +265,7 @@ def _peak_torque(v: Values, what: str, name: str, autolimits: bool, k: float) ->
     elif current > 0:
         peak = k * current
     else:
-        force = _range(v, "force", name, autolimits)  # from a default class (a dcmotor has no forcerange)
+        force = limited_range(v, "force", name, autolimits)  # from a default class (a dcmotor has no forcerange)
         if force is not None:
             if force[0] != -force[1]:
                 raise v.error(f"{what}: forcerange {list(force)} from its default class is not symmetric")
@@ -354,19 +359,67 @@ def _law(v: Values, kind: str, name: str) -> tuple[float, tuple[float, float, fl
     return float(gain[0]), (0.0, float(bias[1]), float(bias[2]))
 
 
-def _range(v: Values, which: str, name: str, autolimits: bool) -> tuple[float, float] | None:
+def limited_range(
+    v: Values, which: str, name: str, autolimits: bool, what: str = "actuator"
+) -> tuple[float, float] | None:
+    """``{which}range`` where ``{which}limited`` (``auto``: where the range is given, if the compiler's
+    ``autolimits``), else ``None``; ``what`` and ``name`` name the element in errors."""
     limited = v.choice(f"{which}limited", ("auto", "true", "false"), "auto")
     given = v.has(f"{which}range")
     if limited == "auto":
         if given and not autolimits:
             raise v.error(
-                f"actuator {name!r} has a {which}range but {which}limited='auto' while the compiler's "
+                f"{what} {name!r} has a {which}range but {which}limited='auto' while the compiler's "
                 "autolimits is false; set it"
             )
         limited = "true" if given else "false"
     if limited == "false":
         return None
-    low, high = v.numbers(f"{which}range", 2, default=(0.0, 0.0))
+    low, high = (float(x) for x in v.numbers(f"{which}range", 2, default=(0.0, 0.0)))
     if low >= high:
-        raise v.error(f"actuator {name!r}: {which}range lower {low!r} >= upper {high!r}")
-    return float(low), float(high)
+        raise v.error(f"{what} {name!r}: {which}range lower {low!r} >= upper {high!r}")
+    return low, high
+
+
+def _inherited(doc: Document, classes, el, v: Values, name: str) -> bool:
+    """Whether a ``<position>``'s control range comes from ``inheritrange``, by MuJoCo's rule: along its class's
+    actuator defaults and then the element, a ``<position>`` that sets ``ctrlrange`` cancels an inherited
+    ``inheritrange`` and one that sets ``inheritrange`` replaces an inherited ``ctrlrange``; one element setting
+    both, or an ``inheritrange`` left with another shortcut's ``ctrlrange`` after it, is an error."""
+    own = attributes(el)
+    levels = [(k, a) for c in class_chain(doc, classes, own.get("class") or CLASS_ROOT, el) for k, a in c.actuators]
+    active = ranged = False
+    for kind, attrs in [*levels, ("position", own)]:
+        sets_range, sets_inherit = "ctrlrange" in attrs, "inheritrange" in attrs
+        if kind == "position" and sets_range and sets_inherit:
+            raise v.error(f"actuator {name!r}: ctrlrange and inheritrange cannot both be set on one <position>")
+        if sets_inherit:
+            active, ranged = True, False
+        if sets_range:
+            active, ranged = active and kind != "position", True
+    if not active or not v.number("inheritrange", 0.0) > 0:  # MuJoCo ignores inheritrange <= 0
+        return False
+    if ranged:
+        raise v.error(f"actuator {name!r}: ctrlrange and inheritrange cannot both be set (one from a default class)")
+    return True
+
+
+def _inherited_range(v: Values, name: str, joint: str, joint_range, autolimits: bool) -> tuple[float, float] | None:
+    """MuJoCo's ``<position inheritrange="s">``: the joint's range scaled by ``s`` about its midpoint, the control
+    limited unless ``ctrllimited="false"``."""
+    if joint_range is None:
+        raise v.error(
+            f"actuator {name!r}: inheritrange needs joint {joint!r} to be limited (MuJoCo refuses a joint "
+            "without a range and takes an unlimited joint's range in the file's units, unconverted)"
+        )
+    limited = v.choice("ctrllimited", ("auto", "true", "false"), "auto")
+    if limited == "auto" and not autolimits:
+        raise v.error(
+            f"actuator {name!r} inherits a ctrlrange but ctrllimited='auto' while the compiler's autolimits is "
+            "false; set it"
+        )
+    if limited == "false":
+        return None
+    scale, (low, high) = v.number("inheritrange"), joint_range
+    centre, half = 0.5 * (low + high), 0.5 * scale * (high - low)
+    return float(centre - half), float(centre + half)

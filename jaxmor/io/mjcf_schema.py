@@ -146,13 +146,12 @@ SPECS: dict[str, ElementSpec] = {
     "frame": _spec("name childclass pos " + _ORIENTATION),
     "inertial": _spec("pos mass diaginertia fullinertia " + _ORIENTATION),
     "joint": _spec(
-        "name class type pos axis range limited damping frictionloss armature stiffness springref ref",
+        "name class type pos axis range limited damping frictionloss armature stiffness springref ref "
+        "actuatorfrcrange actuatorfrclimited",
         "group user margin solreflimit solimplimit solreffriction solimpfriction",
         {
             "springdamper": (zero, "springdamper is not supported: give stiffness and damping"),
             "springyield": (zero, "springyield is not supported"),
-            "actuatorfrclimited": (false_or_auto, "actuatorfrclimited is not supported"),
-            "actuatorfrcrange": (zero, "actuatorfrcrange is not supported: clamp each actuator's forcerange instead"),
             "actuatorgravcomp": (false, "actuatorgravcomp is not supported"),
         },
     ),
@@ -163,14 +162,17 @@ SPECS: dict[str, ElementSpec] = {
         _SOFT + " material rgba user castshadow adhesion fluidcoef fitscale",
         {
             "hfield": (empty, "height fields (hfield) are not supported"),
-            "shellinertia": (false, "shellinertia is not supported"),
+            "shellinertia": (
+                false,
+                "shellinertia is not supported (a mesh's shell inertia is its asset's inertia='shell')",
+            ),
             "surfacevel": (zero, "surface velocities (surfacevel) are not supported"),
             "fluidshape": (value("none"), _FLUID),
         },
     ),
     "mesh": _spec(
-        "name class file scale",
-        "content_type maxhullvert inertia smoothnormal material",
+        "name class file scale inertia maxhullvert",
+        "content_type smoothnormal material",
         {
             "vertex": (empty, "meshes given by their vertices in the file are not supported: give a mesh file"),
             "face": (empty, "meshes given by their faces in the file are not supported: give a mesh file"),
@@ -183,6 +185,7 @@ SPECS: dict[str, ElementSpec] = {
         },
     ),
     "exclude": _spec("body1 body2", "name"),
+    "pair": _spec("geom1 geom2 condim friction", "name " + _SOFT + " solreffriction"),
     "key": _spec(
         "name time qpos qvel ctrl",
         "",
@@ -225,11 +228,10 @@ _ACTIVATION = "activation dynamics are not supported"
 ACTUATOR_SPECS: dict[str, ElementSpec] = {
     "motor": _actuator(""),
     "position": _actuator(
-        "kp kv",
+        "kp kv inheritrange",
         {
             "dampratio": (zero, "position dampratio is not supported: give kv"),
             "timeconst": (zero, "position timeconst is not supported: " + _ACTIVATION),
-            "inheritrange": (zero, "position inheritrange is not supported: give ctrlrange"),
         },
     ),
     "velocity": _actuator("kv"),
@@ -243,7 +245,11 @@ ACTUATOR_SPECS: dict[str, ElementSpec] = {
             "ffrange": (zero, "ffrange is not supported"),
             "velrange": (zero, "velrange is not supported"),
             "input": (empty, "actuator inputs are not supported"),
-            "inheritrange": (zero, "inheritrange is not supported: give ctrlrange"),
+            "inheritrange": (
+                zero,
+                "inheritrange on a <general> is not supported (MuJoCo ignores the element's own and applies a "
+                "default class's): give ctrlrange",
+            ),
         },
     ),
 }
@@ -303,7 +309,6 @@ IGNORED_ELEMENTS = frozenset(
 REFUSED_ELEMENTS = {
     "tendon": "tendons are not supported",
     "equality": "equality constraints are not supported",
-    "pair": "explicit contact pairs (<pair>) are not supported; collisions follow contype/conaffinity",
     "deformable": "deformable objects are not supported",
     "flexcomp": "deformable objects (flexcomp) are not supported",
     "composite": "composite objects are not supported",

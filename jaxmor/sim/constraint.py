@@ -25,6 +25,9 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   friction ``|lam_f| <= (tau_c_joint + tau_c_out) h`` with target ``v = 0`` (stiction is exact), and its
   limits ``v >= (lower - q)/h`` with ``lam_l >= 0``, ``v <= (upper - q)/h`` with ``lam_l <= 0``, again
   speculative. Friction and limit share the row (same Jacobian); its impulse is ``lam_f + lam_l``.
+* **free-joint friction** (six rows per free joint in ``Model.free_friction_u``, after the joints'): MuJoCo's
+  friction loss on a free joint's velocities, ``|lam_f| <= tau_c h`` on each of the body origin's world-frame
+  velocity components and of the body-frame angular velocity's (:func:`free_friction_jacobian`); no limits.
 
 Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is clamped
 at zero there, so no energy is added. Instead a second, frictionless problem on the normal and joint
@@ -73,8 +76,9 @@ class Impulses:
     Attributes:
         contact: (nc, 3) normal, tangent 1 and tangent 2 impulse of each contact slot [N s] (a
             frictionless problem's tangential impulses are zero).
-        friction: (nj,) friction impulse of each 1-DoF joint [Nm s or N s].
-        limit: (nj,) limit impulse of each 1-DoF joint [Nm s or N s].
+        friction: (nj + 6 nf,) friction impulse of each 1-DoF joint, then of each free joint's friction rows
+            (:func:`friction_dofs`) [Nm s or N s].
+        limit: (nj + 6 nf,) limit impulse of each of these rows [Nm s or N s] (zero on the free joints').
     """
 
     contact: jax.Array
@@ -191,6 +195,26 @@ def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> jax.A
     return jnp.einsum("kij,kdj->kid", contacts.frame, cols).reshape(3 * nc, model.nv)
 
 
+def friction_dofs(model: Model) -> np.ndarray:
+    """The velocity of each joint row, in row order (int32): the 1-DoF joints', then the six of each free joint
+    with friction-loss rows (``Model.free_friction_u``), whose impulses ``State.friction_impulse`` keeps there."""
+    free = [np.arange(v, v + 6) for v in model.free_friction_u]
+    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free]).astype(np.int32)
+
+
+def free_friction_jacobian(model: Model, kin: Kinematics) -> jax.Array:
+    """(6 nf, nv) Jacobian of the free joints' friction-loss rows (``Model.free_friction_u``): per free joint the
+    world-frame velocity of its body's origin, then its angular velocity in the body frame (MuJoCo's free-joint
+    velocities; jaxmor's angular one is in the world frame, so those rows are the body axes ``R^T``)."""
+    dtype = kin.body.rotation.dtype
+    blocks = []
+    for v in model.free_friction_u:
+        rotation = kin.body.rotation[model.dof_body[v]]
+        block = jnp.zeros((6, model.nv), dtype).at[:3, v : v + 3].set(jnp.eye(3, dtype=dtype))
+        blocks.append(block.at[3:, v + 3 : v + 6].set(rotation.T))
+    return jnp.concatenate(blocks)
+
+
 def _bound_velocity(bound: jax.Array, q: jax.Array, h: jax.Array) -> jax.Array:
     """``(bound - q) / h``, the velocity that reaches a limit in one step; ``+-inf`` for an infinite bound,
     computed so that its derivatives stay finite there (a double ``where``: no ``inf * 0``)."""
@@ -241,22 +265,27 @@ def constraints(
     dofs = np.array(model.joint_u, dtype=np.int32)
     rows = contact_jacobian(model, kin, contacts)
     m_inv = free.inverse_mass
-    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs]], axis=1)  # M_eff^-1 J^T
-    delassus = jnp.concatenate([rows @ response, response[dofs]])
+    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the free joints' friction rows (if any).
+    jacobians = [free_friction_jacobian(model, kin)] if model.free_friction_u else []
+    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], *(m_inv @ e.T for e in jacobians)], axis=1)
+    delassus = jnp.concatenate([rows @ response, response[dofs], *(e @ response for e in jacobians)])
     gap = contacts.distance
     approach = rows[::3] @ state.u
     target = restitution_targets(-jnp.maximum(gap, 0.0) / h, gap, approach, contacts.restitution.astype(dtype), h)
     q_joint = state.q[np.array(model.joint_q, dtype=np.int32)]
     lower = model.dof_lower.astype(dtype)[dofs]
     upper = model.dof_upper.astype(dtype)[dofs]
+    unlimited = [jnp.full(e.shape[0], jnp.inf, dtype) for e in jacobians]  # the free rows have no limits
     velocity = Problem(
         delassus=delassus,
-        free_velocity=jnp.concatenate([rows @ free.velocity, free.velocity[dofs]]),
+        free_velocity=jnp.concatenate(
+            [rows @ free.velocity, free.velocity[dofs], *(e @ free.velocity for e in jacobians)]
+        ),
         contact_target=target,
         friction=contacts.friction.astype(dtype),
-        friction_bound=frc.friction[dofs] * h,
-        limit_low=jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0),
-        limit_high=jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0),
+        friction_bound=frc.friction[friction_dofs(model)] * h,
+        limit_low=jnp.concatenate([jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), *(-x for x in unlimited)]),
+        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), *unlimited]),
     )
     # The position pass: normal and joint rows, frictionless, targets from the penetration and violation.
     keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj)]).astype(np.int32)
@@ -293,7 +322,7 @@ def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
 def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
     """The velocity problem's warm start: the impulses of the state's last step, each contact's from the slot
     that held its candidate (:func:`jaxmor.sim.collision.budget.follow`) when the budget selects."""
-    dofs = np.array(model.joint_u, dtype=np.int32)
+    dofs = friction_dofs(model)
     contact = state.contact_impulse
     if selects(model):
         contact = follow(contacts.key, state.contact_key, contact)

@@ -4,16 +4,18 @@ and the passive joint losses.
 
 Composition (the actuator spec's "What happens in a simulation step"), at ``q_t, u_t``::
 
-    tau = clamp(tau_ff + tau_PD_explicit, +-limit) + T^T tau_m + tau_affine + tau_ext + tau_spring - b_j u_t
+    tau = clamp(tau_ff + tau_PD_explicit, +-limit) + clamp(T^T tau_m + tau_affine, actuator range)
+          + tau_ext + tau_spring - b_j u_t
     tau_PD_explicit = kp (q_ref - q_t - h u_t) + kd (u_ref - u_t)
     tau_spring = k (q_spring - q_t - h u_t)
 
 (the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``; the joint springs, ``Model.dof_stiffness`` ``k`` and
 ``Model.dof_springref`` ``q_spring``, the same way), with ``b_j`` the joint's plus its actuator's output
-damping and ``T^T tau_m`` the motors' torques. The rest of the PD and spring torques, ``-(kd + h kp + h k) du``,
-and of the trapezoidal damping, ``-(b_j / 2) du`` (``du = u_{t+1} - u_t``), are implicit: :class:`Forces`
-carries their diagonal for the effective mass. The region clips only actuator torques; the effort limits clamp
-only the feed-forward and PD torques.
+damping, ``T^T tau_m`` the motors' torques and the actuator range the joints' ``actuatorfrcrange``
+(``Model.dof_actuator_force_lower``/``upper``, infinite unless an MJCF joint sets one). The rest of the PD and
+spring torques, ``-(kd + h kp + h k) du``, and of the trapezoidal damping, ``-(b_j / 2) du``
+(``du = u_{t+1} - u_t``), are implicit: :class:`Forces` carries their diagonal for the effective mass. The
+region clips only actuator torques; the effort limits clamp only the feed-forward and PD torques.
 
 The actuator PD (``State.actuator_p_gain`` etc.) is a different controller: it commands the motors
 (:func:`jaxmor.actuation.drive.actuator_pd`), and the region clips its torque with the actuator torque as set.
@@ -81,6 +83,15 @@ def affine_joint_force(model: Model, state: State) -> jax.Array:
     return affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)
 
 
+def actuator_joint_force(model: Model, state: State, motor_torque: jax.Array) -> jax.Array:
+    """(nv,) the actuators' generalized force [Nm or N]: the DC motors' joint torque ``motor_torque`` (nv,) plus
+    the affine actuators' force, clamped to ``[Model.dof_actuator_force_lower, dof_actuator_force_upper]``
+    (MJCF ``actuatorfrcrange``; MuJoCo clamps its ``qfrc_actuator`` so, an undriven joint's zero included)."""
+    dtype = state.u.dtype
+    total = motor_torque + affine_joint_force(model, state)
+    return jnp.clip(total, model.dof_actuator_force_lower.astype(dtype), model.dof_actuator_force_upper.astype(dtype))
+
+
 def explicit_pd(model: Model, state: State) -> jax.Array:
     """(nv,) explicit part of the built-in PD torque: ``kp (q_ref - q - h u) + kd (u_ref - u)`` on joints."""
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
@@ -114,7 +125,7 @@ def generalized_force(model: Model, state: State) -> jax.Array:
     part is approximate because the PD is integrated implicitly.
     """
     joint_torque, _ = actuate(model, state)
-    return clamped_force(model, state) + joint_torque + affine_joint_force(model, state)
+    return clamped_force(model, state) + actuator_joint_force(model, state, joint_torque)
 
 
 def forces(model: Model, state: State) -> Forces:
@@ -131,7 +142,8 @@ def forces(model: Model, state: State) -> Forces:
     h = jnp.asarray(model.opt.timestep, dtype)
     drive = begin(model, state)
     damping = joint_damping(model).astype(dtype)
-    applied = clamped_force(model, state) + drive.joint_torque + affine_joint_force(model, state) + state.external_force
+    actuated = actuator_joint_force(model, state, drive.joint_torque)
+    applied = clamped_force(model, state) + actuated + state.external_force
     applied = applied + joint_spring(model, state) - damping * state.u
     stiffness = model.dof_stiffness.astype(dtype)
     implicit = (state.pd_d_gain + h * state.pd_p_gain + h * stiffness) * joint_mask(model, dtype) + 0.5 * damping

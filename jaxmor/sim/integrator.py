@@ -16,7 +16,7 @@ from jaxmor.actuation.drive import end
 from jaxmor.checks import as_vector
 from jaxmor.math import quat_integrate
 from jaxmor.sim.collision import Contacts
-from jaxmor.sim.constraint import Impulses
+from jaxmor.sim.constraint import Impulses, friction_dofs
 from jaxmor.sim.forces import Forces
 from jaxmor.types import Model, State
 
@@ -79,7 +79,7 @@ def advance(
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
     q, u = state.q, state.u
-    dofs = np.array(model.joint_u, dtype=np.int32)
+    dofs = friction_dofs(model)
     friction_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(impulses.friction)
     limit_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(impulses.limit)
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h

@@ -12,11 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force, joint_state
+from jaxmor.actuation.affine import affine_actuator_force, joint_state
 from jaxmor.math import quat_multiply, safe_div, safe_sqrt
 from jaxmor.model import joint_coordinates, joint_mask
 from jaxmor.sim.constraint import velocity_change
 from jaxmor.sim.dynamics import forward_dynamics
+from jaxmor.sim.forces import actuator_joint_force
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses
 from jaxmor.sim.pipeline import stages
 from jaxmor.state import check_state
@@ -122,7 +123,7 @@ def acceleration(model: Model, state: State) -> jax.Array:
         jnp.asarray(model.dof_springref, dtype) - joint_coordinates(model, q)
     )
     tau = (
-        affine_generalized_force(model.affine, state.ctrl, q, u, model.nv)
+        actuator_joint_force(model, state, jnp.zeros_like(u))
         + spring * joint_mask(model, dtype)
         - jnp.asarray(model.dof_damping, dtype) * u
         + state.external_force
@@ -218,8 +219,7 @@ def _scalar_reading(r: _Reading, kind: str, i: int) -> jax.Array:
     if kind in ("jointpos", "jointvel"):
         return (state.q[model.joint_q[index]] if kind == "jointpos" else state.u[model.joint_u[index]])[None]
     if kind == "jointactuatorfrc":
-        force = affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)
-        return force[model.joint_u[index]][None]
+        return actuator_joint_force(model, state, jnp.zeros_like(state.u))[model.joint_u[index]][None]
     act = model.affine
     q_joint, v_joint = joint_state(act, state.q, state.u)
     gear = jnp.asarray(act.gear, state.q.dtype)[index]

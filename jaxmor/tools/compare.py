@@ -185,8 +185,19 @@ def _report(items) -> Report:
     return Report((d.name, d) for d in items)
 
 
+def _mesh_rows(pair: Pair) -> np.ndarray:
+    """The rows of ``pair.geoms`` that are mesh geoms."""
+    return np.array([k for k, (g, _) in enumerate(pair.geoms) if pair.model.geom_mesh[g] >= 0], dtype=np.int64)
+
+
+def _bounds(points):
+    """(n, 2, 3) the lowest and highest corners of the world-axis bounding boxes of ``points`` (n, V, 3)."""
+    return jnp.stack([points.min(axis=1), points.max(axis=1)], axis=1)
+
+
 def _poses(pair: Pair, q):
-    """jaxmor's link positions and rotations of the MuJoCo bodies, and its geom centres, at ``q`` (traceable)."""
+    """jaxmor's link positions and rotations of the MuJoCo bodies, its geom positions (``dynamics``) and its mesh
+    geoms' world bounding boxes, at ``q`` (traceable)."""
     model = pair.model
     bodies = body_poses(model, jnp.asarray(q, model.body_mass.dtype))
     links = link_poses(model, bodies)
@@ -196,13 +207,47 @@ def _poses(pair: Pair, q):
     body_p = jnp.concatenate([jnp.zeros((1, 3), bodies.position.dtype), bodies.position])[gb]
     centres = body_p + jnp.einsum("gij,gj->gi", body_r, model.geom_translation.astype(body_p.dtype))
     gi = np.array([g for g, _ in pair.geoms], dtype=np.int64)
-    return links.position[li], links.rotation[li], centres[gi]
+    rows = _mesh_rows(pair)
+    g = gi[rows]
+    hulls = model.mesh_vertices[np.array([model.geom_mesh[k] for k in g], dtype=np.int64)].astype(body_p.dtype)
+    local = model.geom_translation[g][:, None].astype(body_p.dtype) + jnp.einsum(
+        "gij,gvj->gvi", model.geom_rotation[g].astype(body_p.dtype), hulls
+    )
+    bounds = _bounds(body_p[g][:, None] + jnp.einsum("gij,gvj->gvi", body_r[g], local))
+    return links.position[li], links.rotation[li], centres[gi].at[rows].set(bounds.mean(axis=1)), bounds
+
+
+def _mujoco_geoms(pair: Pair, data) -> tuple[np.ndarray, np.ndarray]:
+    """MuJoCo's geom positions (``geom_xpos``; a mesh geom's: the centre of its world bounding box) and its mesh
+    geoms' world bounding boxes (of ``mesh_vert`` moved by ``geom_xpos`` and ``geom_xmat``)."""
+    m = pair.mj_model
+    geoms = np.array([g for _, g in pair.geoms], dtype=np.int64)
+    positions = np.array(data.geom_xpos[geoms])
+    bounds = np.zeros((0, 2, 3))
+    rows = _mesh_rows(pair)
+    if len(rows):
+        boxes = []
+        for g in geoms[rows]:
+            mesh = m.geom_dataid[g]
+            start, count = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
+            vertices = np.asarray(m.mesh_vert[start : start + count], dtype=np.float64)
+            boxes.append(data.geom_xpos[g] + vertices @ data.geom_xmat[g].reshape(3, 3).T)
+        bounds = np.stack([np.stack([b.min(axis=0), b.max(axis=0)]) for b in boxes])
+        positions[rows] = bounds.mean(axis=1)
+    return positions, bounds
 
 
 def dynamics(pair: Pair, qpos, qvel) -> Report:
     """The mass matrix, the bias forces and the body and geom poses of both engines at one state (MuJoCo's
     ``mj_forward``: ``mj_fullM``, ``qfrc_bias``, ``xpos``, ``xmat``, ``geom_xpos``), in jaxmor's conventions.
     They agree to round-off when the model is the same.
+
+    A mesh geom is compared by its vertices, not its frame (MuJoCo moves a mesh geom's frame to the mesh's
+    centre of mass and principal axes; jaxmor keeps the file's): ``mesh_bounds`` (n_mesh, 2, 3) holds the
+    lowest and highest corners of each mesh geom's world-axis bounding box (jaxmor's hull vertices, MuJoCo's
+    ``mesh_vert`` placed by ``geom_xpos``/``geom_xmat``), and ``geom_position`` the centre of that box. They
+    agree to MuJoCo's float32 vertices (~1e-7 relative), or within the hull's simplification
+    (:attr:`jaxmor.io.mesh.Hull.deviation`) for a mesh of more than 64 hull vertices.
 
     Args:
         pair: the two models.
@@ -219,16 +264,17 @@ def dynamics(pair: Pair, qpos, qvel) -> Report:
     vi = pair.qvel_index
     dtype = pair.model.body_mass.dtype
     jq, ju = jnp.asarray(q, dtype), jnp.asarray(u, dtype)
-    position, rotation, centres = _poses(pair, q)
+    position, rotation, centres, bounds = _poses(pair, q)
     bodies = np.array([b for _, b in pair.body_links], dtype=np.int64)
-    geoms = np.array([g for _, g in pair.geoms], dtype=np.int64)
+    mj_centres, mj_bounds = _mujoco_geoms(pair, data)
     return _report(
         [
             Difference("mass_matrix", np.asarray(mass_matrix(pair.model, jq)), t.T @ full[np.ix_(vi, vi)] @ t),
             Difference("bias", np.asarray(bias_force(pair.model, jq, ju)), t.T @ data.qfrc_bias[vi]),
             Difference("body_position", np.asarray(position), data.xpos[bodies]),
             Difference("body_rotation", np.asarray(rotation), data.xmat[bodies].reshape(-1, 3, 3)),
-            Difference("geom_position", np.asarray(centres), data.geom_xpos[geoms]),
+            Difference("geom_position", np.asarray(centres), mj_centres),
+            Difference("mesh_bounds", np.asarray(bounds), mj_bounds),
         ]
     )
 
@@ -240,9 +286,10 @@ def rollout(pair: Pair, qpos, qvel, ctrl=None, n_steps: int = 1) -> Report:
 
     Returns:
         A :class:`Report` over the steps (the leading axis; entry ``k`` after step ``k + 1``): ``q`` and ``u``
-        (jaxmor's conventions), ``body_position``, ``geom_position`` (the matched geoms' centres, e.g. the feet)
-        and ``contacts``: MuJoCo's contacts with a positive normal force against jaxmor's contact slots with a
-        positive normal impulse, each engine's contacts of that step (found at its start).
+        (jaxmor's conventions), ``body_position``, ``geom_position`` (the matched geoms' centres, e.g. the feet;
+        a mesh geom's: as in :func:`dynamics`) and ``contacts``: MuJoCo's contacts with a positive normal force
+        against jaxmor's contact slots with a positive normal impulse, each engine's contacts of that step
+        (found at its start).
     """
     m = pair.mj_model
     data = mujoco.MjData(m)
@@ -253,7 +300,6 @@ def rollout(pair: Pair, qpos, qvel, ctrl=None, n_steps: int = 1) -> Report:
     _, trajectory = jax.jit(lambda s: rollout_states(pair.model, s, n_steps=n_steps))(pair.state(qpos, qvel, ctrl))
     poses = jax.jit(jax.vmap(lambda q: _poses(pair, q)))(trajectory.q)
     bodies = np.array([b for _, b in pair.body_links], dtype=np.int64)
-    geoms = np.array([g for _, g in pair.geoms], dtype=np.int64)
     force = np.zeros(6)
     theirs: dict[str, list] = {k: [] for k in ("q", "u", "body_position", "geom_position", "contacts")}
     for _ in range(n_steps):
@@ -264,7 +310,8 @@ def rollout(pair: Pair, qpos, qvel, ctrl=None, n_steps: int = 1) -> Report:
             pushing += force[0] > 0
         mujoco.mj_kinematics(m, data)  # the poses at the new qpos (mj_step leaves those of its start)
         q, u = pair.from_mujoco(data.qpos, data.qvel)
-        for key, value in zip(theirs, (q, u, data.xpos[bodies], data.geom_xpos[geoms], pushing), strict=True):
+        geom_position = _mujoco_geoms(pair, data)[0]
+        for key, value in zip(theirs, (q, u, data.xpos[bodies], geom_position, pushing), strict=True):
             theirs[key].append(np.array(value, dtype=float))
     ours = {
         "q": trajectory.q,
