@@ -18,10 +18,9 @@ A sweep updates the rows in order, each from the velocity the impulses updated b
 A frictionless problem (the position pass) has only the normal updates and the limit updates.
 
 Shape for speed (``docs/design/solver.md`` has the measurements). A sweep is straight-line code: the rows
-are unrolled, so the only loop is over sweeps. The problems a step solves together share it
-(:func:`solve_all`): with 20 velocity and 10 position sweeps, 20 trips, the position sweep skipped by a
-branch on the trip index after its 10 (on a CUDA GPU one kernel runs all the sweeps instead,
-:mod:`jaxmor.sim.pgs_kernel`). A problem's iterate is three packed arrays, the
+are unrolled, so the only loops are over sweeps. The problems a step solves together share them on a fixed
+schedule (:func:`solve_all`; no branch): with 20 velocity and 10 position sweeps, a loop of 10 trips of
+both, then one of 10 trips of the velocity problem alone. A problem's iterate is three packed arrays, the
 (R,) row velocities ``v = A lam + b``, the (R,) row impulses and the (nj,) limit impulses, and the loop
 reads one matrix, ``A`` transposed (its columns as rows), and two tables of per-row constants. A row reads
 its velocity and its old impulse, writes its new impulse with a select on its static index, and when its
@@ -237,6 +236,28 @@ def _compact_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array,
     return x
 
 
+#: Most sweeps of one problem in one trip of a shared loop (see :func:`_schedule`).
+_SWEEPS_PER_TRIP = 1
+
+
+def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """A fixed schedule of the sweeps of independent problems: stages ``(trips, sweeps)``, each a loop of
+    ``trips`` trips in which problem ``j`` has ``sweeps[j]`` sweeps (0: not in that loop).
+
+    A stage runs as many trips as the fewest sweeps left and gives each problem that many sweeps per trip
+    as its count allows (at most ``_SWEEPS_PER_TRIP``); what is left goes to the next stage. Every
+    problem gets exactly ``counts[j]`` sweeps. With ``_SWEEPS_PER_TRIP = 1``: (20, 10) -> 10 trips x (1, 1),
+    then 10 x (1, 0); with 2: (20, 10) -> 10 x (2, 1), and (7, 3) -> 3 x (2, 1), then 1 x (1, 0).
+    """
+    stages, left = [], list(counts)
+    while any(left):
+        trips = min(c for c in left if c > 0)
+        sweeps = tuple(min(c // trips, _SWEEPS_PER_TRIP) for c in left)
+        stages.append((trips, sweeps))
+        left = [c - trips * s for c, s in zip(left, sweeps, strict=True)]
+    return tuple(stages)
+
+
 def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
     """:func:`_compact_sweep` of ``p`` with its bound flags ``limited`` put back."""
     return _compact_sweep(p.replace(limited=limited), x)
@@ -254,23 +275,26 @@ def _xla_iterate(counts, params, x0):
     """``counts[j]`` sweeps of problem ``j`` (``params[j]``, a :class:`_Rows`) from its impulses
     ``x0[j] = (rows, limit)``.
 
-    The problems are independent, so they share one loop of ``max(counts)`` trips: each trip sweeps every
-    problem that still has sweeps left, a problem with fewer sweeps behind a ``lax.cond`` on the trip index
-    (unbatched, so it stays a branch under ``vmap``: the skipped sweeps are not computed). The loop carries
-    each problem's (R,) velocities, (R,) impulses and (nj,) limit impulses (and, invariant, their matrix and
-    constants), and the program holds one sweep per problem.
+    The problems are independent, so they share loops (:func:`_schedule`): no branch, each problem's
+    iterates exactly those of its own sweeps, and each loop carries only its problems' (R,) velocities,
+    (R,) impulses and (nj,) limit impulses (and, invariant, their matrix and constants).
     """
-    its = tuple(_start(p, x) for p, x in zip(params, x0, strict=True))
-    trips = max(counts)
+    its = [_start(p, x) for p, x in zip(params, x0, strict=True)]
+    for trips, sweeps in _schedule(counts):
+        live = [j for j, s in enumerate(sweeps) if s]
 
-    def body(trip, carry):
-        out = []
-        for p, count, it in zip(params, counts, carry, strict=True):
-            sweep = partial(_fast_sweep, p)
-            out.append(sweep(it) if count == trips else jax.lax.cond(trip < count, sweep, lambda it: it, it))
-        return tuple(out)
+        def body(_, carry, live=live, sweeps=sweeps):
+            out = []
+            for j, it in zip(live, carry, strict=True):
+                for _ in range(sweeps[j]):
+                    it = _fast_sweep(params[j], it)
+                out.append(it)
+            return tuple(out)
 
-    its = body(0, its) if trips == 1 else jax.lax.fori_loop(0, trips, body, its)
+        carry = tuple(its[j] for j in live)
+        carry = body(0, carry) if trips == 1 else jax.lax.fori_loop(0, trips, body, carry)
+        for j, it in zip(live, carry, strict=True):
+            its[j] = it
     return tuple((rows, limit) for _, rows, limit in its)
 
 
@@ -310,8 +334,8 @@ def solve_all(
 ) -> tuple[Impulses, ...]:
     """Run ``iterations[j]`` PGS sweeps on ``problems[j]`` from ``warm_starts[j]``, the problems together.
 
-    Independent problems (the step's velocity and position problems) share their sweep loop
-    (:func:`_xla_iterate`): with counts (20, 10), 20 trips, the second problem's sweeps skipped after its 10.
+    Independent problems (the step's velocity and position problems) share their sweep loops
+    (:func:`_schedule`, no branch): with counts (20, 10), 10 trips of both, then 10 of the first alone.
 
     Args:
         problems: the problems (with friction, or frictionless: ``problem.rows_per_contact``).
