@@ -39,9 +39,10 @@ from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import padded
 from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_line
+from jaxmor.io.mjcf_pairs import difference_line
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
-from jaxmor.sim.collision import pair_supported
+from jaxmor.sim.collision import combine_friction, pair_supported
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
@@ -173,7 +174,8 @@ def load_mjcf(
             f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
             stacklevel=2,
         )
-    lines = description.mujoco_differences + ([self_collision_line(left_out)] if left_out else [])
+    lines = description.mujoco_differences + _pair_differences(model, description)
+    lines += [self_collision_line(left_out)] if left_out else []
     if lines:
         listed = "".join(f"\n  - {line}" for line in lines)
         message = f"{description.source}: MuJoCo would simulate this file differently (docs/mjcf.md):{listed}"
@@ -636,20 +638,39 @@ def _collision_filters(model: Model, description: RobotDescription, geoms, link_
 def _check_explicit_pairs(model: Model, description: RobotDescription, candidates: set[frozenset]) -> None:
     """Refuse an explicit pair jaxmor cannot collide: two geoms of one body, or of a parent and its child."""
     pairs = zip(explicit_pairs(model, description), description.explicit_pairs, strict=True)
-    for (a, b), (name_a, name_b, line) in pairs:
+    for (a, b), pair in pairs:
         if b >= 0 and frozenset((a, b)) not in candidates:
             raise ModelError(
                 description.source,
-                line,
-                f"<pair> geoms {name_a!r} and {name_b!r} are on one body or on a parent and its child, which jaxmor "
-                "never collides",
+                pair.line,
+                f"<pair> geoms {pair.geom1!r} and {pair.geom2!r} are on one body or on a parent and its child, which "
+                "jaxmor never collides",
             )
+
+
+def _pair_differences(model: Model, description: RobotDescription) -> list[str]:
+    """The warning's lines for the explicit pairs whose own friction is not what jaxmor's contacts of the two geoms
+    take (:func:`jaxmor.sim.collision.combine_friction`, as the collision driver calls it; the ground: friction
+    given, priority 0)."""
+    mu, given = np.asarray(model.geom_friction), np.array(model.geom_friction_given, dtype=bool)
+    priority, rule = np.array(model.geom_priority), model.opt.friction_rule
+    ground = description.ground.name if description.ground is not None else "ground"
+    lines = []
+    for (a, b), pair in zip(explicit_pairs(model, description), description.explicit_pairs, strict=True):
+        if b < 0:
+            ours = combine_friction(rule, np.asarray(model.ground_friction), np.True_, mu[a], given[a], 0, priority[a])
+        else:
+            ours = combine_friction(rule, mu[a], given[a], mu[b], given[b], priority[a], priority[b])
+        line = difference_line(pair, float(ours), ground)
+        if line:
+            lines.append(line)
+    return lines
 
 
 def explicit_pairs(model: Model, description: RobotDescription) -> list[tuple[int, int]]:
     """The description's explicit pairs (MJCF ``<pair>``) as geom indices, ``-1`` for the ground plane."""
     index = {name: g for g, name in enumerate(model.geom_names)}
-    return [(index[a], -1 if b is None else index[b]) for a, b, _ in description.explicit_pairs]
+    return [(index[p.geom1], -1 if p.geom2 is None else index[p.geom2]) for p in description.explicit_pairs]
 
 
 def _collide(contype_a, conaffinity_a, contype_b, conaffinity_b) -> bool:

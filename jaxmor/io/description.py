@@ -137,6 +137,26 @@ class Joint:
     actuator_force_upper: float = math.inf
 
 
+@dataclass(frozen=True)
+class ContactPair:
+    """An explicit contact pair as a description gives it (an MJCF ``<contact><pair>``).
+
+    Attributes:
+        geom1: a geom's name.
+        geom2: the other geom's name, ``None`` for the ground plane.
+        friction: the pair's own sliding friction coefficient [-] (0 with ``condim`` 1), which MuJoCo uses in
+            place of the geoms' combination.
+        condim: its contact dimensionality (1, 3, 4 or 6).
+        line: the line of its element.
+    """
+
+    geom1: str
+    geom2: str | None
+    friction: float
+    condim: int
+    line: int
+
+
 @dataclass
 class GroundPlane:
     """The world's ground plane as a description gives it (an MJCF ``<geom type="plane">``).
@@ -147,6 +167,7 @@ class GroundPlane:
         priority: its contact priority (see :attr:`Geom.priority`).
         contype, conaffinity: its collision bit masks (see :attr:`Geom.contype`).
         line: the line of its element.
+        name: its name (an unnamed one's is MJCF's ``geom<k>``).
     """
 
     height: float
@@ -155,6 +176,7 @@ class GroundPlane:
     contype: int
     conaffinity: int
     line: int
+    name: str = "ground"
 
 
 @dataclass
@@ -284,8 +306,8 @@ class RobotDescription:
         sites: the named frames fixed on links (MJCF ``<site>``).
         sensors: the sensors, in document order.
         magnetic: the global magnetic flux (MJCF ``<option magnetic>``), ``None`` for MuJoCo's default.
-        explicit_pairs: (MJCF ``<pair>``) ``(geom, other geom, line)`` of each pair collided whatever the bit masks,
-            exclusions and self-collision setting say; the other geom ``None`` for the ground plane.
+        explicit_pairs: (MJCF ``<pair>``) the pairs collided whatever the bit masks, exclusions and self-collision
+            setting say.
         mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
             (:func:`jaxmor.io.mjcf_differences.differences`).
     """
@@ -310,7 +332,7 @@ class RobotDescription:
     sites: list[Site] = field(default_factory=list)
     sensors: list[SensorDescription] = field(default_factory=list)
     magnetic: tuple[float, float, float] | None = None
-    explicit_pairs: list[tuple[str, str | None, int]] = field(default_factory=list)
+    explicit_pairs: list[ContactPair] = field(default_factory=list)
     mujoco_differences: list[str] = field(default_factory=list)
 
 

@@ -84,7 +84,7 @@ import math
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +94,7 @@ from jaxmor.io import mjcf_geometry as geo
 from jaxmor.io.actuators import ActuatorDefinition, actuators_from_xml, resolve_actuator_file
 from jaxmor.io.description import (
     AffineActuator,
+    ContactPair,
     Geom,
     GroundPlane,
     Inertial,
@@ -121,7 +122,7 @@ from jaxmor.io.mjcf_document import (
     read_defaults,
     read_document,
 )
-from jaxmor.io.mjcf_pairs import combined_friction, difference_line, pair_elements, read_pair
+from jaxmor.io.mjcf_pairs import pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.xml import STRING_SOURCE, tag
@@ -206,8 +207,7 @@ class _Reader:
         self.joint_count = 0
         self.geom_count = 0
         self.ground: GroundPlane | None = None
-        self.ground_name: str | None = None
-        self.pairs: list = []  # (element, jaxmor.io.mjcf_pairs.Pair) of each explicit <pair>
+        self.pairs: list = []  # (element, ContactPair) of each explicit <pair>
         self.paired: set[str] = set()  # the geoms they name: collision geoms whatever their bit masks
         self.rich_contacts: list[str] = []  # geoms with condim 4 or 6
         #: body -> the mass parts of its geoms, or None where its <inertial> counts (or nothing does)
@@ -285,7 +285,7 @@ class _Reader:
         self.paired = {name for _, pair in self.pairs for name in (pair.geom1, pair.geom2)}
         self._read_world(sections.get("worldbody", []))
         self._finish_masses()
-        explicit, pair_lines = self._resolve_pairs()
+        explicit = self._resolve_pairs()
         mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
@@ -324,7 +324,7 @@ class _Reader:
             sensors=sensors,
             magnetic=read_magnetic(self, sections.get("option", [])),
             explicit_pairs=explicit,
-            mujoco_differences=differences(doc) + pair_lines,
+            mujoco_differences=differences(doc),
         )
         self._apply_disabled(description)
         return description
@@ -872,8 +872,7 @@ class _Reader:
         if not collides:
             return
         if self.ground is None and np.abs(rotation[:, 2] - [0.0, 0.0, 1.0]).max() <= ROUND_OFF:
-            self.ground = GroundPlane(float(translation[2]), mu, priority, contype, conaffinity, v.line)
-            self.ground_name = name
+            self.ground = GroundPlane(float(translation[2]), mu, priority, contype, conaffinity, v.line, name)
             return
         centre = translation - HALF_SPACE * rotation[:, 2]
         box = Geom(
@@ -1012,23 +1011,18 @@ class _Reader:
 
     # ---------------------------------------------------------------------------------- the rest
 
-    def _resolve_pairs(self) -> tuple[list[tuple[str, str | None, int]], list[str]]:
-        """The explicit pairs as ``(geom, other geom or None for the ground plane, line)``, and the warning's
-        lines for those whose friction MuJoCo and jaxmor take differently (:mod:`jaxmor.io.mjcf_pairs`)."""
-        surfaces = {g.name: (g.friction, g.priority) for link in self.links for g in link.geoms}
-        if self.ground is not None:
-            surfaces[self.ground_name] = (self.ground.friction, self.ground.priority)
-        explicit, lines = [], []
+    def _resolve_pairs(self) -> list[ContactPair]:
+        """The explicit pairs, their geoms checked, the ground plane's side (if any) second and ``None``."""
+        ground = self.ground.name if self.ground is not None else None
+        known = {g.name for link in self.links for g in link.geoms} | {ground}
+        explicit = []
         for element, pair in self.pairs:
             for name in (pair.geom1, pair.geom2):
-                if name not in surfaces:
+                if name not in known:
                     raise self.doc.error(element, f"<pair> names an unknown geom {name!r}")
-            first, second = (pair.geom2, pair.geom1) if pair.geom1 == self.ground_name else (pair.geom1, pair.geom2)
-            explicit.append((first, None if second == self.ground_name else second, pair.line))
-            line = difference_line(pair, combined_friction(surfaces[pair.geom1], surfaces[pair.geom2]))
-            if line:
-                lines.append(line)
-        return explicit, lines
+            first, second = (pair.geom2, pair.geom1) if pair.geom1 == ground else (pair.geom1, pair.geom2)
+            explicit.append(replace(pair, geom1=first, geom2=None if second == ground else second))
+        return explicit
 
     def _read_contact(self, section) -> list[tuple[str, str, int]]:
         out = []

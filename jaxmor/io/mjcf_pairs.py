@@ -12,8 +12,7 @@ geom's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from jaxmor.io.description import ContactPair
 from jaxmor.io.mjcf_document import Values
 from jaxmor.io.xml import tag
 
@@ -21,26 +20,8 @@ from jaxmor.io.xml import tag
 PAIR_FRICTION = 1.0
 
 
-@dataclass(frozen=True)
-class Pair:
-    """An explicit pair as the file gives it.
-
-    Attributes:
-        geom1, geom2: the geoms' names.
-        friction: its sliding friction coefficient [-] (0 with ``condim`` 1).
-        condim: its contact dimensionality (1, 3, 4 or 6).
-        line: the line of its element.
-    """
-
-    geom1: str
-    geom2: str
-    friction: float
-    condim: int
-    line: int
-
-
-def read_pair(v: Values) -> Pair:
-    """A ``<pair>`` from its resolved attributes (``v``: its class's defaults under its own).
+def read_pair(v: Values) -> ContactPair:
+    """A ``<pair>`` from its resolved attributes (``v``: its class's defaults under its own), both geoms by name.
 
     Raises:
         ModelError: a missing geom, the same geom twice, a bad ``condim`` or a negative friction.
@@ -56,7 +37,8 @@ def read_pair(v: Values) -> Pair:
     friction = v.numbers("friction", 1, 5, default=(PAIR_FRICTION,))
     if (friction < 0).any():
         raise v.error(f"<pair> friction must not be negative, got {friction.tolist()}")
-    return Pair(names[0], names[1], float(friction[0]) if condim >= 3 else 0.0, condim, v.element.sourceline)
+    mu = float(friction[0]) if condim >= 3 else 0.0
+    return ContactPair(names[0], names[1], mu, condim, v.element.sourceline)
 
 
 def pair_elements(sections) -> list:
@@ -64,16 +46,14 @@ def pair_elements(sections) -> list:
     return [el for section in sections for el in section if tag(el) == "pair"]
 
 
-def combined_friction(a: tuple[float, int], b: tuple[float, int]) -> float:
-    """What jaxmor's MJCF friction rule makes of two surfaces' ``(friction, priority)``: the higher priority's
-    friction, the larger of the two at equal priority (``Options.friction_rule`` ``"max"``)."""
-    if a[1] != b[1]:
-        return a[0] if a[1] > b[1] else b[0]
-    return max(a[0], b[0])
+def difference_line(pair: ContactPair, ours: float, ground: str) -> str | None:
+    """The warning's line for a pair whose friction (or condim) MuJoCo and jaxmor treat differently, else None.
 
-
-def difference_line(pair: Pair, ours: float) -> str | None:
-    """The warning's line for a pair whose friction (or condim) MuJoCo and jaxmor treat differently, else None."""
+    Args:
+        pair: the pair.
+        ours: the friction jaxmor's contacts of the pair take (the geoms' combination).
+        ground: the name the line gives the ground plane (``pair.geom2`` ``None``).
+    """
     said = []
     if abs(pair.friction - ours) > 1e-12 * max(1.0, abs(ours)):
         said.append(f"friction {pair.friction:g} (the pair's) where jaxmor uses {ours:g} (the geoms' combination)")
@@ -81,4 +61,5 @@ def difference_line(pair: Pair, ours: float) -> str | None:
         said.append(f"condim {pair.condim}: jaxmor has no torsional or rolling friction")
     if not said:
         return None
-    return f"explicit pair ({pair.geom1!r}, {pair.geom2!r}) at line {pair.line}: MuJoCo gives it " + "; ".join(said)
+    names = (pair.geom1, ground if pair.geom2 is None else pair.geom2)
+    return f"explicit pair {names!r} at line {pair.line}: MuJoCo gives it " + "; ".join(said)

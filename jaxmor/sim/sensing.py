@@ -18,7 +18,7 @@ from jaxmor.model import joint_coordinates, joint_mask
 from jaxmor.sim.constraint import velocity_change
 from jaxmor.sim.dynamics import forward_dynamics
 from jaxmor.sim.forces import actuator_joint_force
-from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses
+from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses, relative_point_jacobians
 from jaxmor.sim.pipeline import stages
 from jaxmor.state import check_state
 from jaxmor.types import Model, State
@@ -63,14 +63,13 @@ class _Reading:
     def velocities(self) -> tuple[jax.Array, jax.Array]:
         """``(v (nb, 3), w (nb, 3))``: the world velocity of each body's origin and its world angular velocity."""
         if self._velocities is None:
-            model, u = self.model, self.state.u
-            axis, origin = dof_axes(model, self.bodies)
+            model, u, bodies = self.model, self.state.u, self.bodies
+            world, each = np.full(model.nb, -1), np.arange(model.nb)
+            jacobians = relative_point_jacobians(model, bodies, bodies.position, world, each)  # (nb, nv, 3)
+            linear = jnp.einsum("bdk,d->bk", jacobians, u)
+            axis, _ = dof_axes(model, bodies)
             mask = jnp.asarray(ancestor_mask(model)[1:], u.dtype)
-            rotational = np.array(model.dof_rotational, dtype=bool)
-            arm = self.bodies.position[:, None, :] - origin[None]
-            cols = jnp.where(rotational[None, :, None], jnp.cross(axis[None], arm), axis[None])
-            linear = jnp.einsum("bd,bdk,d->bk", mask, cols, u)
-            angular = (mask * jnp.asarray(rotational, u.dtype)) @ (axis * u[:, None])
+            angular = (mask * jnp.asarray(model.dof_rotational, u.dtype)) @ (axis * u[:, None])
             self._velocities = (linear, angular)
         return self._velocities
 
