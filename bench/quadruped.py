@@ -50,9 +50,9 @@ def add_options(g) -> None:
     g.add_argument(
         "--grad-chunk",
         type=int,
-        default=32,
-        help="vmap the gradient's worlds in chunks of this many (lax.map; docs/design/cpu-deadlock.md); 0 or >= G: "
-        "one vmap (default 32)",
+        default=0,
+        help="vmap the gradient's worlds in chunks of this many (lax.map); 0 or >= G: one vmap (the default: the step "
+        "calls no LAPACK routine, so a vmap of all G cannot meet docs/design/cpu-deadlock.md's hang)",
     )
 
 
@@ -155,7 +155,7 @@ def run_jaxmor_grad(spec: dict) -> dict:
     """``jax.grad`` of the sum of the final joint velocities of G worlds x K steps w.r.t. R, Kt, Kv.
 
     ``grad_chunk`` > 0 maps over chunks of that many vmapped worlds (``jax.lax.map(batch_size=...)``);
-    0 vmaps all G worlds at once (docs/design/cpu-deadlock.md: why the default is a chunk of 32).
+    0 (the default) vmaps all G worlds at once.
     """
     import jax
     import jax.numpy as jnp

@@ -103,7 +103,7 @@ def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarr
     return out / jnp.linalg.norm(out, axis=-1, keepdims=True)
 
 
-#: Largest number of velocities whose elimination is unrolled (above it, a ``fori_loop`` of the same steps).
+#: Largest number of velocities whose elimination is unrolled on a GPU (above it, a ``fori_loop`` there too).
 UNROLL_LIMIT = 64
 
 
@@ -115,9 +115,12 @@ def gauss_jordan(a: jax.Array, b: jax.Array) -> jax.Array:
     while ``h`` times the speeds is small. Elimination
     without pivoting is stable for such matrices (every leading block stays positive definite for the
     symmetric part). Each of the ``n`` steps scales the pivot row and subtracts it from every other row of
-    ``[a | b]``: ``n (n + k) n`` multiply-adds, unrolled for ``n <= UNROLL_LIMIT``, a ``fori_loop``
-    above (18 velocities: 18 fused steps). Plain operations batch and differentiate like any others, and
-    avoid jaxlib 0.10.2's batched LAPACK kernels, which can deadlock a small CPU (``docs/design/cpu-deadlock.md``).
+    ``[a | b]``: ``n (n + k) n`` multiply-adds. The steps are a ``fori_loop`` on the CPU (one compiled step
+    whatever ``n``: each step is one small kernel either way, and the loop compiles in a fraction of the
+    time) and unrolled elsewhere for ``n <= UNROLL_LIMIT`` (on a GPU a loop's trips are launches and break
+    the step's CUDA graph); chosen when the program is lowered, the same arithmetic either way. Plain
+    operations batch and differentiate like any others, and avoid jaxlib 0.10.2's batched LAPACK kernels,
+    which can deadlock a small CPU (``docs/design/cpu-deadlock.md``).
 
     Args:
         a: (n, n) the matrix.
@@ -128,18 +131,30 @@ def gauss_jordan(a: jax.Array, b: jax.Array) -> jax.Array:
     """
     n = a.shape[0]
     aug = jnp.concatenate([a, b], axis=1)
-
-    def eliminate(i, aug):
-        pivot_row = jax.lax.dynamic_index_in_dim(aug, i, keepdims=False)
-        pivot_row = pivot_row / jax.lax.dynamic_index_in_dim(pivot_row, i, keepdims=False)
-        column = jax.lax.dynamic_index_in_dim(aug, i, axis=1, keepdims=False)
-        factors = column.at[i].set(0.0)
-        aug = aug - factors[:, None] * pivot_row[None, :]
-        return jax.lax.dynamic_update_index_in_dim(aug, pivot_row, i, axis=0)
-
-    if n <= UNROLL_LIMIT:
-        for i in range(n):
-            aug = eliminate(i, aug)
+    if n == 0 or n > UNROLL_LIMIT:
+        aug = _eliminate_looped(aug)
     else:
-        aug = jax.lax.fori_loop(0, n, eliminate, aug)
+        aug = jax.lax.platform_dependent(aug, cpu=_eliminate_looped, default=_eliminate_unrolled)
     return aug[:, n:]
+
+
+def _eliminate(i, aug: jax.Array) -> jax.Array:
+    """Step ``i`` of the elimination of ``aug = [a | b]`` (n, n + k): pivot row ``i`` scaled, taken from the rest."""
+    pivot_row = jax.lax.dynamic_index_in_dim(aug, i, keepdims=False)
+    pivot_row = pivot_row / jax.lax.dynamic_index_in_dim(pivot_row, i, keepdims=False)
+    column = jax.lax.dynamic_index_in_dim(aug, i, axis=1, keepdims=False)
+    factors = column.at[i].set(0.0)
+    aug = aug - factors[:, None] * pivot_row[None, :]
+    return jax.lax.dynamic_update_index_in_dim(aug, pivot_row, i, axis=0)
+
+
+def _eliminate_looped(aug: jax.Array) -> jax.Array:
+    """Every step of the elimination as a ``fori_loop``."""
+    return jax.lax.fori_loop(0, aug.shape[0], _eliminate, aug)
+
+
+def _eliminate_unrolled(aug: jax.Array) -> jax.Array:
+    """Every step of the elimination, unrolled."""
+    for i in range(aug.shape[0]):
+        aug = _eliminate(i, aug)
+    return aug

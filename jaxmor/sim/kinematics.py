@@ -15,6 +15,7 @@ constraint stages.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,32 @@ class Kinematics:
     body: Poses
 
 
+@functools.cache
+def tree_levels(body_parent: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ...] | None], ...]:
+    """The bodies by depth in the tree: per level ``(bodies, parents)``, ``bodies`` the indices of the bodies
+    at that depth and ``parents`` the position of each one's parent among the bodies of the level above
+    (``None`` for the roots, depth 0). Static; computed once per tree."""
+    depth: list[int] = []
+    for parent in body_parent:
+        depth.append(0 if parent < 0 else depth[parent] + 1)
+    levels: list[tuple[tuple[int, ...], tuple[int, ...] | None]] = []
+    for d in range(max(depth, default=-1) + 1):
+        bodies = tuple(i for i, di in enumerate(depth) if di == d)
+        above = levels[-1][0] if levels else ()
+        parents = None if d == 0 else tuple(above.index(body_parent[i]) for i in bodies)
+        levels.append((bodies, parents))
+    return tuple(levels)
+
+
+def _take(x: jax.Array, index: tuple[int, ...]) -> jax.Array:
+    """``x[index]`` along the leading axis for a static ``index``: a strided slice when the indices are evenly
+    spaced and increasing (the usual case: legs laid out alike), a gather otherwise."""
+    step = index[1] - index[0] if len(index) > 1 else 1
+    if step > 0 and all(b - a == step for a, b in zip(index[:-1], index[1:], strict=True)):
+        return x[index[0] : index[-1] + 1 : step]
+    return x[np.asarray(index)]
+
+
 def parent_first(model: Model, combine: Callable[[Any, Any], Any], world: Any, per_body: Any) -> Any:
     """Values propagated down the tree, parents first: the one tree traversal of jaxmor.
 
@@ -64,20 +91,32 @@ def parent_first(model: Model, combine: Callable[[Any, Any], Any], world: Any, p
     entries alone (no product with a constant world value, whose derivative would tie the root's
     value to its entries for nothing).
 
+    The bodies of one depth are combined together (``combine`` vmapped over them, :func:`tree_levels`), so
+    the program has one step per level of the tree, not one per body: a quadruped's 13 bodies are 4 levels.
+
     Args:
         model: the model (its static ``body_parent``).
-        combine: ``(parent value, body's entries) -> body value``.
+        combine: ``(parent value, body's entries) -> body value``, for one body (it is vmapped).
         world: the value of the world, or ``None``.
         per_body: a pytree whose leaves have a leading axis of size ``nb``.
 
     Returns:
         The bodies' values, each leaf with a leading axis of size ``nb``.
     """
+    levels = tree_levels(tuple(model.body_parent))
     values = []
-    for i, parent in enumerate(model.body_parent):
-        entries = jax.tree.map(lambda x, i=i: x[i], per_body)
-        values.append(combine(world if parent < 0 else values[parent], entries))
-    return jax.tree.map(lambda *x: jnp.stack(x), *values)
+    for bodies, parents in levels:
+        entries = jax.tree.map(lambda x, b=bodies: _take(x, b), per_body)
+        if parents is None:
+            values.append(jax.vmap(lambda e: combine(world, e))(entries))
+        else:
+            above = jax.tree.map(lambda x, p=parents: _take(x, p), values[-1])
+            values.append(jax.vmap(combine)(above, entries))
+    stacked = jax.tree.map(lambda *x: jnp.concatenate(x), *values)
+    order = tuple(int(i) for i in np.argsort(np.concatenate([np.asarray(b) for b, _ in levels])))
+    if order == tuple(range(len(order))):
+        return stacked
+    return jax.tree.map(lambda x: _take(x, order), stacked)
 
 
 def joint_transforms(model: Model, q: jax.Array) -> Poses:

@@ -1,6 +1,6 @@
 """All the projected Gauss-Seidel sweeps of a step's solve, for a batch of worlds, in one Pallas kernel.
 
-The same iteration as :mod:`jaxmor.sim.solver`'s forward sweeps (``_fast_sweep`` applied ``counts[j]``
+The same iteration as :mod:`jaxmor.sim.solver`'s forward sweeps (``_sweep`` applied ``counts[j]``
 times to problem ``j``): the same rows in the same order, the same updates (the normal
 ``max(lam - (v - target) / A_nn, 0)``, the tangent pair's step ``1 / s_max`` and its radial projection
 onto the disk ``mu lam_n``, a joint's friction clip then its limit), the row velocities ``v = A lam + b``

@@ -17,23 +17,24 @@ A sweep updates the rows in order, each from the velocity the impulses updated b
 
 A frictionless problem (the position pass) has only the normal updates and the limit updates.
 
-Shape for speed (``docs/design/solver.md`` has the measurements). A sweep is straight-line code: the rows
-are unrolled, so the only loops are over sweeps. The problems a step solves together share them on a fixed
-schedule (:func:`solve_all`; no branch): with 20 velocity and 10 position sweeps, a loop of 10 trips of
-both, then one of 10 trips of the velocity problem alone. A problem's iterate is three packed arrays, the
-(R,) row velocities ``v = A lam + b``, the (R,) row impulses and the (nj,) limit impulses, and the loop
-reads one matrix, ``A`` transposed (its columns as rows), and two tables of per-row constants. A row reads
-its velocity and its old impulse, writes its new impulse with a select on its static index, and when its
-impulse changes by ``d`` adds ``d A[:, row]`` to ``v``. That is the same Gauss-Seidel iteration (each row
-sees the impulses updated before it) with the same fixed points; ``v`` is recomputed from the impulses
-at the start of each solve. ``A`` is not symmetric in general (the effective mass holds the
-velocity-dependent forces' derivative), so its columns, not its rows, update ``v``.
+Shape (``docs/design/solver.md`` has the measurements). A sweep is a loop over the contacts in slot order,
+then one over the joints, each iteration one row's update; on a CUDA GPU every sweep of a step runs in one
+Pallas kernel of the same loops (:mod:`jaxmor.sim.pgs_kernel`). The problems a step solves together share
+their sweep loops on a fixed schedule (:func:`solve_all`; no branch): with 20 velocity and 10 position
+sweeps, a loop of 10 trips, each two velocity sweeps and one position sweep. A problem's iterate
+is three packed arrays, the (R,) row velocities ``v = A lam + b``, the (R,) row impulses and the (nj,)
+limit impulses, and the loops read one matrix, ``A`` transposed (its columns as rows), and two tables of
+per-row constants. A row reads its velocity and its old impulse, writes its new impulse, and when its
+impulse changes by ``d`` adds ``d A[:, row]`` to ``v``. That is the Gauss-Seidel iteration (each row sees
+the impulses updated before it) with its fixed points; ``v`` is recomputed from the impulses at the start of
+each solve. ``A`` is not symmetric in general (the effective mass holds the velocity-dependent forces'
+derivative), so its columns, not its rows, update ``v``.
 
 Sweeps run a fixed number of iterations with ``lax.fori_loop`` so that ``jit``, ``vmap``, ``jvp`` and
 reverse-mode ``grad`` all work. Derivatives do not store and replay every sweep: they apply the
-Jacobians of one sweep (as a map of the impulses alone), taken at the final impulses (transposed in
-reverse mode), as many times as there were sweeps (``_iterate_jvp``), exact when the sweeps have
-converged. Plain Gauss-Seidel needs many sweeps on long chains of touching bodies (about N^2 for N
+Jacobians of one sweep (as a map of the impulses alone, :func:`_impulse_sweep`), taken at the final
+impulses (transposed in reverse mode), as many times as there were sweeps (``_iterate_jvp``), exact when the
+sweeps have converged. Plain Gauss-Seidel needs many sweeps on long chains of touching bodies (about N^2 for N
 bodies in a row); :func:`contact_residuals` measures how far a solution is from the contact laws.
 """
 
@@ -43,7 +44,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from jaxmor.errors import ArgumentError
@@ -81,11 +81,10 @@ class _Rows:
         columns: (R, R) ``A`` transposed: row ``r`` is ``A``'s column ``r`` (what a change of row ``r``'s
             impulse adds to ``v``); ``columns[r, r]`` is the diagonal entry and ``columns[n, n + 1 : n + 3]``
             the tangent rows' entries in a normal's column.
-        laws: (R, 6) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
+        laws: (R, 5) per row ``1 / A_rr`` (0 for a row that nothing moves), then for a contact's normal row
             its target [m/s], friction coefficient, ``1 / s_max`` of its tangential block (0 when
             frictionless) and 0, for a joint row its friction bounds ``-b, b`` [N s or Nm s] and its velocity
-            bounds from the limits (low, high), zeros on tangent rows; last, 1 on every row (the divisor
-            that makes the compiler keep each new impulse, :func:`_fast_sweep`).
+            bounds from the limits (low, high), zeros on tangent rows.
         limited: (nj, 2) bool, whether each joint row's low and high bound is finite.
         free_velocity: (R,) ``b``.
         nc: number of contact slots (static).
@@ -120,7 +119,7 @@ def _rows_of(problem: Problem) -> _Rows:
     joint = jnp.stack([-bound, bound, low, high], axis=1)  # (nj, 4)
     laws = jnp.concatenate([contact.reshape(-1, 4), joint])
     inv_diag = safe_div(1.0, jnp.diagonal(a))
-    laws = jnp.concatenate([inv_diag[:, None], laws, jnp.ones_like(inv_diag)[:, None]], axis=1)
+    laws = jnp.concatenate([inv_diag[:, None], laws], axis=1)
     limited = jnp.stack([jnp.isfinite(low), jnp.isfinite(high)], axis=1)
     return _Rows(a.T, laws, limited, problem.free_velocity, nc, problem.rows_per_contact)
 
@@ -132,7 +131,7 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
     """New (rows_per_contact,) impulses of a contact: the normal row, then (with friction) the tangential
     pair on the disk.
 
-    ``law`` is the normal row's (6,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
+    ``law`` is the normal row's (5,) constants (:class:`_Rows`), ``a_tn`` (2,) the tangent rows' entries in
     the normal's column (unused when frictionless), ``v`` the rows' velocities at the impulses ``old``.
     """
     inv_nn, target, mu, inv_eig = law[0], law[1], law[2], law[3]
@@ -145,7 +144,7 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
 
 
 def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit):
-    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (6,) and ``limited``
+    """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (5,) and ``limited``
     (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
     previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
     inv_diag, low, high = law[0], law[3], law[4]
@@ -157,9 +156,8 @@ def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag
     return friction + new_limit, new_limit
 
 
-# The sweep as straight-line code carrying the row velocities: the forward solve. An iterate is
-# ``(v, rows, limit)``: the (R,) row velocities ``A rows + b``, the (R,) row impulses and the (nj,) limit
-# part of the joint rows' impulses.
+# The sweep. An iterate is ``(v, rows, limit)``: the (R,) row velocities ``A rows + b``, the (R,) row impulses
+# and the (nj,) limit part of the joint rows' impulses.
 
 
 def _start(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -168,99 +166,73 @@ def _start(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Arr
     return p.columns.T @ rows + p.free_velocity, rows, limit
 
 
-def _fast_sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One sweep, rows unrolled: contacts in slot order, then each joint; a changed impulse ``d`` adds
-    ``d A[:, row]`` (a row of ``p.columns``) to the carried velocities. Each row reads its old impulse
-    from the carried (R,) arrays and writes its new one with a select on its static index.
-
-    Each new impulse is divided by a 1 read from ``p.laws`` (exact): XLA does not duplicate a division
-    into the new impulse's consumers (the selects, the velocity update, the next rows), so it computes
-    each row's update once instead of once per consumer."""
+def _sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One sweep: a ``fori_loop`` over the contacts in slot order, then one over the joints. A row reads its
+    velocity and old impulse from the carried arrays, writes its new impulse, and a change ``d`` adds
+    ``d A[:, row]`` (a row of ``p.columns``) to the carried velocities."""
     c, laws, m = p.columns, p.laws, p.rows_per_contact
-    v, rows, limit = it
-    index, joint_index = np.arange(rows.shape[0]), np.arange(p.nj)
-    new_rows = rows
-    for k in range(p.nc):
+
+    def contact(k, it):
+        v, rows, limit = it
         n = m * k
-        old = rows[n : n + m]
-        new = _contact_impulse(m == 3, laws[n], c[n, n + 1 : n + 3], v[n : n + m], old) / laws[n, 5]
-        v = v + (new - old) @ c[n : n + m]
-        for j in range(m):
-            new_rows = jnp.where(index == n + j, new[j], new_rows)
-    for i in range(p.nj):
+        cols = jax.lax.dynamic_slice_in_dim(c, n, m)  # (m, R): A's columns n .. n + m
+        old = jax.lax.dynamic_slice_in_dim(rows, n, m)
+        a_tn = jax.lax.dynamic_slice_in_dim(cols[0], n + 1, 2) if m == 3 else None
+        law = jax.lax.dynamic_index_in_dim(laws, n, keepdims=False)
+        new = _contact_impulse(m == 3, law, a_tn, jax.lax.dynamic_slice_in_dim(v, n, m), old)
+        return v + (new - old) @ cols, jax.lax.dynamic_update_slice_in_dim(rows, new, n, 0), limit
+
+    def joint(i, it):
+        v, rows, limit = it
         r = m * p.nc + i
-        old = rows[r]
-        v_other = v[r] - c[r, r] * old
-        new, lim = _joint_impulse(m == 3, laws[r], p.limited[i], c[r, r], v_other, limit[i])
-        new, lim = new / laws[r, 5], lim / laws[r, 5]
-        v = v + c[r] * (new - old)
-        new_rows = jnp.where(index == r, new, new_rows)
-        limit = jnp.where(joint_index == i, lim, limit)
-    return v, new_rows, limit
-
-
-# The same sweep as loops over the rows, from the impulses alone: the map the derivative linearizes
-# (compact to compile; the fast form's carried velocities are ``A lam + b`` of these impulses).
-
-
-def _compact_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-    """One sweep as ``(rows, limit) -> (rows, limit)`` with ``fori_loop``s over the contacts and joints."""
-    c, b, m = p.columns, p.free_velocity, p.rows_per_contact
-
-    def contact(k, x):
-        lam, limit = x
-        n = m * k
-        cols = jax.lax.dynamic_slice_in_dim(c, n, m, axis=1)  # (R, m): A's rows n..n+m, transposed
-        v = lam @ cols + jax.lax.dynamic_slice_in_dim(b, n, m)
-        old = jax.lax.dynamic_slice_in_dim(lam, n, m)
-        a_tn = jax.lax.dynamic_index_in_dim(cols[:, 1:], n, keepdims=False)
-        law = jax.lax.dynamic_index_in_dim(p.laws, n, keepdims=False)
-        new = _contact_impulse(m == 3, law, a_tn, v, old)
-        return jax.lax.dynamic_update_slice_in_dim(lam, new, n, 0), limit
-
-    def joint(i, x):
-        lam, limit = x
-        r = m * p.nc + i
-        col = jax.lax.dynamic_index_in_dim(c, r, axis=1, keepdims=False)  # A's row r
-        diag = col[r]
-        v_other = lam @ col + b[r] - diag * lam[r]
-        law = jax.lax.dynamic_index_in_dim(p.laws, r, keepdims=False)
+        col = jax.lax.dynamic_index_in_dim(c, r, keepdims=False)  # A's column r
+        old, diag = rows[r], col[r]
+        law = jax.lax.dynamic_index_in_dim(laws, r, keepdims=False)
         limited = jax.lax.dynamic_index_in_dim(p.limited, i, keepdims=False)
-        new, new_limit = _joint_impulse(m == 3, law, limited, diag, v_other, limit[i])
-        return lam.at[r].set(new), limit.at[i].set(new_limit)
+        new, new_limit = _joint_impulse(m == 3, law, limited, diag, v[r] - diag * old, limit[i])
+        return v + (new - old) * col, rows.at[r].set(new), limit.at[i].set(new_limit)
 
     if p.nc:
-        x = jax.lax.fori_loop(0, p.nc, contact, x)
+        it = jax.lax.fori_loop(0, p.nc, contact, it)
     if p.nj:
-        x = jax.lax.fori_loop(0, p.nj, joint, x)
-    return x
+        it = jax.lax.fori_loop(0, p.nj, joint, it)
+    return it
 
 
-#: Most sweeps of one problem in one trip of a shared loop (see :func:`_schedule`).
-_SWEEPS_PER_TRIP = 1
+def _impulse_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    """One sweep as a map of the impulses alone, ``(rows, limit) -> (rows, limit)``: what the derivative
+    linearizes (the carried velocities are ``A rows + b`` of the impulses)."""
+    _, rows, limit = _sweep(p, _start(p, x))
+    return rows, limit
 
 
 def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """A fixed schedule of the sweeps of independent problems: stages ``(trips, sweeps)``, each a loop of
     ``trips`` trips in which problem ``j`` has ``sweeps[j]`` sweeps (0: not in that loop).
 
-    A stage runs as many trips as the fewest sweeps left and gives each problem that many sweeps per trip
-    as its count allows (at most ``_SWEEPS_PER_TRIP``); what is left goes to the next stage. Every
-    problem gets exactly ``counts[j]`` sweeps. With ``_SWEEPS_PER_TRIP = 1``: (20, 10) -> 10 trips x (1, 1),
-    then 10 x (1, 0); with 2: (20, 10) -> 10 x (2, 1), and (7, 3) -> 3 x (2, 1), then 1 x (1, 0).
+    A stage runs as many trips as the fewest sweeps left and gives each problem as many sweeps per trip as
+    its count allows; what is left goes to the next stage. Every problem gets exactly ``counts[j]``
+    sweeps: (20, 10) -> 10 trips x (2, 1); (7, 3) -> 3 x (2, 1), then 1 x (1, 0); (5, 5) -> 5 x (1, 1).
     """
     stages, left = [], list(counts)
     while any(left):
         trips = min(c for c in left if c > 0)
-        sweeps = tuple(min(c // trips, _SWEEPS_PER_TRIP) for c in left)
+        sweeps = tuple(c // trips for c in left)
         stages.append((trips, sweeps))
         left = [c - trips * s for c, s in zip(left, sweeps, strict=True)]
     return tuple(stages)
 
 
+def _sweeps(p: _Rows, count: int, it: tuple[jax.Array, jax.Array, jax.Array]):
+    """``count`` sweeps of ``p`` from the iterate ``it`` (a loop when there are several: one sweep compiled)."""
+    if count == 1:
+        return _sweep(p, it)
+    return jax.lax.fori_loop(0, count, lambda _, it: _sweep(p, it), it)
+
+
 def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-    """:func:`_compact_sweep` of ``p`` with its bound flags ``limited`` put back."""
-    return _compact_sweep(p.replace(limited=limited), x)
+    """:func:`_impulse_sweep` of ``p`` with its bound flags ``limited`` put back."""
+    return _impulse_sweep(p.replace(limited=limited), x)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -284,12 +256,7 @@ def _xla_iterate(counts, params, x0):
         live = [j for j, s in enumerate(sweeps) if s]
 
         def body(_, carry, live=live, sweeps=sweeps):
-            out = []
-            for j, it in zip(live, carry, strict=True):
-                for _ in range(sweeps[j]):
-                    it = _fast_sweep(params[j], it)
-                out.append(it)
-            return tuple(out)
+            return tuple(_sweeps(params[j], sweeps[j], it) for j, it in zip(live, carry, strict=True))
 
         carry = tuple(its[j] for j in live)
         carry = body(0, carry) if trips == 1 else jax.lax.fori_loop(0, trips, body, carry)
@@ -302,7 +269,7 @@ def _xla_iterate(counts, params, x0):
 def _iterate_jvp(counts, primals, tangents):
     """Derivative of the sweeps with every sweep's Jacobians taken at the final iterate ``x_K``.
 
-    With ``S_x``, ``S_p`` the Jacobians of one sweep (:func:`_compact_sweep`, a map of the impulses) at
+    With ``S_x``, ``S_p`` the Jacobians of one sweep (:func:`_impulse_sweep`, a map of the impulses) at
     ``x_K``, the tangent of ``x_K`` is ``S_x^K dx_0 + sum_{j<K} S_x^j S_p dp``: the exact derivative of the
     K sweeps whenever the iterates have converged (``x_k = x_K``), and otherwise different only in
     evaluating the Jacobians at ``x_K`` instead of at each ``x_k``. The tangent recursion is linear, so
@@ -335,7 +302,7 @@ def solve_all(
     """Run ``iterations[j]`` PGS sweeps on ``problems[j]`` from ``warm_starts[j]``, the problems together.
 
     Independent problems (the step's velocity and position problems) share their sweep loops
-    (:func:`_schedule`, no branch): with counts (20, 10), 10 trips of both, then 10 of the first alone.
+    (:func:`_schedule`, no branch): with counts (20, 10), 10 trips of two sweeps of the first and one of the second.
 
     Args:
         problems: the problems (with friction, or frictionless: ``problem.rows_per_contact``).
