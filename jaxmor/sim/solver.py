@@ -284,13 +284,12 @@ def _iterate_jvp(counts, primals, tangents):
         # The (boolean) bound flags are constants of the sweep, not one of its differentiable inputs.
         sweep = partial(_sweep_at, p.limited)
         p, dp = p.replace(limited=None), dp.replace(limited=None)
-        _, linear = jax.linearize(sweep, p, xj)
-        zero_x = jax.tree.map(jnp.zeros_like, xj)
-        zero_p = jax.tree.map(jnp.zeros_like, p)
-        drive = linear(dp, zero_x)
+        # S_p dp once; S_x alone in the recursion (a zero dp would still be pushed through S_p every trip).
+        _, drive = jax.jvp(lambda q, xj=xj, sweep=sweep: sweep(q, xj), (p,), (dp,))
+        _, linear = jax.linearize(lambda y, p=p, sweep=sweep: sweep(p, y), xj)
 
-        def body(_, t, linear=linear, zero_p=zero_p, drive=drive):
-            return jax.tree.map(jnp.add, linear(zero_p, t), drive)
+        def body(_, t, linear=linear, drive=drive):
+            return jax.tree.map(jnp.add, linear(t), drive)
 
         d_x.append(jax.lax.fori_loop(0, count, body, dxj))
     return x, tuple(d_x)
