@@ -83,14 +83,10 @@ def safe_norm(v: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array
     return safe_sqrt(jnp.sum(v * v, axis=axis, keepdims=keepdims))
 
 
-def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarray:
-    """Rotate ``quat`` by the world-frame angular velocity ``omega_world`` over ``dt`` (exponential map).
-
-    Returns the normalized quaternion ``exp(omega dt / 2) * quat``.
-    """
-    # |omega| dt, written so that its value and gradient are finite at omega = 0 (a plain norm's
-    # gradient is NaN there).
-    norm2 = jnp.sum(omega_world * omega_world, axis=-1)
+def quat_exp(omega: jnp.ndarray, dt) -> jnp.ndarray:
+    """(..., 4) the unit quaternion of the rotation by the vector ``omega dt`` (axis times angle), ``w x y z``;
+    its value and gradient are finite at ``omega = 0`` (a plain norm's gradient is NaN there)."""
+    norm2 = jnp.sum(omega * omega, axis=-1)
     small = norm2 * dt * dt <= 1e-16
     theta = jnp.sqrt(jnp.where(small, 1.0, norm2)) * dt
     theta = jnp.where(small, 0.0, theta)
@@ -98,9 +94,35 @@ def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarr
     # sin(half)/theta with its series below 1e-8 rad.
     safe = jnp.where(small, 1.0, theta)
     sinc = jnp.where(small, 0.5 - norm2 * dt * dt / 48.0, jnp.sin(half) / safe)
-    dq = jnp.concatenate([jnp.cos(half)[..., None], (sinc * dt)[..., None] * omega_world], -1)
-    out = quat_multiply(dq, quat)
+    return jnp.concatenate([jnp.cos(half)[..., None], (sinc * dt)[..., None] * omega], -1)
+
+
+def quat_integrate(quat: jnp.ndarray, omega_world: jnp.ndarray, dt) -> jnp.ndarray:
+    """Rotate ``quat`` by the world-frame angular velocity ``omega_world`` over ``dt`` (exponential map).
+
+    Returns the normalized quaternion ``exp(omega dt / 2) * quat``.
+    """
+    out = quat_multiply(quat_exp(omega_world, dt), quat)
     return out / jnp.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def quat_integrate_local(quat: jnp.ndarray, omega_body: jnp.ndarray, dt) -> jnp.ndarray:
+    """Rotate ``quat`` by the angular velocity ``omega_body``, given in the rotated (body) frame, over ``dt``:
+    the normalized ``quat * exp(omega dt / 2)`` (a ball joint's update, as MuJoCo's ``mj_integratePos``)."""
+    out = quat_multiply(quat, quat_exp(omega_body, dt))
+    return out / jnp.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def quat_angle_axis(quat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """The rotation of a quaternion ``w x y z`` (not necessarily normalized) as ``(angle (...), axis (..., 3))``:
+    the angle of the shortest rotation, in ``[0, pi]`` [rad], and its unit axis (the same in the rotated and the
+    fixed frame; ``q`` and ``-q`` give the same). At the identity the axis is zero, and value and gradients are
+    finite everywhere (:func:`safe_norm`)."""
+    sign = jnp.where(quat[..., :1] < 0, -1.0, 1.0)
+    w, xyz = sign[..., 0] * quat[..., 0], sign * quat[..., 1:]
+    s = safe_norm(xyz)
+    angle = 2.0 * jnp.arctan2(s, w)
+    return angle, safe_div(1.0, s)[..., None] * xyz
 
 
 #: Largest number of velocities whose elimination is unrolled on a GPU (above it, a ``fori_loop`` there too).

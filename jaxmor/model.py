@@ -48,9 +48,19 @@ def joint_q_index(model: Model, name: str) -> int:
     return model.joint_q[_joint_position(model, name)]
 
 
+def ball_joints(model: Model) -> tuple[tuple[int, int, int], ...]:
+    """``(body, first q index, first u index)`` of every ball joint, in body order (from the static tables)."""
+    return tuple(
+        (b, model.body_q_start[b], model.body_v_start[b])
+        for b, kind in enumerate(model.body_joint_type)
+        if kind == JointType.BALL
+    )
+
+
 def neutral_q(model: Model) -> jax.Array:
     """(nq,) the default configuration ``model.q_default``, in the model's dtype: as loaded, every free joint
-    at the origin with the identity orientation and every joint at 0 (clipped into its position limits);
+    at the origin with the identity orientation, every ball joint at the identity and every 1-DoF joint at 0
+    (clipped into its position limits);
     the free bodies of :func:`jaxmor.add_free_body` and :func:`jaxmor.combine` at the poses they were given."""
     return jnp.asarray(model.q_default, model.body_mass.dtype)
 
@@ -207,13 +217,13 @@ def summary(model: Model) -> str:
 
 
 def joint_coordinates(model: Model, q: jax.Array) -> jax.Array:
-    """(nv,) position of each 1-DoF joint at its velocity index; zero on a floating base."""
+    """(nv,) position of each 1-DoF joint at its velocity index; zero on free and ball joints."""
     v_idx = np.array(model.joint_u, dtype=np.int32)
     return jnp.zeros(model.nv, q.dtype).at[v_idx].set(q[np.array(model.joint_q, dtype=np.int32)])
 
 
 def joint_mask(model: Model, dtype) -> jax.Array:
-    """(nv,) 1 on 1-DoF joints, 0 on a floating base."""
+    """(nv,) 1 on 1-DoF joints, 0 on free and ball joints."""
     mask = np.zeros(model.nv)
     mask[np.array(model.joint_u, dtype=np.int32)] = 1.0
     return jnp.asarray(mask, dtype)

@@ -21,7 +21,7 @@ from jaxmor.actuation.motor import motor_problem
 from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
 from jaxmor.checks import as_array, as_vector, concrete
 from jaxmor.errors import ArgumentError
-from jaxmor.model import neutral_q, resolve_actuator
+from jaxmor.model import ball_joints, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
 from jaxmor.sim.kinematics import point_jacobian
 from jaxmor.types import ActuatorState, Model, State
@@ -167,12 +167,19 @@ def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> 
 
 
 def _joint_only(model: Model, value: np.ndarray | None, name: str) -> None:
-    """Refuse nonzero (concrete) entries on a floating base's velocities."""
-    if not model.floating_base or value is None:
+    """Refuse nonzero (concrete) entries on the velocities of a floating base and of ball joints (the built-in
+    PD acts on 1-DoF joints only)."""
+    if value is None:
         return
-    base = np.concatenate([np.arange(v, v + 6) for v in model.free_u])
+    base = np.array([v + k for v in model.free_u for k in range(6)], dtype=np.int64)
     if np.any(value[base] != 0):
         raise ArgumentError(f"{name} must be zero on the floating base's six velocities, got {value[base].tolist()}")
+    for b, _, v in ball_joints(model):
+        if np.any(value[v : v + 3] != 0):
+            raise ArgumentError(
+                f"{name} must be zero on the three velocities of ball joint '{model.body_joint_name[b]}' (the PD "
+                f"drives 1-DoF joints), got {value[v : v + 3].tolist()}"
+            )
 
 
 def set_generalized_force(model: Model, state: State, force: ArrayLike) -> State:

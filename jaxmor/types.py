@@ -6,7 +6,9 @@ Conventions (see the README's "Conventions" section):
 * A floating base's coordinates are ``q = [p (3), quat w x y z (4), joints...]`` with ``p`` the
   base origin in the world frame; its velocities are ``u = [v (3), w (3), joints...]`` with ``v``
   the velocity of the base origin and ``w`` the angular velocity, both in the world frame.
-* Revolute, continuous and prismatic joints have one coordinate and one velocity each.
+* Revolute, continuous and prismatic joints have one coordinate and one velocity each. A ball joint has four
+  coordinates (the unit quaternion ``w x y z`` of its body's rotation in the joint frame) and three velocities (its
+  body's angular velocity relative to the parent, in the body's own frame, as MuJoCo's).
 * Topology, counts, names and the index tables compiled from them are static
   (``pytree_node=False``, plain tuples); every physical constant is an array leaf, so a model can be
   batched with ``jax.vmap`` (randomized worlds) and differentiated (system identification).
@@ -35,18 +37,22 @@ class JointType(enum.IntEnum):
     """One rotation about an axis (URDF ``revolute`` and ``continuous``)."""
     PRISMATIC = 2
     """One translation along an axis."""
+    BALL = 3
+    """Three rotations about the joint frame's origin (MJCF ``ball``): the unit quaternion ``w x y z`` of the body's
+    rotation relative to the joint frame in ``q``, its angular velocity relative to the parent **in the body's own
+    frame** in ``u`` (MuJoCo's convention; ``docs/design/ball-joints.md``)."""
 
     def qpos_width(self) -> int:
         """Number of coordinates of the joint in ``q``."""
-        return 7 if self is JointType.FREE else 1
+        return {JointType.FREE: 7, JointType.BALL: 4}.get(self, 1)
 
     def dof_width(self) -> int:
         """Number of velocities of the joint in ``u``."""
-        return 6 if self is JointType.FREE else 1
+        return {JointType.FREE: 6, JointType.BALL: 3}.get(self, 1)
 
     @property
     def label(self) -> str:
-        """Lower-case name, as in messages (``"free"``, ``"revolute"``, ``"prismatic"``)."""
+        """Lower-case name, as in messages (``"free"``, ``"revolute"``, ``"prismatic"``, ``"ball"``)."""
         return self.name.lower()
 
 

@@ -412,7 +412,7 @@ def test_includes_are_found_beside_the_including_file_then_the_main_one(tmp_path
 
 
 def test_include_errors_name_the_included_file_and_its_line(tmp_path):
-    (tmp_path / "bad.xml").write_text('<mujoco>\n<worldbody>\n<body><joint type="ball"/></body></worldbody></mujoco>')
+    (tmp_path / "bad.xml").write_text('<mujoco>\n<worldbody>\n<body><geom type="sdf"/></body></worldbody></mujoco>')
     (tmp_path / "main.xml").write_text('<mujoco>\n<include file="bad.xml"/>\n</mujoco>')
     with pytest.raises(ModelError) as info:
         jaxmor.load_mjcf(tmp_path / "main.xml")
@@ -525,7 +525,8 @@ DEFAULTS = '<default><default class="g"><general gainprm="3"/></default></defaul
 #: feature -> (section, snippet, marker, reason): the snippet goes into the section ("world", "actuator",
 #: "head" or "after"), the error must name the line of ``marker`` and say ``reason``.
 REFUSALS = {
-    "ball joint": ("world", '<body name="c"><joint type="ball"/><geom size=".1"/></body>', "ball", "ball joints"),
+    "ball joint range": ("world", '<body name="c"><joint type="ball" range="10 60"/><geom size=".1"/></body>',
+                         'range="10', "a ball joint's range is '0 angle'"),
     "tendon": ("after", '<tendon>\n<fixed><joint joint="j" coef="1"/></fixed></tendon>', "<tendon>", "tendons"),
     "equality": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>', "<equality>", "equality"),
     "height field geom": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "height fields"),
@@ -669,9 +670,9 @@ def test_the_command_line_reads_mjcf_files(tmp_path, capsys):
     assert cli.main(["info", str(tmp_path / "arm.xml")]) == 0
     out = capsys.readouterr().out
     assert "affine actuators: m1" in out and "j3" in out and "prismatic" in out
-    (tmp_path / "bad.xml").write_text("<mujoco>\n<worldbody><body><joint type='ball'/></body></worldbody></mujoco>")
+    (tmp_path / "bad.xml").write_text("<mujoco>\n<worldbody><body><geom type='sdf'/></body></worldbody></mujoco>")
     assert cli.main(["info", str(tmp_path / "bad.xml")]) == 2
-    assert "bad.xml:2: <joint>" in capsys.readouterr().err
+    assert "bad.xml:2: <geom>" in capsys.readouterr().err
 
 
 def test_joint_stiffness_is_randomized_per_world():

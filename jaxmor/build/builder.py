@@ -268,7 +268,7 @@ def reduce(description: RobotDescription, floating_base: bool | None = None) -> 
             tree.link_body[joint.child] = body
             tree.link_frame[joint.child] = (r_lb @ joint.rotation, r_lb @ joint.translation + p_lb)
         else:
-            jt = JointType.PRISMATIC if kind == "prismatic" else JointType.REVOLUTE
+            jt = {"prismatic": JointType.PRISMATIC, "ball": JointType.BALL}.get(kind, JointType.REVOLUTE)
             new_body(joint.child, body, joint, jt, r_lb @ joint.rotation, r_lb @ joint.translation + p_lb)
         stack.extend(reversed(children[joint.child]))
 
@@ -322,6 +322,10 @@ def _check_free_joint(joint: Joint, tree: ReducedTree, source: str) -> None:
         )
 
 
+#: Which velocities of a multi-DoF joint rotate its body: a free joint's angular ones, all of a ball joint's.
+_ROTATIONAL = {JointType.FREE: [False] * 3 + [True] * 3, JointType.BALL: [True] * 3}
+
+
 def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointType]) -> dict:
     """The static index tables of a tree of bodies (see :class:`~jaxmor.Model` for each field).
 
@@ -341,9 +345,9 @@ def topology_tables(body_parent: Sequence[int], body_joint_type: Sequence[JointT
         nq += kind.qpos_width()
         nv += kind.dof_width()
         dof_body += [b] * kind.dof_width()
-        rotational += [False] * 3 + [True] * 3 if kind == JointType.FREE else [kind == JointType.REVOLUTE]
+        rotational += _ROTATIONAL.get(kind, [kind == JointType.REVOLUTE])
     free = [b for b, kind in enumerate(body_joint_type) if kind == JointType.FREE]
-    hinges = [b for b, kind in enumerate(body_joint_type) if kind != JointType.FREE]
+    hinges = [b for b, kind in enumerate(body_joint_type) if kind.dof_width() == 1]
     return {
         "nq": nq,
         "nv": nv,
@@ -476,10 +480,12 @@ def _dof_arrays(bodies: Sequence[Body]) -> dict[str, list[float]]:
             for key, value in zip(dof, (*values, -math.inf, math.inf), strict=True):
                 dof[key].extend([value] * 6)
         else:
+            # A ball joint's three velocities share its values: its cone limit (lower 0, upper the largest angle)
+            # and its isotropic armature, damping, friction loss and stiffness, as MuJoCo's.
             values = (j.rotor_inertia, j.damping, j.friction, j.effort, j.velocity, j.lower, j.upper, j.stiffness)
             extra = (j.springref, j.actuator_force_lower, j.actuator_force_upper)
             for key, value in zip(dof, (*values, *extra), strict=True):
-                dof[key].append(value)
+                dof[key].extend([value] * body.kind.dof_width())
     return dof
 
 
@@ -529,7 +535,7 @@ def _static_fields(description: RobotDescription, tree: ReducedTree, link_names,
         "body_parent": tuple(b.parent for b in bodies),
         "body_joint_type": tuple(b.kind for b in bodies),
         "body_joint_name": tuple(b.joint.name if b.joint else "" for b in bodies),
-        "joint_names": tuple(b.joint.name for b in bodies if b.kind != JointType.FREE),
+        "joint_names": tuple(b.joint.name for b in bodies if b.kind.dof_width() == 1),
         "link_names": tuple(link_names),
         "link_body": tuple(tree.link_body[n] for n in link_names),
         "geom_type": tuple(geoms.kinds),
@@ -568,7 +574,7 @@ def _body_fields(description: RobotDescription, tree: ReducedTree, link_names, m
     return {
         "body_tree_rotation": arr(tree_rotations, (nb, 3, 3), "joint origin rpy", joint_lines, coordinates=True),
         "body_tree_translation": arr(tree_translations, (nb, 3), "joint origin xyz", joint_lines, coordinates=True),
-        "body_axis": arr([np.zeros(3) if b.kind == JointType.FREE else b.joint.axis for b in bodies], (nb, 3)),
+        "body_axis": arr([b.joint.axis if b.kind.dof_width() == 1 else np.zeros(3) for b in bodies], (nb, 3)),
         "body_mass": arr(mass, (nb,), "body mass", link_lines),
         "body_com": arr(com, (nb, 3), "body centre of mass", link_lines, coordinates=True),
         "body_inertia": arr(_drop_round_off(inertia, mass), (nb, 3, 3), "body inertia", link_lines),
@@ -731,9 +737,12 @@ def _compile_affine(model: Model, description: RobotDescription):
 
 
 def _initial_q(description: RobotDescription, bodies, tables: dict, dof) -> np.ndarray:
-    """(nq,) where a new State starts: the description's ``initial_q``, else the neutral coordinates."""
+    """(nq,) where a new State starts: the description's ``initial_q``, else the neutral coordinates (a ball
+    joint's the identity quaternion)."""
     q = _neutral(tables, dof["lower"], dof["upper"])
     for body, start in zip(bodies, tables["body_q_start"], strict=True):
+        if body.kind == JointType.BALL:
+            q[start] = 1.0  # the identity quaternion
         if body.joint is not None and body.joint.name in description.initial_q:
             value = description.initial_q[body.joint.name]
             q[start : start + len(value)] = value

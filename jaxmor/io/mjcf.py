@@ -132,6 +132,8 @@ MUJOCO_TIMESTEP = 0.002
 #: Half size [m] of the static box that stands for a plane other than the ground (a wall): it fills the half
 #: space behind the plane, this deep and twice this wide.
 HALF_SPACE = 50.0
+#: ``(coordinates, velocities)`` of the joints with a quaternion (the last four coordinates); others have (1, 1).
+_WIDTHS = {"free": (7, 6), "ball": (4, 3)}
 #: Most bodies an MJCF model may have (as many as the URDF reader's links).
 MAX_BODIES = 100_000
 #: Below this length [m or 1] a direction, axis or frame vector is degenerate (zero).
@@ -201,7 +203,7 @@ class _Reader:
         self.mesh_files: dict[str, _MeshAsset] = {}
         self.links: list[Link] = []
         self.joints: list[Joint] = []
-        self.joint_kinds: dict[str, str] = {}  # MJCF joint name -> "hinge" | "slide" | "free", MuJoCo's order
+        self.joint_kinds: dict[str, str] = {}  # MJCF joint name -> "hinge" | "slide" | "ball" | "free", MuJoCo's order
         self.initial_q: dict[str, tuple[float, ...]] = {}
         self.body_count = 0
         self.joint_count = 0
@@ -613,7 +615,7 @@ class _Reader:
         body_frame: _Frame,
         last: bool,
     ) -> str:
-        """A hinge or slide of body ``name`` after ``previous_link``; returns the link it moves."""
+        """A hinge, slide or ball joint of body ``name`` after ``previous_link``; returns the link it moves."""
         anchor, ref = j["anchor"], j["ref"]
         if previous_anchor is None:
             rotation, translation = body_frame.rotation, body_frame.translation + body_frame.rotation @ anchor
@@ -622,7 +624,7 @@ class _Reader:
         # MuJoCo's qpos is ref at the pose as written: the joint frame starts from the pose at qpos = 0.
         if j["kind"] == "hinge":
             rotation = rotation @ geo.axis_angle(j["axis"], -ref)
-        else:
+        elif j["kind"] == "slide":
             translation = translation - ref * (rotation @ j["axis"])
         link_name = name if last and not np.any(anchor) else f"{name}/{j['name']}"
         self._add_link(el, names, link_name, el.sourceline)
@@ -647,7 +649,7 @@ class _Reader:
             actuator_force_lower=j["actuator_range"][0],
             actuator_force_upper=j["actuator_range"][1],
         )
-        self.initial_q[j["name"]] = (ref,)
+        self.initial_q[j["name"]] = (1.0, 0.0, 0.0, 0.0) if j["kind"] == "ball" else (ref,)
         self.joint_kinds[j["name"]] = j["kind"]
         return link_name
 
@@ -710,23 +712,43 @@ class _Reader:
         v = self.resolve(el, SPECS["joint"], "joint", childclass)
         name = v.text("name") or f"joint{self.joint_count}"
         kind = v.choice("type", ("hinge", "slide", "ball", "free"), "hinge")
-        if kind == "ball":
-            raise v.error(
-                f"joint {name!r}: ball joints are not supported yet (postponed: jaxmor has no quaternion "
-                "joint coordinate); model it as three hinges"
-            )
         damping, armature = v.nonnegative("damping"), v.nonnegative("armature")
         friction, stiffness = v.nonnegative("frictionloss"), v.nonnegative("stiffness")
         actuator_range = self._actuator_force_range(v, name)
+        if kind in ("free", "ball"):
+            self._check_multi_dof_joint(v, name, kind, actuator_range)
         if kind == "free":
-            self._check_free_joint(v, name, actuator_range)
             return {"kind": "free", "name": name, "damping": damping, "armature": armature, "friction": friction}
-        axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
-        norm = np.linalg.norm(axis)
-        if norm < DEGENERATE_LENGTH:
-            raise v.error(f"joint {name!r} has a zero axis")
-        angular = kind == "hinge"
+        if kind == "ball":
+            axis = np.array([0.0, 0.0, 1.0])  # MuJoCo ignores a ball joint's axis (and its ref and springref)
+        else:
+            axis = v.numbers("axis", 3, default=(0.0, 0.0, 1.0))
+            if np.linalg.norm(axis) < DEGENERATE_LENGTH:
+                raise v.error(f"joint {name!r} has a zero axis")
+        angular = kind != "slide"
         convert = self.compiler.angle if angular else float
+        lower, upper = self._joint_range(v, name, kind, convert)
+        hinge = "revolute" if math.isfinite(upper) else "continuous"
+        return {
+            "kind": kind,
+            "description_kind": {"slide": "prismatic", "ball": "ball"}.get(kind, hinge),
+            "name": name,
+            "anchor": v.numbers("pos", 3, default=(0.0, 0.0, 0.0)) if angular else np.zeros(3),
+            "axis": axis / np.linalg.norm(axis),
+            "lower": lower,
+            "upper": upper,
+            "damping": damping,
+            "friction": friction,
+            "armature": armature,
+            "stiffness": stiffness,
+            "springref": 0.0 if kind == "ball" else convert(v.number("springref", 0.0)),
+            "ref": 0.0 if kind == "ball" else convert(v.number("ref", 0.0)),
+            "actuator_range": actuator_range,
+        }
+
+    def _joint_range(self, v: Values, name: str, kind: str, convert) -> tuple[float, float]:
+        """A joint's ``(lower, upper)`` limits [rad or m] where ``limited`` (``auto``: where a range is given),
+        else ``(-inf, inf)``; a ball joint's are ``(0, largest rotation angle)``, MuJoCo's cone limit."""
         limited = v.choice("limited", ("auto", "true", "false"), "auto")
         if limited == "auto":
             if v.has("range") and not self.compiler.autolimits:
@@ -735,28 +757,17 @@ class _Reader:
                     "set limited"
                 )
             limited = "true" if v.has("range") else "false"
-        lower, upper = -math.inf, math.inf
-        if limited == "true":
-            bounds = v.numbers("range", 2, default=(0.0, 0.0))
-            lower, upper = convert(bounds[0]), convert(bounds[1])
-            if lower >= upper:
-                raise v.error(f"joint {name!r} has range lower {bounds[0]!r} >= upper {bounds[1]!r}")
-        return {
-            "kind": kind,
-            "description_kind": "prismatic" if not angular else ("revolute" if limited == "true" else "continuous"),
-            "name": name,
-            "anchor": v.numbers("pos", 3, default=(0.0, 0.0, 0.0)) if angular else np.zeros(3),
-            "axis": axis / norm,
-            "lower": lower,
-            "upper": upper,
-            "damping": damping,
-            "friction": friction,
-            "armature": armature,
-            "stiffness": stiffness,
-            "springref": convert(v.number("springref", 0.0)),
-            "ref": convert(v.number("ref", 0.0)),
-            "actuator_range": actuator_range,
-        }
+        if limited != "true":
+            return -math.inf, math.inf
+        bounds = v.numbers("range", 2, default=(0.0, 0.0))
+        if kind == "ball" and bounds[0] != 0.0:
+            raise v.error(
+                f"joint {name!r}: a ball joint's range is '0 angle' (MuJoCo's cone limit: the largest rotation "
+                f"angle), got range[0] = {bounds[0]!r}"
+            )
+        if bounds[0] >= bounds[1]:
+            raise v.error(f"joint {name!r} has range lower {bounds[0]!r} >= upper {bounds[1]!r}")
+        return convert(bounds[0]), convert(bounds[1])
 
     def _actuator_force_range(self, v: Values, name: str) -> tuple[float, float]:
         """``actuatorfrcrange`` [Nm or N, never converted] where ``actuatorfrclimited`` (``auto``: where a range is
@@ -764,8 +775,8 @@ class _Reader:
         bounds = limited_range(v, "actuatorfrc", name, self.compiler.autolimits, what="joint")
         return (-math.inf, math.inf) if bounds is None else bounds
 
-    def _check_free_joint(self, v: Values, name: str, actuator_range: tuple[float, float]) -> None:
-        """Refuse what a free joint cannot have in jaxmor, naming only what the file (or a class) sets."""
+    def _check_multi_dof_joint(self, v: Values, name: str, kind: str, actuator_range: tuple[float, float]) -> None:
+        """Refuse what a free or ball joint cannot have in jaxmor, naming only what the file (or a class) sets."""
         own = attributes(v.element)
 
         def given(attribute: str) -> str:
@@ -773,14 +784,20 @@ class _Reader:
             return f"{attribute}={v.text(attribute)!r}{origin}"
 
         if v.nonnegative("stiffness"):
+            pose = "whole pose" if kind == "free" else "rotation"
             raise v.error(
-                f"joint {name!r}: {given('stiffness')} on a free joint is not supported (MuJoCo's free-joint "
-                "spring pulls the whole pose to qpos_spring)"
+                f"joint {name!r}: {given('stiffness')} on a {kind} joint is not supported (MuJoCo's {kind}-joint "
+                f"spring pulls the {pose} to qpos_spring)"
             )
         if not actuator_range[0] <= 0.0 <= actuator_range[1]:
             raise v.error(
-                f"joint {name!r}: {given('actuatorfrcrange')} on a free joint excludes 0 (no actuator drives a free "
-                "joint in jaxmor; MuJoCo would apply the nearest bound)"
+                f"joint {name!r}: {given('actuatorfrcrange')} on a {kind} joint excludes 0 (no actuator drives a "
+                f"{kind} joint in jaxmor; MuJoCo would apply the nearest bound)"
+            )
+        if kind == "ball" and v.nonnegative("frictionloss"):
+            raise v.error(
+                f"joint {name!r}: {given('frictionloss')} on a ball joint is not supported yet (MuJoCo's three "
+                "friction-loss rows on its body-frame velocities)"
             )
 
     def _read_geom(self, el, link: str, frame: _Frame, childclass, world: bool) -> None:
@@ -1081,10 +1098,10 @@ class _Reader:
 
     def _read_keyframes(self, section, actuators: list[str], dropped: set[str]) -> list[KeyframeDescription]:
         """Keyframes in jaxmor's conventions: MuJoCo's free-joint angular velocity (body frame) turned into the
-        world frame."""
+        world frame (a ball joint's is kept: jaxmor's is MuJoCo's), quaternions normalized."""
         order = list(self.joint_kinds.items())
-        nq = sum(7 if k == "free" else 1 for _, k in order)
-        nv = sum(6 if k == "free" else 1 for _, k in order)
+        nq = sum(_WIDTHS.get(k, (1, 1))[0] for _, k in order)
+        nv = sum(_WIDTHS.get(k, (1, 1))[1] for _, k in order)
         out = []
         for el in section:
             if tag(el) is None:
@@ -1101,13 +1118,13 @@ class _Reader:
             ctrl = v.numbers("ctrl", len(actuators)) if v.has("ctrl") else None
             q, u, i, k = {}, {}, 0, 0
             for joint, kind in order:
-                width_q, width_v = (7, 6) if kind == "free" else (1, 1)
+                width_q, width_v = _WIDTHS.get(kind, (1, 1))
                 coords = self.initial_q[joint] if qpos is None else tuple(qpos[i : i + width_q].tolist())
-                if kind == "free":
-                    if np.linalg.norm(coords[3:]) < DEGENERATE_LENGTH:
+                if kind in _WIDTHS:
+                    quat = np.asarray(coords[-4:])
+                    if np.linalg.norm(quat) < DEGENERATE_LENGTH:
                         raise v.error(f"keyframe {name!r}: the quaternion of joint {joint!r} is zero")
-                    quat = np.asarray(coords[3:]) / np.linalg.norm(coords[3:])
-                    coords = (*coords[:3], *quat.tolist())
+                    coords = (*coords[:-4], *(quat / np.linalg.norm(quat)).tolist())
                 q[joint] = coords
                 vel = np.zeros(width_v) if qvel is None else qvel[k : k + width_v].copy()
                 if kind == "free":

@@ -133,8 +133,8 @@ def read_actuators(
             raise v.error(f"actuator {name!r} needs a joint (only joint transmissions are supported)")
         if joint not in joint_kinds:
             raise v.error(f"actuator {name!r} drives an unknown joint {joint!r}")
-        if joint_kinds[joint] == "free":
-            raise v.error(f"actuator {name!r}: actuators on a free joint are not supported")
+        if joint_kinds[joint] in ("free", "ball"):
+            raise v.error(f"actuator {name!r}: actuators on a {joint_kinds[joint]} joint are not supported")
         if joint in driven:
             raise v.error(
                 f"actuator {name!r}: joint {joint!r} is already driven by actuator {driven[joint]!r} "

@@ -198,8 +198,8 @@ def _object(v: Values, t: _Targets, name: str, kind: str, form: str, skipped: li
     if form == "joint":
         if target not in t.joints:
             raise v.error(f"sensor {name!r}: unknown joint {target!r}")
-        if t.joints[target] == "free":
-            raise v.error(f"sensor {name!r}: <{kind}> needs a hinge or slide joint, {target!r} is free")
+        if t.joints[target] in ("free", "ball"):
+            raise v.error(f"sensor {name!r}: <{kind}> needs a hinge or slide joint, {target!r} is {t.joints[target]}")
         if kind == "jointactuatorfrc" and target in t.motor_joints:
             return _skip(skipped, name, kind, f"joint {target!r} is driven by a DC motor")
         return SensorDescription(name, kind, line, "joint", target)

@@ -10,6 +10,9 @@ the base rotation. Since ``dT/dt u = [-w_b x v_b; 0; 0] =: c``, the equations of
 
     M(q) = T^T M_l T,        b(q, u) = T^T (b_l + M_l c) = T^T RNEA_l(q, nu, c).
 
+A ball joint needs no such change: its velocities are already its body's angular velocity in the body
+frame, where its motion subspace ``[I; 0]`` is constant (``T`` is the identity on them).
+
 With body Jacobians ``J_i`` (``v_i = J_i nu``, carried down the tree), ``M_l = sum_i J_i^T I_i J_i``
 (the same matrix the composite-rigid-body algorithm computes, assembled from few large operations)
 and ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` (the recursive Newton-Euler
@@ -84,6 +87,8 @@ def _spatial_inertias(model: Model, dtype) -> jax.Array:
 
 #: Motion subspace of a free joint for ``nu = [v_b, w_b]`` in ``[angular; linear]`` body coordinates.
 _FREE_SUBSPACE = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
+#: Motion subspace of a ball joint, whose velocities are the body-frame angular velocity (constant: no ``T``).
+_BALL_SUBSPACE = np.block([[np.eye(3)], [np.zeros((3, 3))]])
 
 
 def _joint_subspaces(model: Model, dtype) -> jax.Array:
@@ -95,9 +100,9 @@ def _joint_subspaces(model: Model, dtype) -> jax.Array:
     own = []
     for i, kind in enumerate(model.body_joint_type):
         v = model.body_v_start[i]
-        if kind == JointType.FREE:
+        if kind in (JointType.FREE, JointType.BALL):
             block = np.zeros((6, model.nv))
-            block[:, v : v + 6] = _FREE_SUBSPACE
+            block[:, v : v + kind.dof_width()] = _FREE_SUBSPACE if kind == JointType.FREE else _BALL_SUBSPACE
             own.append(jnp.asarray(block, dtype))
         else:
             onehot = np.zeros(model.nv)

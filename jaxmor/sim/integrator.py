@@ -14,7 +14,8 @@ from jax.typing import ArrayLike
 
 from jaxmor.actuation.drive import end
 from jaxmor.checks import as_vector
-from jaxmor.math import quat_integrate
+from jaxmor.math import quat_integrate, quat_integrate_local
+from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
 from jaxmor.sim.constraint import Impulses, friction_dofs
 from jaxmor.sim.forces import Forces
@@ -25,7 +26,9 @@ def integrate_positions(model: Model, q: jax.Array, u: jax.Array, dt: ArrayLike)
     """The position update ``q (+) dt u``.
 
     Joint coordinates advance by ``dt u``; a free base's position by ``dt v`` (world frame) and its
-    quaternion by the exponential map of the world-frame rotation ``dt w``.
+    quaternion by the exponential map of the world-frame rotation ``dt w``; a ball joint's quaternion by the
+    exponential map of its body-frame rotation ``dt w`` (``q * exp(dt w / 2)``, as MuJoCo's). Quaternions are
+    renormalized.
 
     Args:
         model: the model.
@@ -49,6 +52,8 @@ def integrate_positions(model: Model, q: jax.Array, u: jax.Array, dt: ArrayLike)
     for qs, vs in zip(model.free_q, model.free_u, strict=True):
         q_next = q_next.at[qs : qs + 3].add(dt * u[vs : vs + 3])
         q_next = q_next.at[qs + 3 : qs + 7].set(quat_integrate(q[qs + 3 : qs + 7], u[vs + 3 : vs + 6], dt))
+    for _, qs, vs in ball_joints(model):
+        q_next = q_next.at[qs : qs + 4].set(quat_integrate_local(q[qs : qs + 4], u[vs : vs + 3], dt))
     return q_next
 
 

@@ -2,11 +2,13 @@
 
 Body ``i``'s frame is the child-link frame of its joint. Its pose relative to its parent body is
 ``X_tree(i) * X_joint(q_i)``: the joint's fixed placement, then the joint motion (a rotation
-about the axis for revolute joints, a translation along it for prismatic ones). A free base's
-pose is ``q[0:3]`` and the quaternion ``q[3:7]`` (``w x y z``) directly.
+about the axis for revolute joints, a translation along it for prismatic ones, the rotation of its
+quaternion for ball joints). A free base's pose is ``q[0:3]`` and the quaternion ``q[3:7]``
+(``w x y z``) directly.
 
 Velocities follow jaxmor's convention: a free base's ``u[0:3]`` is the world-frame velocity of
-its origin and ``u[3:6]`` its world-frame angular velocity. Jacobians are world-aligned at the point
+its origin and ``u[3:6]`` its world-frame angular velocity; a ball joint's three velocities are its
+body's angular velocity relative to the parent in the body's own frame. Jacobians are world-aligned at the point
 (Pinocchio's ``LOCAL_WORLD_ALIGNED``): a point's world-frame velocity is ``J @ u``.
 
 The step computes :func:`kinematics` once and hands it to the dynamics, the collision and the
@@ -27,6 +29,7 @@ from flax import struct
 from jaxmor.checks import as_vector
 from jaxmor.errors import ArgumentError
 from jaxmor.math import axis_angle_to_rotation, quat_to_rotation
+from jaxmor.model import ball_joints
 from jaxmor.types import JointType, Model
 
 
@@ -146,6 +149,8 @@ def joint_transforms(model: Model, q: jax.Array) -> Poses:
     for b, s in zip(model.free_body, model.free_q, strict=True):
         rotation = rotation.at[b].set(quat_to_rotation(q[s + 3 : s + 7]))
         translation = translation.at[b].set(q[s : s + 3])
+    for b, s, _ in ball_joints(model):
+        rotation = rotation.at[b].set(tree_r[b] @ quat_to_rotation(q[s : s + 4]))
     return Poses(rotation, translation)
 
 
@@ -234,7 +239,8 @@ def dof_axes(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
         ``(axis (nv, 3), origin (nv, 3))``: a point ``p`` moved only by velocity ``d`` moves with
         ``axis[d] x (p - origin[d])`` if ``d`` is rotational (``model.dof_rotational``), else with
         ``axis[d]``. A free base's linear velocities move along the world axes; its angular ones
-        rotate about the world axes through the base origin.
+        rotate about the world axes through the base origin; a ball joint's rotate about its body's axes
+        through the body's origin (the joint's centre).
     """
     dtype = bodies.position.dtype
     axes, origins = [], []
@@ -243,6 +249,9 @@ def dof_axes(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
         if kind == JointType.FREE:
             axes.extend([eye, eye])
             origins.append(jnp.broadcast_to(bodies.position[b], (6, 3)))
+        elif kind == JointType.BALL:
+            axes.append(bodies.rotation[b].T)  # row k: the body's axis k in the world
+            origins.append(jnp.broadcast_to(bodies.position[b], (3, 3)))
         else:
             axes.append((bodies.rotation[b] @ model.body_axis[b].astype(dtype))[None])
             origins.append(bodies.position[b][None])

@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxmor.actuation.affine import affine_actuator_force, joint_state
 from jaxmor.math import quat_multiply, safe_div, safe_sqrt
-from jaxmor.model import joint_coordinates, joint_mask
+from jaxmor.model import ball_joints, joint_coordinates, joint_mask
 from jaxmor.sim.constraint import velocity_change
 from jaxmor.sim.dynamics import forward_dynamics
 from jaxmor.sim.forces import actuator_joint_force
@@ -101,13 +101,17 @@ class _Reading:
 
 def coordinate_rate(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
     """(nq,) ``dq/dt`` of the velocities ``u``: a free joint's quaternion rate ``0.5 [0, w] * quat`` (``w`` in the
-    world frame), every other coordinate's rate its velocity."""
+    world frame), a ball joint's ``0.5 quat * [0, w]`` (``w`` in the body frame), every other coordinate's rate its
+    velocity."""
     rate = jnp.zeros_like(q)
     joints_q, joints_u = np.array(model.joint_q, dtype=np.int32), np.array(model.joint_u, dtype=np.int32)
     rate = rate.at[joints_q].set(u[joints_u])
     for s, v in zip(model.free_q, model.free_u, strict=True):
         spin = jnp.concatenate([jnp.zeros(1, u.dtype), u[v + 3 : v + 6]])
         rate = rate.at[s : s + 3].set(u[v : v + 3]).at[s + 3 : s + 7].set(0.5 * quat_multiply(spin, q[s + 3 : s + 7]))
+    for _, s, v in ball_joints(model):
+        spin = jnp.concatenate([jnp.zeros(1, u.dtype), u[v : v + 3]])
+        rate = rate.at[s : s + 4].set(0.5 * quat_multiply(q[s : s + 4], spin))
     return rate
 
 
