@@ -359,13 +359,14 @@ class Model:
             base (static).
         body_q_start, body_v_start: first coordinate / velocity index of each body's joint (static).
         dof_body: body moved by each velocity (static, ``nv``).
-        dof_rotational: whether each velocity rotates its body (revolute joints, a free joint's angular
+        dof_rotational: whether each velocity rotates its body (revolute and ball joints, a free joint's angular
             velocity) rather than translating it (static, ``nv``).
         joint_names: names of the 1-DoF joints in the order of their velocities (static, ``nj``).
         joint_q, joint_u: index in ``q`` and in ``u`` of each 1-DoF joint, in ``joint_names`` order
             (static, ``nj``).
         free_body: the bodies with a free joint (static).
-        free_q, free_u: first index in ``q`` and in ``u`` of each free joint (static).
+        free_q, free_u: first index in ``q`` and in ``u`` of each free joint (static). (Ball joints have no table
+            of their own: :func:`jaxmor.model.ball_joints` reads them off ``body_joint_type``.)
         link_names: every link except ``world`` (static).
         link_body: the body carrying each link, ``-1`` for links welded to the world (static).
         geom_type: :class:`GeomType` of each collision geom (static).
@@ -390,7 +391,7 @@ class Model:
         opt: the simulation options (time step, gravity, solver sweeps).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
         body_tree_translation: (nb, 3) origin of each joint frame in its parent body's frame [m].
-        body_axis: (nb, 3) unit joint axis in the joint frame (zero for a free joint).
+        body_axis: (nb, 3) unit joint axis in the joint frame (zero for a free or ball joint).
         body_mass: (nb,) mass of each body, fixed children merged in [kg].
         body_com: (nb, 3) centre of mass in the body frame [m].
         body_inertia: (nb, 3, 3) rotational inertia about the centre of mass, body axes [kg m^2].
@@ -419,7 +420,8 @@ class Model:
             limits of a new State.
         dof_velocity_limit: (nv,) velocity limit [rad/s or m/s] (``inf`` where none); informational,
             the step does not enforce it.
-        dof_lower, dof_upper: (nv,) position limits [rad or m] (``-inf``/``inf`` where none).
+        dof_lower, dof_upper: (nv,) position limits [rad or m] (``-inf``/``inf`` where none). A ball joint's three
+            entries hold its cone limit (MuJoCo's ``range``): 0 and the largest rotation angle [rad].
         dof_stiffness: (nv,) joint spring stiffness [Nm/rad or N/m] (MJCF ``stiffness``; 0 for URDF joints): a
             passive torque ``stiffness (springref - q)``, integrated implicitly like the PD.
         dof_springref: (nv,) the position at which each joint's spring is relaxed [rad or m].
@@ -430,7 +432,8 @@ class Model:
         q_default: (nq,) the coordinates a new State starts from (:func:`jaxmor.init_state`,
             :func:`jaxmor.neutral_q`) [m, -, rad]: as a URDF loads, every free joint at the origin with the
             identity quaternion and every 1-DoF joint at 0 clipped into its limits; as an MJCF loads, MuJoCo's
-            ``qpos0`` (free bodies where the file puts them, hinges and slides at their ``ref``, unclipped);
+            ``qpos0`` (free bodies where the file puts them, hinges and slides at their ``ref``, unclipped, ball
+            joints at the identity quaternion);
             :func:`jaxmor.add_free_body` and :func:`jaxmor.combine` set the poses they are given.
         ground_height: () height of the ground plane (normal +z) [m].
         ground_friction: () friction coefficient of the ground [-].
@@ -660,7 +663,8 @@ class State:
             step's contact budget left out (0 when the budget held them all).
         friction_impulse: (nv,) last step's joint friction impulses [Nm s or N s] (on a free joint with
             friction rows, ``Model.free_friction_u``: its linear rows, then its body-frame angular ones).
-        limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s].
+        limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s] (a ball joint's cone-limit impulse, on
+            its rotation axis, at its first velocity; zero at its other two).
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
             (:class:`jaxmor.actuation.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).

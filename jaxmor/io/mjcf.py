@@ -794,11 +794,6 @@ class _Reader:
                 f"joint {name!r}: {given('actuatorfrcrange')} on a {kind} joint excludes 0 (no actuator drives a "
                 f"{kind} joint in jaxmor; MuJoCo would apply the nearest bound)"
             )
-        if kind == "ball" and v.nonnegative("frictionloss"):
-            raise v.error(
-                f"joint {name!r}: {given('frictionloss')} on a ball joint is not supported yet (MuJoCo's three "
-                "friction-loss rows on its body-frame velocities)"
-            )
 
     def _read_geom(self, el, link: str, frame: _Frame, childclass, world: bool) -> None:
         v = self.resolve(el, SPECS["geom"], "geom", childclass)

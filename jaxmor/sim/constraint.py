@@ -28,6 +28,10 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 * **free-joint friction** (six rows per free joint in ``Model.free_friction_u``, after the joints'): MuJoCo's
   friction loss on a free joint's velocities, ``|lam_f| <= tau_c h`` on each of the body origin's world-frame
   velocity components and of the body-frame angular velocity's (:func:`free_friction_jacobian`); no limits.
+* **ball joints** (four rows per ball joint, after those, :func:`ball_jacobian`): MuJoCo's friction loss on each of
+  its three body-frame velocities, ``|lam_f| <= tau_c h`` with target ``v = 0``, then MuJoCo's cone limit on its
+  rotation angle ``theta`` (the row's velocity is ``d theta / dt``, its Jacobian the unit rotation axis), speculative
+  like a joint's: ``v <= (theta_max - theta)/h`` with ``lam_l <= 0``. Inactive (infinite bound) without a range.
 
 Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is clamped
 at zero there, so no energy is added. Instead a second, frictionless problem on the normal and joint
@@ -54,6 +58,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.math import quat_angle_axis
+from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
 from jaxmor.sim.collision.budget import follow, selects
 from jaxmor.sim.forces import Forces
@@ -76,9 +82,10 @@ class Impulses:
     Attributes:
         contact: (nc, 3) normal, tangent 1 and tangent 2 impulse of each contact slot [N s] (a
             frictionless problem's tangential impulses are zero).
-        friction: (nj + 6 nf,) friction impulse of each 1-DoF joint, then of each free joint's friction rows
-            (:func:`friction_dofs`) [Nm s or N s].
-        limit: (nj + 6 nf,) limit impulse of each of these rows [Nm s or N s] (zero on the free joints').
+        friction: (nj + 6 nf + 4 nb,) friction impulse of each 1-DoF joint, then of each free joint's friction rows,
+            then of each ball joint's rows (:func:`friction_dofs`) [Nm s or N s].
+        limit: (nj + 6 nf + 4 nb,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF joints'
+            and the ball joints' cone-limit rows, :func:`limit_dofs`).
     """
 
     contact: jax.Array
@@ -196,10 +203,54 @@ def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> jax.A
 
 
 def friction_dofs(model: Model) -> np.ndarray:
-    """The velocity of each joint row, in row order (int32): the 1-DoF joints', then the six of each free joint
-    with friction-loss rows (``Model.free_friction_u``), whose impulses ``State.friction_impulse`` keeps there."""
+    """Where ``State.friction_impulse`` keeps each joint row's friction impulse, in row order (int32 velocity
+    indices, ``nv`` for a row without friction): the 1-DoF joints' velocities, the six of each free joint with
+    friction-loss rows (``Model.free_friction_u``), then per ball joint its three velocities and ``nv`` (its
+    cone-limit row)."""
     free = [np.arange(v, v + 6) for v in model.free_friction_u]
-    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free]).astype(np.int32)
+    ball = [np.array([v, v + 1, v + 2, model.nv]) for _, _, v in ball_joints(model)]
+    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball]).astype(np.int32)
+
+
+def limit_dofs(model: Model) -> np.ndarray:
+    """Where ``State.limit_impulse`` keeps each joint row's limit impulse, in row order (int32 velocity indices,
+    ``nv`` for a row without a limit): the 1-DoF joints' velocities, ``nv`` for the free joints' friction rows and
+    the ball joints' friction rows, a ball joint's first velocity for its cone-limit row."""
+    free = [np.full(6, model.nv) for _ in model.free_friction_u]
+    ball = [np.array([model.nv] * 3 + [v]) for _, _, v in ball_joints(model)]
+    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball]).astype(np.int32)
+
+
+def ball_jacobian(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(jacobian (4 n, nv), angle (n,))`` of the ``n`` ball joints' rows, and each one's rotation angle [rad].
+
+    Per ball joint (:func:`jaxmor.model.ball_joints`) three friction-loss rows, the unit rows of its body-frame
+    velocities (MuJoCo's), then its cone-limit row: the unit axis of its rotation on them, so that the row's
+    velocity is the rate of the rotation angle (:func:`jaxmor.math.quat_angle_axis`; a zero row at the identity,
+    where the limit cannot act).
+    """
+    blocks, angles = [jnp.zeros((0, model.nv), q.dtype)], [jnp.zeros(0, q.dtype)]
+    for _, s, v in ball_joints(model):
+        angle, axis = quat_angle_axis(q[s : s + 4])
+        block = jnp.zeros((4, model.nv), q.dtype).at[:3, v : v + 3].set(jnp.eye(3, dtype=q.dtype))
+        blocks.append(block.at[3, v : v + 3].set(axis))
+        angles.append(angle[None])
+    return jnp.concatenate(blocks), jnp.concatenate(angles)
+
+
+def _ball_bounds(model: Model, angle: jax.Array, h: jax.Array, position: bool) -> tuple[jax.Array, jax.Array]:
+    """``(low, high)`` of the ball joints' rows: in the velocity problem (``position`` False, the rows of
+    :func:`ball_jacobian`) no bounds on the friction rows and the cone limit's speculative ``v <= (upper - angle)
+    / h`` (at least 0); in the position problem (the cone rows alone) ``v <= -POSITION_CORRECTION x violation /
+    h`` where the joint is limited, no bound where it is not."""
+    upper = model.dof_upper.astype(angle.dtype)[np.array([v for _, _, v in ball_joints(model)], dtype=np.int32)]
+    if position:
+        over = jnp.maximum(angle - jnp.where(jnp.isfinite(upper), upper, 0.0) - PENETRATION_ALLOWANCE, 0.0)
+        high = jnp.where(jnp.isfinite(upper), -POSITION_CORRECTION * over / h, jnp.inf)
+        return jnp.full_like(high, -jnp.inf), high
+    cone = jnp.maximum(_bound_velocity(upper, angle, h), 0.0)
+    high = jnp.concatenate([jnp.full((angle.shape[0], 3), jnp.inf, angle.dtype), cone[:, None]], axis=1).reshape(-1)
+    return jnp.full_like(high, -jnp.inf), high
 
 
 def free_friction_jacobian(model: Model, kin: Kinematics) -> jax.Array:
@@ -265,8 +316,11 @@ def constraints(
     dofs = np.array(model.joint_u, dtype=np.int32)
     rows = contact_jacobian(model, kin, contacts)
     m_inv = free.inverse_mass
-    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the free joints' friction rows (if any).
+    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the free joints' friction rows (if any), then
+    # the ball joints' rows (if any).
+    ball, angle = ball_jacobian(model, state.q)
     jacobians = [free_friction_jacobian(model, kin)] if model.free_friction_u else []
+    jacobians += [ball] if ball.shape[0] else []
     response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], *(m_inv @ e.T for e in jacobians)], axis=1)
     delassus = jnp.concatenate([rows @ response, response[dofs], *(e @ response for e in jacobians)])
     gap = contacts.distance
@@ -275,7 +329,8 @@ def constraints(
     q_joint = state.q[np.array(model.joint_q, dtype=np.int32)]
     lower = model.dof_lower.astype(dtype)[dofs]
     upper = model.dof_upper.astype(dtype)[dofs]
-    unlimited = [jnp.full(e.shape[0], jnp.inf, dtype) for e in jacobians]  # the free rows have no limits
+    unlimited = [jnp.full(6 * len(model.free_friction_u), jnp.inf, dtype)]  # the free rows have no limits
+    ball_low, ball_high = _ball_bounds(model, angle, h, position=False)
     velocity = Problem(
         delassus=delassus,
         free_velocity=jnp.concatenate(
@@ -283,12 +338,16 @@ def constraints(
         ),
         contact_target=target,
         friction=contacts.friction.astype(dtype),
-        friction_bound=frc.friction[friction_dofs(model)] * h,
-        limit_low=jnp.concatenate([jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), *(-x for x in unlimited)]),
-        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), *unlimited]),
+        friction_bound=frc.friction.at[friction_dofs(model)].get(mode="fill", fill_value=0.0) * h,
+        limit_low=jnp.concatenate(
+            [jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), *(-x for x in unlimited), ball_low]
+        ),
+        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), *unlimited, ball_high]),
     )
-    # The position pass: normal and joint rows, frictionless, targets from the penetration and violation.
-    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj)]).astype(np.int32)
+    # The position pass: normal, joint and cone-limit rows, frictionless, targets from the penetration and violation.
+    cones = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * np.arange(angle.shape[0]) + 3
+    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones]).astype(np.int32)
+    cone_low, cone_high = _ball_bounds(model, angle, h, position=True)
     depth = jnp.maximum(-gap - PENETRATION_ALLOWANCE, 0.0)
     below = jnp.maximum(lower - q_joint - PENETRATION_ALLOWANCE, 0.0)
     above = jnp.maximum(q_joint - upper - PENETRATION_ALLOWANCE, 0.0)
@@ -297,9 +356,9 @@ def constraints(
         free_velocity=jnp.zeros(keep.size, dtype),
         contact_target=POSITION_CORRECTION * depth / h - jnp.maximum(gap, 0.0) / h,  # a gap may close, not open
         friction=jnp.zeros(nc, dtype),
-        friction_bound=jnp.zeros(nj, dtype),
-        limit_low=POSITION_CORRECTION * below / h,
-        limit_high=-POSITION_CORRECTION * above / h,
+        friction_bound=jnp.zeros(nj + cones.size, dtype),
+        limit_low=jnp.concatenate([POSITION_CORRECTION * below / h, cone_low]),
+        limit_high=jnp.concatenate([-POSITION_CORRECTION * above / h, cone_high]),
         rows_per_contact=1,
     )
     start = warm_start(model, state, contacts)
@@ -322,11 +381,12 @@ def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
 def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
     """The velocity problem's warm start: the impulses of the state's last step, each contact's from the slot
     that held its candidate (:func:`jaxmor.sim.collision.budget.follow`) when the budget selects."""
-    dofs = friction_dofs(model)
+    friction = state.friction_impulse.at[friction_dofs(model)].get(mode="fill", fill_value=0.0)
+    limit = state.limit_impulse.at[limit_dofs(model)].get(mode="fill", fill_value=0.0)
     contact = state.contact_impulse
     if selects(model):
         contact = follow(contacts.key, state.contact_key, contact)
-    return Impulses(contact, state.friction_impulse[dofs], state.limit_impulse[dofs])
+    return Impulses(contact, friction, limit)
 
 
 def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impulses) -> tuple[jax.Array, jax.Array]:

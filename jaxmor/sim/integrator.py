@@ -17,7 +17,7 @@ from jaxmor.checks import as_vector
 from jaxmor.math import quat_integrate, quat_integrate_local
 from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
-from jaxmor.sim.constraint import Impulses, friction_dofs
+from jaxmor.sim.constraint import Impulses, friction_dofs, limit_dofs
 from jaxmor.sim.forces import Forces
 from jaxmor.types import Model, State
 
@@ -84,9 +84,8 @@ def advance(
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
     q, u = state.q, state.u
-    dofs = friction_dofs(model)
-    friction_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(impulses.friction)
-    limit_impulse = jnp.zeros(model.nv, dtype).at[dofs].set(impulses.limit)
+    friction_impulse = jnp.zeros(model.nv, dtype).at[friction_dofs(model)].set(impulses.friction, mode="drop")
+    limit_impulse = jnp.zeros(model.nv, dtype).at[limit_dofs(model)].set(impulses.limit, mode="drop")
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h
     act_state, motor_state, bus_voltage = end(model, state, frc.drive, u_next, loss)
     increment = h - state.time_compensation
