@@ -783,11 +783,10 @@ class _Reader:
             origin = "" if attribute in own else " (from its default class)"
             return f"{attribute}={v.text(attribute)!r}{origin}"
 
-        if v.nonnegative("stiffness"):
-            pose = "whole pose" if kind == "free" else "rotation"
+        if kind == "free" and v.nonnegative("stiffness"):
             raise v.error(
-                f"joint {name!r}: {given('stiffness')} on a {kind} joint is not supported (MuJoCo's {kind}-joint "
-                f"spring pulls the {pose} to qpos_spring)"
+                f"joint {name!r}: {given('stiffness')} on a free joint is not supported (MuJoCo's free-joint "
+                "spring pulls the whole pose to qpos_spring)"
             )
         if not actuator_range[0] <= 0.0 <= actuator_range[1]:
             raise v.error(

@@ -7,13 +7,14 @@ Composition (the actuator spec's "What happens in a simulation step"), at ``q_t,
     tau = clamp(tau_ff + tau_PD_explicit, +-limit) + clamp(T^T tau_m + tau_affine, actuator range)
           + tau_ext + tau_spring - b_j u_t
     tau_PD_explicit = kp (q_ref - q_t - h u_t) + kd (u_ref - u_t)
-    tau_spring = k (q_spring - q_t - h u_t)
+    tau_spring = k (q_spring - q_t - h u_t)        (a ball joint's: -k (r_t + h u_t))
 
 (the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``; the joint springs, ``Model.dof_stiffness`` ``k`` and
-``Model.dof_springref`` ``q_spring``, the same way), with ``b_j`` the joint's plus its actuator's output
-damping, ``T^T tau_m`` the motors' torques and the actuator range the joints' ``actuatorfrcrange``
-(``Model.dof_actuator_force_lower``/``upper``, infinite unless an MJCF joint sets one). The rest of the PD and
-spring torques, ``-(kd + h kp + h k) du``, and of the trapezoidal damping, ``-(b_j / 2) du``
+``Model.dof_springref`` ``q_spring``, the same way; a ball joint's spring pulls its rotation vector ``r`` to zero,
+as MuJoCo's, linearized in ``u`` as ``r_{t+1} ~ r_t + h u_{t+1}``, exact to first order in the angle), with ``b_j``
+the joint's plus its actuator's output damping, ``T^T tau_m`` the motors' torques and the actuator range the
+joints' ``actuatorfrcrange`` (``Model.dof_actuator_force_lower``/``upper``, infinite unless an MJCF joint sets one).
+The rest of the PD and spring torques, ``-(kd + h kp + h k) du``, and of the trapezoidal damping, ``-(b_j / 2) du``
 (``du = u_{t+1} - u_t``), are implicit: :class:`Forces` carries their diagonal for the effective mass. The
 region clips only actuator torques; the effort limits clamp only the feed-forward and PD torques.
 
@@ -34,7 +35,8 @@ from flax import struct
 
 from jaxmor.actuation.affine import affine_generalized_force
 from jaxmor.actuation.drive import Drive, actuate, begin
-from jaxmor.model import joint_coordinates, joint_mask
+from jaxmor.math import quat_angle_axis
+from jaxmor.model import ball_joints, joint_coordinates, joint_mask
 from jaxmor.types import ActuatorState, Model, State
 
 
@@ -103,11 +105,31 @@ def explicit_pd(model: Model, state: State) -> jax.Array:
     return pd * mask
 
 
+def spring_stiffness(model: Model, dtype) -> jax.Array:
+    """(nv,) the stiffness ``k`` of the joint springs [Nm/rad or N/m]: ``Model.dof_stiffness`` on the 1-DoF and ball
+    joints' velocities, 0 on free joints'."""
+    mask = joint_mask(model, dtype)
+    for _, _, v in ball_joints(model):
+        mask = mask.at[v : v + 3].set(1.0)
+    return model.dof_stiffness.astype(dtype) * mask
+
+
+def spring_force(model: Model, q: jax.Array) -> jax.Array:
+    """(nv,) the joint springs' torque at ``q`` [Nm or N]: ``k (springref - q)`` on a 1-DoF joint, ``-k r`` on a ball
+    joint's body-frame velocities, ``r`` its rotation vector (angle times axis: MuJoCo's spring, whose reference is
+    the identity, ``qpos0``)."""
+    offset = model.dof_springref.astype(q.dtype) - joint_coordinates(model, q)
+    for _, s, v in ball_joints(model):
+        angle, axis = quat_angle_axis(q[s : s + 4])
+        offset = offset.at[v : v + 3].set(-angle * axis)
+    return spring_stiffness(model, q.dtype) * offset
+
+
 def joint_spring(model: Model, state: State) -> jax.Array:
-    """(nv,) explicit part of the joint springs' torque: ``k (springref - q - h u)`` on joints [Nm or N]."""
+    """(nv,) explicit part of the joint springs' torque: ``k (springref - q - h u)`` on a 1-DoF joint,
+    ``-k (r + h u)`` on a ball joint (:func:`spring_force`) [Nm or N]; ``h k`` enters the effective mass."""
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
-    stiffness = model.dof_stiffness.astype(state.u.dtype) * joint_mask(model, state.u.dtype)
-    return stiffness * (model.dof_springref.astype(state.u.dtype) - joint_coordinates(model, state.q) - h * state.u)
+    return spring_force(model, state.q) - h * spring_stiffness(model, state.u.dtype) * state.u
 
 
 def clamped_force(model: Model, state: State) -> jax.Array:
@@ -145,8 +167,8 @@ def forces(model: Model, state: State) -> Forces:
     actuated = actuator_joint_force(model, state, drive.joint_torque)
     applied = clamped_force(model, state) + actuated + state.external_force
     applied = applied + joint_spring(model, state) - damping * state.u
-    stiffness = model.dof_stiffness.astype(dtype)
-    implicit = (state.pd_d_gain + h * state.pd_p_gain + h * stiffness) * joint_mask(model, dtype) + 0.5 * damping
+    pd = (state.pd_d_gain + h * state.pd_p_gain) * joint_mask(model, dtype)
+    implicit = pd + h * spring_stiffness(model, dtype) + 0.5 * damping
     dyn = model.actuators.dynamics
     if dyn.any_cogging or dyn.any_lugre:
         applied = applied + drive.passive_torque

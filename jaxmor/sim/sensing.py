@@ -14,10 +14,10 @@ import numpy as np
 
 from jaxmor.actuation.affine import affine_actuator_force, joint_state
 from jaxmor.math import quat_multiply, safe_div, safe_sqrt
-from jaxmor.model import ball_joints, joint_coordinates, joint_mask
+from jaxmor.model import ball_joints
 from jaxmor.sim.constraint import velocity_change
 from jaxmor.sim.dynamics import forward_dynamics
-from jaxmor.sim.forces import actuator_joint_force
+from jaxmor.sim.forces import actuator_joint_force, spring_force
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses, relative_point_jacobians
 from jaxmor.sim.pipeline import stages
 from jaxmor.state import check_state
@@ -122,12 +122,9 @@ def acceleration(model: Model, state: State) -> jax.Array:
     built-in PD and the feed-forward force are not counted."""
     q, u = state.q, state.u
     dtype = u.dtype
-    spring = jnp.asarray(model.dof_stiffness, dtype) * (
-        jnp.asarray(model.dof_springref, dtype) - joint_coordinates(model, q)
-    )
     tau = (
         actuator_joint_force(model, state, jnp.zeros_like(u))
-        + spring * joint_mask(model, dtype)
+        + spring_force(model, q)
         - jnp.asarray(model.dof_damping, dtype) * u
         + state.external_force
     )
