@@ -278,11 +278,11 @@ class Sensors:
     """The sensors of a model (MJCF ``<sensor>``), ``n`` of them, read by :func:`jaxmor.read_sensors`.
 
     Each sensor reads one object: ``obj_type`` says which table ``obj_id`` indexes: ``"joint"`` (the 1-DoF
-    joints, ``Model.joint_names``), ``"actuator"`` (the affine actuators, ``Model.affine``), ``"site"``
-    (``Model.sites``), ``"xbody"`` (a link's frame, ``Model.link_names``), ``"body"`` (an MJCF body's inertial
-    frame, ``inertial_*`` below), ``"subtree"`` (the bodies, ``Model.body_names``; ``-1`` the world: all of them)
-    or ``""`` (none). A frame sensor may be read in a reference frame (``ref_type``/``ref_id``, the same tables;
-    ``""``/``-1`` for the world frame).
+    joints, ``Model.joint_names``), ``"ball"`` (the ball joints, :func:`jaxmor.model.ball_joints`), ``"actuator"``
+    (the affine actuators, ``Model.affine``), ``"site"`` (``Model.sites``), ``"xbody"`` (a link's frame,
+    ``Model.link_names``), ``"body"`` (an MJCF body's inertial frame, ``inertial_*`` below), ``"subtree"`` (the
+    bodies, ``Model.body_names``; ``-1`` the world: all of them) or ``""`` (none). A frame sensor may be read in a
+    reference frame (``ref_type``/``ref_id``, the same tables; ``""``/``-1`` for the world frame).
 
     Attributes:
         names: each sensor's name (static).

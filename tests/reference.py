@@ -376,21 +376,22 @@ class MujocoReference:
             if jid < 0:
                 assert name.startswith("joint"), name
                 jid = int(name[5:])
-            width = 7 if model.body_joint_type[b] == jaxmor.JointType.FREE else 1
-            qpos += range(mj_model.jnt_qposadr[jid], mj_model.jnt_qposadr[jid] + width)
-            qvel += range(mj_model.jnt_dofadr[jid], mj_model.jnt_dofadr[jid] + (6 if width == 7 else 1))
+            kind = model.body_joint_type[b]
+            qpos += range(mj_model.jnt_qposadr[jid], mj_model.jnt_qposadr[jid] + kind.qpos_width())
+            qvel += range(mj_model.jnt_dofadr[jid], mj_model.jnt_dofadr[jid] + kind.dof_width())
         assert len(qpos) == mj_model.nq and len(qvel) == mj_model.nv, (len(qpos), mj_model.nq)
         self.qpos, self.qvel = np.array(qpos), np.array(qvel)
 
     def random_state(self, rng: np.random.Generator):
-        """MuJoCo's ``(qpos, qvel)``: ``qpos0`` plus normal noise, unit quaternions on the free joints."""
-        m = self.m
+        """MuJoCo's ``(qpos, qvel)``: ``qpos0`` plus normal noise, uniformly random unit quaternions on the free and
+        ball joints (a ball joint's velocities are in its body frame in both engines: no conversion)."""
+        m, kinds = self.m, self.mujoco.mjtJoint
         qpos = m.qpos0 + 0.5 * rng.normal(size=m.nq)
         for j in range(m.njnt):
-            if m.jnt_type[j] == self.mujoco.mjtJoint.mjJNT_FREE:
-                a = m.jnt_qposadr[j]
+            if m.jnt_type[j] in (kinds.mjJNT_FREE, kinds.mjJNT_BALL):
+                a = m.jnt_qposadr[j] + (3 if m.jnt_type[j] == kinds.mjJNT_FREE else 0)
                 quat = rng.normal(size=4)
-                qpos[a + 3 : a + 7] = quat / np.linalg.norm(quat)
+                qpos[a : a + 4] = quat / np.linalg.norm(quat)
         return qpos, rng.normal(size=m.nv)
 
     def transform(self, q) -> np.ndarray:

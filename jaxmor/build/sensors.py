@@ -12,6 +12,7 @@ import numpy as np
 from jaxmor.errors import ModelError
 from jaxmor.io.description import RobotDescription
 from jaxmor.io.mjcf_sensors import SUPPORTED
+from jaxmor.model import ball_joints
 from jaxmor.types import Model, Sensors, Sites
 
 #: MuJoCo's default magnetic flux (``<option magnetic>``), world frame.
@@ -43,6 +44,7 @@ def compile_sensors(model: Model, description: RobotDescription) -> Sensors:
     def resolve(kind: str, name: str, sensor, role: str) -> int:
         tables = {
             "joint": model.joint_names,
+            "ball": tuple(model.body_joint_name[b] for b, _, _ in ball_joints(model)),
             "actuator": model.affine.names,
             "site": model.sites.names,
         }
@@ -109,6 +111,7 @@ def combine_sensors(model: Model, other: Model, prefix: str) -> Sensors:
     a, b = model.sensors, other.sensors
     shift = {
         "joint": model.nj,
+        "ball": len(ball_joints(model)),
         "actuator": model.nu,
         "site": len(model.sites.names),
         "xbody": model.nl,

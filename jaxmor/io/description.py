@@ -255,9 +255,9 @@ class SensorDescription:
         name: its name.
         kind: its MuJoCo type (``"jointpos"``, ``"gyro"``, ...).
         line: the line of its element.
-        obj_type, obj_name: what it reads: ``"joint"``, ``"actuator"``, ``"site"``, ``"xbody"`` (a link's frame),
-            ``"body"`` (an MJCF body's inertial frame, ``inertial``), ``"subtree"`` (the body whose subtree it
-            reads, ``"world"`` for all), or ``""`` for nothing.
+        obj_type, obj_name: what it reads: ``"joint"``, ``"ball"`` (a ball joint), ``"actuator"``, ``"site"``,
+            ``"xbody"`` (a link's frame), ``"body"`` (an MJCF body's inertial frame, ``inertial``), ``"subtree"``
+            (the body whose subtree it reads, ``"world"`` for all), or ``""`` for nothing.
         ref_type, ref_name: the reference frame of a frame sensor (the same types), ``""`` for the world's.
         noise: the standard deviation of its noise (metadata) in its unit.
         cutoff: its cutoff (0: none) in its unit.

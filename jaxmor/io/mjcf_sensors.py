@@ -31,6 +31,8 @@ SUPPORTED = {
     "jointpos": ("joint", 1, "real"),
     "jointvel": ("joint", 1, "real"),
     "jointactuatorfrc": ("joint", 1, "real"),
+    "ballquat": ("ball", 4, "quaternion"),
+    "ballangvel": ("ball", 3, "real"),
     "actuatorpos": ("actuator", 1, "real"),
     "actuatorvel": ("actuator", 1, "real"),
     "actuatorfrc": ("actuator", 1, "real"),
@@ -53,10 +55,9 @@ SUPPORTED = {
 
 #: MuJoCo's other sensor kinds: known, skipped with the warning.
 NOT_YET = frozenset(
-    "touch force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc ballquat "
-    "ballangvel jointlimitpos jointlimitvel jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc "
-    "frameangacc insidesite distance normal fromto contact e_potential e_kinetic tactile user "
-    "plugin".split()
+    "touch force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc jointlimitpos jointlimitvel "
+    "jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc frameangacc insidesite distance normal "
+    "fromto contact e_potential e_kinetic tactile user plugin".split()
 )
 
 _COMMON = "name noise cutoff user nsample interp"
@@ -66,6 +67,7 @@ _REFUSED = {
 }
 _ATTRIBUTES = {
     "joint": "joint",
+    "ball": "joint",
     "actuator": "actuator",
     "site": "site",
     "frame": "objtype objname reftype refname",
@@ -203,6 +205,12 @@ def _object(v: Values, t: _Targets, name: str, kind: str, form: str, skipped: li
         if kind == "jointactuatorfrc" and target in t.motor_joints:
             return _skip(skipped, name, kind, f"joint {target!r} is driven by a DC motor")
         return SensorDescription(name, kind, line, "joint", target)
+    if form == "ball":
+        if target not in t.joints:
+            raise v.error(f"sensor {name!r}: unknown joint {target!r}")
+        if t.joints[target] != "ball":
+            raise v.error(f"sensor {name!r}: <{kind}> needs a ball joint, {target!r} is {t.joints[target]}")
+        return SensorDescription(name, kind, line, "ball", target)
     if form == "actuator":
         if target not in t.actuators:
             raise v.error(f"sensor {name!r}: unknown actuator {target!r}")

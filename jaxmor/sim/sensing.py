@@ -24,7 +24,7 @@ from jaxmor.state import check_state
 from jaxmor.types import Model, State
 
 #: The kinds whose reading is an axis or a quaternion: a cutoff never applies to them.
-_UNCLAMPED = ("framequat", "framexaxis", "frameyaxis", "framezaxis")
+_UNCLAMPED = ("framequat", "framexaxis", "frameyaxis", "framezaxis", "ballquat")
 
 
 def rotation_to_quat(rotation: jax.Array) -> jax.Array:
@@ -211,13 +211,17 @@ def _site_reading(r: _Reading, kind: str, i: int) -> jax.Array:
 
 
 def _scalar_reading(r: _Reading, kind: str, i: int) -> jax.Array:
-    """A joint's or an affine actuator's reading, or the clock: shape (1,)."""
+    """A joint's or an affine actuator's reading, or the clock: shape (1,); a ball joint's: its normalized quaternion
+    (4,) or its body-frame angular velocity (3,)."""
     model, state = r.model, r.state
     index = model.sensors.obj_id[i]
     if kind == "clock":
         return state.time[None]
     if kind in ("jointpos", "jointvel"):
         return (state.q[model.joint_q[index]] if kind == "jointpos" else state.u[model.joint_u[index]])[None]
+    if kind in ("ballquat", "ballangvel"):
+        _, s, v = ball_joints(model)[index]
+        return state.q[s : s + 4] / jnp.linalg.norm(state.q[s : s + 4]) if kind == "ballquat" else state.u[v : v + 3]
     if kind == "jointactuatorfrc":
         return actuator_joint_force(model, state, jnp.zeros_like(state.u))[model.joint_u[index]][None]
     act = model.affine
