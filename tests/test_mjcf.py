@@ -527,7 +527,9 @@ DEFAULTS = '<default><default class="g"><general gainprm="3"/></default></defaul
 REFUSALS = {
     "ball joint": ("world", '<body name="c"><joint type="ball"/><geom size=".1"/></body>', "ball", "ball joints"),
     "tendon": ("after", '<tendon>\n<fixed><joint joint="j" coef="1"/></fixed></tendon>', "<tendon>", "tendons"),
-    "equality": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>', "<equality>", "equality"),
+    "equality of a joint with itself": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>',
+                                        '<joint joint1', "with itself"),
+    "tendon equality": ("after", '<equality>\n<tendon tendon1="t"/></equality>', "<tendon", "tendon equality"),
     "height field geom": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "height fields"),
     "ellipsoid collision geom": ("world", '<body><geom type="ellipsoid" size=".1 .2 .3"/></body>', "ellipsoid",
                                  "ellipsoid collision geoms"),

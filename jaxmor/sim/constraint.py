@@ -28,6 +28,11 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 * **free-joint friction** (six rows per free joint in ``Model.free_friction_u``, after the joints'): MuJoCo's
   friction loss on a free joint's velocities, ``|lam_f| <= tau_c h`` on each of the body origin's world-frame
   velocity components and of the body-frame angular velocity's (:func:`free_friction_jacobian`); no limits.
+* **equality constraints** (``Model.equality.rows`` rows, last; :mod:`jaxmor.sim.equality`): bilateral, their
+  impulses unbounded, each row's velocity driven to ``-EQUALITY_CORRECTION e / h`` for its residual ``e``
+  (Baumgarte: a violation shrinks by that fraction per step; the target enters as a shift of the row's free
+  velocity, so the solver's law for them is the joint rows' with infinite friction bounds). They are not in the
+  position pass, whose joint rows lock the joints (below).
 
 Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is clamped
 at zero there, so no energy is added. Instead a second, frictionless problem on the normal and joint
@@ -56,6 +61,7 @@ from flax import struct
 
 from jaxmor.sim.collision import Contacts
 from jaxmor.sim.collision.budget import follow, selects
+from jaxmor.sim.equality import equality_rows
 from jaxmor.sim.forces import Forces
 from jaxmor.sim.free_motion import FreeMotion
 from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
@@ -67,6 +73,8 @@ POSITION_CORRECTION = 0.2
 PENETRATION_ALLOWANCE = 1e-5
 #: Approach speed [m/s] below which restitution is ignored (resting contacts do not bounce).
 RESTITUTION_THRESHOLD = 1e-2
+#: Fraction of an equality constraint's residual removed per step by its rows' target velocity.
+EQUALITY_CORRECTION = 0.2
 
 
 @struct.dataclass
@@ -79,11 +87,13 @@ class Impulses:
         friction: (nj + 6 nf,) friction impulse of each 1-DoF joint, then of each free joint's friction rows
             (:func:`friction_dofs`) [Nm s or N s].
         limit: (nj + 6 nf,) limit impulse of each of these rows [Nm s or N s] (zero on the free joints').
+        equality: (ne,) impulse of each equality constraint row (``Model.equality.rows``) [N s or Nm s].
     """
 
     contact: jax.Array
     friction: jax.Array
     limit: jax.Array
+    equality: jax.Array
 
 
 @struct.dataclass
@@ -91,7 +101,8 @@ class Problem:
     """One constraint problem ``v = A lam + b`` (shapes for ``nc`` contacts and ``nj`` 1-DoF joints).
 
     Rows: ``rows_per_contact`` rows per contact (3: normal, tangent 1, tangent 2; 1 for a frictionless
-    problem: the normal), then one row per joint, shared by its friction and limit impulses.
+    problem: the normal), then one row per joint, shared by its friction and limit impulses, the last
+    ``equality_rows`` of them an equality constraint's each (bilateral: infinite friction bounds, no limits).
 
     Attributes:
         delassus: (R, R) ``A = J M_eff^-1 J^T``, ``R = rows_per_contact nc + nj``.
@@ -101,6 +112,7 @@ class Problem:
         friction_bound: (nj,) joint friction impulse bound [N s or Nm s].
         limit_low, limit_high: (nj,) bounds of each joint velocity from the limits.
         rows_per_contact: 3, or 1 for a frictionless problem (static).
+        equality_rows: how many of the ``nj`` joint rows, the last ones, are equality constraint rows (static).
     """
 
     delassus: jax.Array
@@ -111,6 +123,7 @@ class Problem:
     limit_low: jax.Array
     limit_high: jax.Array
     rows_per_contact: int = struct.field(pytree_node=False, default=3)
+    equality_rows: int = struct.field(pytree_node=False, default=0)
 
     @property
     def nc(self) -> int:
@@ -141,17 +154,28 @@ class Problem:
         return self.delassus[tangents[:, :, None], tangents[:, None, :]]
 
     def rows(self, impulses: Impulses) -> jax.Array:
-        """(R,) the impulse of each row: a contact's (normal and tangents, or normal), a joint's friction plus limit."""
+        """(R,) the impulse of each row: a contact's (normal and tangents, or normal), a joint's friction plus
+        limit, an equality row's."""
         contact = impulses.contact if self.with_friction else impulses.contact[:, 0]
-        return jnp.concatenate([contact.reshape(-1), impulses.friction + impulses.limit])
+        return jnp.concatenate([contact.reshape(-1), impulses.friction + impulses.limit, impulses.equality])
+
+    def start(self, impulses: Impulses) -> tuple[jax.Array, jax.Array]:
+        """The solver's iterate at ``impulses``: the (R,) row impulses and the (nj,) limit part of the joint rows
+        (zero on the equality rows; a frictionless problem's joint rows are all limit)."""
+        rows = self.rows(impulses)
+        if not self.with_friction:
+            return rows, rows[self.joint_row(0) :]
+        return rows, jnp.concatenate([impulses.limit, jnp.zeros_like(impulses.equality)])
 
     def impulses(self, row_impulses: jax.Array, limit: jax.Array) -> Impulses:
         """:class:`Impulses` from the (R,) row impulses and the (nj,) limit part of the joint rows."""
         split = self.rows_per_contact * self.nc
+        end = row_impulses.shape[0] - self.equality_rows
         contact = row_impulses[:split].reshape(self.nc, self.rows_per_contact)
         if not self.with_friction:
             contact = jnp.concatenate([contact, jnp.zeros((self.nc, 2), contact.dtype)], axis=1)
-        return Impulses(contact, row_impulses[split:] - limit, limit)
+        joint_limit = limit[: self.nj - self.equality_rows]
+        return Impulses(contact, row_impulses[split:end] - joint_limit, joint_limit, row_impulses[end:])
 
     def contact_velocities(self, v: jax.Array) -> jax.Array:
         """(nc, rows_per_contact) the contact rows' part of a (R,) row velocity."""
@@ -160,7 +184,8 @@ class Problem:
     def zero_impulses(self) -> Impulses:
         """Zero impulses of this problem's shape."""
         dtype = self.free_velocity.dtype
-        return Impulses(jnp.zeros((self.nc, 3), dtype), jnp.zeros(self.nj, dtype), jnp.zeros(self.nj, dtype))
+        joints = jnp.zeros(self.nj - self.equality_rows, dtype)
+        return Impulses(jnp.zeros((self.nc, 3), dtype), joints, joints, jnp.zeros(self.equality_rows, dtype))
 
 
 @struct.dataclass
@@ -207,7 +232,7 @@ def free_friction_jacobian(model: Model, kin: Kinematics) -> jax.Array:
     world-frame velocity of its body's origin, then its angular velocity in the body frame (MuJoCo's free-joint
     velocities; jaxmor's angular one is in the world frame, so those rows are the body axes ``R^T``)."""
     dtype = kin.body.rotation.dtype
-    blocks = []
+    blocks = [jnp.zeros((0, model.nv), dtype)]
     for v in model.free_friction_u:
         rotation = kin.body.rotation[model.dof_body[v]]
         block = jnp.zeros((6, model.nv), dtype).at[:3, v : v + 3].set(jnp.eye(3, dtype=dtype))
@@ -265,27 +290,26 @@ def constraints(
     dofs = np.array(model.joint_u, dtype=np.int32)
     rows = contact_jacobian(model, kin, contacts)
     m_inv = free.inverse_mass
-    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the free joints' friction rows (if any).
-    jacobians = [free_friction_jacobian(model, kin)] if model.free_friction_u else []
-    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], *(m_inv @ e.T for e in jacobians)], axis=1)
-    delassus = jnp.concatenate([rows @ response, response[dofs], *(e @ response for e in jacobians)])
+    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the rows with their own Jacobians (if any).
+    extra, shift, bound = _general_rows(model, kin, state.q, frc, h)
+    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], m_inv @ extra.T], axis=1)
+    delassus = jnp.concatenate([rows @ response, response[dofs], extra @ response])
     gap = contacts.distance
     approach = rows[::3] @ state.u
     target = restitution_targets(-jnp.maximum(gap, 0.0) / h, gap, approach, contacts.restitution.astype(dtype), h)
     q_joint = state.q[np.array(model.joint_q, dtype=np.int32)]
     lower = model.dof_lower.astype(dtype)[dofs]
     upper = model.dof_upper.astype(dtype)[dofs]
-    unlimited = [jnp.full(e.shape[0], jnp.inf, dtype) for e in jacobians]  # the free rows have no limits
+    unlimited = jnp.full(extra.shape[0], jnp.inf, dtype)  # the free joints' friction and the equality rows
     velocity = Problem(
         delassus=delassus,
-        free_velocity=jnp.concatenate(
-            [rows @ free.velocity, free.velocity[dofs], *(e @ free.velocity for e in jacobians)]
-        ),
+        free_velocity=jnp.concatenate([rows @ free.velocity, free.velocity[dofs], extra @ free.velocity - shift]),
         contact_target=target,
         friction=contacts.friction.astype(dtype),
-        friction_bound=frc.friction[friction_dofs(model)] * h,
-        limit_low=jnp.concatenate([jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), *(-x for x in unlimited)]),
-        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), *unlimited]),
+        friction_bound=jnp.concatenate([frc.friction[dofs] * h, bound]),
+        limit_low=jnp.concatenate([jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), -unlimited]),
+        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), unlimited]),
+        equality_rows=model.equality.rows,
     )
     # The position pass: normal and joint rows, frictionless, targets from the penetration and violation.
     keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj)]).astype(np.int32)
@@ -304,6 +328,25 @@ def constraints(
     )
     start = warm_start(model, state, contacts)
     return Constraints(velocity, position, response, start, tuple(int(r) for r in keep))
+
+
+def _general_rows(model: Model, kin: Kinematics, q: jax.Array, frc: Forces, h: jax.Array):
+    """The velocity problem's rows after the joints' that have Jacobians of their own: the free joints' friction
+    rows (:func:`free_friction_jacobian`), then the equality constraints' (:mod:`jaxmor.sim.equality`).
+
+    Returns:
+        ``(J, shift, bound)``: (n, nv) their Jacobian, (n,) their target velocities (zero for friction rows,
+        ``-EQUALITY_CORRECTION e / h`` for equality rows), which the problem subtracts from the rows' free
+        velocities, and (n,) their friction bounds [N s or Nm s] (infinite for equality rows: bilateral).
+    """
+    dtype = q.dtype
+    friction_jac = free_friction_jacobian(model, kin)
+    free_dofs = friction_dofs(model)[model.nj :]
+    equality_jac, residual = equality_rows(model, kin.body, q)
+    jac = jnp.concatenate([friction_jac, equality_jac])
+    shift = jnp.concatenate([jnp.zeros(friction_jac.shape[0], dtype), -EQUALITY_CORRECTION * residual / h])
+    bound = jnp.concatenate([frc.friction[free_dofs] * h, jnp.full(residual.shape, jnp.inf, dtype)])
+    return jac, shift, bound
 
 
 def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
@@ -326,7 +369,7 @@ def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
     contact = state.contact_impulse
     if selects(model):
         contact = follow(contacts.key, state.contact_key, contact)
-    return Impulses(contact, state.friction_impulse[dofs], state.limit_impulse[dofs])
+    return Impulses(contact, state.friction_impulse[dofs], state.limit_impulse[dofs], state.equality_impulse)
 
 
 def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impulses) -> tuple[jax.Array, jax.Array]:
