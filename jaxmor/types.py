@@ -337,7 +337,9 @@ class Equalities:
         joint_u: (m, 2) their velocity indices (``-1``: none; static).
         joint_polycoef: (m, 5) the polynomial's coefficients ``c_0 .. c_4`` [m or rad, -, 1/m or 1/rad, ...].
         joint_reference: (m, 2) ``q1_ref``, ``q2_ref`` [m or rad] (MuJoCo's ``qpos0`` of the two joints).
-        active: (k + m,) bool, whether each constraint acts (MJCF ``active``); an inactive one's rows are zero.
+        active: (k + m,) 1 where a constraint acts, 0 where it does not (MJCF ``active``) [-]; a float so that
+            ``jax.grad`` takes the Model whole (its gradient is zero); any nonzero value acts, an inactive constraint's
+            rows are zero.
     """
 
     point_anchor: jax.Array
@@ -367,7 +369,7 @@ def empty_equalities() -> Equalities:
         jnp.zeros((0,)),
         jnp.zeros((0, 5)),
         jnp.zeros((0, 2)),
-        jnp.zeros((0,), bool),
+        jnp.zeros((0,)),
     )
 
 

@@ -191,24 +191,30 @@ def test_batched_and_jitted_four_bars_keep_their_loops():
 
 
 def test_the_gradient_through_a_coupling_matches_central_differences():
-    """d(right finger's final position) / d(the coupling's linear coefficient): the exact rows' derivative (the
-    solver's derivative is exact at converged sweeps; one coupling row converges in a sweep). FD step 1e-6 on a
-    coefficient of order 1: truncation ~1e-12, round-off ~1e-10; tolerance 1e-5 relative."""
+    """d(right finger's final position) / d(the coupling's linear coefficient), taken w.r.t. the whole Model (every
+    leaf, ``active`` included, must be differentiable): the exact rows' derivative (the solver's derivative is exact
+    at converged sweeps; one coupling row converges in a sweep). FD step 1e-6 on a coefficient of order 1:
+    truncation ~1e-12, round-off ~1e-10; tolerance 1e-5 relative."""
     model = _load(DATA / "gripper.xml")
     state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "close")
     right = model.joint_q[model.joint_names.index("right")]
 
-    def final_right(c1):
-        eq = model.equality.replace(joint_polycoef=model.equality.joint_polycoef.at[0, 1].set(c1))
-        return jaxmor.rollout(model.replace(equality=eq), state, n_steps=100)[0].q[right]
+    def with_coefficient(c1):
+        return model.replace(
+            equality=model.equality.replace(joint_polycoef=model.equality.joint_polycoef.at[0, 1].set(c1))
+        )
 
-    value_and_grad = jax.jit(jax.value_and_grad(final_right))
-    _, grad = value_and_grad(-1.0)
-    f = jax.jit(final_right)
+    def final_right(m):
+        return jaxmor.rollout(m, state, n_steps=100)[0].q[right]
+
+    grads = jax.jit(jax.grad(final_right))(with_coefficient(-1.0))
+    grad = grads.equality.joint_polycoef[0, 1]
+    f = jax.jit(lambda c1: final_right(with_coefficient(c1)))
     step = 1e-6
     fd = (f(-1.0 + step) - f(-1.0 - step)) / (2 * step)
     assert abs(float(grad)) > 1e-4
     np.testing.assert_allclose(float(grad), float(fd), rtol=1e-5)
+    assert float(jnp.max(jnp.abs(grads.equality.active))) == 0.0  # an on/off switch carries no gradient
 
 
 ERRORS = {

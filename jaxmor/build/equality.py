@@ -44,7 +44,7 @@ def compile_equalities(model: Model, description: RobotDescription) -> Equalitie
         point_torque_scale=jnp.asarray([e.torque_scale for e in points], dtype),
         joint_polycoef=jnp.asarray(np.reshape([e.polycoef for e in joints], (len(joints), 5)), dtype),
         joint_reference=jnp.asarray(np.reshape([c[2] for c in couplings], (len(joints), 2)), dtype),
-        active=jnp.asarray([e.active for e in points] + [e.active for e in joints], bool),
+        active=jnp.asarray([float(e.active) for e in points] + [float(e.active) for e in joints], dtype),
         names=tuple(e.name for e in points) + tuple(e.name for e in joints),
         point_body=tuple(c[0] for c in compiled),
         point_weld=tuple(e.kind == "weld" for e in points),
@@ -166,7 +166,9 @@ def combine_equalities(
         point_torque_scale=jnp.concatenate([a.point_torque_scale, b.point_torque_scale.astype(dtype)]),
         joint_polycoef=jnp.concatenate([a.joint_polycoef, b.joint_polycoef.astype(dtype)]),
         joint_reference=jnp.concatenate([a.joint_reference, b.joint_reference.astype(dtype)]),
-        active=jnp.concatenate([a.active[:k_a], b.active[:k_b], a.active[k_a:], b.active[k_b:]]),
+        active=jnp.concatenate(
+            [a.active[:k_a], b.active[:k_b].astype(dtype), a.active[k_a:], b.active[k_b:].astype(dtype)]
+        ),
         names=a.names[:k_a]
         + tuple(prefix + n for n in b.names[:k_b])
         + a.names[k_a:]

@@ -46,7 +46,7 @@ def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array,
         return jnp.zeros((0, model.nv), dtype), jnp.zeros((0,), dtype)
     jac = jnp.concatenate([p[0] for p in parts])
     residual = jnp.concatenate([p[1] for p in parts])
-    active = jnp.repeat(eq.active, np.asarray(row_counts(model)), total_repeat_length=eq.rows)
+    active = jnp.repeat(eq.active != 0, np.asarray(row_counts(model)), total_repeat_length=eq.rows)
     return jnp.where(active[:, None], jac, 0.0), jnp.where(active, residual, 0.0)
 
 
