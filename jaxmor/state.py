@@ -93,6 +93,7 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         contact_overflow=jnp.zeros((), jnp.int32),
         friction_impulse=zero_v,
         limit_impulse=zero_v,
+        equality_impulse=jnp.zeros((model.equality.rows,), dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
         motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
         nonfinite=jnp.asarray(False),
@@ -111,6 +112,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     """The shape of every field of a State of one world of ``model``, from the fields' declared ``dims``
     (``actuator_state.*`` and ``motor_state.*`` for the leaves of the nested ones)."""
     counts = {"nq": model.nq, "nv": model.nv, "na": model.na, "nu": model.nu, "nc": contact_budget(model)}
+    counts["ne"] = model.equality.rows
     shapes = {}
     for field in dataclasses.fields(State):
         shape = tuple(counts.get(d, d) for d in field.metadata["dims"])

@@ -319,6 +319,66 @@ def empty_sensors() -> Sensors:
     return Sensors(jnp.zeros((0,)), jnp.zeros((0,)), jnp.zeros((0, 3)), jnp.array([0.0, -0.5, 0.0]))
 
 
+@struct.dataclass
+class Equalities:
+    """Equality constraints (MJCF ``<equality>``), held as bilateral rows of every step's velocity problem
+    (:mod:`jaxmor.sim.equality` has the rows and their residuals, MuJoCo's).
+
+    ``k`` point constraints come first, each ``connect`` (3 rows: two points coincide) or ``weld`` (6 rows: the
+    two points coincide and the two bodies keep their relative orientation; 3 with ``torquescale`` 0), then
+    ``m`` joint couplings (1 row each: ``q1 - q1_ref = sum_i c_i (q2 - q2_ref)^i``, or ``q1 - q1_ref = c_0``
+    without a second joint).
+
+    Attributes:
+        names: each constraint's name (points, then joints; static).
+        point_body: (k, 2) each point constraint's bodies (body1, body2; ``-1`` the world; static).
+        point_weld: (k,) whether each point constraint is a weld (static).
+        point_rotation_rows: (k,) whether a weld has its 3 orientation rows (``torquescale`` > 0; static).
+        point_anchor: (k, 2, 3) the point on body1, then the point on body2, each in its body's frame [m].
+        point_frame: (k, 2, 4) a frame on each body (quaternion ``w x y z`` in its body's frame) whose orientations a
+            weld keeps equal: on body1 body2's orientation relative to body1 at the reference (or ``relpose``'s),
+            on body2 the identity; a weld by sites, the two sites' orientations (unused by a connect).
+        point_torque_scale: (k,) the weight of a weld's orientation rows (MJCF ``torquescale``) [m].
+        joint_q: (m, 2) the ``q`` index of each coupling's joint1 and joint2 (``-1``: none; static).
+        joint_u: (m, 2) their velocity indices (``-1``: none; static).
+        joint_polycoef: (m, 5) the polynomial's coefficients ``c_0 .. c_4`` [m or rad, -, 1/m or 1/rad, ...].
+        joint_reference: (m, 2) ``q1_ref``, ``q2_ref`` [m or rad] (MuJoCo's ``qpos0`` of the two joints).
+        active: (k + m,) 1 where a constraint acts, 0 where it does not (MJCF ``active``) [-]; a float so that
+            ``jax.grad`` takes the Model whole (its gradient is zero); any nonzero value acts, an inactive constraint's
+            rows are zero.
+    """
+
+    point_anchor: jax.Array
+    point_frame: jax.Array
+    point_torque_scale: jax.Array
+    joint_polycoef: jax.Array
+    joint_reference: jax.Array
+    active: jax.Array
+    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    point_body: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
+    point_weld: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+    point_rotation_rows: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+    joint_q: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
+    joint_u: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def rows(self) -> int:
+        """Number of solver rows: 3 per connect, 3 or 6 per weld, 1 per joint coupling."""
+        return sum(6 if rot else 3 for rot in self.point_rotation_rows) + len(self.joint_q)
+
+
+def empty_equalities() -> Equalities:
+    """No equality constraints."""
+    return Equalities(
+        jnp.zeros((0, 2, 3)),
+        jnp.zeros((0, 2, 4)),
+        jnp.zeros((0,)),
+        jnp.zeros((0, 5)),
+        jnp.zeros((0, 2)),
+        jnp.zeros((0,)),
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class Keyframe:
     """A named state of a model (an MJCF ``<key>``), in jaxmor's conventions (:func:`jaxmor.set_keyframe`).
@@ -447,6 +507,7 @@ class Model:
             in ``contact_pairs``.
         sites: the named frames fixed on links (:class:`Sites`, MJCF ``<site>``).
         sensors: the sensors (:class:`Sensors`, MJCF ``<sensor>``), read by :func:`jaxmor.read_sensors`.
+        equality: the equality constraints (:class:`Equalities`, MJCF ``<equality>``).
         free_friction_u: first velocity index of each free joint whose six velocities have friction-loss rows
             in the solver (static; the free joints with a ``dof_friction`` given at build time, MJCF
             ``frictionloss``): the linear rows bound the world-frame velocity of the body origin, the angular
@@ -533,6 +594,7 @@ class Model:
     terrain: tuple[TerrainGrid, ...] = ()
     sites: Sites = struct.field(default_factory=empty_sites)
     sensors: Sensors = struct.field(default_factory=empty_sensors)
+    equality: Equalities = struct.field(default_factory=empty_equalities)
     free_friction_u: tuple[int, ...] = struct.field(pytree_node=False, default=())
 
     @property
@@ -665,6 +727,8 @@ class State:
             friction rows, ``Model.free_friction_u``: its linear rows, then its body-frame angular ones).
         limit_impulse: (nv,) last step's joint limit impulses [Nm s or N s] (a ball joint's cone-limit impulse, on
             its rotation axis, at its first velocity; zero at its other two).
+        equality_impulse: (ne,) last step's impulses of the equality constraints' rows
+            (``Model.equality.rows`` of them, in its order) [N s, Nm s or, for a weld's orientation rows, N s].
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
             (:class:`jaxmor.actuation.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).
@@ -706,6 +770,7 @@ class State:
     contact_overflow: jax.Array = _field(dims=())
     friction_impulse: jax.Array = _field(dims=("nv",), guard="finite")
     limit_impulse: jax.Array = _field(dims=("nv",), guard="finite")
+    equality_impulse: jax.Array = _field(dims=("ne",), guard="finite")
     # Outputs of the last step.
     actuator_state: ActuatorState = _field(dims=("na",))
     motor_state: MotorState = _field(dims=("na",), guard="finite")

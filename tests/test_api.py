@@ -10,7 +10,8 @@ import jaxmor
 
 PUBLIC = [
     "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
-    "ArgumentError", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "GeomType",
+    "ArgumentError", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "Equalities",
+    "GeomType",
     "JaxmorError", "JointType", "Keyframe", "LugreModel", "Model", "ModelError", "MotorActuators", "MotorSaturation",
     "MotorState", "MotorTorqueBounds", "MujocoDifferenceWarning", "Options", "Poses", "Sensors", "Sites", "State",
     "ThermalModel", "actuate", "actuator_index",

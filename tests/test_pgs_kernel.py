@@ -77,7 +77,12 @@ def step_problems(quadruped_ground):
     loaded = np.argsort(-np.asarray(cons.start.contact[:, :, 0]).mean(axis=0))
     slots = (int(loaded[0]), int(loaded[1]), int(loaded[-1]))
     velocity, position = (_sub_problem(p, slots, JOINTS) for p in (cons.velocity, cons.position))
-    start = Impulses(cons.start.contact[:, slots, :], cons.start.friction[:, JOINTS], cons.start.limit[:, JOINTS])
+    start = Impulses(
+        cons.start.contact[:, slots, :],
+        cons.start.friction[:, JOINTS],
+        cons.start.limit[:, JOINTS],
+        cons.start.equality,
+    )
     counts = (model.opt.solver_iterations, model.opt.position_iterations)
     return velocity, position, start, counts
 
@@ -114,6 +119,8 @@ def test_the_kernel_sweeps_equal_the_xla_sweeps_on_real_steps(step_problems, dty
     eps = float(jnp.finfo(dtype).eps)
     for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
         assert g.dtype == dtype and g.shape == w.shape
+        if w.size == 0:  # the quadruped has no equality constraints
+            continue
         scale = max(float(np.abs(w).max()), float(np.finfo(dtype).tiny))
         np.testing.assert_allclose(g, w, rtol=0, atol=TOL_EPS * eps * scale)
     normal = np.asarray(want[0].contact[:, :, 0])
@@ -127,10 +134,8 @@ def test_one_world_without_vmap_is_a_batch_of_one(step_problems):
     for p, s in ((velocity, start), (position, None)):
         one = jax.tree.map(lambda x: x[0], p)
         warm = jax.tree.map(lambda x: x[0], s) if s is not None else one.zero_impulses()
-        rows = one.rows(warm)
-        limit = warm.limit if one.with_friction else rows[one.joint_row(0) :]
         params.append(solver._rows_of(one))
-        x0.append((rows, limit))
+        x0.append(one.start(warm))
     want = jax.jit(lambda p, x: solver._xla_iterate(counts, p, x))(tuple(params), tuple(x0))
     got = jax.jit(lambda p, x: _interpreted(counts, p, x))(tuple(params), tuple(x0))
     eps = float(jnp.finfo(jnp.float64).eps)

@@ -94,6 +94,7 @@ def impulses(contact, friction=(), limit=()) -> Impulses:
         jnp.asarray(contact),
         jnp.asarray(np.asarray(friction, dtype=float).reshape(-1)),
         jnp.asarray(np.asarray(limit, dtype=float).reshape(-1)),
+        jnp.zeros(0),
     )
 
 

@@ -714,9 +714,14 @@ def test_velocity_and_position_changes_map_impulses_through_the_response(quadrup
     nc = out["contacts"].distance.shape[0]
     rng = np.random.default_rng(9)
     lam = Impulses(
-        jnp.asarray(rng.normal(size=(nc, 3))), jnp.asarray(rng.normal(size=12)), jnp.asarray(rng.normal(size=12))
+        jnp.asarray(rng.normal(size=(nc, 3))),
+        jnp.asarray(rng.normal(size=12)),
+        jnp.asarray(rng.normal(size=12)),
+        jnp.zeros(0),
     )
-    lam_pos = Impulses(jnp.asarray(rng.normal(size=(nc, 3))), jnp.zeros(12), jnp.asarray(rng.normal(size=12)))
+    lam_pos = Impulses(
+        jnp.asarray(rng.normal(size=(nc, 3))), jnp.zeros(12), jnp.asarray(rng.normal(size=12)), jnp.zeros(0)
+    )
     du, du_pos = (np.asarray(x) for x in CHANGES(cons, lam, lam_pos))
     jac = np.concatenate([rows, np.eye(18)[6:]])
     flat = np.r_[np.asarray(lam.contact).reshape(-1), np.asarray(lam.friction) + np.asarray(lam.limit)]
@@ -787,7 +792,10 @@ def advance_inputs(model, seed: int):
     u_next = np.asarray(state.u) + rng.normal(size=18)
     u_pos = 0.1 * rng.normal(size=18)
     lam = Impulses(
-        jnp.asarray(rng.normal(size=(nc, 3))), jnp.asarray(rng.normal(size=12)), jnp.asarray(rng.normal(size=12))
+        jnp.asarray(rng.normal(size=(nc, 3))),
+        jnp.asarray(rng.normal(size=12)),
+        jnp.asarray(rng.normal(size=12)),
+        jnp.zeros(0),
     )
     return state, u_next, u_pos, lam
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
 from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
+from jaxmor.build.equality import compile_equalities
 from jaxmor.build.sensors import compile_sensors, compile_sites
 from jaxmor.build.terrain import binned
 from jaxmor.errors import ArgumentError, ModelError
@@ -430,6 +431,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     if description.keyframes:
         model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
     model = model.replace(sites=compile_sites(description, link_names, arr.dtype))
+    model = model.replace(equality=compile_equalities(model, description))
     return model.replace(sensors=compile_sensors(model, description))
 
 

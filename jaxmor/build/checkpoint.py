@@ -34,6 +34,7 @@ from jaxmor.types import (
     ActuatorState,
     AffineActuators,
     Battery,
+    Equalities,
     GeomType,
     JointType,
     Keyframe,
@@ -48,7 +49,7 @@ from jaxmor.types import (
 
 #: The format's name and version, written into every checkpoint.
 FORMAT = "jaxmor-checkpoint"
-FORMAT_VERSION = 2  # 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state)
+FORMAT_VERSION = 3  # 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints
 _META = "jaxmor_checkpoint"
 #: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
 _TYPES = {
@@ -64,6 +65,7 @@ _TYPES = {
         TerrainGrid,
         Sites,
         Sensors,
+        Equalities,
         State,
         ActuatorState,
         MotorDynamics,

@@ -31,6 +31,7 @@ from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
 from jaxmor.build.builder import build_model, topology_tables
+from jaxmor.build.equality import combine_equalities
 from jaxmor.build.scene import with_geom_properties
 from jaxmor.build.sensors import combine_sensors, combine_sites
 from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
@@ -457,6 +458,7 @@ def combine(
         affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
         sites=combine_sites(model, other, prefix, rotation, translation),
         sensors=combine_sensors(model, other, prefix),
+        equality=combine_equalities(model, other, prefix, quat, translation),
         free_friction_u=model.free_friction_u + tuple(v + model.nv for v in other.free_friction_u),
     )
     placed = _placed(other, translation, quat, rotation)

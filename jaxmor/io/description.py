@@ -158,6 +158,57 @@ class ContactPair:
 
 
 @dataclass
+class PointEquality:
+    """A ``connect`` or ``weld`` equality constraint (MJCF ``<equality>``), as MuJoCo defines it.
+
+    Attributes:
+        kind: ``"connect"`` (two points coincide) or ``"weld"`` (and the two bodies keep their orientation).
+        name: its name (``""`` when unnamed).
+        line: its line in the file.
+        link1, link2: the two links (MJCF bodies), ``None`` for the world; or, with ``site1``/``site2``, ``None``.
+        anchor: (3,) [m] a connect's point on link1, a weld's on link2, each in its link's frame.
+        relpose: (7,) a weld's ``relpose`` (position [m], quaternion ``w x y z`` of link2 in link1's frame), ``None``
+            for the relative pose at the reference configuration (MuJoCo's ``qpos0``).
+        torque_scale: a weld's ``torquescale`` [m] (0: no orientation rows); 1 for a connect.
+        site1, site2: the two sites of a constraint given by sites (they coincide), else ``None``.
+        active: whether it acts (``active``).
+    """
+
+    kind: str
+    name: str
+    line: int
+    link1: str | None
+    link2: str | None
+    anchor: np.ndarray
+    relpose: np.ndarray | None = None
+    torque_scale: float = 1.0
+    site1: str | None = None
+    site2: str | None = None
+    active: bool = True
+
+
+@dataclass
+class JointEquality:
+    """A ``joint`` equality constraint (MJCF ``<equality><joint>``): ``q1 - q1_ref = sum_k polycoef_k (q2 -
+    q2_ref)^k``, or ``q1 - q1_ref = polycoef_0`` without ``joint2`` (``q_ref``: the reference configuration's).
+
+    Attributes:
+        name: its name (``""`` when unnamed).
+        line: its line in the file.
+        joint1, joint2: the two joints (hinges or slides); ``joint2`` ``None`` when absent.
+        polycoef: (5,) the polynomial's coefficients.
+        active: whether it acts (``active``).
+    """
+
+    name: str
+    line: int
+    joint1: str
+    joint2: str | None
+    polycoef: np.ndarray
+    active: bool = True
+
+
+@dataclass
 class GroundPlane:
     """The world's ground plane as a description gives it (an MJCF ``<geom type="plane">``).
 
@@ -308,6 +359,8 @@ class RobotDescription:
         magnetic: the global magnetic flux (MJCF ``<option magnetic>``), ``None`` for MuJoCo's default.
         explicit_pairs: (MJCF ``<pair>``) the pairs collided whatever the bit masks, exclusions and self-collision
             setting say.
+        equalities: (MJCF ``<equality>``) the equality constraints in document order: :class:`PointEquality` and
+            :class:`JointEquality`.
         mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
             (:func:`jaxmor.io.mjcf_differences.differences`).
     """
@@ -333,6 +386,7 @@ class RobotDescription:
     sensors: list[SensorDescription] = field(default_factory=list)
     magnetic: tuple[float, float, float] | None = None
     explicit_pairs: list[ContactPair] = field(default_factory=list)
+    equalities: list[PointEquality | JointEquality] = field(default_factory=list)
     mujoco_differences: list[str] = field(default_factory=list)
 
 

@@ -18,7 +18,8 @@ What is read
   (``auto``: from the geoms of a body without ``<inertial>``), ``inertiagrouprange``, ``boundmass``,
   ``boundinertia``, ``settotalmass`` (scales every body's mass and inertia so that they add up to it).
 * ``<option timestep gravity>`` and its ``<flag>``: ``gravity``, ``contact``, ``limit``, ``frictionloss``,
-  ``spring``, ``damper`` and ``constraint`` (contacts, limits and joint friction) can be disabled. MuJoCo's
+  ``spring``, ``damper``, ``equality`` and ``constraint`` (contacts, limits, joint friction and equality constraints)
+  can be disabled. MuJoCo's
   integrator and solver settings are ignored: jaxmor's step is its own (``Options.solver_iterations``).
 * ``<default>`` classes, nested, used through ``class`` and ``childclass``; the actuator shortcuts share one
   actuator default per class, as in MuJoCo, except that a class cannot pass one shortcut's own parameters
@@ -74,6 +75,8 @@ What is read
 * ``<site>`` (a named frame on its body: ``pos``, an orientation or ``fromto``) and ``<sensor>``: the kinds
   :func:`jaxmor.read_sensors` reads, with their objects, reference frames, ``noise`` and ``cutoff``; the others
   are left out with one warning that lists them (:mod:`jaxmor.io.mjcf_sensors`); ``<option magnetic>``.
+* ``<equality>``: ``connect``, ``weld`` (by bodies or by sites) and ``joint`` constraints, held exactly
+  (:mod:`jaxmor.io.mjcf_equality`); ``tendon`` and flex equalities are refused.
 
 MuJoCo's ids name what the file leaves unnamed: ``body3``, ``joint0``, ``geom12``, ``actuator1``, ``sensor2``.
 """
@@ -122,6 +125,7 @@ from jaxmor.io.mjcf_document import (
     read_defaults,
     read_document,
 )
+from jaxmor.io.mjcf_equality import read_equalities
 from jaxmor.io.mjcf_pairs import pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
@@ -299,6 +303,7 @@ class _Reader:
         affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
         sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors)
+        equalities = read_equalities(self, sections.get("equality", []))
         if self.rich_contacts:
             warnings.warn(
                 f"{doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} geom(s) "
@@ -326,6 +331,7 @@ class _Reader:
             sensors=sensors,
             magnetic=read_magnetic(self, sections.get("option", [])),
             explicit_pairs=explicit,
+            equalities=equalities,
             mujoco_differences=differences(doc),
         )
         self._apply_disabled(description)
@@ -344,7 +350,7 @@ class _Reader:
             name = tag(el)
             if name is None:
                 continue
-            if name in REFUSED_ELEMENTS and not (name in ("tendon", "equality") and not len(el)):
+            if name in REFUSED_ELEMENTS and not (name == "tendon" and not len(el)):
                 raise doc.error(el, f"<{name}>: {REFUSED_ELEMENTS[name]}")
             sections.setdefault(name, []).append(el)
         known = {
@@ -396,8 +402,11 @@ class _Reader:
     def _apply_disabled(self, d: RobotDescription) -> None:
         off = self.options.disabled
         if "constraint" in off:
-            off |= {"contact", "limit", "frictionloss"}
+            off |= {"contact", "limit", "frictionloss", "equality"}
             d.ground = None
+        if "equality" in off:
+            for e in d.equalities:
+                e.active = False
         if "gravity" in off:
             d.gravity = (0.0, 0.0, 0.0)
         for j in d.joints:

@@ -61,6 +61,19 @@ def _soft(doc: Document) -> list[str]:
     return lines
 
 
+def _equality(doc: Document) -> list[str]:
+    """The line for the file's equality constraints (MuJoCo's are soft whatever the file sets)."""
+    count = sum(1 for el in doc.root.iter() if tag(el) == "equality" for child in el if tag(child) is not None)
+    if not count:
+        return []
+    return [
+        f"soft equality constraints ({count} in <equality>, solref/solimp as the file sets them or MuJoCo's "
+        "defaults): MuJoCo lets a connect, weld or joint coupling stretch under load (a spring of time constant "
+        "solref, holding solimp's share of the force), jaxmor holds them exactly (bilateral rows, a violation "
+        "shrinking by jaxmor.sim.constraint.EQUALITY_CORRECTION per step); a weld's torquescale only weighs rows"
+    ]
+
+
 def _cone(option: dict[str, str]) -> list[str]:
     cone, impratio = option.get("cone", "pyramidal"), option.get("impratio", "1")
     said = "cone and impratio as the file sets them" if "cone" in option or "impratio" in option else "defaults"
@@ -107,10 +120,11 @@ def differences(doc: Document) -> list[str]:
         doc: the expanded document.
 
     Returns:
-        The lines, in a fixed order: contacts, joint limits, friction cone, integrator, no-slip, solver.
+        The lines, in a fixed order: contacts, joint limits, equality constraints, friction cone, integrator,
+        no-slip, solver.
     """
     option = _option(doc)
-    return _soft(doc) + _cone(option) + _solver(option)
+    return _soft(doc) + _equality(doc) + _cone(option) + _solver(option)
 
 
 def self_collision_line(pairs: int) -> str:

@@ -251,8 +251,8 @@ def read_compiler(doc: Document, el, compiler: Compiler) -> None:
 
 
 #: The elements a default class can hold that the reader uses; the others in a default are looks (camera,
-#: light, material, texture) or refused wherever used (equality, tendon).
-DEFAULTED = ("joint", "geom", "mesh", "site", "pair", *ACTUATOR_SPECS)
+#: light, material, texture) or refused wherever used (tendon).
+DEFAULTED = ("joint", "geom", "mesh", "site", "pair", "equality", *ACTUATOR_SPECS)
 
 
 @dataclass
@@ -289,7 +289,7 @@ def read_defaults(doc: Document, sections) -> dict[str, ClassDefaults]:
                 cls.attrs.setdefault(kind, {}).update(attributes(child))
             elif kind in REFUSED_ELEMENTS:
                 raise doc.error(child, f"<{kind}> in <default>: {REFUSED_ELEMENTS[kind]}")
-            elif kind not in IGNORED_ELEMENTS | {"equality"}:
+            elif kind not in IGNORED_ELEMENTS:
                 raise doc.error(child, f"unexpected element <{kind}> in <default>")
     return classes
 

@@ -117,9 +117,9 @@ SPECS: dict[str, ElementSpec] = {
         },
     ),
     "flag": _spec(
-        "gravity contact limit frictionloss spring damper constraint",
+        "gravity contact limit frictionloss spring damper constraint equality",
         "warmstart eulerdamp energy midphase sensor refsafe autoreset nativeccd island multiccd fwdinv "
-        "invdiscrete sleep diagexact ipc speculative equality",
+        "invdiscrete sleep diagexact ipc speculative",
         {
             "filterparent": (
                 value("enable"),
@@ -197,6 +197,8 @@ SPECS: dict[str, ElementSpec] = {
         },
     ),
     "text": _spec("name data"),
+    # <default><equality>: what every equality constraint of the class takes.
+    "equality": _spec("active", "solref solimp"),
     "site": _spec("name class pos fromto " + _ORIENTATION, "type size material rgba group user"),
 }
 
@@ -308,7 +310,6 @@ IGNORED_ELEMENTS = frozenset(
 #: Elements refused wherever they appear, with the reason.
 REFUSED_ELEMENTS = {
     "tendon": "tendons are not supported",
-    "equality": "equality constraints are not supported",
     "deformable": "deformable objects are not supported",
     "flexcomp": "deformable objects (flexcomp) are not supported",
     "composite": "composite objects are not supported",
@@ -328,4 +329,19 @@ REFUSED_ELEMENTS = {
     # <dcmotor> is read in <actuator> (DCMOTOR_SPEC); anywhere else, a default class included, it is refused.
     "dcmotor": "a <dcmotor> is read only in <actuator>, with its parameters on the element: dcmotor defaults are "
     "not supported (MuJoCo passes a default's compiled constants on sub-value by sub-value)",
+}
+
+#: The elements of ``<equality>`` (``joint`` there is a coupling of two joints, not a body's joint).
+EQUALITY_SPECS: dict[str, ElementSpec] = {
+    "connect": _spec("name class body1 body2 anchor site1 site2 active", "solref solimp"),
+    "weld": _spec("name class body1 body2 relpose anchor torquescale site1 site2 active", "solref solimp"),
+    "joint": _spec("name class joint1 joint2 polycoef active", "solref solimp"),
+}
+
+#: Elements of ``<equality>`` refused, with the reason.
+REFUSED_EQUALITIES = {
+    "tendon": "tendon equality constraints are not supported (jaxmor has no tendons)",
+    "flex": "flex equality constraints are not supported (jaxmor has no deformables)",
+    "flexvert": "flex equality constraints are not supported (jaxmor has no deformables)",
+    "flexstrain": "flex equality constraints are not supported (jaxmor has no deformables)",
 }

@@ -32,6 +32,11 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   its three body-frame velocities, ``|lam_f| <= tau_c h`` with target ``v = 0``, then MuJoCo's cone limit on its
   rotation angle ``theta`` (the row's velocity is ``d theta / dt``, its Jacobian the unit rotation axis), speculative
   like a joint's: ``v <= (theta_max - theta)/h`` with ``lam_l <= 0``. Inactive (infinite bound) without a range.
+* **equality constraints** (``Model.equality.rows`` rows, last; :mod:`jaxmor.sim.equality`): bilateral, their
+  impulses unbounded, each row's velocity driven to ``-EQUALITY_CORRECTION e / h`` for its residual ``e``
+  (Baumgarte: a violation shrinks by that fraction per step; the target enters as a shift of the row's free
+  velocity, so the solver's law for them is the joint rows' with infinite friction bounds). They are not in the
+  position pass, whose joint rows lock the joints (below).
 
 Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is clamped
 at zero there, so no energy is added. Instead a second, frictionless problem on the normal and joint
@@ -53,6 +58,8 @@ offsets. Since a joint's row selects one velocity, the joint rows' part of ``A``
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -62,6 +69,7 @@ from jaxmor.math import quat_angle_axis
 from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
 from jaxmor.sim.collision.budget import follow, selects
+from jaxmor.sim.equality import equality_rows
 from jaxmor.sim.forces import Forces
 from jaxmor.sim.free_motion import FreeMotion
 from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
@@ -73,6 +81,8 @@ POSITION_CORRECTION = 0.2
 PENETRATION_ALLOWANCE = 1e-5
 #: Approach speed [m/s] below which restitution is ignored (resting contacts do not bounce).
 RESTITUTION_THRESHOLD = 1e-2
+#: Fraction of an equality constraint's residual removed per step by its rows' target velocity.
+EQUALITY_CORRECTION = 0.2
 
 
 @struct.dataclass
@@ -86,11 +96,13 @@ class Impulses:
             then of each ball joint's rows (:func:`friction_dofs`) [Nm s or N s].
         limit: (nj + 6 nf + 4 nb,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF joints'
             and the ball joints' cone-limit rows, :func:`limit_dofs`).
+        equality: (ne,) impulse of each equality constraint row (``Model.equality.rows``) [N s or Nm s].
     """
 
     contact: jax.Array
     friction: jax.Array
     limit: jax.Array
+    equality: jax.Array
 
 
 @struct.dataclass
@@ -98,7 +110,8 @@ class Problem:
     """One constraint problem ``v = A lam + b`` (shapes for ``nc`` contacts and ``nj`` 1-DoF joints).
 
     Rows: ``rows_per_contact`` rows per contact (3: normal, tangent 1, tangent 2; 1 for a frictionless
-    problem: the normal), then one row per joint, shared by its friction and limit impulses.
+    problem: the normal), then one row per joint, shared by its friction and limit impulses, the last
+    ``equality_rows`` of them an equality constraint's each (bilateral: infinite friction bounds, no limits).
 
     Attributes:
         delassus: (R, R) ``A = J M_eff^-1 J^T``, ``R = rows_per_contact nc + nj``.
@@ -108,6 +121,7 @@ class Problem:
         friction_bound: (nj,) joint friction impulse bound [N s or Nm s].
         limit_low, limit_high: (nj,) bounds of each joint velocity from the limits.
         rows_per_contact: 3, or 1 for a frictionless problem (static).
+        equality_rows: how many of the ``nj`` joint rows, the last ones, are equality constraint rows (static).
     """
 
     delassus: jax.Array
@@ -118,6 +132,7 @@ class Problem:
     limit_low: jax.Array
     limit_high: jax.Array
     rows_per_contact: int = struct.field(pytree_node=False, default=3)
+    equality_rows: int = struct.field(pytree_node=False, default=0)
 
     @property
     def nc(self) -> int:
@@ -148,17 +163,28 @@ class Problem:
         return self.delassus[tangents[:, :, None], tangents[:, None, :]]
 
     def rows(self, impulses: Impulses) -> jax.Array:
-        """(R,) the impulse of each row: a contact's (normal and tangents, or normal), a joint's friction plus limit."""
+        """(R,) the impulse of each row: a contact's (normal and tangents, or normal), a joint's friction plus
+        limit, an equality row's."""
         contact = impulses.contact if self.with_friction else impulses.contact[:, 0]
-        return jnp.concatenate([contact.reshape(-1), impulses.friction + impulses.limit])
+        return jnp.concatenate([contact.reshape(-1), impulses.friction + impulses.limit, impulses.equality])
+
+    def start(self, impulses: Impulses) -> tuple[jax.Array, jax.Array]:
+        """The solver's iterate at ``impulses``: the (R,) row impulses and the (nj,) limit part of the joint rows
+        (zero on the equality rows; a frictionless problem's joint rows are all limit)."""
+        rows = self.rows(impulses)
+        if not self.with_friction:
+            return rows, rows[self.joint_row(0) :]
+        return rows, jnp.concatenate([impulses.limit, jnp.zeros_like(impulses.equality)])
 
     def impulses(self, row_impulses: jax.Array, limit: jax.Array) -> Impulses:
         """:class:`Impulses` from the (R,) row impulses and the (nj,) limit part of the joint rows."""
         split = self.rows_per_contact * self.nc
+        end = row_impulses.shape[0] - self.equality_rows
         contact = row_impulses[:split].reshape(self.nc, self.rows_per_contact)
         if not self.with_friction:
             contact = jnp.concatenate([contact, jnp.zeros((self.nc, 2), contact.dtype)], axis=1)
-        return Impulses(contact, row_impulses[split:] - limit, limit)
+        joint_limit = limit[: self.nj - self.equality_rows]
+        return Impulses(contact, row_impulses[split:end] - joint_limit, joint_limit, row_impulses[end:])
 
     def contact_velocities(self, v: jax.Array) -> jax.Array:
         """(nc, rows_per_contact) the contact rows' part of a (R,) row velocity."""
@@ -167,7 +193,8 @@ class Problem:
     def zero_impulses(self) -> Impulses:
         """Zero impulses of this problem's shape."""
         dtype = self.free_velocity.dtype
-        return Impulses(jnp.zeros((self.nc, 3), dtype), jnp.zeros(self.nj, dtype), jnp.zeros(self.nj, dtype))
+        joints = jnp.zeros(self.nj - self.equality_rows, dtype)
+        return Impulses(jnp.zeros((self.nc, 3), dtype), joints, joints, jnp.zeros(self.equality_rows, dtype))
 
 
 @struct.dataclass
@@ -258,7 +285,7 @@ def free_friction_jacobian(model: Model, kin: Kinematics) -> jax.Array:
     world-frame velocity of its body's origin, then its angular velocity in the body frame (MuJoCo's free-joint
     velocities; jaxmor's angular one is in the world frame, so those rows are the body axes ``R^T``)."""
     dtype = kin.body.rotation.dtype
-    blocks = []
+    blocks = [jnp.zeros((0, model.nv), dtype)]
     for v in model.free_friction_u:
         rotation = kin.body.rotation[model.dof_body[v]]
         block = jnp.zeros((6, model.nv), dtype).at[:3, v : v + 3].set(jnp.eye(3, dtype=dtype))
@@ -316,33 +343,28 @@ def constraints(
     dofs = np.array(model.joint_u, dtype=np.int32)
     rows = contact_jacobian(model, kin, contacts)
     m_inv = free.inverse_mass
-    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the free joints' friction rows (if any), then
-    # the ball joints' rows (if any).
+    # M_eff^-1 J^T and A of the contact rows, the joint rows, then the rows with their own Jacobians (if any).
     ball, angle = ball_jacobian(model, state.q)
-    jacobians = [free_friction_jacobian(model, kin)] if model.free_friction_u else []
-    jacobians += [ball] if ball.shape[0] else []
-    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], *(m_inv @ e.T for e in jacobians)], axis=1)
-    delassus = jnp.concatenate([rows @ response, response[dofs], *(e @ response for e in jacobians)])
+    extra = _general_rows(model, kin, state.q, frc, h, ball, angle)
+    response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], m_inv @ extra.jacobian.T], axis=1)
+    delassus = jnp.concatenate([rows @ response, response[dofs], extra.jacobian @ response])
     gap = contacts.distance
     approach = rows[::3] @ state.u
     target = restitution_targets(-jnp.maximum(gap, 0.0) / h, gap, approach, contacts.restitution.astype(dtype), h)
     q_joint = state.q[np.array(model.joint_q, dtype=np.int32)]
     lower = model.dof_lower.astype(dtype)[dofs]
     upper = model.dof_upper.astype(dtype)[dofs]
-    unlimited = [jnp.full(6 * len(model.free_friction_u), jnp.inf, dtype)]  # the free rows have no limits
-    ball_low, ball_high = _ball_bounds(model, angle, h, position=False)
     velocity = Problem(
         delassus=delassus,
         free_velocity=jnp.concatenate(
-            [rows @ free.velocity, free.velocity[dofs], *(e @ free.velocity for e in jacobians)]
+            [rows @ free.velocity, free.velocity[dofs], extra.jacobian @ free.velocity - extra.shift]
         ),
         contact_target=target,
         friction=contacts.friction.astype(dtype),
-        friction_bound=frc.friction.at[friction_dofs(model)].get(mode="fill", fill_value=0.0) * h,
-        limit_low=jnp.concatenate(
-            [jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), *(-x for x in unlimited), ball_low]
-        ),
-        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), *unlimited, ball_high]),
+        friction_bound=jnp.concatenate([frc.friction[dofs] * h, extra.bound]),
+        limit_low=jnp.concatenate([jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), extra.low]),
+        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), extra.high]),
+        equality_rows=model.equality.rows,
     )
     # The position pass: normal, joint and cone-limit rows, frictionless, targets from the penetration and violation.
     cones = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * np.arange(angle.shape[0]) + 3
@@ -363,6 +385,47 @@ def constraints(
     )
     start = warm_start(model, state, contacts)
     return Constraints(velocity, position, response, start, tuple(int(r) for r in keep))
+
+
+class _GeneralRows(NamedTuple):
+    """The velocity problem's rows after the joints' that have Jacobians of their own (:func:`_general_rows`).
+
+    Attributes:
+        jacobian: (n, nv) their Jacobian.
+        shift: (n,) their target velocities (zero but on equality rows, ``-EQUALITY_CORRECTION e / h``), which
+            the problem subtracts from the rows' free velocities [m/s or rad/s].
+        bound: (n,) their friction bounds [N s or Nm s] (zero on a cone-limit row, infinite on equality rows).
+        low, high: (n,) their velocity bounds from limits (infinite but on the ball joints' cone-limit rows).
+    """
+
+    jacobian: jax.Array
+    shift: jax.Array
+    bound: jax.Array
+    low: jax.Array
+    high: jax.Array
+
+
+def _general_rows(
+    model: Model, kin: Kinematics, q: jax.Array, frc: Forces, h: jax.Array, ball: jax.Array, angle: jax.Array
+) -> _GeneralRows:
+    """The free joints' friction rows (:func:`free_friction_jacobian`), the ball joints' rows (``ball``, ``angle``
+    from :func:`ball_jacobian`), then the equality constraints' (:mod:`jaxmor.sim.equality`)."""
+    dtype = q.dtype
+    friction_jac = free_friction_jacobian(model, kin)
+    equality_jac, residual = equality_rows(model, kin.body, q)
+    n_friction = friction_jac.shape[0] + ball.shape[0]
+    ball_low, ball_high = _ball_bounds(model, angle, h, position=False)
+    unlimited = jnp.full(friction_jac.shape[0], jnp.inf, dtype)
+    bilateral = jnp.full(residual.shape, jnp.inf, dtype)
+    return _GeneralRows(
+        jacobian=jnp.concatenate([friction_jac, ball, equality_jac]),
+        shift=jnp.concatenate([jnp.zeros(n_friction, dtype), -EQUALITY_CORRECTION * residual / h]),
+        bound=jnp.concatenate(
+            [frc.friction.at[friction_dofs(model)[model.nj :]].get(mode="fill", fill_value=0.0) * h, bilateral]
+        ),
+        low=jnp.concatenate([-unlimited, ball_low, -bilateral]),
+        high=jnp.concatenate([unlimited, ball_high, bilateral]),
+    )
 
 
 def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
@@ -386,7 +449,7 @@ def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
     contact = state.contact_impulse
     if selects(model):
         contact = follow(contacts.key, state.contact_key, contact)
-    return Impulses(contact, friction, limit)
+    return Impulses(contact, friction, limit, state.equality_impulse)
 
 
 def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impulses) -> tuple[jax.Array, jax.Array]:

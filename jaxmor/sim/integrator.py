@@ -104,5 +104,6 @@ def advance(
         contact_overflow=jnp.asarray(contacts.overflow, jnp.int32),
         friction_impulse=friction_impulse,
         limit_impulse=limit_impulse,
+        equality_impulse=impulses.equality,
         invalid=state.invalid | ~jnp.all(frc.actuator_state.valid),
     )

@@ -322,12 +322,9 @@ def solve_all(
         return tuple(out)
     counts, params, x0 = [], [], []
     for j in live:
-        problem, warm = problems[j], warm_starts[j]
-        rows = problem.rows(warm)
-        limit = warm.limit if problem.with_friction else rows[problem.joint_row(0) :]
         counts.append(int(iterations[j]))
-        params.append(_rows_of(problem))
-        x0.append((rows, limit))
+        params.append(_rows_of(problems[j]))
+        x0.append(problems[j].start(warm_starts[j]))
     x = _iterate(tuple(counts), tuple(params), tuple(x0))
     for j, (rows, limit) in zip(live, x, strict=True):
         out[j] = problems[j].impulses(rows, limit)

@@ -1,0 +1,136 @@
+"""The equality constraints' rows (:class:`~jaxmor.types.Equalities`): residuals and Jacobians, MuJoCo's.
+
+Each constraint contributes rows with a residual ``e`` (zero when it holds) and its exact derivative ``J`` (``de/dt
+= J u``), the same as MuJoCo's ``efc_pos`` and ``efc_J`` (``tests/test_equality.py`` compares them):
+
+* ``connect``, 3 rows: ``e = p1 - p2`` (world frame), ``p_i = x_i + R_i a_i`` the anchor of body ``i``;
+  ``J = J_1(p1) - J_2(p2)``, the two points' translational Jacobians.
+* ``weld``: the 3 rows of a connect (the weld's two anchors), then 3 orientation rows ``e = s imag(q_err)``,
+  ``q_err = q_f2^* q_f1`` (``q_fi`` the world orientation of the weld's frame on body ``i``, ``s`` the
+  ``torquescale``); ``J = (s / 2) (w I - [v]x) F2^T (W_1 - W_2)`` with ``(w, v) = q_err``, ``F2`` frame 2's
+  rotation and ``W_i`` body ``i``'s angular-velocity Jacobian (from ``d q_err / dt = (1/2) [0, F2^T (w1 - w2)]
+  q_err``).
+* ``joint``, 1 row: ``e = (q1 - r1) - sum_k c_k (q2 - r2)^k``, ``J = e_u1 - p'(q2 - r2) e_u2``.
+
+The rows of an inactive constraint are zero. The constraint stage holds the rows as bilateral rows of the velocity
+problem (:mod:`jaxmor.sim.constraint`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.math import quat_to_rotation, safe_div, safe_sqrt, skew
+from jaxmor.sim.kinematics import Poses, ancestor_mask, dof_axes, relative_point_jacobians
+from jaxmor.types import Model
+
+
+def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The equality constraints' rows at the configuration ``q`` (body poses ``bodies``).
+
+    Returns:
+        ``(J, e)``: (ne, nv) the rows' Jacobian and (ne,) their residuals [m, or rad and m for joint couplings],
+        points first (each connect's 3 rows, each weld's 3 position and 3 or 0 orientation rows), then the joint
+        couplings; ``ne = model.equality.rows``.
+    """
+    eq = model.equality
+    dtype = bodies.position.dtype
+    parts = []
+    if eq.point_body:
+        parts.append(_point_rows(model, bodies))
+    if eq.joint_q:
+        parts.append(_joint_rows(model, q))
+    if not parts:
+        return jnp.zeros((0, model.nv), dtype), jnp.zeros((0,), dtype)
+    jac = jnp.concatenate([p[0] for p in parts])
+    residual = jnp.concatenate([p[1] for p in parts])
+    active = jnp.repeat(eq.active != 0, np.asarray(row_counts(model)), total_repeat_length=eq.rows)
+    return jnp.where(active[:, None], jac, 0.0), jnp.where(active, residual, 0.0)
+
+
+def row_counts(model: Model) -> tuple[int, ...]:
+    """Each constraint's number of rows, in ``model.equality.names`` order (static)."""
+    eq = model.equality
+    return tuple(6 if rot else 3 for rot in eq.point_rotation_rows) + (1,) * len(eq.joint_q)
+
+
+def _world_points(bodies: Poses, body: np.ndarray, anchor: jax.Array) -> jax.Array:
+    """(k, 3) world positions of the points ``anchor`` (k, 3) fixed on ``body`` (k,) (``-1``: the world)."""
+    eye = jnp.eye(3, dtype=anchor.dtype)
+    rotation = jnp.concatenate([eye[None], bodies.rotation])[body + 1]
+    position = jnp.concatenate([jnp.zeros((1, 3), anchor.dtype), bodies.position])[body + 1]
+    return position + jnp.einsum("kij,kj->ki", rotation, anchor)
+
+
+def _point_rows(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
+    """The connects' and welds' rows, constraint by constraint."""
+    eq = model.equality
+    dtype = bodies.position.dtype
+    body = np.asarray(eq.point_body, dtype=np.int32)  # (k, 2)
+    anchor = eq.point_anchor.astype(dtype)
+    p1 = _world_points(bodies, body[:, 0], anchor[:, 0])
+    p2 = _world_points(bodies, body[:, 1], anchor[:, 1])
+    world = np.full(len(body), -1)
+    j1 = relative_point_jacobians(model, bodies, p1, world, body[:, 0])  # (k, nv, 3)
+    j2 = relative_point_jacobians(model, bodies, p2, world, body[:, 1])
+    position_jac = jnp.swapaxes(j1 - j2, 1, 2)  # (k, 3, nv)
+    rotation_jac, rotation_res = _weld_rotation_rows(model, bodies, body)
+    jacs, residuals = [], []
+    for i, rot in enumerate(eq.point_rotation_rows):
+        jacs.append(position_jac[i])
+        residuals.append(p1[i] - p2[i])
+        if rot:
+            jacs.append(rotation_jac[i])
+            residuals.append(rotation_res[i])
+    return jnp.concatenate(jacs), jnp.concatenate(residuals)
+
+
+def _angular_jacobians(model: Model, bodies: Poses, body: np.ndarray) -> jax.Array:
+    """(k, 3, nv) the world angular velocity of each body of ``body`` (k,) per unit velocity (the world's: 0)."""
+    axis, _ = dof_axes(model, bodies)
+    turns = ancestor_mask(model)[body + 1] & np.asarray(model.dof_rotational, dtype=bool)[None]  # (k, nv)
+    return jnp.swapaxes(jnp.where(turns[:, :, None], axis[None], 0.0), 1, 2)
+
+
+def _weld_rotation_rows(model: Model, bodies: Poses, body: np.ndarray) -> tuple[jax.Array, jax.Array]:
+    """(k, 3, nv) and (k, 3): every point constraint's orientation rows as a weld's (a connect's go unused)."""
+    eq = model.equality
+    dtype = bodies.position.dtype
+    eye = jnp.eye(3, dtype=dtype)
+    rotation = jnp.concatenate([eye[None], bodies.rotation])
+    frame = quat_to_rotation(eq.point_frame.astype(dtype))  # (k, 2, 3, 3)
+    f1 = rotation[body[:, 0] + 1] @ frame[:, 0]  # the two frames' world orientations
+    f2 = rotation[body[:, 1] + 1] @ frame[:, 1]
+    r_err = jnp.einsum("kji,kjl->kil", f2, f1)  # F2^T F1, the rotation of q_err = q_f2^* q_f1
+    # Its quaternion with w >= 0 (continuous while the error is below half a turn).
+    w = 0.5 * safe_sqrt(1.0 + jnp.trace(r_err, axis1=1, axis2=2))
+    skew_part = r_err - jnp.swapaxes(r_err, 1, 2)
+    v = safe_div(1.0, 4.0 * w)[:, None] * jnp.stack([skew_part[:, 2, 1], skew_part[:, 0, 2], skew_part[:, 1, 0]], 1)
+    scale = eq.point_torque_scale.astype(dtype)[:, None]
+    w_rel = _angular_jacobians(model, bodies, body[:, 0]) - _angular_jacobians(model, bodies, body[:, 1])
+    factor = 0.5 * scale[:, :, None] * (w[:, None, None] * eye - skew(v))
+    jac = jnp.einsum("kij,klj,kln->kin", factor, f2, w_rel)  # (s/2)(w I - [v]x) F2^T (W1 - W2)
+    return jac, scale * v
+
+
+def _joint_rows(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The joint couplings' rows: (m, nv) and (m,)."""
+    eq = model.equality
+    dtype = q.dtype
+    index = np.asarray(eq.joint_q, dtype=np.int32)  # (m, 2)
+    vel = np.asarray(eq.joint_u, dtype=np.int32)
+    coef = eq.joint_polycoef.astype(dtype)
+    ref = eq.joint_reference.astype(dtype)
+    has_second = index[:, 1] >= 0
+    x = jnp.where(has_second, q[np.maximum(index[:, 1], 0)] - ref[:, 1], 0.0)
+    one = jnp.ones_like(x)
+    powers = jnp.stack([one, x, x * x, x * x * x, x * x * x * x], axis=1)  # products: finite derivatives at x = 0
+    poly = jnp.sum(coef * powers, axis=1)
+    slope = jnp.sum(coef[:, 1:] * np.arange(1, 5)[None, :] * powers[:, :4], axis=1)
+    residual = q[index[:, 0]] - ref[:, 0] - poly
+    rows = np.arange(len(index))
+    jac = jnp.zeros((len(index), model.nv), dtype).at[rows, vel[:, 0]].add(1.0)
+    jac = jac.at[rows, np.maximum(vel[:, 1], 0)].add(jnp.where(has_second, -slope, 0.0))
+    return jac, residual
