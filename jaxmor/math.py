@@ -125,6 +125,20 @@ def quat_angle_axis(quat: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     return angle, safe_div(1.0, s)[..., None] * xyz
 
 
+def quat_rotation_vector(quat: jnp.ndarray) -> jnp.ndarray:
+    """(..., 3) the rotation vector (angle times unit axis, the angle in ``[0, pi]`` [rad]) of a unit quaternion
+    ``w x y z``, ``q`` and ``-q`` alike. Smooth through the identity, where its derivative is ``2 I`` on
+    ``x y z`` (the ratio ``angle / sin(angle / 2)`` by its series there; :func:`quat_angle_axis`'s axis has no
+    derivative at the identity)."""
+    sign = jnp.where(quat[..., :1] < 0, -1.0, 1.0)
+    w, xyz = sign[..., 0] * quat[..., 0], sign * quat[..., 1:]
+    s2 = jnp.sum(xyz * xyz, axis=-1)
+    small = s2 < 1e-12
+    s = jnp.sqrt(jnp.where(small, 1.0, s2))
+    ratio = jnp.where(small, 2.0 / w * (1.0 - s2 / (3.0 * w * w)), 2.0 * jnp.arctan2(s, w) / s)
+    return ratio[..., None] * xyz
+
+
 #: Largest number of velocities whose elimination is unrolled on a GPU (above it, a ``fori_loop`` there too).
 UNROLL_LIMIT = 64
 

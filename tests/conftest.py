@@ -28,14 +28,18 @@ from models import (  # noqa: E402
 
 import jaxmor  # noqa: E402  (after the x64 switch, so that nothing is traced before it)
 
+#: The notebooks that take over a minute on 2 cores (training).
+SLOW_NOTEBOOKS = ("05_train_locomotion.ipynb",)
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The notebooks in notebooks/ (run by nbmake, ``addopts = "--nbmake"``) count as slow tests.
+    """The notebooks in notebooks/ (run by nbmake, ``addopts = "--nbmake"``) that train (``SLOW_NOTEBOOKS``) count
+    as slow tests; the others run by default.
 
     It sees the notebooks whenever tests/ is collected too (the default).
     """
     for item in items:
-        if item.path.suffix == ".ipynb":
+        if item.path.suffix == ".ipynb" and item.path.name in SLOW_NOTEBOOKS:
             item.add_marker(pytest.mark.slow)
 
 

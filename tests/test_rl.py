@@ -99,6 +99,7 @@ def _evaluate(env):
     return evaluate
 
 
+@pytest.mark.slow
 def test_rejax_ppo_learns_to_hold_the_robot_up():
     """The simple task: stand still (zero command) with torque actions, which start out letting the robot sag
     and fall (each fall costs the termination penalty). rejax PPO, 64 worlds x 16 steps per iteration, 60

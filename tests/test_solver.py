@@ -637,6 +637,23 @@ def test_the_derivative_of_a_sliding_contact_is_the_rim_derivative():
     np.testing.assert_allclose(jac, fd, rtol=0, atol=FD_TOL * MASS, err_msg="d lam / d b (central differences)")
 
 
+def test_a_joint_without_friction_at_rest_has_no_impulse_derivative():
+    """A joint row with friction bound 0 and no limits has impulse 0 whatever its free velocity ``b``, so
+    ``d lam / d b = 0``, also at ``b = 0`` (a joint at rest: every ball joint of a body at rest, every hinge at an
+    equilibrium). ``jnp.clip`` split the derivative at the tie ``x = low = high = 0``: -0.0625 here, -0.25 in a step
+    (which made the velocity's derivative 0.75 instead of 1 through a step). Exact: 0."""
+
+    def impulse(b):
+        one, none = jnp.ones(1), jnp.zeros(0)
+        prob = Problem(jnp.eye(1) / INERTIA, b[None], none, none, 0.0 * one, -jnp.inf * one, jnp.inf * one)
+        lam = solve(prob, prob.zero_impulses(), ITERATIONS)
+        return lam.friction[0] + lam.limit[0]
+
+    for b in (0.0, 0.3, -0.2):
+        assert float(jax.jit(jax.grad(impulse))(jnp.asarray(b))) == 0.0, b
+        assert float(jax.jit(impulse)(jnp.asarray(b))) == 0.0
+
+
 @pytest.mark.parametrize("counts", [(7, 3), (20, 10), (10, 20), (5, 5), (1, 1), (3, 8)])
 def test_problems_solved_together_equal_each_solved_alone(counts):
     """``solve_all`` runs the problems in shared loops over sweeps on a fixed schedule: each result must be

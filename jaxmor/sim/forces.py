@@ -35,7 +35,7 @@ from flax import struct
 
 from jaxmor.actuation.affine import affine_generalized_force
 from jaxmor.actuation.drive import Drive, actuate, begin
-from jaxmor.math import quat_angle_axis
+from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
 from jaxmor.types import ActuatorState, Model, State
 
@@ -120,8 +120,7 @@ def spring_force(model: Model, q: jax.Array) -> jax.Array:
     the identity, ``qpos0``)."""
     offset = model.dof_springref.astype(q.dtype) - joint_coordinates(model, q)
     for _, s, v in ball_joints(model):
-        angle, axis = quat_angle_axis(q[s : s + 4])
-        offset = offset.at[v : v + 3].set(-angle * axis)
+        offset = offset.at[v : v + 3].set(-quat_rotation_vector(q[s : s + 4]))
     return spring_stiffness(model, q.dtype) * offset
 
 
