@@ -58,6 +58,11 @@ SCENE = """
           </body>
         </body>
       </body>
+      <body name="head" pos="0 0 0.08" euler="0.2 0 0">
+        <joint name="neck" type="ball" pos="0 0.01 0" damping="0.2"/>
+        <geom type="sphere" size="0.04" pos="0.01 0 0.05" contype="0" conaffinity="0"/>
+        <site name="eye" pos="0.03 0 0.06"/>
+      </body>
       <body name="leg" pos="-0.2 0 -0.05">
         <joint name="hip" axis="1 0 0" range="-1 1"/>
         <inertial pos="0 0.01 -0.1" mass="1" diaginertia="0.01 0.01 0.002"/>
@@ -121,6 +126,9 @@ SCENE = """
     <accelerometer name="acc_finger" site="finger"/>
     <accelerometer name="acc_cap" site="cap_site" cutoff="20"/>
     <clock name="clock"/>
+    <ballquat name="neck_quat" joint="neck"/>
+    <ballangvel name="neck_vel" joint="neck"/>
+    <accelerometer name="acc_eye" site="eye"/>
   </sensor>
 </mujoco>
 """
@@ -233,6 +241,11 @@ def _random_state(model: jaxmor.Model, mj_model, seed: int):
             mujoco.mju_quat2Mat(rotation, data.qpos[qa + 3 : qa + 7])
             u[vs : vs + 3] = data.qvel[va : va + 3]
             u[vs + 3 : vs + 6] = rotation.reshape(3, 3) @ data.qvel[va + 3 : va + 6]
+        elif mj_model.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:  # body-frame velocities in both engines
+            data.qpos[qa : qa + 4] /= np.linalg.norm(data.qpos[qa : qa + 4])
+            b = model.body_joint_name.index(name)
+            qs, vs = model.body_q_start[b], model.body_v_start[b]
+            q[qs : qs + 4], u[vs : vs + 3] = data.qpos[qa : qa + 4], data.qvel[va : va + 3]
         else:
             q[jaxmor.joint_q_index(model, name)] = data.qpos[qa]
             u[jaxmor.joint_index(model, name)] = data.qvel[va]
