@@ -41,6 +41,7 @@ from jaxmor.build.scene import (
     with_options,
     with_self_collision,
 )
+from jaxmor.build.sensors import with_sensors
 from jaxmor.build.terrain import with_terrain
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
@@ -225,5 +226,6 @@ __all__ = [
     "with_ground_contact",
     "with_options",
     "with_self_collision",
+    "with_sensors",
     "with_terrain",
 ]

@@ -31,7 +31,7 @@ PUBLIC = [
     "set_motor_operating_region_enforced", "set_motor_temperature", "set_pd_gains", "set_pd_targets", "shard_worlds",
     "step", "summary", "sysid", "transmission_matrix", "uniform", "with_actuators", "with_affine_actuators",
     "with_battery", "with_geom_properties", "with_ground_contact", "with_options", "with_self_collision",
-    "with_terrain",
+    "with_sensors", "with_terrain",
 ]  # fmt: skip
 
 

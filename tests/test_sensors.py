@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
+from models import QUADRUPED_URDF, load_shipped
 
 import jaxmor
 from jaxmor import ModelError
@@ -309,6 +310,79 @@ def test_the_sensor_table(scene):
 def test_go2_sensors_equal_mujoco(go2):
     model, mj_model = go2
     _check(model, mj_model, seeds=range(3))
+
+
+# --------------------------------------------------------------------------------------------------
+# Sensors added to a loaded model (jaxmor.with_sensors): MJCF's vocabulary on any model, a URDF's links as sites.
+
+
+def test_sensors_added_to_the_loaded_go2_equal_mujoco(go2):
+    """The Go2 loaded without its ``<sensor>`` section, then given the same section by ``jaxmor.with_sensors``: the
+    same table as the file's own, and readings equal to MuJoCo's ``sensordata`` on the file with the sensors
+    (the same tolerance, ``TOL``)."""
+    file_model, mj_model = go2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the MujocoDifferenceWarning, as in the fixture
+        bare = jaxmor.load_mjcf((GO2 / "go2.xml").read_text(), assets_dir=GO2)
+    assert bare.sensors.names == ()
+    section = GO2_SENSORS[: GO2_SENSORS.index("</sensor>") + len("</sensor>")]
+    model = jaxmor.with_sensors(bare, section)
+    for field in ("names", "kinds", "dims", "obj_type", "obj_id", "ref_type", "ref_id"):
+        assert getattr(model.sensors, field) == getattr(file_model.sensors, field), field
+    _check(model, mj_model, seeds=range(2))
+
+
+def test_a_urdf_link_is_a_site_and_its_readings_are_the_kinematics(x64):
+    """The shipped quadruped (URDF) given a gyro, a velocimeter and a frame sensor on its ``LF_FOOT`` link (welded
+    to the shank by a fixed joint: a named frame, not a body): the link becomes a site at its frame, and the
+    readings are its angular and linear velocity in its own frame, checked against central differences of its pose
+    along the state's motion (``integrate_positions`` over +-1e-6 s: truncation ~1e-12, round-off ~1e-10; tolerance
+    1e-7)."""
+    from jaxmor.sim.integrator import integrate_positions
+
+    model = jaxmor.with_sensors(
+        load_shipped(QUADRUPED_URDF),
+        """<sensor>
+          <gyro name="foot_gyro" site="LF_FOOT"/>
+          <velocimeter name="foot_vel" site="LF_FOOT" cutoff="100"/>
+          <framepos name="foot_in_base" objtype="xbody" objname="LF_FOOT" reftype="xbody" refname="base"/>
+          <jointpos name="knee" joint="LF_KFE"/>
+        </sensor>""",
+    )
+    assert model.sites.names[-1] == "LF_FOOT"
+    assert model.sensors.names == ("foot_gyro", "foot_vel", "foot_in_base", "knee")
+    rng = np.random.default_rng(3)
+    q = jaxmor.neutral_q(model) + jnp.asarray(np.r_[np.zeros(7), 0.3 * rng.normal(size=model.nq - 7)])
+    u = jnp.asarray(rng.normal(size=model.nv))
+    got = read(model, jaxmor.init_state(model, q=q, u=u))
+    foot, base = model.link_names.index("LF_FOOT"), model.link_names.index("base")
+    links = [jaxmor.forward_kinematics(model, integrate_positions(model, q, u, dt)) for dt in (-1e-6, 0.0, 1e-6)]
+    rotation = np.asarray(links[1].rotation[foot])
+    d_rotation = (np.asarray(links[2].rotation[foot]) - np.asarray(links[0].rotation[foot])) / 2e-6
+    spin = rotation.T @ d_rotation  # the angular velocity's cross-product matrix, in the foot's frame
+    d_position = (np.asarray(links[2].position[foot]) - np.asarray(links[0].position[foot])) / 2e-6
+    np.testing.assert_allclose(got["foot_gyro"], [spin[2, 1], spin[0, 2], spin[1, 0]], atol=1e-7)
+    np.testing.assert_allclose(got["foot_vel"], rotation.T @ d_position, atol=1e-7)
+    offset = np.asarray(links[1].position[foot] - links[1].position[base])
+    np.testing.assert_allclose(got["foot_in_base"], np.asarray(links[1].rotation[base]).T @ offset, atol=1e-12)
+    assert float(got["knee"][0]) == float(q[jaxmor.joint_q_index(model, "LF_KFE")])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("<sensors><gyro site='base'/></sensors>", "the root element is <sensors>, not <sensor>"),
+        ("<sensor>\n<gyro site='nowhere'/></sensor>", "unknown site 'nowhere'"),
+        ("<sensor>\n<framepos objtype='body' objname='base'/></sensor>", "keeps no inertial frames"),
+        ("<sensor>\n<jointpos name='a' joint='LF_KFE'/><jointvel name='a' joint='LF_KFE'/></sensor>", "duplicate"),
+        ("<sensor>\n<gyro site='LF_FOOT' cutoff='-1'/></sensor>", "cutoff"),
+    ],
+)
+def test_added_sensors_are_checked_as_in_a_file(x64, text, message):
+    model = load_shipped(QUADRUPED_URDF)
+    with pytest.raises(ModelError, match=message) as info:
+        jaxmor.with_sensors(model, text)
+    assert info.value.line == (1 if "sensors>" in text else 2)
 
 
 def test_go2_mjx_file_reads_all_its_sensors(x64):

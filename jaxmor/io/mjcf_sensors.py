@@ -17,6 +17,7 @@ with its default class. A sensor element is
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -109,19 +110,45 @@ def _spec(form: str) -> ElementSpec:
     return ElementSpec(frozenset(f"{_COMMON} {_ATTRIBUTES[form]}".split()), frozenset(), dict(_REFUSED))
 
 
-class _Targets:
-    """The names a sensor may refer to, from what the reader found."""
+@dataclass
+class Targets:
+    """The names a sensor may refer to.
 
-    def __init__(self, reader, actuators: list, dropped: set[str], motors: list):
-        self.joints = dict(reader.joint_kinds)
-        self.bodies = {"world"} | set(reader.body_masses)
+    Attributes:
+        joints: joint name -> ``"hinge"``, ``"slide"``, ``"ball"`` or ``"free"``.
+        bodies: the bodies' (jaxmor's links') names, ``"world"`` included.
+        jointed: the bodies that are not welded to their parent (a subtree sensor's object).
+        sites: the sites' names.
+        links: body name -> its :class:`~jaxmor.io.description.Link` (for an inertial frame, ``objtype="body"``);
+            ``None`` where the inertial frames are not known (a loaded model): such a sensor is refused.
+        affine: the affine actuators' names; actuators: every actuator's.
+        motor_joints: the joints a DC motor drives.
+    """
+
+    joints: dict
+    bodies: set
+    jointed: set
+    sites: set
+    links: dict | None
+    affine: set
+    actuators: set
+    motor_joints: set
+
+    @classmethod
+    def from_reader(cls, reader, actuators: list, dropped: set[str], motors: list) -> Targets:
+        """From what the MJCF reader found."""
+        bodies = {"world"} | set(reader.body_masses)
         welded = {j.child for j in reader.joints if j.name == f"{j.child}/weld"}
-        self.jointed = self.bodies - welded
-        self.sites = {s.name for s in reader.sites}
-        self.links = {link.name: link for link in reader.links}
-        self.affine = {a.name for a in actuators if isinstance(a, AffineActuator) and a.name not in dropped}
-        self.actuators = {a.name for a in actuators}
-        self.motor_joints = {m.joint for m in motors}
+        return cls(
+            joints=dict(reader.joint_kinds),
+            bodies=bodies,
+            jointed=bodies - welded,
+            sites={s.name for s in reader.sites},
+            links={link.name: link for link in reader.links},
+            affine={a.name for a in actuators if isinstance(a, AffineActuator) and a.name not in dropped},
+            actuators={a.name for a in actuators},
+            motor_joints={m.joint for m in motors},
+        )
 
 
 def _skip(skipped: list, name: str, kind: str, reason: str) -> None:
@@ -142,9 +169,16 @@ def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: l
     Raises:
         ModelError: an unknown element, attribute or object, or a refused value (module docstring).
     """
-    doc = reader.doc
-    targets = _Targets(reader, actuators, dropped, motors)
-    out, skipped, count, names = [], [], 0, set()
+    return read_sections(reader.doc, sections, Targets.from_reader(reader, actuators, dropped, motors))
+
+
+def read_sections(
+    doc, sections, targets: Targets, taken: tuple[str, ...] = (), stacklevel: int = 6
+) -> list[SensorDescription]:
+    """The sensors of the ``<sensor>`` elements ``sections`` of ``doc`` against ``targets`` (:func:`read_sensors`),
+    their names not among ``taken``; warns once about those skipped (``stacklevel``: the caller the warning
+    names)."""
+    out, skipped, count, names = [], [], len(taken), set(taken)
     for section in sections:
         if attributes(section):
             raise doc.error(section, "<sensor> takes no attributes")
@@ -180,12 +214,12 @@ def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: l
         warnings.warn(
             f"{doc.sources[0]}: {len(skipped)} sensor(s) are not read (jaxmor.read_sensors leaves them out): "
             + ", ".join(skipped),
-            stacklevel=5,
+            stacklevel=stacklevel,
         )
     return out
 
 
-def _object(v: Values, t: _Targets, name: str, kind: str, form: str, skipped: list) -> SensorDescription | None:
+def _object(v: Values, t: Targets, name: str, kind: str, form: str, skipped: list) -> SensorDescription | None:
     """The sensor with its object and reference resolved, ``None`` (and an entry in ``skipped``) where jaxmor
     cannot read it."""
     line = v.line
@@ -228,7 +262,7 @@ def _object(v: Values, t: _Targets, name: str, kind: str, form: str, skipped: li
     return SensorDescription(name, kind, line, "subtree", target)
 
 
-def _frame(v: Values, t: _Targets, name: str, kind: str, skipped: list) -> SensorDescription | None:
+def _frame(v: Values, t: Targets, name: str, kind: str, skipped: list) -> SensorDescription | None:
     """A frame sensor: its object and its reference frame."""
     found = []
     for role in ("obj", "ref"):
@@ -255,6 +289,8 @@ def _frame(v: Values, t: _Targets, name: str, kind: str, skipped: list) -> Senso
     (obj_type, obj_name), (ref_type, ref_name) = found
     sensor = SensorDescription(name, kind, v.line, obj_type, obj_name, ref_type, ref_name)
     if obj_type == "body":
+        if t.links is None:
+            raise v.error(f"sensor {name!r}: a loaded model keeps no inertial frames (objtype body); use xbody")
         link = t.links[obj_name]
         sensor.inertial = {"obj": np.zeros(3) if link.inertial is None else np.asarray(link.inertial.com)}
     return sensor
