@@ -215,6 +215,28 @@ def test_observation_holds_base_frame_velocities_and_motor_speeds(pd_env):
     )
 
 
+def test_the_observation_can_open_with_sensors(pd_env):
+    """An IMU of sensors on the URDF's base link (``jaxmor.with_sensors``): a velocimeter, a gyro, and the world's z
+    axis in the base frame. With ``observation_sensors`` the observation opens with their readings; they measure
+    what the default observation's first blocks hold (the base's velocities in its frame, minus gravity's
+    direction), so the two observations agree to round-off, and the rest is the same."""
+    imu = """<sensor><velocimeter name="vel" site="base"/><gyro name="gyro" site="base"/>
+      <framezaxis name="up" objtype="xbody" objname="world" reftype="xbody" refname="base"/></sensor>"""
+    model = jaxmor.with_sensors(pd_env.model, imu)
+    env = envs.Locomotion(model, pd_env.standing_q, episode_steps=40, observation_sensors=["vel", "gyro", "up"])
+    assert env.observation_size == pd_env.observation_size
+    state = env.reset(jax.random.PRNGKey(8))
+    u = state.sim.u.at[0:6].set(jnp.array([0.3, -0.2, 0.1, 0.5, -0.4, 0.7]))
+    sim = state.sim.replace(u=u)
+    ours = np.asarray(env._observe(sim, state.data))
+    default = np.asarray(pd_env._observe(sim, state.data))
+    np.testing.assert_allclose(ours[:6], default[:6], atol=1e-12)
+    np.testing.assert_allclose(ours[6:9], -default[6:9], atol=1e-12)
+    np.testing.assert_array_equal(ours[9:], default[9:])
+    with pytest.raises(ArgumentError, match=r"\['imu'\] are not sensors of the model"):
+        envs.Locomotion(model, pd_env.standing_q, observation_sensors=["vel", "imu"])
+
+
 def test_episodes_draw_their_models_from_a_randomize_pool():
     env = envs.Locomotion(randomization=envs.default_randomization(), randomization_pool=8, seed=1)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(9), 32))

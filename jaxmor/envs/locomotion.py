@@ -15,7 +15,7 @@ torques leave the real motors' region (``metrics["region_violation"]``, ``sim.ac
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,7 @@ from jaxmor.math import quat_to_rotation
 from jaxmor.robots import path as robot_path
 from jaxmor.robots import quadruped_standing_q
 from jaxmor.sim.pipeline import step as physics_step
+from jaxmor.sim.sensing import read_sensors
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, randomize, scale, uniform
 from jaxmor.types import Model, State
@@ -114,7 +115,9 @@ class Locomotion(Env):
     velocities (na) [rad/s]; motor speeds over their no-load speeds ``Kv V`` (na); saturation (na): 1
     where the last physics step's wanted torque reached the policy's bounds (the motor region, or the box),
     else 0; the previous action (na). Raw SI values: normalize them in the trainer (Brax PPO's
-    ``normalize_observations=True``).
+    ``normalize_observations=True``). With ``observation_sensors``, the named sensors' readings
+    (:func:`jaxmor.read_sensors`, in the order given) replace the first three blocks (the base's velocities and
+    gravity's direction): an IMU's gyro and accelerometer instead of the simulator's exact base state.
 
     Action (``action_size = na``), each in [-1, 1] (values beyond are clipped):
 
@@ -161,11 +164,13 @@ class Locomotion(Env):
         min_base_height: termination height of the base origin [m] (default: 60 % of the standing height).
         joint_noise: half-width of the joints' start perturbation [rad].
         auto_reset: reset a finished world inside ``step``.
+        observation_sensors: names of ``model.sensors`` (an MJCF file's, or :func:`jaxmor.with_sensors`'s) whose
+            readings open the observation instead of the base state; ``None``: the base state.
 
     Raises:
         ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
-            ground, a missing ``standing_q``, a bad range, or (Box-MOR) an effort limit that is not positive
-            and finite.
+            ground, a missing ``standing_q``, a bad range, (Box-MOR) an effort limit that is not positive
+            and finite, or an ``observation_sensors`` name that is not one of the model's sensors.
     """
 
     metric_names = (
@@ -198,6 +203,7 @@ class Locomotion(Env):
         min_base_height: float | None = None,
         joint_noise: float = 0.1,
         auto_reset: bool = True,
+        observation_sensors: Sequence[str] | None = None,
     ):
         super().__init__(episode_steps, auto_reset)
         if model is None:
@@ -244,7 +250,10 @@ class Locomotion(Env):
         height = standing_q[2] - float(np.asarray(model.ground_height))
         self.min_base_height = 0.6 * height if min_base_height is None else float(min_base_height)
         self.joint_noise = float(joint_noise)
-        self.observation_size = 12 + 5 * model.na
+        self.observation_sensors = _sensor_names(model, observation_sensors)
+        dims = dict(zip(model.sensors.names, model.sensors.dims, strict=True))
+        base = 9 if self.observation_sensors is None else sum(dims[n] for n in self.observation_sensors)
+        self.observation_size = base + 3 + 5 * model.na
         self.action_size = model.na
         self.randomization = dict(randomization) if randomization else None
         if self.randomization:
@@ -308,14 +317,16 @@ class Locomotion(Env):
 
     def _observe(self, sim: State, data: LocomotionData) -> jax.Array:
         model = self.world_model(data)
-        lin, ang, gravity = self._base_frame(sim)
+        if self.observation_sensors is None:
+            opening = list(self._base_frame(sim))
+        else:
+            readings = read_sensors(model, sim)
+            opening = [readings[name] for name in self.observation_sensors]
         motor = model.actuators.motor
         no_load = jnp.asarray(motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
         return jnp.concatenate(
             [
-                lin,
-                ang,
-                gravity,
+                *opening,
                 data.command,
                 sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype),
                 sim.u[self.v_index],
@@ -409,3 +420,17 @@ class Locomotion(Env):
         }
         metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
         return metrics
+
+
+def _sensor_names(model: Model, names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``observation_sensors`` checked against the model's sensors."""
+    if names is None:
+        return None
+    if isinstance(names, str) or not names:
+        raise ArgumentError(f"observation_sensors must be a non-empty sequence of sensor names, got {names!r}")
+    unknown = [n for n in names if n not in model.sensors.names]
+    if unknown:
+        raise ArgumentError(
+            f"observation_sensors: {unknown} are not sensors of the model; its sensors are {list(model.sensors.names)}"
+        )
+    return tuple(names)
