@@ -258,19 +258,25 @@ class Sites:
     Attributes:
         names: each site's name (static).
         link: the link (index into ``Model.link_names``) each site is fixed on, ``-1`` for the world (static).
+        shape: each site's MJCF ``type`` (``"sphere"``, ``"capsule"``, ``"ellipsoid"``, ``"cylinder"``, ``"box"``;
+            static): with ``size``, the zone of a touch sensor on it.
         rotation: (ns, 3, 3) orientation of each site in its link's frame.
         translation: (ns, 3) origin of each site in its link's frame [m].
+        size: (ns, 3) each site's MJCF ``size`` [m]: a sphere's radius, a capsule's or a cylinder's radius and
+            half-length, an ellipsoid's radii, a box's half-sizes (unused values: MuJoCo's default 0.005).
     """
 
     rotation: jax.Array
     translation: jax.Array
+    size: jax.Array
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     link: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    shape: tuple[str, ...] = struct.field(pytree_node=False, default=())
 
 
 def empty_sites() -> Sites:
     """No sites."""
-    return Sites(jnp.zeros((0, 3, 3)), jnp.zeros((0, 3)))
+    return Sites(jnp.zeros((0, 3, 3)), jnp.zeros((0, 3)), jnp.zeros((0, 3)))
 
 
 @struct.dataclass

@@ -127,6 +127,7 @@ SCENE = """
     <accelerometer name="acc_finger" site="finger"/>
     <accelerometer name="acc_cap" site="cap_site" cutoff="20"/>
     <clock name="clock"/>
+    <touch name="touch_imu" site="imu"/>
     <ballquat name="neck_quat" joint="neck"/>
     <ballangvel name="neck_vel" joint="neck"/>
     <accelerometer name="acc_eye" site="eye"/>
@@ -312,6 +313,48 @@ def test_go2_sensors_equal_mujoco(go2):
     _check(model, mj_model, seeds=range(3))
 
 
+TOUCH = """<mujoco><option timestep="0.002"/>
+<worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+<body name="box" pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.08 0.05" mass="2"/>
+  <site name="bottom" type="box" size="0.11 0.09 0.02" pos="0 0 -0.05"/>
+  <site name="top" type="box" size="0.11 0.09 0.02" pos="0 0 0.05"/>
+  <site name="left_half" type="box" size="0.05 0.09 0.03" pos="-0.06 0 -0.05"/></body>
+<body name="ball" pos="0.5 0 0.3"><freejoint/><geom type="sphere" size="0.05" mass="1"/>
+  <site name="ball_zone" type="sphere" size="0.06"/>
+  <site name="ball_cap" type="capsule" size="0.01 0.02" pos="0 0 -0.03"/>
+  <site name="ball_up" type="ellipsoid" size="0.01 0.01 0.01" pos="0 0 0.05"/></body>
+</worldbody>
+<sensor><touch name="bottom" site="bottom"/><touch name="top" site="top"/><touch name="left_half" site="left_half"/>
+<touch name="ball_zone" site="ball_zone"/><touch name="ball_cap" site="ball_cap"/><touch name="ball_up" site="ball_up"/>
+</sensor></mujoco>"""
+
+
+def test_touch_sensors_read_the_weight_at_rest_as_mujoco(x64):
+    """A box (2 kg) and a ball (1 kg) dropped on the floor, 1.5 s in both engines: at rest each contact zone reads
+    the normal forces MuJoCo reads: the box's bottom zone its weight, the zone over two of its four corners half
+    of it, the top zone and a zone whose rays miss (above the ball, the ray pointing down) nothing, the ball's
+    sphere and capsule zones its weight. MuJoCo's contacts are soft but at rest carry the weight too (measured
+    difference 5e-10 relative); tolerance 1e-6 relative to the weight."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the MujocoDifferenceWarning: soft contacts
+        model = jaxmor.load_mjcf(TOUCH)
+    assert model.sites.shape == ("box", "box", "box", "sphere", "capsule", "ellipsoid")
+    final, _ = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=750))(jaxmor.init_state(model))
+    ours = {k: float(v[0]) for k, v in read(model, final).items()}
+    mj_model = mujoco.MjModel.from_xml_string(TOUCH)
+    data = mujoco.MjData(mj_model)
+    for _ in range(750):
+        mujoco.mj_step(mj_model, data)
+    mujoco.mj_forward(mj_model, data)
+    theirs = {mj_model.sensor(i).name: float(data.sensordata[i]) for i in range(mj_model.nsensor)}
+    weight = 2.0 * 9.81
+    expected = {"bottom": weight, "top": 0.0, "left_half": weight / 2, "ball_zone": weight / 2, "ball_cap": weight / 2}
+    for name, value in expected.items():
+        assert theirs[name] == pytest.approx(value, abs=1e-6 * weight), name
+        assert ours[name] == pytest.approx(theirs[name], abs=1e-6 * weight), name
+    assert ours["ball_up"] == theirs["ball_up"] == 0.0
+
+
 # --------------------------------------------------------------------------------------------------
 # Sensors added to a loaded model (jaxmor.with_sensors): MJCF's vocabulary on any model, a URDF's links as sites.
 
@@ -487,7 +530,7 @@ def test_errors_name_the_file_and_line(x64, sensor, message):
 
 def test_unsupported_sensors_are_listed_in_one_warning(x64):
     sensors = (
-        "<rangefinder name='acc' site='s'/><touch site='s'/><framequat name='inertial' objtype='body' objname='b'/>"
+        "<rangefinder name='acc' site='s'/><force site='s'/><framequat name='inertial' objtype='body' objname='b'/>"
         "<subtreecom name='welded' body='w'/><jointpos name='kept' joint='j'/>"
     )
     with warnings.catch_warnings(record=True) as caught:
@@ -495,7 +538,7 @@ def test_unsupported_sensors_are_listed_in_one_warning(x64):
         model = _load(sensors)
     messages = [str(w.message) for w in caught if "sensor(s) are not read" in str(w.message)]
     assert len(messages) == 1
-    for part in ("4 sensor(s)", "'acc' (rangefinder", "'sensor1' (touch", "'inertial'", "'welded'", "welded"):
+    for part in ("4 sensor(s)", "'acc' (rangefinder", "'sensor1' (force", "'inertial'", "'welded'", "welded"):
         assert part in messages[0]
     assert model.sensors.names == ("kept",)
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ModelError
-from jaxmor.io.description import RobotDescription
+from jaxmor.io.description import SITE_SIZE, RobotDescription
 from jaxmor.io.mjcf_document import Document
 from jaxmor.io.mjcf_sensors import SUPPORTED, Targets, read_sections
 from jaxmor.io.xml import STRING_SOURCE, parse_xml, tag
@@ -30,8 +30,10 @@ def compile_sites(description: RobotDescription, link_names, dtype) -> Sites:
     return Sites(
         rotation=jnp.asarray(np.reshape([s.rotation for s in sites], (len(sites), 3, 3)), dtype),
         translation=jnp.asarray(np.reshape([s.translation for s in sites], (len(sites), 3)), dtype),
+        size=jnp.asarray(np.reshape([s.size for s in sites], (len(sites), 3)), dtype),
         names=tuple(s.name for s in sites),
         link=tuple(index.get(s.link, -1) for s in sites),
+        shape=tuple(s.shape for s in sites),
     )
 
 
@@ -110,8 +112,10 @@ def combine_sites(model: Model, other: Model, prefix: str, rotation, translation
     return Sites(
         rotation=jnp.concatenate([a.rotation, b_r]),
         translation=jnp.concatenate([a.translation, b_p]),
+        size=jnp.concatenate([a.size, b.size.astype(dtype)]),
         names=a.names + tuple(prefix + n for n in b.names),
         link=a.link + tuple(k + model.nl if k >= 0 else k for k in b.link),
+        shape=a.shape + b.shape,
     )
 
 
@@ -217,8 +221,10 @@ def _with_link_sites(model: Model, sensors: list) -> Model:
         sites=Sites(
             rotation=jnp.concatenate([a.rotation, jnp.tile(jnp.eye(3, dtype=dtype), (len(links), 1, 1))]),
             translation=jnp.concatenate([a.translation, jnp.zeros((len(links), 3), dtype)]),
+            size=jnp.concatenate([a.size, jnp.full((len(links), 3), SITE_SIZE, dtype)]),
             names=a.names + tuple(links),
             link=a.link + tuple(model.link_names.index(n) for n in links),
+            shape=a.shape + ("sphere",) * len(links),
         )
     )
 

@@ -279,6 +279,13 @@ class KeyframeDescription:
     ctrl: dict[str, float]
 
 
+#: MuJoCo's default site size [m] (every value of ``size`` not given).
+SITE_SIZE = 0.005
+
+#: The site types, MuJoCo's.
+SITE_SHAPES = ("sphere", "capsule", "ellipsoid", "cylinder", "box")
+
+
 @dataclass
 class Site:
     """A named frame fixed on a link (an MJCF ``<site>``).
@@ -289,6 +296,9 @@ class Site:
         line: the line of its element.
         rotation: (3, 3) its orientation in the link's frame.
         translation: (3,) its origin in the link's frame [m].
+        shape: its MJCF ``type`` (``"sphere"``, ``"capsule"``, ``"ellipsoid"``, ``"cylinder"`` or ``"box"``): the
+            zone of a touch sensor on it.
+        size: (3,) its MJCF ``size`` [m] (a radius, half-length or half-sizes as for a geom of its type).
     """
 
     name: str
@@ -296,6 +306,8 @@ class Site:
     line: int
     rotation: np.ndarray
     translation: np.ndarray
+    shape: str = "sphere"
+    size: np.ndarray = field(default_factory=lambda: np.full(3, SITE_SIZE))
 
 
 @dataclass

@@ -199,7 +199,7 @@ SPECS: dict[str, ElementSpec] = {
     "text": _spec("name data"),
     # <default><equality>: what every equality constraint of the class takes.
     "equality": _spec("active", "solref solimp"),
-    "site": _spec("name class pos fromto " + _ORIENTATION, "type size material rgba group user"),
+    "site": _spec("name class pos fromto type size " + _ORIENTATION, "material rgba group user"),
 }
 
 #: Attributes of every affine actuator element: the transmission, the common ones, and the refused ones.

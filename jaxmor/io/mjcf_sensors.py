@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jaxmor.io import mjcf_geometry as geo
-from jaxmor.io.description import AffineActuator, SensorDescription, Site
+from jaxmor.io.description import SITE_SHAPES, SITE_SIZE, AffineActuator, SensorDescription, Site
 from jaxmor.io.mjcf_document import Values, attributes, check_known, check_refused
 from jaxmor.io.mjcf_schema import SPECS, ElementSpec, zero
 from jaxmor.io.xml import tag
@@ -30,6 +30,7 @@ from jaxmor.io.xml import tag
 #: Each kind jaxmor reads: ``(what its object attribute names, number of values, MuJoCo's data type)``.
 SUPPORTED = {
     "jointpos": ("joint", 1, "real"),
+    "touch": ("site", 1, "real"),
     "jointvel": ("joint", 1, "real"),
     "jointactuatorfrc": ("joint", 1, "real"),
     "ballquat": ("ball", 4, "quaternion"),
@@ -56,7 +57,7 @@ SUPPORTED = {
 
 #: MuJoCo's other sensor kinds: known, skipped with the warning.
 NOT_YET = frozenset(
-    "touch force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc jointlimitpos jointlimitvel "
+    "force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc jointlimitpos jointlimitvel "
     "jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc frameangacc insidesite distance normal "
     "fromto contact e_potential e_kinetic tactile user plugin".split()
 )
@@ -88,14 +89,24 @@ def read_site(reader, el, link: str, frame, childclass) -> Site:
         ModelError: an unknown attribute, a bad pose, or a ``fromto`` of zero length.
     """
     v = reader.resolve(el, SPECS["site"], "site", childclass)
+    shape = v.text("type", "sphere")
+    if shape not in SITE_SHAPES:
+        raise v.error(f"site type must be one of {', '.join(SITE_SHAPES)}, got {shape!r}")
+    size = np.full(3, SITE_SIZE)
+    given = v.numbers("size", 1, 3)
+    if given is not None:
+        if np.any(given < 0):
+            raise v.error("site size must not be negative")
+        size[: given.size] = given
     if v.has("fromto"):
-        if v.text("type", "sphere") not in ("capsule", "cylinder", "box", "ellipsoid"):
+        if shape not in ("capsule", "cylinder", "box", "ellipsoid"):
             raise v.error("site fromto needs a capsule, cylinder, box or ellipsoid site (as in MuJoCo)")
         ends = v.numbers("fromto", 6)
         axis = ends[:3] - ends[3:]  # MuJoCo's z axis of a fromto points from "to" to "from"
         if np.linalg.norm(axis) < 1e-12:
             raise v.error("site fromto has zero length")
         rotation, translation = geo.z_to(axis), (ends[:3] + ends[3:]) / 2.0
+        size[2 if shape in ("box", "ellipsoid") else 1] = np.linalg.norm(axis) / 2.0
     else:
         rotation, translation = reader.pose(v)
     name = v.text("name") or f"site{len(reader.sites)}"
@@ -103,7 +114,8 @@ def read_site(reader, el, link: str, frame, childclass) -> Site:
     if name in taken:
         raise v.error(f"duplicate site name {name!r}")
     taken.add(name)
-    return Site(name, link, el.sourceline, frame.rotation @ rotation, frame.rotation @ translation + frame.translation)
+    position = frame.rotation @ translation + frame.translation
+    return Site(name, link, el.sourceline, frame.rotation @ rotation, position, shape, size)
 
 
 def _spec(form: str) -> ElementSpec:

@@ -20,6 +20,7 @@ from jaxmor.sim.dynamics import forward_dynamics
 from jaxmor.sim.forces import actuator_joint_force, spring_force
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses, relative_point_jacobians
 from jaxmor.sim.pipeline import stages
+from jaxmor.sim.touch import touch_force
 from jaxmor.state import check_state
 from jaxmor.types import Model, State
 
@@ -58,7 +59,14 @@ class _Reading:
         self.bodies = kinematics(model, state.q).body
         self.links = link_poses(model, self.bodies)
         self._velocities = None
+        self._stages = None
         self.qacc = None
+
+    def stages(self):
+        """The step's stages at the state (:func:`jaxmor.sim.pipeline.stages`), computed once."""
+        if self._stages is None:
+            self._stages = stages(self.model, self.state)
+        return self._stages
 
     def velocities(self) -> tuple[jax.Array, jax.Array]:
         """``(v (nb, 3), w (nb, 3))``: the world velocity of each body's origin and its world angular velocity."""
@@ -115,11 +123,11 @@ def coordinate_rate(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
     return rate
 
 
-def acceleration(model: Model, state: State) -> jax.Array:
+def acceleration(model: Model, state: State, run=None) -> jax.Array:
     """(nv,) ``du/dt`` at a state, as MuJoCo's ``qacc`` after ``mj_forward``: the forward dynamics of the affine
     actuators, the joint springs and dampers and the external force, plus the step's constraint impulses (contacts,
     limits, joint friction) over the time step. Without active constraints it equals MuJoCo's; the DC motors, the
-    built-in PD and the feed-forward force are not counted."""
+    built-in PD and the feed-forward force are not counted. ``run``: the step's stages at the state, if computed."""
     q, u = state.q, state.u
     dtype = u.dtype
     tau = (
@@ -128,7 +136,7 @@ def acceleration(model: Model, state: State) -> jax.Array:
         - jnp.asarray(model.dof_damping, dtype) * u
         + state.external_force
     )
-    run = stages(model, state)
+    run = stages(model, state) if run is None else run
     h = jnp.asarray(model.opt.timestep, dtype)
     return forward_dynamics(model, q, u, tau) + velocity_change(run.constraints, run.impulses) / h
 
@@ -137,7 +145,7 @@ def _accelerometer(r: _Reading, i: int) -> jax.Array:
     """The accelerometer: the site's acceleration minus gravity, in the site's frame [m/s^2]."""
     model, state, index = r.model, r.state, r.model.sensors.obj_id[i]
     if r.qacc is None:
-        r.qacc = acceleration(model, state)
+        r.qacc = acceleration(model, state, r.stages())
 
     def velocity(q, u):
         reading = _Reading(model, state.replace(q=q, u=u))
@@ -148,6 +156,13 @@ def _accelerometer(r: _Reading, i: int) -> jax.Array:
     _, linear = jax.jvp(velocity, (state.q, state.u), tangents)
     _, rotation, _ = r.frame("site", index)
     return rotation.T @ (linear - jnp.asarray(model.opt.gravity, linear.dtype))
+
+
+def touch(r: _Reading, i: int) -> jax.Array:
+    """The touch sensor (1,): the normal forces of the step's contacts in the site's zone [N]
+    (:func:`jaxmor.sim.touch.touch_force`)."""
+    body, rotation, position = r.frame("site", r.model.sensors.obj_id[i])
+    return touch_force(r.model, r.stages(), r.model.sensors.obj_id[i], body, rotation, position)[None]
 
 
 def _subtree(model: Model, body: int) -> np.ndarray:
@@ -268,6 +283,8 @@ def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
             value = _frame_reading(r, kind, i)
         elif kind == "accelerometer":
             value = _accelerometer(r, i)
+        elif kind == "touch":
+            value = touch(r, i)
         elif kind in ("gyro", "velocimeter", "magnetometer"):
             value = _site_reading(r, kind, i)
         else:
