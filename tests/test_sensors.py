@@ -128,6 +128,11 @@ SCENE = """
     <accelerometer name="acc_cap" site="cap_site" cutoff="20"/>
     <clock name="clock"/>
     <touch name="touch_imu" site="imu"/>
+    <force name="f_hand" site="hand"/>
+    <torque name="t_hand" site="hand"/>
+    <force name="f_foot" site="foot"/>
+    <force name="f_finger" site="finger"/>
+    <torque name="t_eye" site="eye"/>
     <ballquat name="neck_quat" joint="neck"/>
     <ballangvel name="neck_vel" joint="neck"/>
     <accelerometer name="acc_eye" site="eye"/>
@@ -326,6 +331,7 @@ TOUCH = """<mujoco><option timestep="0.002"/>
 </worldbody>
 <sensor><touch name="bottom" site="bottom"/><touch name="top" site="top"/><touch name="left_half" site="left_half"/>
 <touch name="ball_zone" site="ball_zone"/><touch name="ball_cap" site="ball_cap"/><touch name="ball_up" site="ball_up"/>
+<force name="box_force" site="top"/><torque name="box_torque" site="top"/>
 </sensor></mujoco>"""
 
 
@@ -333,26 +339,32 @@ def test_touch_sensors_read_the_weight_at_rest_as_mujoco(x64):
     """A box (2 kg) and a ball (1 kg) dropped on the floor, 1.5 s in both engines: at rest each contact zone reads
     the normal forces MuJoCo reads: the box's bottom zone its weight, the zone over two of its four corners half
     of it, the top zone and a zone whose rays miss (above the ball, the ray pointing down) nothing, the ball's
-    sphere and capsule zones its weight. MuJoCo's contacts are soft but at rest carry the weight too (measured
-    difference 5e-10 relative); tolerance 1e-6 relative to the weight."""
+    sphere and capsule zones its weight. A force and a torque sensor on the box (a free body: nothing comes through
+    its joint) read zero: its weight less the contact forces. MuJoCo's contacts are soft but at rest carry the
+    weight too (measured difference 5e-10 relative); tolerance 1e-6 relative to the weight."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the MujocoDifferenceWarning: soft contacts
         model = jaxmor.load_mjcf(TOUCH)
     assert model.sites.shape == ("box", "box", "box", "sphere", "capsule", "ellipsoid")
     final, _ = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=750))(jaxmor.init_state(model))
-    ours = {k: float(v[0]) for k, v in read(model, final).items()}
+    readings = read(model, final)
+    wrench = np.concatenate([readings.pop("box_force"), readings.pop("box_torque")])
+    ours = {k: float(v[0]) for k, v in readings.items()}
     mj_model = mujoco.MjModel.from_xml_string(TOUCH)
     data = mujoco.MjData(mj_model)
     for _ in range(750):
         mujoco.mj_step(mj_model, data)
     mujoco.mj_forward(mj_model, data)
-    theirs = {mj_model.sensor(i).name: float(data.sensordata[i]) for i in range(mj_model.nsensor)}
+    touches = [i for i in range(mj_model.nsensor) if mj_model.sensor_type[i] == mujoco.mjtSensor.mjSENS_TOUCH]
+    theirs = {mj_model.sensor(i).name: float(data.sensordata[mj_model.sensor_adr[i]]) for i in touches}
     weight = 2.0 * 9.81
     expected = {"bottom": weight, "top": 0.0, "left_half": weight / 2, "ball_zone": weight / 2, "ball_cap": weight / 2}
     for name, value in expected.items():
         assert theirs[name] == pytest.approx(value, abs=1e-6 * weight), name
         assert ours[name] == pytest.approx(theirs[name], abs=1e-6 * weight), name
     assert ours["ball_up"] == theirs["ball_up"] == 0.0
+    np.testing.assert_allclose(wrench, data.sensordata[-6:], rtol=0, atol=1e-6 * weight)
+    assert np.abs(wrench).max() < 1e-6 * weight
 
 
 # --------------------------------------------------------------------------------------------------
@@ -494,8 +506,9 @@ def test_a_model_without_sensors_reads_none(x64):
 
 def _load(sensor: str, extra: str = "") -> jaxmor.Model:
     xml = (
-        "<mujoco><worldbody><site name='s'/><body name='b'><joint name='j'/><geom size='0.1'/>"
-        f"<body name='w'><geom size='0.1'/></body></body></worldbody>{extra}<sensor>\n{sensor}\n</sensor></mujoco>"
+        "<mujoco><worldbody><site name='s'/><body name='b'><joint name='j'/><geom size='0.1'/><site name='on_b'/>"
+        f"<body name='w'><geom size='0.1'/><site name='on_w'/></body></body></worldbody>{extra}<sensor>\n{sensor}\n"
+        "</sensor></mujoco>"
     )
     return jaxmor.load_mjcf(xml)
 
@@ -528,9 +541,19 @@ def test_errors_name_the_file_and_line(x64, sensor, message):
         _load(sensor)
 
 
+def test_a_force_sensor_on_a_welded_body_is_left_out(x64):
+    """A force or torque sensor reads the wrench through its body's joint; a body welded to its parent has none in
+    jaxmor (it is merged into its parent), so such a sensor is listed in the warning and left out, as a subtree
+    sensor of a welded body is."""
+    with pytest.warns(UserWarning, match="'f' \\(force: the site's body 'w' is welded to its parent\\)"):
+        model = _load("<force name='f' site='on_w'/><force name='g' site='on_b'/>").replace()
+    assert model.sensors.names == ("g",)
+
+
 def test_unsupported_sensors_are_listed_in_one_warning(x64):
     sensors = (
-        "<rangefinder name='acc' site='s'/><force site='s'/><framequat name='inertial' objtype='body' objname='b'/>"
+        "<rangefinder name='acc' site='s'/><tendonpos tendon='t'/>"
+        "<framequat name='inertial' objtype='body' objname='b'/>"
         "<subtreecom name='welded' body='w'/><jointpos name='kept' joint='j'/>"
     )
     with warnings.catch_warnings(record=True) as caught:
@@ -538,7 +561,7 @@ def test_unsupported_sensors_are_listed_in_one_warning(x64):
         model = _load(sensors)
     messages = [str(w.message) for w in caught if "sensor(s) are not read" in str(w.message)]
     assert len(messages) == 1
-    for part in ("4 sensor(s)", "'acc' (rangefinder", "'sensor1' (force", "'inertial'", "'welded'", "welded"):
+    for part in ("4 sensor(s)", "'acc' (rangefinder", "'sensor1' (tendonpos", "'inertial'", "'welded'", "welded"):
         assert part in messages[0]
     assert model.sensors.names == ("kept",)
 

@@ -201,7 +201,11 @@ def _model_targets(model: Model) -> Targets:
         joints=joints,
         bodies={"world"} | set(model.link_names),
         jointed={"world"} | set(model.body_names),
-        sites=set(model.sites.names) | set(model.link_names),
+        sites={
+            n: model.link_names[k] if k >= 0 else "world"
+            for n, k in zip(model.sites.names, model.sites.link, strict=True)
+        }
+        | {n: n for n in model.link_names if n not in model.sites.names},
         links=None,
         affine=set(model.affine.names),
         actuators=set(model.affine.names) | set(motors.names),

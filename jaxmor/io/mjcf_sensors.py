@@ -31,6 +31,8 @@ from jaxmor.io.xml import tag
 SUPPORTED = {
     "jointpos": ("joint", 1, "real"),
     "touch": ("site", 1, "real"),
+    "force": ("site", 3, "real"),
+    "torque": ("site", 3, "real"),
     "jointvel": ("joint", 1, "real"),
     "jointactuatorfrc": ("joint", 1, "real"),
     "ballquat": ("ball", 4, "quaternion"),
@@ -57,7 +59,7 @@ SUPPORTED = {
 
 #: MuJoCo's other sensor kinds: known, skipped with the warning.
 NOT_YET = frozenset(
-    "force torque rangefinder camprojection tendonpos tendonvel tendonactuatorfrc jointlimitpos jointlimitvel "
+    "rangefinder camprojection tendonpos tendonvel tendonactuatorfrc jointlimitpos jointlimitvel "
     "jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc frameangacc insidesite distance normal "
     "fromto contact e_potential e_kinetic tactile user plugin".split()
 )
@@ -130,7 +132,7 @@ class Targets:
         joints: joint name -> ``"hinge"``, ``"slide"``, ``"ball"`` or ``"free"``.
         bodies: the bodies' (jaxmor's links') names, ``"world"`` included.
         jointed: the bodies that are not welded to their parent (a subtree sensor's object).
-        sites: the sites' names.
+        sites: each site's body (jaxmor's link; ``"world"`` for the world's), by the site's name.
         links: body name -> its :class:`~jaxmor.io.description.Link` (for an inertial frame, ``objtype="body"``);
             ``None`` where the inertial frames are not known (a loaded model): such a sensor is refused.
         affine: the affine actuators' names; actuators: every actuator's.
@@ -140,7 +142,7 @@ class Targets:
     joints: dict
     bodies: set
     jointed: set
-    sites: set
+    sites: dict
     links: dict | None
     affine: set
     actuators: set
@@ -155,7 +157,7 @@ class Targets:
             joints=dict(reader.joint_kinds),
             bodies=bodies,
             jointed=bodies - welded,
-            sites={s.name for s in reader.sites},
+            sites={s.name: s.link for s in reader.sites},
             links={link.name: link for link in reader.links},
             affine={a.name for a in actuators if isinstance(a, AffineActuator) and a.name not in dropped},
             actuators={a.name for a in actuators},
@@ -266,6 +268,8 @@ def _object(v: Values, t: Targets, name: str, kind: str, form: str, skipped: lis
     if form == "site":
         if target not in t.sites:
             raise v.error(f"sensor {name!r}: unknown site {target!r}")
+        if kind in ("force", "torque") and t.sites[target] not in t.jointed:
+            return _skip(skipped, name, kind, f"the site's body {t.sites[target]!r} is welded to its parent")
         return SensorDescription(name, kind, line, "site", target)
     if target not in t.bodies:
         raise v.error(f"sensor {name!r}: unknown body {target!r}")

@@ -21,6 +21,7 @@ from jaxmor.sim.forces import actuator_joint_force, spring_force
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses, relative_point_jacobians
 from jaxmor.sim.pipeline import stages
 from jaxmor.sim.touch import touch_force
+from jaxmor.sim.wrench import subtree_wrench
 from jaxmor.state import check_state
 from jaxmor.types import Model, State
 
@@ -165,6 +166,34 @@ def touch(r: _Reading, i: int) -> jax.Array:
     return touch_force(r.model, r.stages(), r.model.sensors.obj_id[i], body, rotation, position)[None]
 
 
+def _wrench_reading(r: _Reading, kind: str, i: int) -> jax.Array:
+    """A force [N] or torque [Nm] sensor: the wrench the site's body's parent exerts on its subtree through the
+    joint, at the site and in its frame (MuJoCo's ``cfrc_int``): the subtree's rate of momentum less gravity and
+    the contact forces on it."""
+    model, state = r.model, r.state
+    if r.qacc is None:
+        r.qacc = acceleration(model, state, r.stages())
+    body, rotation, position = r.frame("site", model.sensors.obj_id[i])
+    inside = jnp.asarray(np.isin(np.arange(model.nb), _subtree(model, body)))
+    accelerations = jax.jvp(
+        lambda q, u: _mass_motion(model, state.replace(q=q, u=u)),
+        (state.q, state.u),
+        (coordinate_rate(model, state.q, state.u), r.qacc),
+    )
+    force, torque = subtree_wrench(model, r.stages(), inside, position, *accelerations)
+    return rotation.T @ (force if kind == "force" else torque)
+
+
+def _mass_motion(model: Model, state: State) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """``(centres (nb, 3), rotations (nb, 3, 3), centre velocities (nb, 3), angular velocities (nb, 3))`` of the
+    bodies, world frame."""
+    r = _Reading(model, state)
+    v, w = r.velocities()
+    rotation, origin = r.bodies.rotation, r.bodies.position
+    centre = origin + jnp.einsum("bij,bj->bi", rotation, jnp.asarray(model.body_com, origin.dtype))
+    return centre, rotation, v + jnp.cross(w, centre - origin), w
+
+
 def _subtree(model: Model, body: int) -> np.ndarray:
     """The bodies in the subtree of ``body`` (``-1``: every body), in order."""
     inside = np.zeros(model.nb, dtype=bool)
@@ -285,6 +314,8 @@ def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
             value = _accelerometer(r, i)
         elif kind == "touch":
             value = touch(r, i)
+        elif kind in ("force", "torque"):
+            value = _wrench_reading(r, kind, i)
         elif kind in ("gyro", "velocimeter", "magnetometer"):
             value = _site_reading(r, kind, i)
         else:
