@@ -428,6 +428,14 @@ def _general_rows(
     )
 
 
+def friction_impulse(x: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
+    """Friction impulse of a joint row (the law the solver's sweeps share): the unconstrained impulse ``x`` clamped
+    to the bounds ``[low, high]``, at a bound the bound itself (derivative 0 in ``x``). ``jnp.clip`` splits the
+    derivative at a tie, which gave a joint without friction (bounds ``+-0``) at rest a share of a sticking row's
+    derivative, though its impulse is zero whatever ``x``."""
+    return jnp.where(x >= high, high, jnp.where(x <= low, low, x))
+
+
 def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
     """Impulse of a limit row (1-D), the law the solver's sweeps share: ``v >= low`` pushes with ``lam >= 0``,
     ``v <= high`` with ``lam <= 0``; ``has_low``, ``has_high`` (bool) say which bounds are finite, ``v0`` is the

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from jaxmor.sim.constraint import Problem, limit_impulse
+from jaxmor.sim.constraint import Problem, friction_impulse, limit_impulse
 
 #: Worlds per program (the lanes of a block; a power of two, Triton's rule) and warps per program.
 BLOCK = 32
@@ -203,7 +203,7 @@ def _joint(blk: _Block, i, state):
         new = new_limit
     else:
         bound = blk.one("bound", i)
-        friction = jnp.clip(-v_other * inv_diag - blk.row(limit, i), -bound, bound)
+        friction = friction_impulse(-v_other * inv_diag - blk.row(limit, i), -bound, bound)
         new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), v_other + diag * friction, inv_diag)
         new = friction + new_limit
     v = v + blk.column(r) * (new - old)[:, None]

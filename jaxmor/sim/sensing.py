@@ -61,13 +61,19 @@ class _Reading:
         self.links = link_poses(model, self.bodies)
         self._velocities = None
         self._stages = None
-        self.qacc = None
+        self._acceleration = None
 
     def stages(self):
         """The step's stages at the state (:func:`jaxmor.sim.pipeline.stages`), computed once."""
         if self._stages is None:
             self._stages = stages(self.model, self.state)
         return self._stages
+
+    def acceleration(self) -> jax.Array:
+        """(nv,) ``du/dt`` at the state (:func:`acceleration`), computed once."""
+        if self._acceleration is None:
+            self._acceleration = acceleration(self.model, self.state, self.stages())
+        return self._acceleration
 
     def velocities(self) -> tuple[jax.Array, jax.Array]:
         """``(v (nb, 3), w (nb, 3))``: the world velocity of each body's origin and its world angular velocity."""
@@ -145,25 +151,24 @@ def acceleration(model: Model, state: State, run=None) -> jax.Array:
 def _accelerometer(r: _Reading, i: int) -> jax.Array:
     """The accelerometer: the site's acceleration minus gravity, in the site's frame [m/s^2]."""
     model, state, index = r.model, r.state, r.model.sensors.obj_id[i]
-    if r.qacc is None:
-        r.qacc = acceleration(model, state, r.stages())
 
     def velocity(q, u):
         reading = _Reading(model, state.replace(q=q, u=u))
         body, _, position = reading.frame("site", index)
         return reading.point_velocity(body, position)[0]
 
-    tangents = (coordinate_rate(model, state.q, state.u), r.qacc)
+    tangents = (coordinate_rate(model, state.q, state.u), r.acceleration())
     _, linear = jax.jvp(velocity, (state.q, state.u), tangents)
     _, rotation, _ = r.frame("site", index)
     return rotation.T @ (linear - jnp.asarray(model.opt.gravity, linear.dtype))
 
 
-def touch(r: _Reading, i: int) -> jax.Array:
+def _touch_reading(r: _Reading, i: int) -> jax.Array:
     """The touch sensor (1,): the normal forces of the step's contacts in the site's zone [N]
     (:func:`jaxmor.sim.touch.touch_force`)."""
-    body, rotation, position = r.frame("site", r.model.sensors.obj_id[i])
-    return touch_force(r.model, r.stages(), r.model.sensors.obj_id[i], body, rotation, position)[None]
+    site = r.model.sensors.obj_id[i]
+    body, rotation, position = r.frame("site", site)
+    return touch_force(r.model, r.stages(), site, body, rotation, position)[None]
 
 
 def _wrench_reading(r: _Reading, kind: str, i: int) -> jax.Array:
@@ -171,14 +176,12 @@ def _wrench_reading(r: _Reading, kind: str, i: int) -> jax.Array:
     joint, at the site and in its frame (MuJoCo's ``cfrc_int``): the subtree's rate of momentum less gravity and
     the contact forces on it."""
     model, state = r.model, r.state
-    if r.qacc is None:
-        r.qacc = acceleration(model, state, r.stages())
     body, rotation, position = r.frame("site", model.sensors.obj_id[i])
     inside = jnp.asarray(np.isin(np.arange(model.nb), _subtree(model, body)))
     accelerations = jax.jvp(
         lambda q, u: _mass_motion(model, state.replace(q=q, u=u)),
         (state.q, state.u),
-        (coordinate_rate(model, state.q, state.u), r.qacc),
+        (coordinate_rate(model, state.q, state.u), r.acceleration()),
     )
     force, torque = subtree_wrench(model, r.stages(), inside, position, *accelerations)
     return rotation.T @ (force if kind == "force" else torque)
@@ -313,7 +316,7 @@ def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
         elif kind == "accelerometer":
             value = _accelerometer(r, i)
         elif kind == "touch":
-            value = touch(r, i)
+            value = _touch_reading(r, i)
         elif kind in ("force", "torque"):
             value = _wrench_reading(r, kind, i)
         elif kind in ("gyro", "velocimeter", "magnetometer"):

@@ -48,7 +48,7 @@ from flax import struct
 
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
-from jaxmor.sim.constraint import Constraints, Impulses, Problem, limit_impulse
+from jaxmor.sim.constraint import Constraints, Impulses, Problem, friction_impulse, limit_impulse
 from jaxmor.sim.pgs_kernel import iterate_on_gpu
 from jaxmor.types import Model, State
 
@@ -143,13 +143,6 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
     return jnp.concatenate([lam_n[None], lam_t])
 
 
-def _clamp(x: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
-    """``x`` clamped to ``[low, high]``, at a bound the bound itself (derivative 0 in ``x``). ``jnp.clip`` splits
-    the derivative at a tie, which gave a joint without friction (bounds ``+-0``) at rest half a sticking
-    friction row's derivative, though its impulse is zero whatever ``x``."""
-    return jnp.where(x >= high, high, jnp.where(x <= low, low, x))
-
-
 def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit):
     """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (5,) and ``limited``
     (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
@@ -158,7 +151,7 @@ def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag
     if not with_friction:
         new_limit = limit_impulse(low, high, limited[0], limited[1], v_other, inv_diag)
         return new_limit, new_limit
-    friction = _clamp(-v_other * inv_diag - limit, law[1], law[2])
+    friction = friction_impulse(-v_other * inv_diag - limit, law[1], law[2])
     new_limit = limit_impulse(low, high, limited[0], limited[1], v_other + diag * friction, inv_diag)
     return friction + new_limit, new_limit
 
