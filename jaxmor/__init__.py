@@ -104,6 +104,7 @@ from jaxmor.types import (
     Sensors,
     Sites,
     State,
+    Tendons,
 )
 
 __all__ = [
@@ -136,6 +137,7 @@ __all__ = [
     "Sensors",
     "Sites",
     "State",
+    "Tendons",
     "ThermalModel",
     "actuate",
     "actuator_index",

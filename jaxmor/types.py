@@ -194,8 +194,12 @@ class AffineActuators:
         ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
         force_lower, force_upper: actuator-force clamp, before the gear; ``-inf``/``+inf`` where unlimited.
         names: actuator names, in order (static).
-        q_index: index into ``q`` of each driven joint's coordinate (static).
-        v_index: index into ``u`` (and into the generalized force) of each driven joint's DOF (static).
+        q_index: index into ``q`` of each driven joint's coordinate, ``-1`` for an actuator on a tendon (static).
+        v_index: index into ``u`` (and into the generalized force) of each driven joint's DOF, ``-1`` for an
+            actuator on a tendon (static).
+        tendon: the fixed tendon (index into ``Model.tendons``) each actuator pulls, ``-1`` for one on a joint
+            (static; empty when none does): its "joint position and velocity" are the tendon's length and rate,
+            its force acts through the tendon's Jacobian (:func:`jaxmor.sim.tendon.actuator_moment`).
     """
 
     gear: jax.Array
@@ -209,6 +213,12 @@ class AffineActuators:
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
     v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    tendon: tuple[int, ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def on_tendons(self) -> bool:
+        """Whether any actuator pulls a tendon."""
+        return any(t >= 0 for t in self.tendon)
 
     @property
     def nu(self) -> int:
@@ -287,7 +297,8 @@ class Sensors:
     joints, ``Model.joint_names``), ``"ball"`` (the ball joints, :func:`jaxmor.model.ball_joints`), ``"actuator"``
     (the affine actuators, ``Model.affine``), ``"site"`` (``Model.sites``), ``"xbody"`` (a link's frame,
     ``Model.link_names``), ``"body"`` (an MJCF body's inertial frame, ``inertial_*`` below), ``"subtree"`` (the
-    bodies, ``Model.body_names``; ``-1`` the world: all of them) or ``""`` (none). A frame sensor may be read in a
+    bodies, ``Model.body_names``; ``-1`` the world: all of them), ``"tendon"`` (``Model.tendons``) or ``""``
+    (none). A frame sensor may be read in a
     reference frame (``ref_type``/``ref_id``, the same tables; ``""``/``-1`` for the world frame).
 
     Attributes:
@@ -326,6 +337,52 @@ def empty_sensors() -> Sensors:
 
 
 @struct.dataclass
+class Tendons:
+    """Fixed tendons (MJCF ``<tendon><fixed>``), ``nt`` of them: each a length ``L = sum_i c_i q_i`` over hinges and
+    slides, with a Jacobian of constant rows (:mod:`jaxmor.sim.tendon`, MuJoCo's semantics).
+
+    Attributes:
+        names: each tendon's name (static).
+        joint_q, joint_u: per tendon, the ``q`` and ``u`` indices of the joints it sums (static).
+        coefficient: (nw,) the coefficient ``c_i`` of each joint of each tendon, tendon after tendon, in
+            ``joint_q`` order [m/rad, m/m or -; the tendon's length unit per joint unit].
+        lower, upper: (nt,) the length limits [m or rad] (``-inf``/``inf`` where unlimited): unilateral rows of the
+            velocity problem and of the position pass, like a joint's.
+        spring_lower, spring_upper: (nt,) the spring's dead band [m or rad]: ``-k (L - spring_upper)`` above it,
+            ``-k (L - spring_lower)`` below it, nothing inside (MuJoCo's ``springlength``; by default both the
+            length at ``Model.q_default``).
+        stiffness: (nt,) ``k`` [N/m or Nm/rad], integrated implicitly like a joint's spring.
+        damping: (nt,) viscous damping ``-b dL/dt`` [N s/m or Nm s/rad], integrated like a joint's (trapezoidal).
+        friction: (nt,) the friction loss [N or Nm]: a Coulomb row on the tendon's velocity, like a joint's.
+        armature: (nt,) inertia added to the mass matrix as ``armature J^T J`` [kg or kg m^2].
+    """
+
+    coefficient: jax.Array
+    lower: jax.Array
+    upper: jax.Array
+    spring_lower: jax.Array
+    spring_upper: jax.Array
+    stiffness: jax.Array
+    damping: jax.Array
+    friction: jax.Array
+    armature: jax.Array
+    names: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    joint_q: tuple[tuple[int, ...], ...] = struct.field(pytree_node=False, default=())
+    joint_u: tuple[tuple[int, ...], ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def nt(self) -> int:
+        """Number of tendons."""
+        return len(self.names)
+
+
+def empty_tendons() -> Tendons:
+    """No tendons."""
+    zero = jnp.zeros((0,))
+    return Tendons(zero, zero, zero, zero, zero, zero, zero, zero, zero)
+
+
+@struct.dataclass
 class Equalities:
     """Equality constraints (MJCF ``<equality>``), held as bilateral rows of every step's velocity problem
     (:mod:`jaxmor.sim.equality` has the rows and their residuals, MuJoCo's).
@@ -333,7 +390,8 @@ class Equalities:
     ``k`` point constraints come first, each ``connect`` (3 rows: two points coincide) or ``weld`` (6 rows: the
     two points coincide and the two bodies keep their relative orientation; 3 with ``torquescale`` 0), then
     ``m`` joint couplings (1 row each: ``q1 - q1_ref = sum_i c_i (q2 - q2_ref)^i``, or ``q1 - q1_ref = c_0``
-    without a second joint).
+    without a second joint), then ``p`` tendon couplings (the same with the lengths of two fixed tendons,
+    :class:`Tendons`, for the joint positions).
 
     Attributes:
         names: each constraint's name (points, then joints; static).
@@ -349,7 +407,11 @@ class Equalities:
         joint_u: (m, 2) their velocity indices (``-1``: none; static).
         joint_polycoef: (m, 5) the polynomial's coefficients ``c_0 .. c_4`` [m or rad, -, 1/m or 1/rad, ...].
         joint_reference: (m, 2) ``q1_ref``, ``q2_ref`` [m or rad] (MuJoCo's ``qpos0`` of the two joints).
-        active: (k + m,) 1 where a constraint acts, 0 where it does not (MJCF ``active``) [-]; a float so that
+        tendon: (p, 2) the tendons (indices into ``Model.tendons``) of each tendon coupling (``-1``: none; static).
+        tendon_polycoef: (p, 5) their polynomials' coefficients, as ``joint_polycoef``.
+        tendon_reference: (p, 2) the two tendons' lengths at ``Model.q_default`` [m or rad] (MuJoCo's
+            ``tendon_length0``).
+        active: (k + m + p,) 1 where a constraint acts, 0 where it does not (MJCF ``active``) [-]; a float so that
             ``jax.grad`` takes the Model whole (its gradient is zero); any nonzero value acts, an inactive constraint's
             rows are zero.
     """
@@ -366,11 +428,14 @@ class Equalities:
     point_rotation_rows: tuple[bool, ...] = struct.field(pytree_node=False, default=())
     joint_q: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     joint_u: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
+    tendon_polycoef: jax.Array = struct.field(default_factory=lambda: jnp.zeros((0, 5)))
+    tendon_reference: jax.Array = struct.field(default_factory=lambda: jnp.zeros((0, 2)))
+    tendon: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
 
     @property
     def rows(self) -> int:
-        """Number of solver rows: 3 per connect, 3 or 6 per weld, 1 per joint coupling."""
-        return sum(6 if rot else 3 for rot in self.point_rotation_rows) + len(self.joint_q)
+        """Number of solver rows: 3 per connect, 3 or 6 per weld, 1 per joint or tendon coupling."""
+        return sum(6 if rot else 3 for rot in self.point_rotation_rows) + len(self.joint_q) + len(self.tendon)
 
 
 def empty_equalities() -> Equalities:
@@ -514,6 +579,7 @@ class Model:
         sites: the named frames fixed on links (:class:`Sites`, MJCF ``<site>``).
         sensors: the sensors (:class:`Sensors`, MJCF ``<sensor>``), read by :func:`jaxmor.read_sensors`.
         equality: the equality constraints (:class:`Equalities`, MJCF ``<equality>``).
+        tendons: the fixed tendons (:class:`Tendons`, MJCF ``<tendon><fixed>``).
         free_friction_u: first velocity index of each free joint whose six velocities have friction-loss rows
             in the solver (static; the free joints with a ``dof_friction`` given at build time, MJCF
             ``frictionloss``): the linear rows bound the world-frame velocity of the body origin, the angular
@@ -601,6 +667,7 @@ class Model:
     sites: Sites = struct.field(default_factory=empty_sites)
     sensors: Sensors = struct.field(default_factory=empty_sensors)
     equality: Equalities = struct.field(default_factory=empty_equalities)
+    tendons: Tendons = struct.field(default_factory=empty_tendons)
     free_friction_u: tuple[int, ...] = struct.field(pytree_node=False, default=())
 
     @property

@@ -14,7 +14,7 @@ PUBLIC = [
     "GeomType",
     "JaxmorError", "JointType", "Keyframe", "LugreModel", "Model", "ModelError", "MotorActuators", "MotorSaturation",
     "MotorState", "MotorTorqueBounds", "MujocoDifferenceWarning", "Options", "Poses", "Sensors", "Sites", "State",
-    "ThermalModel", "actuate", "actuator_index",
+    "Tendons", "ThermalModel", "actuate", "actuator_index",
     "actuator_names", "actuator_states", "actuator_torque_bounds", "actuator_torques", "add_free_body", "add_ground",
     "affine_force", "affine_force_at", "affine_generalized_force", "affine_joint_force", "bias_force", "clamp_ctrl",
     "clip_motor_torque", "collide", "combine", "contact_budget", "contact_count", "envs", "export_actuators",

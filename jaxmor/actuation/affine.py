@@ -1,7 +1,9 @@
 """MuJoCo-style affine actuators: motors, position servos, velocity servos (``spec/affine-actuator.md``).
 
-An affine actuator drives one 1-DOF joint (hinge/revolute/continuous or slide/prismatic) with one
-parameter set, so downstream code never branches on the actuator type::
+An affine actuator drives one 1-DOF joint (hinge/revolute/continuous or slide/prismatic), or pulls one
+fixed tendon (:mod:`jaxmor.sim.tendon`: then ``q`` and ``v`` below are the tendon's length and rate and the
+force acts through its Jacobian), with one parameter set, so downstream code never branches on the actuator
+type::
 
     c   = clamp(ctrl, ctrl_range)                                 control, clamped first
     a   = clamp(gain * c + bias_q * q + bias_v * v, force_range)  actuator force
@@ -89,7 +91,7 @@ class AffineActuatorDefinition:
 
     Attributes:
         name: actuator name, as declared in the source model.
-        joint: name of the driven 1-DOF joint.
+        joint: name of the driven 1-DOF joint (``""`` for an actuator on a tendon).
         gear: gear ratio from actuator force to joint torque [Nm/N, m/m, or 1] (any sign, finite).
         gain: coefficient on the clamped control: 1 for a motor, kp for a position servo,
             kv for a velocity servo [actuator force per control unit].
@@ -99,6 +101,8 @@ class AffineActuatorDefinition:
             for unlimited.
         force_range: ``(lo, hi)`` clamp on the actuator force, before the gear (MuJoCo's
             ``forcerange``), in actuator-force units; ``None`` for unlimited.
+        tendon: name of the pulled fixed tendon, ``""`` for an actuator on a joint; exactly one of ``joint`` and
+            ``tendon`` is given. ``q`` and ``v`` of the law are then the tendon's length and rate.
     """
 
     name: str
@@ -109,12 +113,20 @@ class AffineActuatorDefinition:
     bias_v: float = 0.0
     ctrl_range: Range | None = None
     force_range: Range | None = None
+    tendon: str = ""
 
     def __post_init__(self) -> None:
-        for field in ("name", "joint"):
+        for field in ("name", "joint", "tendon"):
             value = getattr(self, field)
-            if not isinstance(value, str) or not value:
-                raise ArgumentError(f"affine actuator: {field} must be a non-empty string, got {value!r}")
+            if not isinstance(value, str) or (field == "name" and not value):
+                raise ArgumentError(
+                    f"affine actuator: {field} must be a {'non-empty ' * (field == 'name')}string, got {value!r}"
+                )
+        if bool(self.joint) == bool(self.tendon):
+            raise ArgumentError(
+                f"affine actuator '{self.name}': give a joint or a tendon (exactly one), got "
+                f"joint={self.joint!r}, tendon={self.tendon!r}"
+            )
         owner = f"affine actuator '{self.name}'"
         for field in ("gear", "gain", "bias_q", "bias_v"):
             object.__setattr__(self, field, as_finite(getattr(self, field), f"{owner}: {field}"))
@@ -185,8 +197,9 @@ class AffineActuatorDefinition:
         biasprm: Sequence[float] = (0.0, 0.0, 0.0),
         ctrl_range: Range | None = None,
         force_range: Range | None = None,
+        tendon: str = "",
     ) -> AffineActuatorDefinition:
-        """The exact equivalent of a MuJoCo affine actuator with a joint transmission.
+        """The exact equivalent of a MuJoCo affine actuator with a joint or a fixed-tendon transmission.
 
         Covers ``<motor>``, ``<position>``, ``<velocity>`` and ``<general gaintype="fixed"
         biastype="affine"|"none" dyntype="none">``. MuJoCo's law is
@@ -200,6 +213,8 @@ class AffineActuatorDefinition:
                 spec's model has no constant term.
             ctrl_range: the control range if ``actuator_ctrllimited``, else ``None``.
             force_range: the force range if ``actuator_forcelimited``, else ``None``.
+            tendon: the pulled fixed tendon's name (with ``joint`` ``""``), for a tendon transmission; MuJoCo's
+                actuator length is then ``gear`` times the tendon's length.
         """
         owner = f"affine actuator '{name}'"
         gear = as_finite(gear, f"{owner}: gear")
@@ -219,6 +234,7 @@ class AffineActuatorDefinition:
             bias_v=gear * b2,
             ctrl_range=ctrl_range,
             force_range=force_range,
+            tendon=tendon,
         )
 
 
@@ -240,16 +256,19 @@ def compile_affine(
     definitions: Sequence[AffineActuatorDefinition],
     joint_q_index: Mapping[str, int],
     joint_v_index: Mapping[str, int],
+    tendon_index: Mapping[str, int] | None = None,
 ) -> AffineActuators:
     """Compile definitions into an :class:`AffineActuators` pytree, in the given order.
 
     Args:
-        definitions: the actuators; names must be unique and no two may drive the same joint.
+        definitions: the actuators; names must be unique and no two may drive the same joint (several may pull
+            one tendon: their forces add, as in MuJoCo).
         joint_q_index: joint name -> index of its coordinate in ``q``.
         joint_v_index: joint name -> index of its DOF in ``v``.
+        tendon_index: tendon name -> its index in ``Model.tendons`` (needed by actuators on tendons).
 
     Raises:
-        ArgumentError: for a non-definition entry, a duplicate actuator name, an unknown joint,
+        ArgumentError: for a non-definition entry, a duplicate actuator name, an unknown joint or tendon,
             a bad index, or two actuators on one joint.
     """
     definitions = tuple(definitions)
@@ -258,11 +277,18 @@ def compile_affine(
             raise ArgumentError(f"definitions[{i}] must be an AffineActuatorDefinition, got {type(d).__name__}")
     seen_names: set[str] = set()
     driven: dict[str, str] = {}
-    q_index, v_index = [], []
+    q_index, v_index, tendon = [], [], []
     for d in definitions:
         if d.name in seen_names:
             raise ArgumentError(f"affine actuator '{d.name}': duplicate actuator name")
         seen_names.add(d.name)
+        if d.tendon:
+            if d.tendon not in (tendon_index or {}):
+                raise ArgumentError(f"affine actuator '{d.name}': unknown tendon '{d.tendon}'")
+            q_index.append(-1)
+            v_index.append(-1)
+            tendon.append(int(tendon_index[d.tendon]))
+            continue
         qi = _index("joint_q_index", joint_q_index, d.joint, d.name)
         vi = _index("joint_v_index", joint_v_index, d.joint, d.name)
         if d.joint in driven:
@@ -272,6 +298,7 @@ def compile_affine(
         driven[d.joint] = d.name
         q_index.append(qi)
         v_index.append(vi)
+        tendon.append(-1)
 
     def column(values: list[float]) -> jnp.ndarray:
         return jnp.asarray(np.asarray(values, dtype=np.float64).reshape(len(definitions)), dtype=float)
@@ -291,6 +318,7 @@ def compile_affine(
         names=tuple(d.name for d in definitions),
         q_index=tuple(q_index),
         v_index=tuple(v_index),
+        tendon=tuple(tendon) if any(t >= 0 for t in tendon) else (),
     )
 
 
@@ -357,7 +385,17 @@ def affine_force(act: AffineActuators, ctrl: jnp.ndarray) -> jnp.ndarray:
 
 
 def joint_state(act: AffineActuators, q: jnp.ndarray, v: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """The driven joints' positions ``q[q_index]`` and velocities ``v[v_index]``, each ``(nu,)``."""
+    """The driven joints' positions ``q[q_index]`` and velocities ``v[v_index]``, each ``(nu,)``.
+
+    Raises:
+        ArgumentError: an actuator pulls a tendon (its length needs the model:
+            :func:`jaxmor.sim.tendon.actuator_coordinates`).
+    """
+    if act.on_tendons:
+        raise ArgumentError(
+            "an affine actuator pulls a tendon, whose length needs the model: use "
+            "jaxmor.sim.tendon.actuator_coordinates(model, q, u) and jaxmor.generalized_force"
+        )
     q, v = jnp.asarray(q), jnp.asarray(v)
     for name, x, index in (("q", q, act.q_index), ("v", v, act.v_index)):
         if x.ndim != 1:

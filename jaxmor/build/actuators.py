@@ -158,13 +158,14 @@ def with_affine_actuators(model: Model, definitions: Sequence[AffineActuatorDefi
         The new model.
 
     Raises:
-        ArgumentError: an unknown joint, two actuators on one joint, a joint driven by a DC-motor
+        ArgumentError: an unknown joint or tendon, two actuators on one joint, a joint driven by a DC-motor
             actuator, or a duplicate name.
     """
     definitions = tuple(definitions)
     q_index = dict(zip(model.joint_names, model.joint_q, strict=True))
     v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
-    affine = compile_affine(definitions, q_index, v_index)
+    tendons = {name: i for i, name in enumerate(model.tendons.names)}
+    affine = compile_affine(definitions, q_index, v_index, tendons)
     motor_joints = set(model.actuators.joints)
     for name, joint in zip(affine.names, (d.joint for d in definitions), strict=True):
         if joint in motor_joints:

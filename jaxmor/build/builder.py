@@ -34,6 +34,7 @@ from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, em
 from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
 from jaxmor.build.equality import compile_equalities
 from jaxmor.build.sensors import compile_sensors, compile_sites
+from jaxmor.build.tendons import compile_tendons, with_tendon_couplings
 from jaxmor.build.terrain import binned
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
@@ -424,6 +425,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     model = _collision_filters(model, description, geoms.descriptions, link_names)
     if description.ground is not None:
         model = _with_ground(model, description, geoms.descriptions, arr.dtype)
+    if description.tendons:
+        model = model.replace(tendons=compile_tendons(model, description))
     if description.affine_actuators:
         model = model.replace(affine=_compile_affine(model, description))
     if description.actuators:
@@ -432,6 +435,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
     model = model.replace(sites=compile_sites(description, link_names, arr.dtype))
     model = model.replace(equality=compile_equalities(model, description))
+    model = model.replace(equality=with_tendon_couplings(model, description))
     return model.replace(sensors=compile_sensors(model, description))
 
 
@@ -718,10 +722,11 @@ def _compile_affine(model: Model, description: RobotDescription):
     definitions = []
     q_index = dict(zip(model.joint_names, model.joint_q, strict=True))
     v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
+    tendons = {name: i for i, name in enumerate(model.tendons.names)}
     seen: dict[str, str] = {}
     for a in description.affine_actuators:
         try:
-            if a.joint in seen:
+            if a.joint and a.joint in seen:
                 raise ArgumentError(
                     f"joint '{a.joint}' is already driven by actuator '{seen[a.joint]}' (jaxmor takes "
                     "one actuator per joint)"
@@ -729,13 +734,13 @@ def _compile_affine(model: Model, description: RobotDescription):
             seen[a.joint] = a.name
             definitions.append(
                 AffineActuatorDefinition.from_mujoco(
-                    a.name, a.joint, a.gear, a.gain, a.bias, a.ctrl_range, a.force_range
+                    a.name, a.joint, a.gear, a.gain, a.bias, a.ctrl_range, a.force_range, tendon=a.tendon
                 )
             )
-            compile_affine(definitions[-1:], q_index, v_index)
+            compile_affine(definitions[-1:], q_index, v_index, tendons)
         except ArgumentError as err:
             raise ModelError(description.source, a.line, f"actuator '{a.name}': {err}") from None
-    return compile_affine(definitions, q_index, v_index)
+    return compile_affine(definitions, q_index, v_index, tendons)
 
 
 def _initial_q(description: RobotDescription, bodies, tables: dict, dof) -> np.ndarray:

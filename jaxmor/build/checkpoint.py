@@ -44,6 +44,7 @@ from jaxmor.types import (
     Sensors,
     Sites,
     State,
+    Tendons,
     TerrainGrid,
 )
 
@@ -66,6 +67,7 @@ _TYPES = {
         Sites,
         Sensors,
         Equalities,
+        Tendons,
         State,
         ActuatorState,
         MotorDynamics,

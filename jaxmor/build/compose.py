@@ -34,6 +34,7 @@ from jaxmor.build.builder import build_model, topology_tables
 from jaxmor.build.equality import combine_equalities
 from jaxmor.build.scene import with_geom_properties
 from jaxmor.build.sensors import combine_sensors, combine_sites
+from jaxmor.build.tendons import combine_tendons
 from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
 from jaxmor.checks import as_scalar
 from jaxmor.errors import ArgumentError
@@ -293,7 +294,10 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
     )
 
 
-def _affine(a: AffineActuators, b: AffineActuators, prefix: str, nq_a: int, nv_a: int) -> AffineActuators:
+def _affine(a: AffineActuators, b: AffineActuators, prefix: str, shifts: tuple[int, int, int]) -> AffineActuators:
+    """``a``'s actuators, then ``b``'s: names prefixed, joints and tendons shifted by ``shifts`` (``a``'s model's
+    ``nq``, ``nv`` and number of tendons)."""
+    nq_a, nv_a, nt_a = shifts
     leaves = {
         f.name: jnp.concatenate([getattr(a, f.name), jnp.asarray(getattr(b, f.name), getattr(a, f.name).dtype)])
         for f in dataclasses.fields(AffineActuators)
@@ -302,8 +306,11 @@ def _affine(a: AffineActuators, b: AffineActuators, prefix: str, nq_a: int, nv_a
     return AffineActuators(
         **leaves,
         names=a.names + tuple(prefix + n for n in b.names),
-        q_index=a.q_index + tuple(q + nq_a for q in b.q_index),
-        v_index=a.v_index + tuple(v + nv_a for v in b.v_index),
+        q_index=a.q_index + tuple(q + nq_a if q >= 0 else q for q in b.q_index),
+        v_index=a.v_index + tuple(v + nv_a if v >= 0 else v for v in b.v_index),
+        tendon=(a.tendon or (-1,) * a.nu) + (tuple(t + nt_a if t >= 0 else t for t in b.tendon) or (-1,) * b.nu)
+        if a.on_tendons or b.on_tendons
+        else (),
     )
 
 
@@ -455,7 +462,8 @@ def combine(
         terrain=(),
         collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
-        affine=_affine(model.affine, other.affine, prefix, model.nq, model.nv),
+        affine=_affine(model.affine, other.affine, prefix, (model.nq, model.nv, model.tendons.nt)),
+        tendons=combine_tendons(model, other, prefix),
         sites=combine_sites(model, other, prefix, rotation, translation),
         sensors=combine_sensors(model, other, prefix),
         equality=combine_equalities(model, other, prefix, quat, translation),

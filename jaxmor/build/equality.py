@@ -160,6 +160,7 @@ def combine_equalities(
         return tuple(tuple(i + by if i >= 0 else i for i in pair) for pair in pairs)
 
     k_a, k_b = len(a.point_body), len(b.point_body)
+    j_a, j_b = k_a + len(a.joint_q), k_b + len(b.joint_q)
     return Equalities(
         point_anchor=jnp.concatenate([a.point_anchor, jnp.asarray(anchor, dtype)]),
         point_frame=jnp.concatenate([a.point_frame, jnp.asarray(frame, dtype)]),
@@ -167,15 +168,27 @@ def combine_equalities(
         joint_polycoef=jnp.concatenate([a.joint_polycoef, b.joint_polycoef.astype(dtype)]),
         joint_reference=jnp.concatenate([a.joint_reference, b.joint_reference.astype(dtype)]),
         active=jnp.concatenate(
-            [a.active[:k_a], b.active[:k_b].astype(dtype), a.active[k_a:], b.active[k_b:].astype(dtype)]
+            [
+                a.active[:k_a],
+                b.active[:k_b].astype(dtype),
+                a.active[k_a:j_a],
+                b.active[k_b:j_b].astype(dtype),
+                a.active[j_a:],
+                b.active[j_b:].astype(dtype),
+            ]
         ),
         names=a.names[:k_a]
         + tuple(prefix + n for n in b.names[:k_b])
-        + a.names[k_a:]
-        + tuple(prefix + n for n in b.names[k_b:]),
+        + a.names[k_a:j_a]
+        + tuple(prefix + n for n in b.names[k_b:j_b])
+        + a.names[j_a:]
+        + tuple(prefix + n for n in b.names[j_b:]),
         point_body=a.point_body + shift(b.point_body, model.nb),
         point_weld=a.point_weld + b.point_weld,
         point_rotation_rows=a.point_rotation_rows + b.point_rotation_rows,
         joint_q=a.joint_q + shift(b.joint_q, model.nq),
         joint_u=a.joint_u + shift(b.joint_u, model.nv),
+        tendon_polycoef=jnp.concatenate([a.tendon_polycoef.astype(dtype), b.tendon_polycoef.astype(dtype)]),
+        tendon_reference=jnp.concatenate([a.tendon_reference.astype(dtype), b.tendon_reference.astype(dtype)]),
+        tendon=a.tendon + shift(b.tendon, model.tendons.nt),
     )

@@ -63,6 +63,7 @@ def resolve_sensors(model: Model, sensors: list, source: str, magnetic) -> Senso
             "ball": tuple(model.body_joint_name[b] for b, _, _ in ball_joints(model)),
             "actuator": model.affine.names,
             "site": model.sites.names,
+            "tendon": model.tendons.names,
         }
         if kind == "":
             return -1
@@ -131,6 +132,7 @@ def combine_sensors(model: Model, other: Model, prefix: str) -> Sensors:
         "xbody": model.nl,
         "body": len(a.inertial_link),
         "subtree": model.nb,
+        "tendon": model.tendons.nt,
         "": 0,
     }
 
@@ -210,6 +212,7 @@ def _model_targets(model: Model) -> Targets:
         affine=set(model.affine.names),
         actuators=set(model.affine.names) | set(motors.names),
         motor_joints=set(motors.joints),
+        tendons=set(model.tendons.names),
     )
 
 

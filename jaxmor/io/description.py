@@ -209,6 +209,53 @@ class JointEquality:
 
 
 @dataclass
+class TendonEquality:
+    """A ``tendon`` equality constraint (MJCF ``<equality><tendon>``): :class:`JointEquality`'s coupling of two
+    fixed tendons' lengths (``L_ref``: their lengths at the reference configuration).
+
+    Attributes:
+        name: its name (``""`` when unnamed).
+        line: its line in the file.
+        tendon1, tendon2: the two tendons; ``tendon2`` ``None`` when absent.
+        polycoef: (5,) the polynomial's coefficients.
+        active: whether it acts (``active``).
+    """
+
+    name: str
+    line: int
+    tendon1: str
+    tendon2: str | None
+    polycoef: np.ndarray
+    active: bool = True
+
+
+@dataclass
+class Tendon:
+    """A fixed tendon (MJCF ``<tendon><fixed>``): the length ``sum_i coef_i q_i`` of hinges and slides.
+
+    Attributes:
+        name: its name.
+        line: its line in the file.
+        joints: ``(joint name, coefficient)`` of each joint it sums, in order.
+        range: ``(lower, upper)`` its length limits [m or rad], ``None`` where unlimited.
+        spring_length: ``(lower, upper)`` its spring's dead band [m or rad], ``None`` for the length at the
+            reference configuration (MuJoCo's ``springlength="-1"``).
+        stiffness: [N/m or Nm/rad]. damping: [N s/m or Nm s/rad]. friction: the friction loss [N or Nm].
+        armature: [kg or kg m^2].
+    """
+
+    name: str
+    line: int
+    joints: list[tuple[str, float]]
+    range: tuple[float, float] | None = None
+    spring_length: tuple[float, float] | None = None
+    stiffness: float = 0.0
+    damping: float = 0.0
+    friction: float = 0.0
+    armature: float = 0.0
+
+
+@dataclass
 class GroundPlane:
     """The world's ground plane as a description gives it (an MJCF ``<geom type="plane">``).
 
@@ -239,12 +286,13 @@ class AffineActuator:
 
     Attributes:
         name: the actuator's name.
-        joint: the driven joint.
+        joint: the driven joint (``""`` for an actuator on a tendon).
         line: the line of its element.
         gear: MuJoCo's ``gear[0]``.
         gain: ``gainprm[0]``.
         bias: ``biasprm[0:3]``.
         ctrl_range, force_range: ``(lower, upper)``, ``None`` where unlimited.
+        tendon: the pulled fixed tendon (``""`` for an actuator on a joint).
     """
 
     name: str
@@ -255,6 +303,7 @@ class AffineActuator:
     bias: tuple[float, float, float]
     ctrl_range: tuple[float, float] | None
     force_range: tuple[float, float] | None
+    tendon: str = ""
 
 
 @dataclass
@@ -371,8 +420,9 @@ class RobotDescription:
         magnetic: the global magnetic flux (MJCF ``<option magnetic>``), ``None`` for MuJoCo's default.
         explicit_pairs: (MJCF ``<pair>``) the pairs collided whatever the bit masks, exclusions and self-collision
             setting say.
-        equalities: (MJCF ``<equality>``) the equality constraints in document order: :class:`PointEquality` and
-            :class:`JointEquality`.
+        equalities: (MJCF ``<equality>``) the equality constraints in document order: :class:`PointEquality`,
+            :class:`JointEquality` and :class:`TendonEquality`.
+        tendons: (MJCF ``<tendon>``) the fixed tendons, in document order.
         mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
             (:func:`jaxmor.io.mjcf_differences.differences`).
     """
@@ -398,7 +448,8 @@ class RobotDescription:
     sensors: list[SensorDescription] = field(default_factory=list)
     magnetic: tuple[float, float, float] | None = None
     explicit_pairs: list[ContactPair] = field(default_factory=list)
-    equalities: list[PointEquality | JointEquality] = field(default_factory=list)
+    equalities: list[PointEquality | JointEquality | TendonEquality] = field(default_factory=list)
+    tendons: list[Tendon] = field(default_factory=list)
     mujoco_differences: list[str] = field(default_factory=list)
 
 

@@ -76,7 +76,9 @@ What is read
   :func:`jaxmor.read_sensors` reads, with their objects, reference frames, ``noise`` and ``cutoff``; the others
   are left out with one warning that lists them (:mod:`jaxmor.io.mjcf_sensors`); ``<option magnetic>``.
 * ``<equality>``: ``connect``, ``weld`` (by bodies or by sites) and ``joint`` constraints, held exactly
-  (:mod:`jaxmor.io.mjcf_equality`); ``tendon`` and flex equalities are refused.
+  (:mod:`jaxmor.io.mjcf_equality`), and ``tendon`` couplings of fixed tendons; flex equalities are refused.
+* ``<tendon><fixed>``: fixed tendons with their limits, friction loss, spring, damping and armature, actuators
+  on them (``tendon=``) and tendon equalities (:mod:`jaxmor.io.mjcf_tendons`); spatial tendons are refused.
 
 MuJoCo's ids name what the file leaves unnamed: ``body3``, ``joint0``, ``geom12``, ``actuator1``, ``sensor2``.
 """
@@ -129,6 +131,7 @@ from jaxmor.io.mjcf_equality import read_equalities
 from jaxmor.io.mjcf_pairs import pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
+from jaxmor.io.mjcf_tendons import read_tendons
 from jaxmor.io.xml import STRING_SOURCE, tag
 
 #: MuJoCo's default time step [s], a model's without <option timestep>.
@@ -292,17 +295,21 @@ class _Reader:
         self._read_world(sections.get("worldbody", []))
         self._finish_masses()
         explicit = self._resolve_pairs()
+        tendons = read_tendons(self, sections.get("tendon", []))
+        tendon_ranges = {t.name: t.range for t in tendons}
         mjcf_actuators = [
             a
             for el in sections.get("actuator", [])
-            for a in read_actuators(doc, self.classes, self.compiler, self.joint_kinds, el, self._joint_ranges())
+            for a in read_actuators(
+                doc, self.classes, self.compiler, self.joint_kinds, el, self._joint_ranges(), tendon_ranges
+            )
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors = self._read_custom(sections.get("custom", []))
         names = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
         affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
-        sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors)
+        sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors, tendon_ranges)
         equalities = read_equalities(self, sections.get("equality", []))
         if self.rich_contacts:
             warnings.warn(
@@ -332,6 +339,7 @@ class _Reader:
             magnetic=read_magnetic(self, sections.get("option", [])),
             explicit_pairs=explicit,
             equalities=equalities,
+            tendons=tendons,
             mujoco_differences=differences(doc),
         )
         self._apply_disabled(description)
@@ -350,7 +358,7 @@ class _Reader:
             name = tag(el)
             if name is None:
                 continue
-            if name in REFUSED_ELEMENTS and not (name == "tendon" and not len(el)):
+            if name in REFUSED_ELEMENTS:
                 raise doc.error(el, f"<{name}>: {REFUSED_ELEMENTS[name]}")
             sections.setdefault(name, []).append(el)
         known = {
@@ -418,6 +426,15 @@ class _Reader:
                 j.stiffness = 0.0
             if "damper" in off:
                 j.damping = 0.0
+        for t in d.tendons:
+            if "limit" in off:
+                t.range = None
+            if "frictionloss" in off:
+                t.friction = 0.0
+            if "spring" in off:
+                t.stiffness = 0.0
+            if "damper" in off:
+                t.damping = 0.0
         if "contact" in off:
             for link in d.links:
                 link.geoms = []

@@ -107,12 +107,18 @@ def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
 
 
 def read_actuators(
-    doc: Document, classes, compiler: Compiler, joint_kinds: dict[str, str], section, joint_ranges=None
+    doc: Document,
+    classes,
+    compiler: Compiler,
+    joint_kinds: dict[str, str],
+    section,
+    joint_ranges=None,
+    tendon_ranges=None,
 ) -> list[AffineActuator | ActuatorDefinition]:
     """The actuators of one ``<actuator>`` section, in document order (MuJoCo's actuator order): the affine
     ones, and jaxmor DC motors for the ``<dcmotor>`` elements (``joint_kinds``: MJCF joint name -> its type,
     for the checks; ``joint_ranges``: limited joint name -> its ``(lower, upper)`` range [rad or m], for
-    ``inheritrange``)."""
+    ``inheritrange``; ``tendon_ranges``: fixed tendon name -> its range or ``None``)."""
     out, names, driven = [], set(), {}
     for el in section:
         kind = tag(el)
@@ -129,8 +135,13 @@ def read_actuators(
             raise doc.error(el, f"duplicate actuator name {name!r}")
         names.add(name)
         joint = v.text("joint") or v.text("jointinparent")
+        tendon = v.text("tendon")
+        if tendon is not None and kind != "dcmotor":
+            inherited = _inherited(doc, classes, el, v, name) if kind == "position" else False
+            out.append(_on_tendon(v, kind, name, (tendon, joint), tendon_ranges or {}, compiler.autolimits, inherited))
+            continue
         if not joint:
-            raise v.error(f"actuator {name!r} needs a joint (only joint transmissions are supported)")
+            raise v.error(f"actuator {name!r} needs a joint or a fixed tendon (the transmissions jaxmor supports)")
         if joint not in joint_kinds:
             raise v.error(f"actuator {name!r} drives an unknown joint {joint!r}")
         if joint_kinds[joint] in ("free", "ball"):
@@ -154,6 +165,27 @@ def read_actuators(
         force = limited_range(v, "force", name, compiler.autolimits)
         out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
     return out
+
+
+def _on_tendon(v: Values, kind: str, name: str, target, tendon_ranges, autolimits: bool, inherited: bool):
+    """An affine actuator pulling a fixed tendon (``target``: the element's ``(tendon, joint)``; ``inheritrange``
+    takes the tendon's range, as MuJoCo's)."""
+    tendon, joint = target
+    if joint:
+        raise v.error(f"actuator {name!r} has both a joint and a tendon: give one transmission")
+    if tendon not in tendon_ranges:
+        raise v.error(
+            f"actuator {name!r} pulls an unknown tendon {tendon!r} (fixed tendons: "
+            f"{', '.join(tendon_ranges) or 'none'})"
+        )
+    gear = float(v.numbers("gear", 1, 6, default=(1.0,))[0])
+    gain, bias = _law(v, kind, name)
+    if inherited:
+        ctrl = _inherited_range(v, name, tendon, tendon_ranges[tendon], autolimits)
+    else:
+        ctrl = limited_range(v, "ctrl", name, autolimits)
+    force = limited_range(v, "force", name, autolimits)
+    return AffineActuator(name, "", v.line, gear, gain, bias, ctrl, force, tendon=tendon)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -409,7 +441,7 @@ def _inherited_range(v: Values, name: str, joint: str, joint_range, autolimits: 
     limited unless ``ctrllimited="false"``."""
     if joint_range is None:
         raise v.error(
-            f"actuator {name!r}: inheritrange needs joint {joint!r} to be limited (MuJoCo refuses a joint "
+            f"actuator {name!r}: inheritrange needs {joint!r} to be limited (MuJoCo refuses a joint or tendon "
             "without a range and takes an unlimited joint's range in the file's units, unconverted)"
         )
     limited = v.choice("ctrllimited", ("auto", "true", "false"), "auto")

@@ -251,8 +251,8 @@ def read_compiler(doc: Document, el, compiler: Compiler) -> None:
 
 
 #: The elements a default class can hold that the reader uses; the others in a default are looks (camera,
-#: light, material, texture) or refused wherever used (tendon).
-DEFAULTED = ("joint", "geom", "mesh", "site", "pair", "equality", *ACTUATOR_SPECS)
+#: light, material, texture) or refused wherever used.
+DEFAULTED = ("joint", "geom", "mesh", "site", "pair", "equality", "tendon", *ACTUATOR_SPECS)
 
 
 @dataclass

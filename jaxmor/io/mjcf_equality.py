@@ -1,19 +1,19 @@
-"""Equality constraints (MJCF ``<equality>``) as jaxmor reads them: ``connect``, ``weld`` and ``joint``.
+"""Equality constraints (MJCF ``<equality>``) as jaxmor reads them: ``connect``, ``weld``, ``joint`` and ``tendon``.
 
-Each is read with MuJoCo's semantics into a :class:`~jaxmor.io.description.PointEquality` or
-:class:`~jaxmor.io.description.JointEquality` (the builder turns them into the Model's rows,
-:mod:`jaxmor.build.equality`). Their ``solref`` and ``solimp`` (MuJoCo's soft constraints) are read and not
-followed: jaxmor holds an equality exactly, as bilateral rows of its solver, and the load's
-:class:`~jaxmor.io.mjcf_differences.MujocoDifferenceWarning` says so. ``<default><equality>`` gives every
+Each is read with MuJoCo's semantics into a :class:`~jaxmor.io.description.PointEquality`,
+:class:`~jaxmor.io.description.JointEquality` or :class:`~jaxmor.io.description.TendonEquality` (the builder turns
+them into the Model's rows, :mod:`jaxmor.build.equality`). Their ``solref`` and ``solimp`` (MuJoCo's soft
+constraints) are read and not followed: jaxmor holds an equality exactly, as bilateral rows of its solver, and the
+load's :class:`~jaxmor.io.mjcf_differences.MujocoDifferenceWarning` says so. ``<default><equality>`` gives every
 constraint of its class ``active``, ``solref`` and ``solimp``; ``<option><flag equality="disable">`` keeps the
-constraints, inactive. ``tendon`` and flex equalities are refused.
+constraints, inactive. Flex equalities are refused.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from jaxmor.io.description import JointEquality, PointEquality
+from jaxmor.io.description import JointEquality, PointEquality, TendonEquality
 from jaxmor.io.mjcf_document import Values
 from jaxmor.io.mjcf_schema import EQUALITY_SPECS, REFUSED_EQUALITIES
 from jaxmor.io.xml import tag
@@ -24,7 +24,7 @@ WORLD = "world"
 POLYCOEF = (0.0, 1.0, 0.0, 0.0, 0.0)
 
 
-def read_equalities(reader, sections) -> list[PointEquality | JointEquality]:
+def read_equalities(reader, sections) -> list[PointEquality | JointEquality | TendonEquality]:
     """The constraints of the ``<equality>`` sections, in document order.
 
     Args:
@@ -46,7 +46,10 @@ def read_equalities(reader, sections) -> list[PointEquality | JointEquality]:
                 raise reader.doc.error(el, f"unexpected element <{kind}> in <equality>")
             v = reader.resolve(el, EQUALITY_SPECS[kind], "equality", None)
             name = v.text("name", "") or f"equality{len(out)}"  # MuJoCo's id names an unnamed one
-            out.append(_joint(v, name) if kind == "joint" else _point(v, kind, name))
+            if kind == "tendon":
+                out.append(_tendon(v, name))
+            else:
+                out.append(_joint(v, name) if kind == "joint" else _point(v, kind, name))
     return out
 
 
@@ -87,6 +90,27 @@ def _torque_scale(v: Values) -> float:
     return float(scale)
 
 
+def _polycoef(v: Values, kind: str) -> np.ndarray:
+    polycoef = np.array(POLYCOEF)  # MuJoCo keeps its defaults past the numbers given
+    given = v.numbers("polycoef", 1, 5, default=POLYCOEF)
+    polycoef[: len(given)] = given
+    if not np.all(np.isfinite(polycoef)):
+        raise v.error(f"<equality><{kind}> polycoef must be finite, got {polycoef.tolist()}")
+    return polycoef
+
+
+def _tendon(v: Values, name: str) -> TendonEquality:
+    """A coupling of two fixed tendons' lengths by a polynomial (or of one tendon's to a constant)."""
+    tendon1, tendon2 = v.text("tendon1"), v.text("tendon2")
+    if not tendon1:
+        raise v.error("<equality><tendon> needs tendon1")
+    if tendon1 == tendon2:
+        raise v.error(f"<equality><tendon> couples tendon {tendon1!r} with itself")
+    return TendonEquality(
+        name, v.element.sourceline, tendon1, tendon2 or None, _polycoef(v, "tendon"), v.flag("active", True)
+    )
+
+
 def _joint(v: Values, name: str) -> JointEquality:
     """A coupling of two joints' positions by a polynomial (or of one joint to a constant)."""
     joint1, joint2 = v.text("joint1"), v.text("joint2")
@@ -94,9 +118,6 @@ def _joint(v: Values, name: str) -> JointEquality:
         raise v.error("<equality><joint> needs joint1")
     if joint1 == joint2:
         raise v.error(f"<equality><joint> couples joint {joint1!r} with itself")
-    polycoef = np.array(POLYCOEF)  # MuJoCo keeps its defaults past the numbers given
-    given = v.numbers("polycoef", 1, 5, default=POLYCOEF)
-    polycoef[: len(given)] = given
-    if not np.all(np.isfinite(polycoef)):
-        raise v.error(f"<equality><joint> polycoef must be finite, got {polycoef.tolist()}")
-    return JointEquality(name, v.element.sourceline, joint1, joint2 or None, polycoef, v.flag("active", True))
+    return JointEquality(
+        name, v.element.sourceline, joint1, joint2 or None, _polycoef(v, "joint"), v.flag("active", True)
+    )

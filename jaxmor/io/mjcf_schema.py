@@ -184,6 +184,17 @@ SPECS: dict[str, ElementSpec] = {
             "refquat": (value("1 0 0 0"), "mesh refquat is not supported"),
         },
     ),
+    # A fixed tendon and the default class of tendons (MJCF <tendon><fixed>, <default><tendon>).
+    "tendon": _spec(
+        "class limited range frictionloss springlength stiffness damping armature",
+        "group user margin solreflimit solimplimit solreffriction solimpfriction rgba width material",
+        {
+            "actuatorfrcrange": (empty, "a tendon's actuatorfrcrange is not supported: give the actuators' forcerange"),
+            "actuatorfrclimited": (false_or_auto, "a tendon's actuatorfrcrange is not supported"),
+        },
+    ),
+    # A joint of a fixed tendon (<fixed><joint joint coef>).
+    "tendon_joint": _spec("joint coef"),
     "exclude": _spec("body1 body2", "name"),
     "pair": _spec("geom1 geom2 condim friction", "name " + _SOFT + " solreffriction"),
     "key": _spec(
@@ -203,11 +214,10 @@ SPECS: dict[str, ElementSpec] = {
 }
 
 #: Attributes of every affine actuator element: the transmission, the common ones, and the refused ones.
-_ACTUATOR_COMMON = "name class joint jointinparent gear ctrlrange ctrllimited forcerange forcelimited"
+_ACTUATOR_COMMON = "name class joint jointinparent tendon gear ctrlrange ctrllimited forcerange forcelimited"
 _ACTUATOR_IGNORED = "group user lengthrange"
-_TRANSMISSION = "only a joint transmission (joint=...) is supported"
+_TRANSMISSION = "only joint and fixed-tendon transmissions (joint=..., tendon=...) are supported"
 _ACTUATOR_REFUSED = {
-    "tendon": (empty, "tendon transmissions are not supported: " + _TRANSMISSION),
     "site": (empty, "site transmissions are not supported: " + _TRANSMISSION),
     "refsite": (empty, "site transmissions are not supported: " + _TRANSMISSION),
     "body": (empty, "body transmissions are not supported: " + _TRANSMISSION),
@@ -266,6 +276,7 @@ DCMOTOR_SPEC = _spec(
     _ACTUATOR_IGNORED,
     {
         **_DCMOTOR_REFUSED,
+        "tendon": (empty, "a dcmotor on a tendon is not supported: jaxmor's DC motors drive a joint"),
         "armature": (zero, "actuator armature is not supported: give the joint's armature (gear^2 times the rotor's)"),
         "input": (
             value("voltage"),
@@ -309,7 +320,6 @@ IGNORED_ELEMENTS = frozenset(
 
 #: Elements refused wherever they appear, with the reason.
 REFUSED_ELEMENTS = {
-    "tendon": "tendons are not supported",
     "deformable": "deformable objects are not supported",
     "flexcomp": "deformable objects (flexcomp) are not supported",
     "composite": "composite objects are not supported",
@@ -336,11 +346,11 @@ EQUALITY_SPECS: dict[str, ElementSpec] = {
     "connect": _spec("name class body1 body2 anchor site1 site2 active", "solref solimp"),
     "weld": _spec("name class body1 body2 relpose anchor torquescale site1 site2 active", "solref solimp"),
     "joint": _spec("name class joint1 joint2 polycoef active", "solref solimp"),
+    "tendon": _spec("name class tendon1 tendon2 polycoef active", "solref solimp"),
 }
 
 #: Elements of ``<equality>`` refused, with the reason.
 REFUSED_EQUALITIES = {
-    "tendon": "tendon equality constraints are not supported (jaxmor has no tendons)",
     "flex": "flex equality constraints are not supported (jaxmor has no deformables)",
     "flexvert": "flex equality constraints are not supported (jaxmor has no deformables)",
     "flexstrain": "flex equality constraints are not supported (jaxmor has no deformables)",

@@ -55,11 +55,14 @@ SUPPORTED = {
     "magnetometer": ("site", 3, "real"),
     "accelerometer": ("site", 3, "real"),
     "clock": ("none", 1, "real"),
+    "tendonpos": ("tendon", 1, "real"),
+    "tendonvel": ("tendon", 1, "real"),
+    "tendonactuatorfrc": ("tendon", 1, "real"),
 }
 
 #: MuJoCo's other sensor kinds: known, skipped with the warning.
 NOT_YET = frozenset(
-    "rangefinder camprojection tendonpos tendonvel tendonactuatorfrc jointlimitpos jointlimitvel "
+    "rangefinder camprojection jointlimitpos jointlimitvel "
     "jointlimitfrc tendonlimitpos tendonlimitvel tendonlimitfrc framelinacc frameangacc insidesite distance normal "
     "fromto contact e_potential e_kinetic tactile user plugin".split()
 )
@@ -76,6 +79,7 @@ _ATTRIBUTES = {
     "site": "site",
     "frame": "objtype objname reftype refname",
     "subtree": "body",
+    "tendon": "tendon",
     "none": "",
 }
 #: The object types of a frame sensor that jaxmor reads.
@@ -137,6 +141,7 @@ class Targets:
             ``None`` where the inertial frames are not known (a loaded model): such a sensor is refused.
         affine: the affine actuators' names; actuators: every actuator's.
         motor_joints: the joints a DC motor drives.
+        tendons: the fixed tendons' names.
     """
 
     joints: dict
@@ -147,10 +152,11 @@ class Targets:
     affine: set
     actuators: set
     motor_joints: set
+    tendons: set
 
     @classmethod
-    def from_reader(cls, reader, actuators: list, dropped: set[str], motors: list) -> Targets:
-        """From what the MJCF reader found."""
+    def from_reader(cls, reader, actuators: list, dropped: set[str], motors: list, tendons=()) -> Targets:
+        """From what the MJCF reader found (``tendons``: the fixed tendons' names)."""
         bodies = {"world"} | set(reader.body_masses)
         welded = {j.child for j in reader.joints if j.name == f"{j.child}/weld"}
         return cls(
@@ -162,6 +168,7 @@ class Targets:
             affine={a.name for a in actuators if isinstance(a, AffineActuator) and a.name not in dropped},
             actuators={a.name for a in actuators},
             motor_joints={m.joint for m in motors},
+            tendons=set(tendons),
         )
 
 
@@ -169,7 +176,9 @@ def _skip(skipped: list, name: str, kind: str, reason: str) -> None:
     skipped.append(f"{name!r} ({kind}: {reason})")
 
 
-def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: list) -> list[SensorDescription]:
+def read_sensors(
+    reader, sections, actuators: list, dropped: set[str], motors: list, tendons=()
+) -> list[SensorDescription]:
     """The sensors of every ``<sensor>`` section, in document order (module docstring); warns once about those
     skipped.
 
@@ -179,11 +188,12 @@ def read_sensors(reader, sections, actuators: list, dropped: set[str], motors: l
         actuators: the MJCF actuators (affine and dcmotor), MuJoCo's order.
         dropped: the names of the MJCF actuators that jaxmor's actuator file replaced.
         motors: jaxmor's DC-motor actuator definitions.
+        tendons: the fixed tendons' names.
 
     Raises:
         ModelError: an unknown element, attribute or object, or a refused value (module docstring).
     """
-    return read_sections(reader.doc, sections, Targets.from_reader(reader, actuators, dropped, motors))
+    return read_sections(reader.doc, sections, Targets.from_reader(reader, actuators, dropped, motors, tendons))
 
 
 def read_sections(
@@ -265,6 +275,10 @@ def _object(v: Values, t: Targets, name: str, kind: str, form: str, skipped: lis
         if target not in t.affine:
             return _skip(skipped, name, kind, f"actuator {target!r} is a DC motor")
         return SensorDescription(name, kind, line, "actuator", target)
+    if form == "tendon":
+        if target not in t.tendons:
+            raise v.error(f"sensor {name!r}: unknown tendon {target!r}")
+        return SensorDescription(name, kind, line, "tendon", target)
     if form == "site":
         if target not in t.sites:
             raise v.error(f"sensor {name!r}: unknown site {target!r}")

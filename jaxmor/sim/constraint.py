@@ -32,6 +32,9 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   its three body-frame velocities, ``|lam_f| <= tau_c h`` with target ``v = 0``, then MuJoCo's cone limit on its
   rotation angle ``theta`` (the row's velocity is ``d theta / dt``, its Jacobian the unit rotation axis), speculative
   like a joint's: ``v <= (theta_max - theta)/h`` with ``lam_l <= 0``. Inactive (infinite bound) without a range.
+* **fixed tendons** (one row per tendon, after those; its Jacobian the tendon's, :mod:`jaxmor.sim.tendon`): the
+  tendon's friction loss and its length limits, a joint row's law on the tendon's length ``L``. Their impulses are
+  not kept in the State (the warm start of these rows is zero).
 * **equality constraints** (``Model.equality.rows`` rows, last; :mod:`jaxmor.sim.equality`): bilateral, their
   impulses unbounded, each row's velocity driven to ``-EQUALITY_CORRECTION e / h`` for its residual ``e``
   (Baumgarte: a violation shrinks by that fraction per step; the target enters as a shift of the row's free
@@ -73,6 +76,7 @@ from jaxmor.sim.equality import equality_rows
 from jaxmor.sim.forces import Forces
 from jaxmor.sim.free_motion import FreeMotion
 from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
+from jaxmor.sim.tendon import tendon_jacobian, tendon_lengths
 from jaxmor.types import Model, State
 
 #: Fraction of the penetration (beyond the allowance) removed per step by the position pass.
@@ -92,10 +96,10 @@ class Impulses:
     Attributes:
         contact: (nc, 3) normal, tangent 1 and tangent 2 impulse of each contact slot [N s] (a
             frictionless problem's tangential impulses are zero).
-        friction: (nj + 6 nf + 4 nb,) friction impulse of each 1-DoF joint, then of each free joint's friction rows,
-            then of each ball joint's rows (:func:`friction_dofs`) [Nm s or N s].
-        limit: (nj + 6 nf + 4 nb,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF joints'
-            and the ball joints' cone-limit rows, :func:`limit_dofs`).
+        friction: (nj + 6 nf + 4 nb + nt,) friction impulse of each 1-DoF joint, then of each free joint's friction
+            rows, of each ball joint's rows, of each tendon's row (:func:`friction_dofs`) [Nm s or N s].
+        limit: (nj + 6 nf + 4 nb + nt,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF
+            joints', the ball joints' cone-limit and the tendons' rows, :func:`limit_dofs`).
         equality: (ne,) impulse of each equality constraint row (``Model.equality.rows``) [N s or Nm s].
     """
 
@@ -233,19 +237,22 @@ def friction_dofs(model: Model) -> np.ndarray:
     """Where ``State.friction_impulse`` keeps each joint row's friction impulse, in row order (int32 velocity
     indices, ``nv`` for a row without friction): the 1-DoF joints' velocities, the six of each free joint with
     friction-loss rows (``Model.free_friction_u``), then per ball joint its three velocities and ``nv`` (its
-    cone-limit row)."""
+    cone-limit row), then ``nv`` for each tendon row (not kept)."""
     free = [np.arange(v, v + 6) for v in model.free_friction_u]
     ball = [np.array([v, v + 1, v + 2, model.nv]) for _, _, v in ball_joints(model)]
-    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball]).astype(np.int32)
+    tendons = np.full(model.tendons.nt, model.nv)
+    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball, tendons]).astype(np.int32)
 
 
 def limit_dofs(model: Model) -> np.ndarray:
     """Where ``State.limit_impulse`` keeps each joint row's limit impulse, in row order (int32 velocity indices,
     ``nv`` for a row without a limit): the 1-DoF joints' velocities, ``nv`` for the free joints' friction rows and
-    the ball joints' friction rows, a ball joint's first velocity for its cone-limit row."""
+    the ball joints' friction rows, a ball joint's first velocity for its cone-limit row, ``nv`` for the tendon
+    rows (not kept)."""
     free = [np.full(6, model.nv) for _ in model.free_friction_u]
     ball = [np.array([model.nv] * 3 + [v]) for _, _, v in ball_joints(model)]
-    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball]).astype(np.int32)
+    tendons = np.full(model.tendons.nt, model.nv)
+    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball, tendons]).astype(np.int32)
 
 
 def ball_jacobian(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -366,10 +373,13 @@ def constraints(
         limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), extra.high]),
         equality_rows=model.equality.rows,
     )
-    # The position pass: normal, joint and cone-limit rows, frictionless, targets from the penetration and violation.
+    # The position pass: normal, joint, cone-limit and tendon rows, frictionless, targets from the penetration and
+    # violation.
     cones = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * np.arange(angle.shape[0]) + 3
-    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones]).astype(np.int32)
+    tendons = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + np.arange(model.tendons.nt)
+    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones, tendons]).astype(np.int32)
     cone_low, cone_high = _ball_bounds(model, angle, h, position=True)
+    tendon_low, tendon_high = _tendon_bounds(model, state.q, h, position=True)
     depth = jnp.maximum(-gap - PENETRATION_ALLOWANCE, 0.0)
     below = jnp.maximum(lower - q_joint - PENETRATION_ALLOWANCE, 0.0)
     above = jnp.maximum(q_joint - upper - PENETRATION_ALLOWANCE, 0.0)
@@ -378,9 +388,9 @@ def constraints(
         free_velocity=jnp.zeros(keep.size, dtype),
         contact_target=POSITION_CORRECTION * depth / h - jnp.maximum(gap, 0.0) / h,  # a gap may close, not open
         friction=jnp.zeros(nc, dtype),
-        friction_bound=jnp.zeros(nj + cones.size, dtype),
-        limit_low=jnp.concatenate([POSITION_CORRECTION * below / h, cone_low]),
-        limit_high=jnp.concatenate([-POSITION_CORRECTION * above / h, cone_high]),
+        friction_bound=jnp.zeros(nj + cones.size + tendons.size, dtype),
+        limit_low=jnp.concatenate([POSITION_CORRECTION * below / h, cone_low, tendon_low]),
+        limit_high=jnp.concatenate([-POSITION_CORRECTION * above / h, cone_high, tendon_high]),
         rows_per_contact=1,
     )
     start = warm_start(model, state, contacts)
@@ -409,23 +419,42 @@ def _general_rows(
     model: Model, kin: Kinematics, q: jax.Array, frc: Forces, h: jax.Array, ball: jax.Array, angle: jax.Array
 ) -> _GeneralRows:
     """The free joints' friction rows (:func:`free_friction_jacobian`), the ball joints' rows (``ball``, ``angle``
-    from :func:`ball_jacobian`), then the equality constraints' (:mod:`jaxmor.sim.equality`)."""
+    from :func:`ball_jacobian`), the fixed tendons' rows, then the equality constraints'
+    (:mod:`jaxmor.sim.equality`)."""
     dtype = q.dtype
     friction_jac = free_friction_jacobian(model, kin)
     equality_jac, residual = equality_rows(model, kin.body, q)
-    n_friction = friction_jac.shape[0] + ball.shape[0]
+    nt = model.tendons.nt
+    n_free = friction_jac.shape[0] + ball.shape[0] + nt
     ball_low, ball_high = _ball_bounds(model, angle, h, position=False)
+    tendon_low, tendon_high = _tendon_bounds(model, q, h, position=False)
     unlimited = jnp.full(friction_jac.shape[0], jnp.inf, dtype)
     bilateral = jnp.full(residual.shape, jnp.inf, dtype)
-    return _GeneralRows(
-        jacobian=jnp.concatenate([friction_jac, ball, equality_jac]),
-        shift=jnp.concatenate([jnp.zeros(n_friction, dtype), -EQUALITY_CORRECTION * residual / h]),
-        bound=jnp.concatenate(
-            [frc.friction.at[friction_dofs(model)[model.nj :]].get(mode="fill", fill_value=0.0) * h, bilateral]
-        ),
-        low=jnp.concatenate([-unlimited, ball_low, -bilateral]),
-        high=jnp.concatenate([unlimited, ball_high, bilateral]),
+    joint_bounds = frc.friction.at[friction_dofs(model)[model.nj : model.nj + n_free - nt]].get(
+        mode="fill", fill_value=0.0
     )
+    tendon_bounds = model.tendons.friction.astype(dtype)
+    return _GeneralRows(
+        jacobian=jnp.concatenate([friction_jac, ball, tendon_jacobian(model, dtype), equality_jac]),
+        shift=jnp.concatenate([jnp.zeros(n_free, dtype), -EQUALITY_CORRECTION * residual / h]),
+        bound=jnp.concatenate([joint_bounds * h, tendon_bounds * h, bilateral]),
+        low=jnp.concatenate([-unlimited, ball_low, tendon_low, -bilateral]),
+        high=jnp.concatenate([unlimited, ball_high, tendon_high, bilateral]),
+    )
+
+
+def _tendon_bounds(model: Model, q: jax.Array, h: jax.Array, position: bool) -> tuple[jax.Array, jax.Array]:
+    """``(low, high)`` of the tendon rows from their length limits, a joint row's: speculative in the velocity problem
+    (``position`` False), ``+-POSITION_CORRECTION x violation / h`` in the position problem."""
+    ten = model.tendons
+    length = tendon_lengths(model, q)
+    lower, upper = ten.lower.astype(q.dtype), ten.upper.astype(q.dtype)
+    if position:
+        below = jnp.maximum(lower - length - PENETRATION_ALLOWANCE, 0.0)
+        above = jnp.maximum(length - upper - PENETRATION_ALLOWANCE, 0.0)
+        return POSITION_CORRECTION * below / h, -POSITION_CORRECTION * above / h
+    low = jnp.minimum(_bound_velocity(lower, length, h), 0.0)
+    return low, jnp.maximum(_bound_velocity(upper, length, h), 0.0)
 
 
 def friction_impulse(x: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:

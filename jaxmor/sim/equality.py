@@ -11,6 +11,8 @@ Each constraint contributes rows with a residual ``e`` (zero when it holds) and 
   rotation and ``W_i`` body ``i``'s angular-velocity Jacobian (from ``d q_err / dt = (1/2) [0, F2^T (w1 - w2)]
   q_err``).
 * ``joint``, 1 row: ``e = (q1 - r1) - sum_k c_k (q2 - r2)^k``, ``J = e_u1 - p'(q2 - r2) e_u2``.
+* ``tendon``, 1 row: the same with two fixed tendons' lengths ``L1``, ``L2`` for ``q1``, ``q2`` and their Jacobian
+  rows for ``e_u1``, ``e_u2`` (:mod:`jaxmor.sim.tendon`), ``r1``, ``r2`` their lengths at the reference.
 
 The rows of an inactive constraint are zero. The constraint stage holds the rows as bilateral rows of the velocity
 problem (:mod:`jaxmor.sim.constraint`).
@@ -24,6 +26,7 @@ import numpy as np
 
 from jaxmor.math import quat_to_rotation, safe_div, safe_sqrt, skew
 from jaxmor.sim.kinematics import Poses, ancestor_mask, dof_axes, relative_point_jacobians
+from jaxmor.sim.tendon import tendon_jacobian, tendon_lengths
 from jaxmor.types import Model
 
 
@@ -33,7 +36,7 @@ def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array,
     Returns:
         ``(J, e)``: (ne, nv) the rows' Jacobian and (ne,) their residuals [m, or rad and m for joint couplings],
         points first (each connect's 3 rows, each weld's 3 position and 3 or 0 orientation rows), then the joint
-        couplings; ``ne = model.equality.rows``.
+        couplings, then the tendon couplings; ``ne = model.equality.rows``.
     """
     eq = model.equality
     dtype = bodies.position.dtype
@@ -42,6 +45,8 @@ def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array,
         parts.append(_point_rows(model, bodies))
     if eq.joint_q:
         parts.append(_joint_rows(model, q))
+    if eq.tendon:
+        parts.append(_tendon_rows(model, q))
     if not parts:
         return jnp.zeros((0, model.nv), dtype), jnp.zeros((0,), dtype)
     jac = jnp.concatenate([p[0] for p in parts])
@@ -53,7 +58,7 @@ def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array,
 def row_counts(model: Model) -> tuple[int, ...]:
     """Each constraint's number of rows, in ``model.equality.names`` order (static)."""
     eq = model.equality
-    return tuple(6 if rot else 3 for rot in eq.point_rotation_rows) + (1,) * len(eq.joint_q)
+    return tuple(6 if rot else 3 for rot in eq.point_rotation_rows) + (1,) * (len(eq.joint_q) + len(eq.tendon))
 
 
 def _world_points(bodies: Poses, body: np.ndarray, anchor: jax.Array) -> jax.Array:
@@ -118,19 +123,35 @@ def _weld_rotation_rows(model: Model, bodies: Poses, body: np.ndarray) -> tuple[
 def _joint_rows(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The joint couplings' rows: (m, nv) and (m,)."""
     eq = model.equality
-    dtype = q.dtype
     index = np.asarray(eq.joint_q, dtype=np.int32)  # (m, 2)
     vel = np.asarray(eq.joint_u, dtype=np.int32)
-    coef = eq.joint_polycoef.astype(dtype)
-    ref = eq.joint_reference.astype(dtype)
-    has_second = index[:, 1] >= 0
-    x = jnp.where(has_second, q[np.maximum(index[:, 1], 0)] - ref[:, 1], 0.0)
+    unit = jnp.eye(model.nv, dtype=q.dtype)
+    rows = unit[np.maximum(vel, 0)]  # (m, 2, nv)
+    return _coupling_rows(
+        q[index[:, 0]], q[np.maximum(index[:, 1], 0)], index[:, 1] >= 0, rows, eq.joint_polycoef, eq.joint_reference
+    )
+
+
+def _tendon_rows(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The tendon couplings' rows: (p, nv) and (p,)."""
+    eq = model.equality
+    index = np.asarray(eq.tendon, dtype=np.int32)  # (p, 2)
+    length = tendon_lengths(model, q)[np.maximum(index, 0)]
+    rows = tendon_jacobian(model, q.dtype)[np.maximum(index, 0)]
+    return _coupling_rows(length[:, 0], length[:, 1], index[:, 1] >= 0, rows, eq.tendon_polycoef, eq.tendon_reference)
+
+
+def _coupling_rows(x1, x2, has_second: np.ndarray, rows, polycoef, reference) -> tuple[jax.Array, jax.Array]:
+    """Rows of couplings ``x1 - r1 = sum_k c_k (x2 - r2)^k`` of two coordinates ``x1``, ``x2`` (n,) whose Jacobian
+    rows are ``rows`` (n, 2, nv) (without a second coordinate, ``x1 - r1 = c_0``): (n, nv) and (n,)."""
+    dtype = x1.dtype
+    coef = polycoef.astype(dtype)
+    ref = reference.astype(dtype)
+    x = jnp.where(has_second, x2 - ref[:, 1], 0.0)
     one = jnp.ones_like(x)
     powers = jnp.stack([one, x, x * x, x * x * x, x * x * x * x], axis=1)  # products: finite derivatives at x = 0
     poly = jnp.sum(coef * powers, axis=1)
     slope = jnp.sum(coef[:, 1:] * np.arange(1, 5)[None, :] * powers[:, :4], axis=1)
-    residual = q[index[:, 0]] - ref[:, 0] - poly
-    rows = np.arange(len(index))
-    jac = jnp.zeros((len(index), model.nv), dtype).at[rows, vel[:, 0]].add(1.0)
-    jac = jac.at[rows, np.maximum(vel[:, 1], 0)].add(jnp.where(has_second, -slope, 0.0))
+    residual = x1 - ref[:, 0] - poly
+    jac = rows[:, 0] - jnp.where(has_second, slope, 0.0)[:, None] * rows[:, 1]
     return jac, residual

@@ -8,6 +8,7 @@ Composition (the actuator spec's "What happens in a simulation step"), at ``q_t,
           + tau_ext + tau_spring - b_j u_t
     tau_PD_explicit = kp (q_ref - q_t - h u_t) + kd (u_ref - u_t)
     tau_spring = k (q_spring - q_t - h u_t)        (a ball joint's: -k (r_t + h u_t))
+          + J^T f_tendon                            (the fixed tendons' springs and dampers, jaxmor.sim.tendon)
 
 (the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``; the joint springs, ``Model.dof_stiffness`` ``k`` and
 ``Model.dof_springref`` ``q_spring``, the same way; a ball joint's spring pulls its rotation vector ``r`` to zero,
@@ -33,10 +34,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.actuation.affine import affine_generalized_force
+from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force
 from jaxmor.actuation.drive import Drive, actuate, begin
 from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
+from jaxmor.sim.tendon import actuator_coordinates, actuator_moment, tendon_passive
 from jaxmor.types import ActuatorState, Model, State
 
 
@@ -49,6 +51,9 @@ class Forces:
             docstring).
         implicit: (nv,) the diagonal ``kd + h kp + h k + b_j / 2`` (plus the LuGre slope) of the implicit PD,
             spring, damping and friction terms [N s/m, Nm s/rad]; the effective mass adds ``h`` times it.
+        coupled: (nv, nv) the fixed tendons' implicit term ``(h k + b / 2) J^T J``
+            (:func:`jaxmor.sim.tendon.tendon_passive`), ``None`` without tendons; the effective mass adds ``h``
+            times it [N s/m, Nm s/rad].
         damping: (nv,) viscous damping of each joint, its actuator's output damping included.
         friction: (nv,) Coulomb friction of each joint, its actuator's output friction included.
         drive: the motors' part of the step (:class:`jaxmor.actuation.drive.Drive`).
@@ -59,6 +64,7 @@ class Forces:
     damping: jax.Array
     friction: jax.Array
     drive: Drive
+    coupled: jax.Array | None = None
 
     @property
     def actuator_state(self) -> ActuatorState:
@@ -81,8 +87,14 @@ def joint_friction(model: Model) -> jax.Array:
 
 
 def affine_joint_force(model: Model, state: State) -> jax.Array:
-    """(nv,) generalized force of the affine actuators at the state's ``ctrl``, ``q`` and ``u``."""
-    return affine_generalized_force(model.affine, state.ctrl, state.q, state.u, model.nv)
+    """(nv,) generalized force of the affine actuators at the state's ``ctrl``, ``q`` and ``u`` (an actuator on a
+    tendon through the tendon's Jacobian, :mod:`jaxmor.sim.tendon`)."""
+    act = model.affine
+    if not act.on_tendons:
+        return affine_generalized_force(act, state.ctrl, state.q, state.u, model.nv)
+    position, velocity = actuator_coordinates(model, state.q, state.u)
+    force = affine_actuator_force(act, state.ctrl, position, velocity)
+    return actuator_moment(model, force.dtype).T @ (act.gear.astype(force.dtype) * force)
 
 
 def actuator_joint_force(model: Model, state: State, motor_torque: jax.Array) -> jax.Array:
@@ -172,9 +184,14 @@ def forces(model: Model, state: State) -> Forces:
     if dyn.any_cogging or dyn.any_lugre:
         applied = applied + drive.passive_torque
         implicit = implicit + drive.implicit
+    coupled = None
+    if model.tendons.nt:
+        tendon_force, coupled = tendon_passive(model, state.q, state.u)
+        applied = applied + tendon_force
     return Forces(
         applied=applied,
         implicit=implicit,
+        coupled=coupled,
         damping=damping,
         friction=joint_friction(model).astype(dtype),
         drive=drive,

@@ -2,8 +2,8 @@
 
 Velocity level, with ``h = model.opt.timestep``:
 
-* ``M_eff = M + h diag(kd + h kp + b_j / 2) + K``: the implicit PD and trapezoidal damping terms
-  (:class:`jaxmor.sim.forces.Forces`) and ``K``, the velocity-dependent forces' term
+* ``M_eff = M + h diag(kd + h kp + b_j / 2) + h C + K``: the implicit PD and trapezoidal damping terms, ``C``
+  the fixed tendons' (:class:`jaxmor.sim.forces.Forces`), and ``K``, the velocity-dependent forces' term
   (:func:`velocity_term`), chosen by ``model.opt.implicit_bias``:
 
   - ``"kahan"`` (default): ``K = (h/2) D`` with ``D = db/du`` the derivative of the bias for the whole tree
@@ -49,6 +49,8 @@ def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeM
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
     m_eff = dyn.mass + h * jnp.diag(frc.implicit) + velocity_term(model, dyn, state.u)
+    if frc.coupled is not None:
+        m_eff = m_eff + h * frc.coupled
     inverse_mass = inverse(m_eff)
     return FreeMotion(velocity=state.u + inverse_mass @ (h * (frc.applied - dyn.bias)), inverse_mass=inverse_mass)
 

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.actuation.affine import affine_actuator_force, joint_state
+from jaxmor.actuation.affine import affine_actuator_force
 from jaxmor.math import quat_multiply, safe_div, safe_sqrt
 from jaxmor.model import ball_joints
 from jaxmor.sim.constraint import velocity_change
@@ -20,6 +20,7 @@ from jaxmor.sim.dynamics import forward_dynamics
 from jaxmor.sim.forces import actuator_joint_force, spring_force
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses, relative_point_jacobians
 from jaxmor.sim.pipeline import stages
+from jaxmor.sim.tendon import actuator_coordinates, tendon_jacobian, tendon_lengths
 from jaxmor.sim.touch import touch_force
 from jaxmor.sim.wrench import subtree_wrench
 from jaxmor.state import check_state
@@ -269,16 +270,24 @@ def _scalar_reading(r: _Reading, kind: str, i: int) -> jax.Array:
     if kind in ("ballquat", "ballangvel"):
         _, s, v = ball_joints(model)[index]
         return state.q[s : s + 4] / jnp.linalg.norm(state.q[s : s + 4]) if kind == "ballquat" else state.u[v : v + 3]
+    if kind in ("tendonpos", "tendonvel"):
+        if kind == "tendonpos":
+            return tendon_lengths(model, state.q)[index][None]
+        return (tendon_jacobian(model, state.u.dtype)[index] @ state.u)[None]
     if kind == "jointactuatorfrc":
         return actuator_joint_force(model, state, jnp.zeros_like(state.u))[model.joint_u[index]][None]
     act = model.affine
-    q_joint, v_joint = joint_state(act, state.q, state.u)
+    q_joint, v_joint = actuator_coordinates(model, state.q, state.u)
     gear = jnp.asarray(act.gear, state.q.dtype)[index]
     if kind == "actuatorpos":
         return (gear * q_joint[index])[None]
     if kind == "actuatorvel":
         return (gear * v_joint[index])[None]
-    return affine_actuator_force(act, state.ctrl, q_joint, v_joint)[index][None]
+    force = affine_actuator_force(act, state.ctrl, q_joint, v_joint)
+    if kind == "tendonactuatorfrc":
+        pulls = np.array([t == index for t in act.tendon] or [False] * act.nu, dtype=bool)
+        return jnp.sum(jnp.where(pulls, force, 0.0))[None]
+    return force[index][None]
 
 
 def read_sensors(model: Model, state: State) -> dict[str, jax.Array]:
