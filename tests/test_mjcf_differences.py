@@ -86,7 +86,7 @@ SCENE = """<mujoco>
             'solref="0.01 1"',
             [
                 "soft contacts (the file sets them on 1",
-                "soft joint limits",
+                "soft joint and tendon limits",
                 'integrator="RK4"',
                 'noslip_iterations="3"',
             ],

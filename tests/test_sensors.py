@@ -71,10 +71,14 @@ SCENE = """
       </body>
     </body>
   </worldbody>
+  <tendon>
+    <fixed name="reins"><joint joint="shoulder" coef="0.5"/><joint joint="w2" coef="-1"/></fixed>
+  </tendon>
   <actuator>
     <motor name="m_shoulder" joint="shoulder" gear="2"/>
     <position name="p_hip" joint="hip" kp="30" gear="1.5" forcerange="-3 3"/>
     <velocity name="v_w1" joint="w1" kv="2"/>
+    <position name="p_reins" tendon="reins" kp="4" kv="0.5" gear="1.3"/>
   </actuator>
   <sensor>
     <jointpos joint="shoulder"/>
@@ -136,6 +140,10 @@ SCENE = """
     <ballquat name="neck_quat" joint="neck"/>
     <ballangvel name="neck_vel" joint="neck"/>
     <accelerometer name="acc_eye" site="eye"/>
+    <tendonpos name="reins_pos" tendon="reins"/>
+    <tendonvel name="reins_vel" tendon="reins"/>
+    <tendonactuatorfrc name="reins_frc" tendon="reins"/>
+    <actuatorpos name="p_reins_pos" actuator="p_reins"/>
   </sensor>
 </mujoco>
 """
@@ -552,7 +560,7 @@ def test_a_force_sensor_on_a_welded_body_is_left_out(x64):
 
 def test_unsupported_sensors_are_listed_in_one_warning(x64):
     sensors = (
-        "<rangefinder name='acc' site='s'/><tendonpos tendon='t'/>"
+        "<rangefinder name='acc' site='s'/><jointlimitpos joint='j'/>"
         "<framequat name='inertial' objtype='body' objname='b'/>"
         "<subtreecom name='welded' body='w'/><jointpos name='kept' joint='j'/>"
     )
@@ -561,7 +569,7 @@ def test_unsupported_sensors_are_listed_in_one_warning(x64):
         model = _load(sensors)
     messages = [str(w.message) for w in caught if "sensor(s) are not read" in str(w.message)]
     assert len(messages) == 1
-    for part in ("4 sensor(s)", "'acc' (rangefinder", "'sensor1' (tendonpos", "'inertial'", "'welded'", "welded"):
+    for part in ("4 sensor(s)", "'acc' (rangefinder", "'sensor1' (jointlimitpos", "'inertial'", "'welded'", "welded"):
         assert part in messages[0]
     assert model.sensors.names == ("kept",)
 

@@ -45,7 +45,8 @@ def _count_set(doc: Document, tags: tuple[str, ...], names: tuple[str, ...]) -> 
 
 
 def _soft(doc: Document) -> list[str]:
-    contacts, joints = _count_set(doc, ("geom", "pair"), _SOFT_CONTACT), _count_set(doc, ("joint",), _SOFT_JOINT)
+    contacts = _count_set(doc, ("geom", "pair"), _SOFT_CONTACT)
+    joints = _count_set(doc, ("joint", "tendon", "fixed"), _SOFT_JOINT)
     where = f" (the file sets them on {contacts} element(s))" if contacts else " (MuJoCo's defaults)"
     lines = [
         f"soft contacts{where}: MuJoCo lets touching geoms sink into each other under load (the Go2's feet "
@@ -54,8 +55,8 @@ def _soft(doc: Document) -> list[str]:
     ]
     if joints:
         lines.append(
-            f"soft joint limits and friction loss ({joints} element(s) set solreflimit/solimplimit/"
-            "solreffriction/margin): MuJoCo lets a joint pass its limit and creep under friction loss, "
+            f"soft joint and tendon limits and friction loss ({joints} element(s) set solreflimit/solimplimit/"
+            "solreffriction/margin): MuJoCo lets a joint or tendon pass its limit and creep under friction loss, "
             "jaxmor's limits and friction loss are hard"
         )
     return lines
