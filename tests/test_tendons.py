@@ -229,9 +229,9 @@ def test_the_point_mass_moves_as_in_mujoco():
 
 
 def test_tendon_damping_dissipates_and_the_spring_restores():
-    """Without actuators, gravity and the carriage's spring, the arm's tendon spring pulls its length from 1.1 back into its dead band
-    [0.1, 0.3] (it stops within it, in no equilibrium outside it) and the damping and friction loss stop it (the
-    arm keeps turning in the tendon's null space, which they do not touch)."""
+    """Without actuators, gravity and the carriage's spring, the arm's tendon spring pulls its length from 1.1 back
+    into its dead band [0.1, 0.3] (it stops within it, in no equilibrium outside it) and the damping and friction
+    loss stop it (the arm keeps turning in the tendon's null space, which they do not touch)."""
     model = jaxmor.with_affine_actuators(_pair(SCENE).model, ())
     undamped = model.tendons.names.index("carriage")  # its spring would oscillate forever
     tendons = model.tendons.replace(stiffness=model.tendons.stiffness.at[undamped].set(0.0))
@@ -280,6 +280,18 @@ def test_worlds_batched_over_the_tendon_stiffness():
     one = jaxmor.rollout(with_stiffness(30.0), state, n_steps=300)[0]
     np.testing.assert_allclose(final.q[2], one.q, rtol=0, atol=1e-10)
     assert float(jnp.abs(final.q[0] - final.q[2]).max()) > 1e-3
+
+
+def test_tendon_constants_are_randomized_per_world():
+    model = _pair(SCENE).model
+    spec = {"tendon.damping": jaxmor.uniform(0.1, 0.2, select=["arm", "carriage"])}
+    models, axes = jaxmor.randomize(model, jax.random.key(0), 16, spec)
+    drawn = np.asarray(models.tendons.damping)
+    assert drawn.shape == (16, 4) and axes.tendons.damping == 0
+    assert drawn[:, [0, 3]].min() >= 0.1 and drawn[:, [0, 3]].max() <= 0.2 and len(np.unique(drawn[:, 0])) == 16
+    np.testing.assert_array_equal(drawn[:, [1, 2]], 0.0)  # not selected: the model's
+    with pytest.raises(jaxmor.ArgumentError, match="non-negative|negative"):
+        jaxmor.randomize(model, jax.random.key(0), 4, {"tendon.stiffness": jaxmor.uniform(-2.0, -1.0)})
 
 
 def test_a_checkpoint_and_a_combined_scene_keep_the_tendons(tmp_path):
