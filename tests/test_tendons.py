@@ -282,6 +282,22 @@ def test_worlds_batched_over_the_tendon_stiffness():
     assert float(jnp.abs(final.q[0] - final.q[2]).max()) > 1e-3
 
 
+def test_an_affine_actuator_on_a_tendon_through_the_api():
+    model = _pair(SCENE).model
+    pull = jaxmor.AffineActuatorDefinition("pull", "", gear=2.0, tendon="grasp")
+    driven = jaxmor.with_affine_actuators(model, [pull])
+    assert driven.affine.tendon == (1,) and driven.affine.v_index == (-1,)
+    state = jaxmor.init_state(driven).replace(ctrl=jnp.array([0.5]))
+    row = np.asarray(tendon_jacobian(driven, state.u.dtype))[1]
+    np.testing.assert_allclose(jaxmor.affine_joint_force(driven, state), 2.0 * 0.5 * row, rtol=0, atol=1e-15)
+    with pytest.raises(jaxmor.ArgumentError, match="pulls a tendon"):
+        jaxmor.affine_generalized_force(driven.affine, state.ctrl, state.q, state.u)
+    with pytest.raises(jaxmor.ArgumentError, match="not both"):
+        jaxmor.AffineActuatorDefinition("x", "left", tendon="grasp")
+    with pytest.raises(jaxmor.ArgumentError, match="unknown tendon 'grip'"):
+        jaxmor.with_affine_actuators(model, [jaxmor.AffineActuatorDefinition("x", "", tendon="grip")])
+
+
 def test_tendon_constants_are_randomized_per_world():
     model = _pair(SCENE).model
     spec = {"tendon.damping": jaxmor.uniform(0.1, 0.2, select=["arm", "carriage"])}

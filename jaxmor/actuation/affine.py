@@ -119,13 +119,13 @@ class AffineActuatorDefinition:
         for field in ("name", "joint", "tendon"):
             value = getattr(self, field)
             if not isinstance(value, str) or (field == "name" and not value):
-                raise ArgumentError(
-                    f"affine actuator: {field} must be a {'non-empty ' * (field == 'name')}string, got {value!r}"
-                )
-        if bool(self.joint) == bool(self.tendon):
+                raise ArgumentError(f"affine actuator: {field} must be a non-empty string, got {value!r}")
+        if not self.joint and not self.tendon:
+            raise ArgumentError(f"affine actuator '{self.name}': joint must be a non-empty string (or give a tendon)")
+        if self.joint and self.tendon:
             raise ArgumentError(
-                f"affine actuator '{self.name}': give a joint or a tendon (exactly one), got "
-                f"joint={self.joint!r}, tendon={self.tendon!r}"
+                f"affine actuator '{self.name}': give a joint or a tendon, not both (joint={self.joint!r}, "
+                f"tendon={self.tendon!r})"
             )
         owner = f"affine actuator '{self.name}'"
         for field in ("gear", "gain", "bias_q", "bias_v"):

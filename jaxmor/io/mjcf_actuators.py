@@ -181,7 +181,7 @@ def _on_tendon(v: Values, kind: str, name: str, target, tendon_ranges, autolimit
     gear = float(v.numbers("gear", 1, 6, default=(1.0,))[0])
     gain, bias = _law(v, kind, name)
     if inherited:
-        ctrl = _inherited_range(v, name, tendon, tendon_ranges[tendon], autolimits)
+        ctrl = _inherited_range(v, name, tendon, tendon_ranges[tendon], autolimits, "tendon")
     else:
         ctrl = limited_range(v, "ctrl", name, autolimits)
     force = limited_range(v, "force", name, autolimits)
@@ -436,12 +436,14 @@ def _inherited(doc: Document, classes, el, v: Values, name: str) -> bool:
     return True
 
 
-def _inherited_range(v: Values, name: str, joint: str, joint_range, autolimits: bool) -> tuple[float, float] | None:
+def _inherited_range(
+    v: Values, name: str, joint: str, joint_range, autolimits: bool, what: str = "joint"
+) -> tuple[float, float] | None:
     """MuJoCo's ``<position inheritrange="s">``: the joint's range scaled by ``s`` about its midpoint, the control
     limited unless ``ctrllimited="false"``."""
     if joint_range is None:
         raise v.error(
-            f"actuator {name!r}: inheritrange needs {joint!r} to be limited (MuJoCo refuses a joint or tendon "
+            f"actuator {name!r}: inheritrange needs {what} {joint!r} to be limited (MuJoCo refuses a {what} "
             "without a range and takes an unlimited joint's range in the file's units, unconverted)"
         )
     limited = v.choice("ctrllimited", ("auto", "true", "false"), "auto")
