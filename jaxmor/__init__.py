@@ -33,6 +33,7 @@ from jaxmor.build.actuators import (
 from jaxmor.build.builder import load_mjcf, load_urdf
 from jaxmor.build.checkpoint import load_checkpoint, save_checkpoint
 from jaxmor.build.compose import add_free_body, combine
+from jaxmor.build.height_field import with_height_field
 from jaxmor.build.scene import (
     add_ground,
     with_battery,
@@ -96,6 +97,7 @@ from jaxmor.types import (
     Battery,
     Equalities,
     GeomType,
+    HeightField,
     JointType,
     Keyframe,
     Model,
@@ -121,6 +123,7 @@ __all__ = [
     "Distribution",
     "Equalities",
     "GeomType",
+    "HeightField",
     "JaxmorError",
     "JointType",
     "Keyframe",
@@ -225,6 +228,7 @@ __all__ = [
     "with_affine_actuators",
     "with_battery",
     "with_geom_properties",
+    "with_height_field",
     "with_ground_contact",
     "with_options",
     "with_self_collision",

@@ -262,6 +262,28 @@ class TerrainGrid:
 
 
 @struct.dataclass
+class HeightField:
+    """A height field that the ground holds beside its plane (:func:`jaxmor.with_height_field`, MJCF ``<hfield>``):
+    heights on a regular ``(x, y)`` grid, two triangles per cell (:mod:`jaxmor.sim.collision.height_field`).
+
+    Attributes:
+        heights: (ny, nx) the surface's height at each grid vertex, world ``z`` [m]; row ``i`` lies at ``y = origin[1]
+            + i spacing[1]``, column ``j`` at ``x = origin[0] + j spacing[0]`` (MuJoCo's ``hfield_data`` order). A leaf:
+            batched per world (terrain randomized per world) and differentiable.
+        origin: (2,) the ``(x, y)`` of vertex ``(0, 0)`` [m].
+        spacing: (2,) the grid's step along ``x`` and ``y`` [m].
+        friction: () the field's Coulomb friction coefficient, combined with a geom's as the ground's is [-].
+        restitution: () its coefficient of restitution, combined as the maximum [-].
+    """
+
+    heights: jax.Array
+    origin: jax.Array
+    spacing: jax.Array
+    friction: jax.Array
+    restitution: jax.Array
+
+
+@struct.dataclass
 class Sites:
     """Named frames fixed on links (MJCF ``<site>``), ``ns`` of them: what sensors refer to.
 
@@ -580,6 +602,8 @@ class Model:
         sensors: the sensors (:class:`Sensors`, MJCF ``<sensor>``), read by :func:`jaxmor.read_sensors`.
         equality: the equality constraints (:class:`Equalities`, MJCF ``<equality>``).
         tendons: the fixed tendons (:class:`Tendons`, MJCF ``<tendon><fixed>``).
+        height_field: the ground's height field (:class:`HeightField`), ``None`` without one; the geoms that touch
+            the ground touch it where it lies above the plane.
         free_friction_u: first velocity index of each free joint whose six velocities have friction-loss rows
             in the solver (static; the free joints with a ``dof_friction`` given at build time, MJCF
             ``frictionloss``): the linear rows bound the world-frame velocity of the body origin, the angular
@@ -668,6 +692,7 @@ class Model:
     sensors: Sensors = struct.field(default_factory=empty_sensors)
     equality: Equalities = struct.field(default_factory=empty_equalities)
     tendons: Tendons = struct.field(default_factory=empty_tendons)
+    height_field: HeightField | None = None
     free_friction_u: tuple[int, ...] = struct.field(pytree_node=False, default=())
 
     @property

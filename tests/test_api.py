@@ -11,7 +11,7 @@ import jaxmor
 PUBLIC = [
     "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
     "ArgumentError", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "Equalities",
-    "GeomType",
+    "GeomType", "HeightField",
     "JaxmorError", "JointType", "Keyframe", "LugreModel", "Model", "ModelError", "MotorActuators", "MotorSaturation",
     "MotorState", "MotorTorqueBounds", "MujocoDifferenceWarning", "Options", "Poses", "Sensors", "Sites", "State",
     "Tendons", "ThermalModel", "actuate", "actuator_index",
@@ -30,7 +30,8 @@ PUBLIC = [
     "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force", "set_keyframe",
     "set_motor_operating_region_enforced", "set_motor_temperature", "set_pd_gains", "set_pd_targets", "shard_worlds",
     "step", "summary", "sysid", "transmission_matrix", "uniform", "with_actuators", "with_affine_actuators",
-    "with_battery", "with_geom_properties", "with_ground_contact", "with_options", "with_self_collision",
+    "with_battery", "with_geom_properties", "with_ground_contact", "with_height_field", "with_options",
+    "with_self_collision",
     "with_sensors", "with_terrain",
 ]  # fmt: skip
 

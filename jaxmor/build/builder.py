@@ -33,6 +33,7 @@ import numpy as np
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
 from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
 from jaxmor.build.equality import compile_equalities
+from jaxmor.build.height_field import with_height_field
 from jaxmor.build.sensors import compile_sensors, compile_sites
 from jaxmor.build.tendons import compile_tendons, with_tendon_couplings
 from jaxmor.build.terrain import binned
@@ -425,6 +426,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     model = _collision_filters(model, description, geoms.descriptions, link_names)
     if description.ground is not None:
         model = _with_ground(model, description, geoms.descriptions, arr.dtype)
+    if description.height_field is not None:
+        model = _with_field(model, description)
     if description.tendons:
         model = model.replace(tendons=compile_tendons(model, description))
     if description.affine_actuators:
@@ -715,6 +718,15 @@ def _with_ground(model: Model, description: RobotDescription, geoms, dtype) -> M
         ground_friction=jnp.asarray(ground.friction, dtype),
         geom_ground=tuple(t or g in paired for g, t in enumerate(touching)),
     )
+
+
+def _with_field(model: Model, description: RobotDescription) -> Model:
+    """The description's height field on the ground (errors name its geom's line)."""
+    field = description.height_field
+    try:
+        return with_height_field(model, field.heights, field.spacing, field.origin, friction=field.friction)
+    except ArgumentError as err:
+        raise ModelError(description.source, field.line, f"height field {field.name!r}: {err}") from None
 
 
 def _compile_affine(model: Model, description: RobotDescription):

@@ -36,6 +36,7 @@ from jaxmor.types import (
     Battery,
     Equalities,
     GeomType,
+    HeightField,
     JointType,
     Keyframe,
     Model,
@@ -67,6 +68,7 @@ _TYPES = {
         Sites,
         Sensors,
         Equalities,
+        HeightField,
         Tendons,
         State,
         ActuatorState,
@@ -89,7 +91,7 @@ def _encode(value, prefix: str, arrays: dict):
         for f in dataclasses.fields(value):
             child = getattr(value, f.name)
             leaf = f.metadata.get("pytree_node", True) and not isinstance(child, tuple)
-            leaf = leaf and not dataclasses.is_dataclass(child)
+            leaf = leaf and not dataclasses.is_dataclass(child) and child is not None
             if leaf and not isinstance(child, (bool, int, float, str)):  # a Python number or text stays one (JSON)
                 key = f"{prefix}/{f.name}"
                 arrays[key] = np.asarray(jax.device_get(child))

@@ -402,7 +402,8 @@ def combine(
     by the pose ``(position, orientation)``: its free bodies' default coordinates (``Model.q_default``) and
     whatever it welds to the world (a fixed base's first joints, links and geoms of its ``world``) are moved
     by it. The result keeps ``model``'s name, source, options (time step, gravity, solver sweeps, friction
-    rule), ground and battery; ``other``'s are dropped (its geoms touch ``model``'s ground if there is one).
+    rule), ground (its height field included) and battery; ``other``'s are dropped (its geoms touch ``model``'s
+    ground if there is one).
 
     Args:
         model: the first model (not batched).
@@ -467,6 +468,7 @@ def combine(
         sites=combine_sites(model, other, prefix, rotation, translation),
         sensors=combine_sensors(model, other, prefix),
         equality=combine_equalities(model, other, prefix, quat, translation),
+        height_field=model.height_field,
         free_friction_u=model.free_friction_u + tuple(v + model.nv for v in other.free_friction_u),
     )
     placed = _placed(other, translation, quat, rotation)

@@ -256,6 +256,25 @@ class Tendon:
 
 
 @dataclass
+class HeightFieldDescription:
+    """The ground's height field as a description gives it (MJCF ``<hfield>`` and its geom).
+
+    Attributes:
+        heights: (ny, nx) the height of each grid vertex, world ``z`` [m], row 0 at the smallest ``y``.
+        spacing: ``(dx, dy)`` the grid's steps [m]. origin: ``(x, y)`` of vertex ``(0, 0)`` [m].
+        friction: its Coulomb friction coefficient [-].
+        line: the line of its geom. name: the geom's name.
+    """
+
+    heights: np.ndarray
+    spacing: tuple[float, float]
+    origin: tuple[float, float]
+    friction: float
+    line: int
+    name: str
+
+
+@dataclass
 class GroundPlane:
     """The world's ground plane as a description gives it (an MJCF ``<geom type="plane">``).
 
@@ -423,6 +442,7 @@ class RobotDescription:
         equalities: (MJCF ``<equality>``) the equality constraints in document order: :class:`PointEquality`,
             :class:`JointEquality` and :class:`TendonEquality`.
         tendons: (MJCF ``<tendon>``) the fixed tendons, in document order.
+        height_field: (MJCF ``<hfield>``) the ground's height field, ``None`` without one.
         mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
             (:func:`jaxmor.io.mjcf_differences.differences`).
     """
@@ -450,6 +470,7 @@ class RobotDescription:
     explicit_pairs: list[ContactPair] = field(default_factory=list)
     equalities: list[PointEquality | JointEquality | TendonEquality] = field(default_factory=list)
     tendons: list[Tendon] = field(default_factory=list)
+    height_field: HeightFieldDescription | None = None
     mujoco_differences: list[str] = field(default_factory=list)
 
 

@@ -128,6 +128,7 @@ from jaxmor.io.mjcf_document import (
     read_document,
 )
 from jaxmor.io.mjcf_equality import read_equalities
+from jaxmor.io.mjcf_hfield import read_hfield_asset, read_hfield_geom
 from jaxmor.io.mjcf_pairs import pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
@@ -216,6 +217,8 @@ class _Reader:
         self.joint_count = 0
         self.geom_count = 0
         self.ground: GroundPlane | None = None
+        self.hfields: dict = {}  # <hfield> assets by name (jaxmor.io.mjcf_hfield)
+        self.height_field = None  # the height field geom's description
         self.pairs: list = []  # (element, ContactPair) of each explicit <pair>
         self.paired: set[str] = set()  # the geoms they name: collision geoms whatever their bit masks
         self.rich_contacts: list[str] = []  # geoms with condim 4 or 6
@@ -340,6 +343,7 @@ class _Reader:
             explicit_pairs=explicit,
             equalities=equalities,
             tendons=tendons,
+            height_field=None if "contact" in self.options.disabled else self.height_field,
             mujoco_differences=differences(doc),
         )
         self._apply_disabled(description)
@@ -446,7 +450,8 @@ class _Reader:
             if kind is None or kind in IGNORED_ELEMENTS:
                 continue
             if kind == "hfield":
-                continue  # refused where a geom uses it
+                self._read_hfield(child)
+                continue
             if kind in REFUSED_ELEMENTS:
                 raise doc.error(child, f"<{kind}>: {REFUSED_ELEMENTS[kind]}")
             if kind != "mesh":
@@ -828,8 +833,8 @@ class _Reader:
             "type", ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "hfield", "sdf"), "sphere"
         )
         name = v.text("name") or f"geom{gid}"
-        if kind in ("hfield", "sdf"):
-            raise v.error(f"geom {name!r}: {kind} geoms are not supported")
+        if kind == "sdf":
+            raise v.error(f"geom {name!r}: sdf geoms are not supported")
         if v.has("mesh") and kind != "mesh":
             raise v.error(f"geom {name!r}: fitting a {kind} to a mesh is not supported; give its size")
         rotation, translation, size = self._geom_shape(v, kind, name)
@@ -846,6 +851,9 @@ class _Reader:
         collides = bool(contype or conaffinity) or name in self.paired
         if kind == "plane":
             self._read_plane(v, name, world, rotation, translation, collides, mu, priority, contype, conaffinity)
+            return
+        if kind == "hfield":
+            self._read_hfield_geom(v, name, world, (rotation, translation), collides, mu)
             return
         if world and not collides:
             return
@@ -1031,6 +1039,35 @@ class _Reader:
         if mesh not in self.mesh_files:
             raise v.error(f"geom {name!r}: unknown mesh {mesh!r}")
         return self.mesh_files[mesh]
+
+    def _read_hfield(self, el) -> None:
+        v = self.resolve(el, SPECS["hfield"], "hfield", None)
+        name = v.text("name") or (Path(v.text("file", "")).stem if v.text("file") else "")
+        if not name:
+            raise v.error("an <hfield> needs a name (or a file)")
+        if name in self.hfields:
+            raise v.error(f"duplicate hfield name {name!r}")
+
+        def read_file(file: str) -> bytes:
+            base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
+            folder = None if base is None else str(base / self.compiler.meshdir)
+            path = resolve_mesh(file, folder, self.package_dirs, self.doc.source(el), el.sourceline)
+            return path.read_bytes()
+
+        self.hfields[name] = read_hfield_asset(v, name, read_file)
+
+    def _read_hfield_geom(self, v: Values, name: str, world: bool, pose, collides: bool, mu: float) -> None:
+        """A height field geom: the ground's height field (:mod:`jaxmor.io.mjcf_hfield`)."""
+        if not world:
+            raise v.error(f"geom {name!r}: a height field must be in the world body (jaxmor's is static)")
+        if not collides:
+            return
+        asset = v.text("hfield")
+        if asset not in self.hfields:
+            raise v.error(f"geom {name!r}: unknown hfield {asset!r}")
+        if self.height_field is not None:
+            raise v.error(f"geom {name!r}: a second height field (jaxmor's ground holds one)")
+        self.height_field = read_hfield_geom(v, name, self.hfields[asset], *pose, mu)
 
     def _mesh_path(self, asset: _MeshAsset) -> Path:
         base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir

@@ -157,11 +157,10 @@ SPECS: dict[str, ElementSpec] = {
     ),
     "freejoint": _spec("name", "group", {"align": (false_or_auto, "freejoint align is not supported")}),
     "geom": _spec(
-        "name class type size pos fromto mesh contype conaffinity condim priority friction group density mass "
+        "name class type size pos fromto mesh hfield contype conaffinity condim priority friction group density mass "
         + _ORIENTATION,
         _SOFT + " material rgba user castshadow adhesion fluidcoef fitscale",
         {
-            "hfield": (empty, "height fields (hfield) are not supported"),
             "shellinertia": (
                 false,
                 "shellinertia is not supported (a mesh's shell inertia is its asset's inertia='shell')",
@@ -193,6 +192,8 @@ SPECS: dict[str, ElementSpec] = {
             "actuatorfrclimited": (false_or_auto, "a tendon's actuatorfrcrange is not supported"),
         },
     ),
+    # A height field asset (<asset><hfield>).
+    "hfield": _spec("name file nrow ncol size elevation", "content_type"),
     # A joint of a fixed tendon (<fixed><joint joint coef>).
     "tendon_joint": _spec("joint coef"),
     "exclude": _spec("body1 body2", "name"),
@@ -324,7 +325,6 @@ REFUSED_ELEMENTS = {
     "flexcomp": "deformable objects (flexcomp) are not supported",
     "composite": "composite objects are not supported",
     "skin": "skins are not supported",
-    "hfield": "height fields are not supported",
     "extension": "plugins are not supported",
     "plugin": "plugins are not supported",
     "attach": "attaching models (<attach>) is not supported: include the model's file instead",

@@ -20,6 +20,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_sqrt
 from jaxmor.sim.collision.contacts import Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
+from jaxmor.sim.collision.height_field import field_gaps
 from jaxmor.sim.collision.polytope import box_box, box_mesh, capsule_mesh, mesh_mesh, sphere_mesh
 from jaxmor.sim.collision.primitive import capsule_box, capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
 from jaxmor.sim.collision.terrain import PADDING_GAP, check_current, lookup, terrain_count
@@ -314,13 +315,45 @@ def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> 
         0,
         priority[geom_of_slot],
     )
-    return (
+    plane = (
         pts[:, 2] - model.ground_height.astype(dtype),
         pts,
         up(dtype, (n_ground,)),
         jnp.broadcast_to(f, (n_ground,)),
         jnp.maximum(model.ground_restitution.astype(dtype), rest[geom_of_slot]),
     )
+    if model.height_field is None:
+        return plane
+    return _nearer(plane, _field_contacts(model, pts, geom_of_slot, (mu, given, priority, rest)))
+
+
+def _field_contacts(model: Model, pts: jax.Array, geom_of_slot: np.ndarray, surfaces) -> tuple[jax.Array, ...]:
+    """The ground slots' ``(distance, position, normal, friction, restitution)`` against the height field
+    (:mod:`jaxmor.sim.collision.height_field`): a sphere's and a capsule's points on their spheres' radii."""
+    dtype = pts.dtype
+    field = model.height_field
+    mu, given, priority, rest = surfaces
+    rounded = np.array([model.geom_type[g] in (GeomType.SPHERE, GeomType.CAPSULE) for g in geom_of_slot], dtype=bool)
+    radius = jnp.where(rounded, model.geom_size.astype(dtype)[geom_of_slot, 0], 0.0)
+    gap, position, normal = field_gaps(field, pts, radius)
+    f = combine_friction(
+        model.opt.friction_rule,
+        field.friction.astype(dtype),
+        np.True_,
+        mu[geom_of_slot],
+        given[geom_of_slot],
+        0,
+        priority[geom_of_slot],
+    )
+    restitution = jnp.maximum(field.restitution.astype(dtype), rest[geom_of_slot])
+    return gap, position, normal, jnp.broadcast_to(f, gap.shape), restitution
+
+
+def _nearer(a: tuple[jax.Array, ...], b: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+    """Per slot, the candidate of ``a`` or ``b`` (``(distance, position, normal, friction, restitution)``) whose
+    distance is smaller."""
+    take_b = b[0] < a[0]
+    return tuple(jnp.where(take_b.reshape(take_b.shape + (1,) * (x.ndim - 1)), y, x) for x, y in zip(a, b, strict=True))
 
 
 def _pair_groups(model: Model) -> dict[tuple, list[int]]:

@@ -1,0 +1,71 @@
+"""The ground's height field (:class:`~jaxmor.types.HeightField`): the surface under a point, and the gaps of the
+ground slots to it.
+
+The surface is MuJoCo's: two triangles per grid cell, split by the diagonal from vertex ``(i, j)`` to ``(i + 1,
+j + 1)``, so a plane sampled on the grid is that plane exactly (the closed forms of a tilted plane hold on it) and
+each triangle has one normal. A bilinear patch would be smoother but curved, its normals varying inside a cell:
+rest heights and slopes on a sampled plane would no longer be exact, and MuJoCo's rest heights on the same grid
+would differ by the patch's bulge.
+
+Each ground point of a geom (:mod:`jaxmor.sim.collision.ground`) looks up the one cell under it: the cost per step
+follows the ground points, never the grid's size, and so does the compiled program (one gather of four heights).
+A sphere's or a capsule's point is moved to ``c - r n``, ``n`` the surface normal under its centre ``c``, so that
+on a slope it is the point that touches (its gap ``n . (c - q) - r`` is then exact on a planar triangle). The gap of
+a point ``p`` over the surface point ``q`` below it is ``n_z (p_z - q_z)``, its distance along the normal to the
+triangle's plane. Outside the grid the field has no surface (an infinite gap): only the plane is there.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.types import HeightField
+
+
+def surface(field: HeightField, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(height (n,), normal (n, 3), inside (n,) bool)``: the field's surface under each point ``xy`` (n, 2) [m]:
+    its height [m], the unit normal of its triangle, and whether the point lies over the grid (outside, the
+    values are the nearest edge cell's, unused)."""
+    dtype = xy.dtype
+    heights = field.heights.astype(dtype)
+    ny, nx = heights.shape
+    scaled = (xy - field.origin.astype(dtype)) / field.spacing.astype(dtype)
+    limit = jnp.array([nx - 1, ny - 1], dtype)
+    inside = jnp.all((scaled >= 0) & (scaled <= limit), axis=-1)
+    cell = jnp.clip(jnp.floor(jax.lax.stop_gradient(scaled)), 0, limit - 1).astype(np.int32)
+    fraction = scaled - cell.astype(dtype)
+    j, i = cell[:, 0], cell[:, 1]
+    h00, h10 = heights[i, j], heights[i, j + 1]  # (i, j), one step along x
+    h01, h11 = heights[i + 1, j], heights[i + 1, j + 1]
+    fx, fy = fraction[:, 0], fraction[:, 1]
+    lower = fx >= fy  # the triangle (00, 10, 11), else (00, 11, 01)
+    slope_x = jnp.where(lower, h10 - h00, h11 - h01)  # dz per cell along x
+    slope_y = jnp.where(lower, h11 - h10, h01 - h00)
+    height = h00 + slope_x * fx + slope_y * fy
+    spacing = field.spacing.astype(dtype)
+    normal = jnp.stack([-slope_x / spacing[0], -slope_y / spacing[1], jnp.ones_like(fx)], axis=-1)
+    normal = normal / jnp.linalg.norm(normal, axis=-1, keepdims=True)
+    return height, normal, inside
+
+
+def field_gaps(field: HeightField, points: jax.Array, radius: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(gap (n,), position (n, 3), normal (n, 3))`` of ground points against the field.
+
+    Args:
+        field: the height field.
+        points: (n, 3) the ground points [m]: a sphere's or a capsule's lowest point ``c - r z``, else a vertex.
+        radius: (n,) the radius of the sphere each point lies on (0 for a vertex) [m].
+
+    Returns:
+        The gap along the surface normal (``inf`` off the grid) [m], the point that touches (``c - r n`` on a
+        sphere) and the normal of the triangle under it.
+    """
+    up = jnp.array([0.0, 0.0, 1.0], points.dtype)
+    centre = points + radius[:, None] * up
+    _, normal, _ = surface(field, centre[:, :2])
+    touching = centre - radius[:, None] * normal
+    height, normal, inside = surface(field, touching[:, :2])
+    gap = normal[:, 2] * (touching[:, 2] - height)
+    return jnp.where(inside, gap, jnp.inf), touching, normal
