@@ -529,7 +529,7 @@ REFUSALS = {
                          'range="10', "a ball joint's range is '0 angle'"),
     "equality of a joint with itself": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>',
                                         '<joint joint1', "with itself"),
-    "height field geom": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "height fields"),
+    "height field without its asset": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "unknown hfield 'h'"),
     "ellipsoid collision geom": ("world", '<body><geom type="ellipsoid" size=".1 .2 .3"/></body>', "ellipsoid",
                                  "ellipsoid collision geoms"),
     "sdf geom": ("world", '<body><geom type="sdf"/></body>', "sdf", "sdf geoms"),
