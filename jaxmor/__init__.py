@@ -89,7 +89,7 @@ from jaxmor.state import (
     set_pd_gains,
     set_pd_targets,
 )
-from jaxmor.tools import sysid
+from jaxmor.tools import sysid, terrain
 from jaxmor.tools.randomization import Distribution, log_uniform, normal, randomize, scale, uniform
 from jaxmor.types import (
     ActuatorState,
@@ -222,6 +222,7 @@ __all__ = [
     "step",
     "summary",
     "sysid",
+    "terrain",
     "transmission_matrix",
     "uniform",
     "with_actuators",

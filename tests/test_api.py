@@ -29,7 +29,7 @@ PUBLIC = [
     "set_actuator_pd_gains", "set_actuator_pd_targets", "set_actuator_torque", "set_actuator_torques",
     "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force", "set_keyframe",
     "set_motor_operating_region_enforced", "set_motor_temperature", "set_pd_gains", "set_pd_targets", "shard_worlds",
-    "step", "summary", "sysid", "transmission_matrix", "uniform", "with_actuators", "with_affine_actuators",
+    "step", "summary", "sysid", "terrain", "transmission_matrix", "uniform", "with_actuators", "with_affine_actuators",
     "with_battery", "with_geom_properties", "with_ground_contact", "with_height_field", "with_options",
     "with_self_collision",
     "with_sensors", "with_terrain",
