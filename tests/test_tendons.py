@@ -256,11 +256,12 @@ def test_the_gradient_through_tendon_parameters_matches_central_differences():
         return jaxmor.rollout(m, state, n_steps=100)[0].q[0]
 
     grad = jax.jit(jax.grad(final))(model)
+    run = jax.jit(final)  # compiled once for the four differences
     for field, i in (("stiffness", 0), ("coefficient", 1)):
         leaf = getattr(model.tendons, field)
 
         def at(x, field=field, i=i, leaf=leaf):
-            return final(model.replace(tendons=model.tendons.replace(**{field: leaf.at[i].set(x)})))
+            return run(model.replace(tendons=model.tendons.replace(**{field: leaf.at[i].set(x)})))
 
         eps = 1e-6
         fd = (at(leaf[i] + eps) - at(leaf[i] - eps)) / (2 * eps)
@@ -313,17 +314,17 @@ def test_tendon_constants_are_randomized_per_world():
 def test_a_checkpoint_and_a_combined_scene_keep_the_tendons(tmp_path):
     model = _pair(SCENE).model
     state = jaxmor.init_state(model).replace(ctrl=jnp.asarray(CTRL))
-    alone = jaxmor.rollout(model, state, n_steps=200)[0]
+    alone = jaxmor.rollout(model, state, n_steps=100)[0]
     path = tmp_path / "tendons.jaxmor"
     jaxmor.save_checkpoint(path, model, state)
     loaded, loaded_state = jaxmor.load_checkpoint(path)
     assert loaded.tendons.names == model.tendons.names and loaded.equality.tendon == model.equality.tendon
-    np.testing.assert_allclose(jaxmor.rollout(loaded, loaded_state, n_steps=200)[0].q, alone.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(jaxmor.rollout(loaded, loaded_state, n_steps=100)[0].q, alone.q, rtol=0, atol=1e-12)
     combined = jaxmor.combine(model, model, prefix="b/", position=(2.0, 0.0, 0.0))
     assert combined.tendons.nt == 2 * model.tendons.nt and combined.affine.tendon == (0, -1, 1, 4, -1, 5)
     assert combined.equality.tendon == ((2, -1), (1, 3), (6, -1), (5, 7))
     both = jaxmor.init_state(combined).replace(ctrl=jnp.concatenate([jnp.asarray(CTRL)] * 2))
-    together = jaxmor.rollout(combined, both, n_steps=200)[0]
+    together = jaxmor.rollout(combined, both, n_steps=100)[0]
     np.testing.assert_allclose(together.q[: model.nq], alone.q, rtol=0, atol=1e-12)
     np.testing.assert_allclose(together.q[model.nq :], alone.q, rtol=0, atol=1e-12)
 
