@@ -140,7 +140,9 @@ def test_worlds_batched_over_their_heights_and_the_gradient_reaches_them():
 
     heights = jax.jit(jax.vmap(rest))(jnp.array([0.0, 0.1, 0.2]))
     np.testing.assert_allclose(heights, [0.1, 0.2, 0.3], rtol=0, atol=1e-6)
-    assert float(jax.jit(jax.grad(rest))(0.1)) == pytest.approx(1.0, abs=1e-6)  # the resting sphere rises with the field
+    assert float(jax.jit(jax.grad(rest))(0.1)) == pytest.approx(
+        1.0, abs=1e-6
+    )  # the resting sphere rises with the field
 
 
 def test_a_binary_file_loads_as_mujocos(tmp_path):
