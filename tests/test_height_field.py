@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import warnings
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -216,3 +218,77 @@ def _saved(tmp_path, model):
     path = tmp_path / "bare.jaxmor"
     jaxmor.save_checkpoint(path, model, jaxmor.init_state(model))
     return path
+
+
+GO2 = Path(__file__).parent / "data" / "unitree_go2"
+KP, KD = 60.0, 3.0  # the stand's PD on the motors [Nm/rad, Nm s/rad], the same in both engines
+
+
+def _go2_scene(folder: Path, kind: str) -> tuple[Path, np.ndarray]:
+    """The Menagerie Go2 on a 3 m x 3 m height field (61 x 61 vertices): ``flat`` (zero), ``stairs`` (4 cm risers
+    every 25 cm along x) or ``rough`` (uniform in [0, 4 cm], seeded); the files copied beside it (a model's files
+    stay inside its folder)."""
+    for name in ("go2.xml", "assets"):
+        if not (folder / name).exists():
+            (shutil.copytree if (GO2 / name).is_dir() else shutil.copy)(GO2 / name, folder / name)
+    x = np.linspace(-1.5, 1.5, 61)
+    grid = {
+        "flat": np.zeros((61, 61)),
+        "stairs": np.broadcast_to(np.floor((x + 1.5) / 0.25 + 1e-9) * 0.04, (61, 61)),
+        "rough": np.random.default_rng(0).uniform(0.0, 0.04, (61, 61)),
+    }[kind]
+    top = max(float(grid.max()), 1e-3)
+    elevation = " ".join(f"{v:.9f}" for v in (grid[::-1] / top).ravel())
+    if kind == "flat":
+        elevation = elevation.replace("0.000000000", "1.000000000", 1)  # MuJoCo normalizes: keep the field at 0
+        top = 1e-9
+    path = folder / f"{kind}.xml"
+    path.write_text(
+        f'<mujoco model="go2 on {kind}"><include file="go2.xml"/><option timestep="0.002"/><asset>'
+        f'<hfield name="terrain" nrow="61" ncol="61" size="1.5 1.5 {top} 0.1" elevation="{elevation}"/></asset>'
+        '<worldbody><geom name="terrain" type="hfield" hfield="terrain"/></worldbody></mujoco>'
+    )
+    return path, grid
+
+
+def _stand(path: Path, ground: float) -> tuple[float, float, jaxmor.State, jaxmor.Model]:
+    """2 s of the Go2 dropped 3 cm above its home pose on the field and held by a PD to it, in both engines:
+    (jaxmor's final base height, MuJoCo's, jaxmor's final state, the model)."""
+    model = _load(path)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qpos[2] += ground + 0.03
+    home = d.qpos[7:].copy()
+
+    def ctrl(q, u):
+        return KP * (home - q[7:]) - KD * u[6:]
+
+    def body(s, _):
+        s = jaxmor.step(model, s.replace(ctrl=ctrl(s.q, s.u)))
+        return s, s.q[2]
+
+    state = jaxmor.init_state(model, q=jnp.asarray(d.qpos))
+    final, heights = jax.jit(lambda s: jax.lax.scan(body, s, None, length=1000))(state)
+    for _ in range(1000):
+        d.ctrl[:] = ctrl(d.qpos, d.qvel)
+        mujoco.mj_step(m, d)
+    assert not bool(final.nonfinite) and float(heights.min()) > ground + 0.2  # never fell through
+    return float(final.q[2]), float(d.qpos[2]), final, model
+
+
+@pytest.mark.slow
+def test_the_go2_stands_on_height_field_stairs_and_rough_ground_as_in_mujoco(tmp_path):
+    """On flat, stair and rough fields the Go2 stands 2 s. Its feet rest on the surface (the four nearest contacts
+    within 1 mm of it). Its base height differs from MuJoCo's on each field as it does on the flat one (MuJoCo's
+    soft contacts and the stand's PD: 1.1 cm measured; each field's difference within 5 mm of the flat one's)."""
+    offsets = {}
+    for kind in ("flat", "stairs", "rough"):
+        path, grid = _go2_scene(tmp_path, kind)
+        ours, theirs, final, model = _stand(path, float(grid[30, 30]))
+        offsets[kind] = ours - theirs
+        gaps = jaxmor.collide(model, jaxmor.sim.kinematics.body_poses(model, final.q)).distance
+        nearest = np.sort(np.asarray(gaps))[:4]
+        assert np.abs(nearest).max() < 1e-3, (kind, nearest)  # four feet on the surface
+    for kind in ("stairs", "rough"):
+        assert abs(offsets[kind] - offsets["flat"]) < 5e-3, offsets
