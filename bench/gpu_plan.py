@@ -63,6 +63,12 @@ def add_options(g) -> None:
     g.add_argument(
         "--keep-dump", type=Path, help="copy each case's XLA dump (HLO, thunk sequence) into DIR/<engine>-<kind>-<N>"
     )
+    g.add_argument(
+        "--xml",
+        type=Path,
+        help=f"the Go2 scene of the Go2 cases (default {GO2_XML.relative_to(ROOT)}; e.g. one with a "
+        "height field, bench/tools/hfield_scene.py)",
+    )
 
 
 def plan(args, engines: list[str]) -> list[dict]:
@@ -73,6 +79,8 @@ def plan(args, engines: list[str]) -> list[dict]:
         for n in sizes_of(args):
             case = {"engine": engine, "kind": kind, "engine_label": label, "n_worlds": n, "n_steps": 1}
             case["model_input"] = args.model_input
+            if args.xml:
+                case["xml"] = str(Path(args.xml).resolve())
             if args.keep_dump:
                 case["keep_dump"] = str(Path(args.keep_dump).resolve() / f"{engine}-{kind}-{n}")
             cases.append(case)
@@ -117,7 +125,7 @@ def _jaxmor_step(spec: dict):
     else:
         with warnings.catch_warnings():  # the feet's condim 6: jaxmor keeps their sliding friction only
             warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
-            model = jaxmor.load_mjcf(str(GO2_XML))
+            model = jaxmor.load_mjcf(spec.get("xml", str(GO2_XML)))
         state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
     return jaxmor.step, model, state
 
@@ -128,7 +136,7 @@ def _mjx_step(spec: dict):
     import mujoco
     from mujoco import mjx
 
-    mj_model = mujoco.MjModel.from_xml_path(str(GO2_XML))
+    mj_model = mujoco.MjModel.from_xml_path(spec.get("xml", str(GO2_XML)))
     data = mujoco.MjData(mj_model)
     mujoco.mj_resetDataKeyframe(mj_model, data, mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_KEY, "home"))
     d = mjx.put_data(mj_model, data)

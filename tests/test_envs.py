@@ -237,6 +237,35 @@ def test_the_observation_can_open_with_sensors(pd_env):
         envs.Locomotion(model, pd_env.standing_q, observation_sensors=["vel", "imu"])
 
 
+def test_locomotion_on_generated_terrain_with_a_height_scan(pd_env):
+    """Episodes start on a cell's spawn point at the standing height above it; the height scan reads the base's
+    height above the terrain at its points (on grid vertices here: the heights array's entries), and turns with the
+    base's yaw."""
+    terrain = jaxmor.terrain.generate(levels=2, kinds=("stairs_up", "rough"), size=4.0, resolution=0.1)
+    env = envs.Locomotion(pd_env.model, pd_env.standing_q, terrain=terrain, height_scan=(3, 2, 0.2), episode_steps=40)
+    assert env.observation_size == pd_env.observation_size + 6
+    state = env.reset(jax.random.PRNGKey(3))
+    start = np.asarray(state.sim.q)
+    spawns = terrain.spawn.reshape(-1, 3)
+    cell = np.argmin(np.linalg.norm(spawns[:, :2] - start[:2], axis=1))
+    np.testing.assert_allclose(start[:2], spawns[cell, :2], atol=1e-12)
+    np.testing.assert_allclose(start[2], spawns[cell, 2] + env.standing_height + 0.02, atol=1e-12)
+    # A base over the rough cell (level 0, column 1), off its platform, at x = 5.2, y = 0.5, heading along +x: the
+    # scan's points (along -0.2, 0, 0.2; across -0.1, 0.1) are the vertices x = 5.0, 5.2, 5.4 by y = 0.4, 0.6.
+    q = state.sim.q.at[0:2].set(jnp.array([5.2, 0.5])).at[2].set(2.0).at[3:7].set(jnp.array([1.0, 0, 0, 0]))
+    scan = np.asarray(env._observe(state.sim.replace(q=q), state.data))[-6:]
+    rows, cols = np.array([4, 6, 4, 6, 4, 6]), np.array([50, 50, 52, 52, 54, 54])
+    assert len(np.unique(terrain.heights[rows, cols])) == 6  # distinct heights: the order is checked
+    np.testing.assert_allclose(scan, 2.0 - terrain.heights[rows, cols], atol=1e-12)
+    # Heading along +y (left is -x): along gives y = 0.3, 0.5, 0.7, across x = 5.3, 5.1.
+    turned = q.at[3:7].set(jnp.array([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)]))
+    scan = np.asarray(env._observe(state.sim.replace(q=turned), state.data))[-6:]
+    rows, cols = np.array([3, 3, 5, 5, 7, 7]), np.array([53, 51, 53, 51, 53, 51])
+    np.testing.assert_allclose(scan, 2.0 - terrain.heights[rows, cols], atol=1e-12)
+    with pytest.raises(ArgumentError, match="height_scan"):
+        envs.Locomotion(pd_env.model, pd_env.standing_q, height_scan=(3, 0, 0.1))
+
+
 def test_episodes_draw_their_models_from_a_randomize_pool():
     env = envs.Locomotion(randomization=envs.default_randomization(), randomization_pool=8, seed=1)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(9), 32))

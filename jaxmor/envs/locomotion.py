@@ -1,4 +1,5 @@
-"""Velocity tracking on flat ground for a floating-base legged robot whose actuators are DC motors.
+"""Velocity tracking on flat ground or generated terrain for a floating-base legged robot whose actuators are DC
+motors.
 
 :class:`Locomotion` follows the actuator spec's advice for a training environment: the policy's actions
 become actuator torques (directly, scaled into the current torque bounds, or through a PD computed
@@ -32,10 +33,12 @@ from jaxmor.errors import ArgumentError
 from jaxmor.math import quat_to_rotation
 from jaxmor.robots import path as robot_path
 from jaxmor.robots import quadruped_standing_q
+from jaxmor.sim.collision.height_field import ground_heights
 from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.sim.sensing import read_sensors
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, randomize, scale, uniform
+from jaxmor.tools.terrain import Terrain
 from jaxmor.types import Model, State
 
 #: The reward terms and their default weights (per second of simulated time; each term is multiplied by its
@@ -107,7 +110,7 @@ def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]
 
 
 class Locomotion(Env):
-    """Track a commanded forward, lateral and yaw velocity on flat ground.
+    """Track a commanded forward, lateral and yaw velocity on flat ground or on generated terrain.
 
     Observation (``observation_size = 12 + 5 na``), in this order: base linear velocity in the base frame
     (3) [m/s]; base angular velocity in the base frame (3) [rad/s]; gravity's direction in the base frame
@@ -117,7 +120,10 @@ class Locomotion(Env):
     else 0; the previous action (na). Raw SI values: normalize them in the trainer (Brax PPO's
     ``normalize_observations=True``). With ``observation_sensors``, the named sensors' readings
     (:func:`jaxmor.read_sensors`, in the order given) replace the first three blocks (the base's velocities and
-    gravity's direction): an IMU's gyro and accelerometer instead of the simulator's exact base state.
+    gravity's direction): an IMU's gyro and accelerometer instead of the simulator's exact base state. With
+    ``height_scan=(nx, ny, spacing)``, the base's height above the ground at ``nx x ny`` points around it follows
+    (``nx`` along the base's heading, ``ny`` across it, ``spacing`` [m] apart, centred on the base, turned by its
+    yaw; :func:`jaxmor.sim.collision.height_field.ground_heights`) [m].
 
     Action (``action_size = na``), each in [-1, 1] (values beyond are clipped):
 
@@ -140,7 +146,8 @@ class Locomotion(Env):
 
     An episode ends when the base falls below ``min_base_height`` or tilts beyond 60 degrees (or the world
     stops: non-finite), or after ``episode_steps``. A new episode starts from ``standing_q`` raised by
-    2 cm, turned by a random yaw, with the joints perturbed uniformly by ``+-joint_noise``, at rest; it draws
+    2 cm, turned by a random yaw, with the joints perturbed uniformly by ``+-joint_noise``, at rest (on
+    ``terrain``: at the spawn point of a cell drawn uniformly, its height the standing height above it); it draws
     a command uniformly from ``command_ranges`` and, with ``randomization``, one of ``randomization_pool``
     models drawn once by :func:`jaxmor.randomize`.
 
@@ -166,6 +173,10 @@ class Locomotion(Env):
         auto_reset: reset a finished world inside ``step``.
         observation_sensors: names of ``model.sensors`` (an MJCF file's, or :func:`jaxmor.with_sensors`'s) whose
             readings open the observation instead of the base state; ``None``: the base state.
+        terrain: a generated terrain (:func:`jaxmor.terrain.generate`) put on the model's ground
+            (:meth:`~jaxmor.tools.terrain.Terrain.on`); the base's fall height is then measured from the ground
+            under it.
+        height_scan: ``(nx, ny, spacing)`` of the height-scan observation, or ``None`` for none.
 
     Raises:
         ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
@@ -204,6 +215,8 @@ class Locomotion(Env):
         joint_noise: float = 0.1,
         auto_reset: bool = True,
         observation_sensors: Sequence[str] | None = None,
+        terrain: Terrain | None = None,
+        height_scan: tuple[int, int, float] | None = None,
     ):
         super().__init__(episode_steps, auto_reset)
         if model is None:
@@ -247,13 +260,18 @@ class Locomotion(Env):
         self.q_index = actuator_joint_q_index(model)
         self.v_index = v_act.astype(np.int32)
         self.standing_joints = standing_q[self.q_index]
-        height = standing_q[2] - float(np.asarray(model.ground_height))
-        self.min_base_height = 0.6 * height if min_base_height is None else float(min_base_height)
+        self.standing_height = standing_q[2] - float(np.asarray(model.ground_height))  # above the ground [m]
+        self.min_base_height = 0.6 * self.standing_height if min_base_height is None else float(min_base_height)
         self.joint_noise = float(joint_noise)
         self.observation_sensors = _sensor_names(model, observation_sensors)
         dims = dict(zip(model.sensors.names, model.sensors.dims, strict=True))
         base = 9 if self.observation_sensors is None else sum(dims[n] for n in self.observation_sensors)
-        self.observation_size = base + 3 + 5 * model.na
+        self.spawn = None
+        if terrain is not None:
+            self.model = terrain.on(self.model)
+            self.spawn = jnp.asarray(terrain.spawn.reshape(-1, 3), dtype)
+        self.scan = _scan_points(height_scan, dtype)
+        self.observation_size = base + 3 + 5 * model.na + (0 if self.scan is None else self.scan.shape[0])
         self.action_size = model.na
         self.randomization = dict(randomization) if randomization else None
         if self.randomization:
@@ -289,6 +307,7 @@ class Locomotion(Env):
 
     def _start(self, key: jax.Array) -> tuple[State, LocomotionData]:
         k_world, k_cmd, k_joint, k_yaw = jax.random.split(key, 4)
+        k_spawn = jax.random.fold_in(key, 4)  # beside the four draws, which stay those of a flat episode
         dtype = self.model.body_mass.dtype
         world = self._draw_world(k_world)
         data = LocomotionData(
@@ -304,6 +323,9 @@ class Locomotion(Env):
         noise = jax.random.uniform(k_joint, (self.action_size,), dtype, -self.joint_noise, self.joint_noise)
         q = q.at[self.q_index].add(noise)
         yaw = jax.random.uniform(k_yaw, (), dtype, -math.pi, math.pi)
+        if self.spawn is not None:
+            cell = self.spawn[jax.random.randint(k_spawn, (), 0, self.spawn.shape[0])]
+            q = q.at[:2].add(cell[:2]).at[2].set(cell[2] + self.standing_height)
         q = q.at[2].add(0.02).at[3:7].set(jnp.stack([jnp.cos(yaw / 2), 0 * yaw, 0 * yaw, jnp.sin(yaw / 2)]))
         sim = init_state(model, q)
         if self.motor_model == "box":
@@ -324,6 +346,7 @@ class Locomotion(Env):
             opening = [readings[name] for name in self.observation_sensors]
         motor = model.actuators.motor
         no_load = jnp.asarray(motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
+        scan = [] if self.scan is None else [self._height_scan(model, sim)]
         return jnp.concatenate(
             [
                 *opening,
@@ -333,8 +356,17 @@ class Locomotion(Env):
                 motor_speeds(model, sim.u) / no_load,
                 data.saturated,
                 data.last_action,
+                *scan,
             ]
         )
+
+    def _height_scan(self, model: Model, sim: State) -> jax.Array:
+        """The base's height above the ground at the scan's points, turned by the base's yaw [m]."""
+        rot = quat_to_rotation(sim.q[3:7])
+        heading = rot[:2, 0] / jnp.maximum(jnp.linalg.norm(rot[:2, 0]), 1e-9)
+        turn = jnp.stack([heading, jnp.stack([-heading[1], heading[0]])], axis=1)  # columns: forward, left
+        points = sim.q[:2] + self.scan.astype(sim.q.dtype) @ turn.T
+        return sim.q[2] - ground_heights(model, points)
 
     def _policy_bounds(self, model: Model, sim: State) -> tuple[jax.Array, jax.Array]:
         if self.motor_model == "box":
@@ -351,7 +383,7 @@ class Locomotion(Env):
 
         lin, ang, gravity = self._base_frame(sim)
         metrics = self._weighted_terms(data, a, lin, ang, gravity, power, outside)
-        height = sim.q[2] - jnp.asarray(model.ground_height, dtype)
+        height = sim.q[2] - ground_heights(model, sim.q[None, :2])[0]
         terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
         metrics["termination"] = self.weights["termination"] * terminated.astype(dtype)
         reward = sum(metrics.values())
@@ -420,6 +452,27 @@ class Locomotion(Env):
         }
         metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
         return metrics
+
+
+def _scan_points(height_scan, dtype) -> jax.Array | None:
+    """(nx ny, 2) the height scan's points in the base's yaw frame [m], or ``None``.
+
+    Raises:
+        ArgumentError: not ``(nx, ny, spacing)`` with positive counts and spacing.
+    """
+    if height_scan is None:
+        return None
+    try:
+        nx, ny, spacing = height_scan
+    except (TypeError, ValueError):
+        raise ArgumentError(f"height_scan must be (nx, ny, spacing), got {height_scan!r}") from None
+    nx, ny = as_positive_int(nx, "height_scan nx"), as_positive_int(ny, "height_scan ny")
+    if not (isinstance(spacing, (int, float)) and math.isfinite(spacing) and spacing > 0):
+        raise ArgumentError(f"height_scan spacing must be a positive number [m], got {spacing!r}")
+    along = (np.arange(nx) - (nx - 1) / 2) * spacing
+    across = (np.arange(ny) - (ny - 1) / 2) * spacing
+    grid = np.stack(np.meshgrid(along, across, indexing="ij"), axis=-1).reshape(-1, 2)
+    return jnp.asarray(grid, dtype)
 
 
 def _sensor_names(model: Model, names: Sequence[str] | None) -> tuple[str, ...] | None:

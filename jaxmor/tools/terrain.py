@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.build.height_field import with_height_field
@@ -87,7 +88,10 @@ class Terrain:
     size: float
 
     def on(self, model: Model, friction: float | None = None) -> Model:
-        """``model`` with this terrain as its ground's height field (:func:`jaxmor.with_height_field`)."""
+        """``model`` with this terrain as its ground's height field (:func:`jaxmor.with_height_field`), its ground plane
+        (if it has one) lowered to the terrain's lowest height so that no pit is filled."""
+        if model.ground:
+            model = model.replace(ground_height=jnp.minimum(model.ground_height, float(self.heights.min())))
         return with_height_field(model, self.heights, self.spacing, self.origin, friction=friction)
 
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.types import HeightField
+from jaxmor.types import HeightField, Model
 
 
 def surface(field: HeightField, xy: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -48,6 +48,23 @@ def surface(field: HeightField, xy: jax.Array) -> tuple[jax.Array, jax.Array, ja
     normal = jnp.stack([-slope_x / spacing[0], -slope_y / spacing[1], jnp.ones_like(fx)], axis=-1)
     normal = normal / jnp.linalg.norm(normal, axis=-1, keepdims=True)
     return height, normal, inside
+
+
+def ground_heights(model: Model, xy: jax.Array) -> jax.Array:
+    """(n,) the height of the ground's surface under the points ``xy`` (n, 2) [m]: the plane's, or the height field's
+    where it lies over the grid and above the plane (a height scan of the terrain, e.g. around a robot's base).
+
+    Raises:
+        ValueError: the model has no ground.
+    """
+    if not model.ground:
+        raise ValueError("ground_heights needs a model with a ground (jaxmor.add_ground or a height field)")
+    xy = jnp.asarray(xy)
+    plane = jnp.broadcast_to(jnp.asarray(model.ground_height, xy.dtype), xy.shape[:1])
+    if model.height_field is None:
+        return plane
+    height, _, inside = surface(model.height_field, xy)
+    return jnp.where(inside, jnp.maximum(height, plane), plane)
 
 
 def field_gaps(field: HeightField, points: jax.Array, radius: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
