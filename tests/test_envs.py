@@ -266,6 +266,37 @@ def test_locomotion_on_generated_terrain_with_a_height_scan(pd_env):
         envs.Locomotion(pd_env.model, pd_env.standing_q, height_scan=(3, 0, 0.1))
 
 
+def test_a_curriculum_moves_worlds_between_levels_by_how_far_they_walked(pd_env):
+    """Every world starts on the first level; at an automatic reset it moves up a level when its base walked more
+    than half a cell, down when it walked less than half its command's distance over an episode, within the
+    levels, on a cell of a freshly drawn kind."""
+    terrain = jaxmor.terrain.generate(levels=3, kinds=("flat", "rough"), size=4.0, resolution=0.1)
+    env = envs.Locomotion(pd_env.model, pd_env.standing_q, terrain=terrain, curriculum=True, episode_steps=1)
+    starts = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), 16))
+    assert int(starts.data.cell.max()) < 2  # the first level's two cells
+    one = jax.tree.map(lambda x: x[0], starts)
+    fresh = env.reset(jax.random.PRNGKey(9))
+
+    def next_level(level, walked, command):
+        data = one.data.replace(cell=jnp.asarray(2 * level, jnp.int32), command=jnp.array([command, 0.0, 0.0]))
+        sim = one.sim.replace(q=one.sim.q.at[0].set(one.data.origin[0] + walked))
+        sim, data = env._next_start(sim, data, fresh.sim, fresh.data)
+        kind = int(fresh.data.cell) % 2
+        assert int(data.cell) % 2 == kind
+        np.testing.assert_allclose(sim.q[:2], terrain.spawn.reshape(-1, 3)[int(data.cell), :2], atol=1e-12)
+        return int(data.cell) // 2
+
+    assert next_level(0, 2.5, 0.0) == 1  # walked more than half of a 4 m cell
+    assert next_level(2, 2.5, 0.0) == 2  # the top level keeps it
+    assert next_level(2, 0.0, 0.5) == 1  # asked 0.5 m/s x 0.02 s, walked nothing
+    assert next_level(0, 0.0, 0.5) == 0
+    assert next_level(1, 0.008, 0.5) == 1  # walked more than half its command's distance, less than half a cell
+    stepped = jax.jit(jax.vmap(env.step))(starts, jnp.zeros((16, env.action_size)))  # every episode ends (1 step)
+    assert bool(stepped.done.all()) and int(stepped.data.cell.max()) < 6
+    with pytest.raises(ArgumentError, match="curriculum=True needs a terrain"):
+        envs.Locomotion(pd_env.model, pd_env.standing_q, curriculum=True)
+
+
 def test_episodes_draw_their_models_from_a_randomize_pool():
     env = envs.Locomotion(randomization=envs.default_randomization(), randomization_pool=8, seed=1)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(9), 32))

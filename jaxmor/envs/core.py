@@ -93,6 +93,11 @@ class Env:
         """(observation_size,) observation of a world."""
         raise NotImplementedError
 
+    def _next_start(self, sim: State, data: Any, fresh_sim: State, fresh_data: Any) -> tuple[State, Any]:
+        """The start of a world's next episode after an automatic reset, given how the last one ended (``sim``,
+        ``data``) and the freshly drawn start: by default the fresh start (a curriculum moves it)."""
+        return fresh_sim, fresh_data
+
     # The API.
     def reset(self, key: jax.Array) -> EnvState:
         """A new episode, drawn with ``key`` (one world; ``jax.vmap`` it over keys for many).
@@ -164,6 +169,8 @@ class Env:
         if not self.auto_reset:
             return stepped
         fresh = self.reset(env_state.key)
+        fresh_sim, fresh_data = self._next_start(sim, data, fresh.sim, fresh.data)
+        fresh = fresh.replace(sim=fresh_sim, data=fresh_data, obs=self._observe(fresh_sim, fresh_data))
 
         def pick(new, old):
             return jnp.where(done, new, old)

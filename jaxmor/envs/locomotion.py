@@ -84,12 +84,17 @@ class LocomotionData:
         saturated: (na,) 1 where the last physics step's wanted torque reached the policy's bounds, else 0.
         world: the episode's randomized model leaves (the model's structure, ``None`` at shared leaves), or
             ``None`` without randomization.
+        cell: () int32, the terrain cell the episode started on (row-major over levels and kinds; 0 without
+            terrain).
+        origin: (2,) where the base started [m].
     """
 
     command: jax.Array
     last_action: jax.Array
     saturated: jax.Array
     world: Model | None
+    cell: jax.Array
+    origin: jax.Array
 
 
 def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
@@ -177,6 +182,9 @@ class Locomotion(Env):
             (:meth:`~jaxmor.tools.terrain.Terrain.on`); the base's fall height is then measured from the ground
             under it.
         height_scan: ``(nx, ny, spacing)`` of the height-scan observation, or ``None`` for none.
+        curriculum: start every world on the terrain's first level and move it a level up or down at each
+            automatic reset by how far it walked (:meth:`_next_start`); without it, starts are uniform over
+            the cells.
 
     Raises:
         ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
@@ -217,6 +225,7 @@ class Locomotion(Env):
         observation_sensors: Sequence[str] | None = None,
         terrain: Terrain | None = None,
         height_scan: tuple[int, int, float] | None = None,
+        curriculum: bool = False,
     ):
         super().__init__(episode_steps, auto_reset)
         if model is None:
@@ -266,10 +275,13 @@ class Locomotion(Env):
         self.observation_sensors = _sensor_names(model, observation_sensors)
         dims = dict(zip(model.sensors.names, model.sensors.dims, strict=True))
         base = 9 if self.observation_sensors is None else sum(dims[n] for n in self.observation_sensors)
-        self.spawn = None
+        self.spawn, self.curriculum = None, bool(curriculum)
+        if self.curriculum and terrain is None:
+            raise ArgumentError("curriculum=True needs a terrain")
         if terrain is not None:
             self.model = terrain.on(self.model)
             self.spawn = jnp.asarray(terrain.spawn.reshape(-1, 3), dtype)
+            self.levels, self.cell_size = len(terrain.difficulty), float(terrain.size)
         self.scan = _scan_points(height_scan, dtype)
         self.observation_size = base + 3 + 5 * model.na + (0 if self.scan is None else self.scan.shape[0])
         self.action_size = model.na
@@ -317,6 +329,8 @@ class Locomotion(Env):
             last_action=jnp.zeros((self.action_size,), dtype),
             saturated=jnp.zeros((self.action_size,), dtype),
             world=world,
+            cell=jnp.zeros((), jnp.int32),
+            origin=jnp.zeros((2,), dtype),
         )
         model = self.world_model(data)
         q = jnp.asarray(self.standing_q, dtype)
@@ -324,13 +338,32 @@ class Locomotion(Env):
         q = q.at[self.q_index].add(noise)
         yaw = jax.random.uniform(k_yaw, (), dtype, -math.pi, math.pi)
         if self.spawn is not None:
-            cell = self.spawn[jax.random.randint(k_spawn, (), 0, self.spawn.shape[0])]
+            first = self.spawn.shape[0] if not self.curriculum else self.spawn.shape[0] // self.levels
+            index = jax.random.randint(k_spawn, (), 0, first)  # with a curriculum: on the first level
+            data = data.replace(cell=index)
+            cell = self.spawn[index]
             q = q.at[:2].add(cell[:2]).at[2].set(cell[2] + self.standing_height)
+        data = data.replace(origin=q[:2])
         q = q.at[2].add(0.02).at[3:7].set(jnp.stack([jnp.cos(yaw / 2), 0 * yaw, 0 * yaw, jnp.sin(yaw / 2)]))
         sim = init_state(model, q)
         if self.motor_model == "box":
             sim = sim.replace(mor_enforced=jnp.asarray(False))
         return sim, data
+
+    def _next_start(self, sim: State, data: LocomotionData, fresh_sim: State, fresh_data: LocomotionData):
+        """With a curriculum, the next episode starts one level up when the base walked more than half a cell from
+        its start, one level down when it walked less than half the distance its command asked for over a full
+        episode (legged_gym's rule), on a cell of the kind drawn afresh."""
+        if not self.curriculum:
+            return fresh_sim, fresh_data
+        kinds = self.spawn.shape[0] // self.levels
+        walked = jnp.linalg.norm(sim.q[:2] - data.origin)
+        asked = jnp.linalg.norm(data.command[:2]) * self.episode_steps * self.control_period
+        level = data.cell // kinds + (walked > self.cell_size / 2) - (walked < asked / 2)
+        cell = jnp.clip(level, 0, self.levels - 1) * kinds + fresh_data.cell % kinds
+        move = self.spawn[cell] - self.spawn[fresh_data.cell]
+        q = fresh_sim.q.at[:3].add(move)
+        return fresh_sim.replace(q=q), fresh_data.replace(cell=cell, origin=fresh_data.origin + move[:2])
 
     def _base_frame(self, sim: State):
         """Base linear and angular velocity and gravity's direction, in the base frame."""
