@@ -200,6 +200,21 @@ def test_the_api_checks_its_arguments():
             jaxmor.with_height_field(body, **kwargs)
 
 
+def test_the_heights_are_randomized_per_world():
+    body = _body('<geom type="sphere" size="0.1" mass="1"/>')
+    nominal = np.random.default_rng(1).uniform(0.0, 0.1, (6, 6))
+    model = jaxmor.with_height_field(body, nominal, spacing=0.5)
+    spec = {"terrain.heights": jaxmor.scale(0.5, 1.5, shared=True)}
+    models, axes = jaxmor.randomize(model, jax.random.key(2), 4, spec)
+    drawn = np.asarray(models.height_field.heights)
+    assert drawn.shape == (4, 6, 6) and axes.height_field.heights == 0
+    factors = drawn[:, 0, 0] / nominal[0, 0]
+    np.testing.assert_allclose(drawn, factors[:, None, None] * nominal, rtol=1e-12)  # one factor per world
+    assert factors.min() >= 0.5 and factors.max() <= 1.5 and len(np.unique(factors)) == 4
+    with pytest.raises(ArgumentError, match="needs a model with a height field"):
+        jaxmor.randomize(body, jax.random.key(2), 4, spec)
+
+
 def test_a_checkpoint_and_a_combined_scene_keep_the_field(tmp_path):
     body = _body('<geom type="sphere" size="0.1" mass="1"/>')
     heights = np.random.default_rng(0).uniform(0.0, 0.1, (10, 10))

@@ -217,7 +217,7 @@ class _Reader:
         self.joint_count = 0
         self.geom_count = 0
         self.ground: GroundPlane | None = None
-        self.hfields: dict = {}  # <hfield> assets by name (jaxmor.io.mjcf_hfield)
+        self.hfields: dict = {}  # <hfield> assets by name, each read when a geom uses it (jaxmor.io.mjcf_hfield)
         self.height_field = None  # the height field geom's description
         self.pairs: list = []  # (element, ContactPair) of each explicit <pair>
         self.paired: set[str] = set()  # the geoms they name: collision geoms whatever their bit masks
@@ -1054,7 +1054,7 @@ class _Reader:
             path = resolve_mesh(file, folder, self.package_dirs, self.doc.source(el), el.sourceline)
             return path.read_bytes()
 
-        self.hfields[name] = read_hfield_asset(v, name, read_file)
+        self.hfields[name] = lambda: read_hfield_asset(v, name, read_file)  # read where a geom uses it
 
     def _read_hfield_geom(self, v: Values, name: str, world: bool, pose, collides: bool, mu: float) -> None:
         """A height field geom: the ground's height field (:mod:`jaxmor.io.mjcf_hfield`)."""
@@ -1067,7 +1067,7 @@ class _Reader:
             raise v.error(f"geom {name!r}: unknown hfield {asset!r}")
         if self.height_field is not None:
             raise v.error(f"geom {name!r}: a second height field (jaxmor's ground holds one)")
-        self.height_field = read_hfield_geom(v, name, self.hfields[asset], *pose, mu)
+        self.height_field = read_hfield_geom(v, name, self.hfields[asset](), *pose, mu)
 
     def _mesh_path(self, asset: _MeshAsset) -> Path:
         base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir

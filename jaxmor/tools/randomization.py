@@ -206,6 +206,8 @@ PARAMETERS: dict[str, _Parameter] = {
     "ground.friction": _Parameter(("ground_friction",), _none, "non-negative"),
     "ground.restitution": _Parameter(("ground_restitution",), _none, "in [0, 1]"),
     "ground.height": _Parameter(("ground_height",), _none, "finite"),
+    # The ground's height field (every vertex an element; ``shared=True``: one draw for the whole field).
+    "terrain.heights": _Parameter(("height_field", "heights"), _none, "finite"),
     "battery.open_circuit_voltage": _Parameter(("battery", "open_circuit_voltage"), _none, "positive"),
     "battery.internal_resistance": _Parameter(("battery", "internal_resistance"), _none, "non-negative"),
 }
@@ -225,11 +227,12 @@ def _set(tree: Any, path: tuple[str, ...], value: Any) -> Any:
     return dataclasses.replace(tree, **{path[0]: _set(getattr(tree, path[0]), path[1:], value)})
 
 
-def _selection(model: Model, name: str, parameter: _Parameter, dist: Distribution) -> np.ndarray:
-    """Indices (in the parameter's element list) of the selected elements."""
+def _selection(model: Model, name: str, parameter: _Parameter, dist: Distribution, size: int) -> np.ndarray:
+    """Indices (in the parameter's element list) of the selected elements; all ``size`` elements of a parameter
+    whose elements have no names."""
     names = parameter.names(model)
     if dist.select is None:
-        return np.arange(max(len(names), 1))
+        return np.arange(len(names) or max(size, 1))
     if not names:
         raise ArgumentError(f"randomize: {name} has no named elements to select; drop select={dist.select!r}")
     if name == "body.mass":  # a link name selects the body that carries it
@@ -325,10 +328,12 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         if not isinstance(dist, Distribution):
             raise ArgumentError(f"randomize: {name} needs a distribution (jaxmor.uniform, ...), got {dist!r}")
         parameter = PARAMETERS[name]
+        if parameter.path[0] == "height_field" and model.height_field is None:
+            raise ArgumentError(f"randomize: {name} needs a model with a height field (jaxmor.with_height_field)")
         nominal = np.asarray(_get(model, parameter.path), np.float64)
         if _get(axes, parameter.path) is not None:
             raise ArgumentError(f"randomize: {name} is given twice")
-        index = _selection(model, name, parameter, dist)
+        index = _selection(model, name, parameter, dist, nominal.size)
         labels = [parameter.names(model)[i] for i in index] if parameter.names(model) else []
         slots = np.asarray(model.joint_u, dtype=np.int64)[index] if name.startswith("joint.") else index
         base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
