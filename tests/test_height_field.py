@@ -4,8 +4,8 @@
   sliding and a box sticking on a height-field slope move exactly as on flat ground under gravity turned by the
   slope's angle (the same geometry in a rotated frame): equal to 1e-9 m over 1 s, and both within O(h) of the
   closed forms (5/7 g sin(theta) rolling, g (sin(theta) - mu cos(theta)) sliding, at rest when mu > tan(theta)).
-* **A step**, against MuJoCo's ``hfield`` on the same grid: a sphere, a capsule, a box and a turned box come to rest
-  at MuJoCo's heights within its soft-contact sink (measured 2e-5 to 7e-5 m; tolerance 2e-4 m).
+* **A step**, against MuJoCo's ``hfield`` on the same grid: a sphere, a capsule, a box, a turned box and a cylinder
+  come to rest at MuJoCo's heights within its soft-contact sink (measured 2e-5 to 7e-5 m; tolerance 2e-4 m).
 * The step's program does not grow with the grid (the same operations for 20 x 20 and 400 x 400 vertices); per-world
   heights batch; gradients reach the heights; binary files load as MuJoCo's; bad fields are refused with the file
   and line.
@@ -92,6 +92,7 @@ ON_THE_STEP = {
     "capsule": ('<geom type="capsule" size="0.05" fromto="-0.2 0 0 0.2 0 0" mass="1"/>', 0.6),
     "box": ('<geom type="box" size="0.1 0.15 0.05" mass="1"/>', 0.6),
     "turned box": ('<geom type="box" size="0.1 0.15 0.05" mass="1" euler="0 0 0.3"/>', -0.6),
+    "cylinder": ('<geom type="cylinder" size="0.08 0.05" mass="1"/>', 0.6),
 }
 
 
