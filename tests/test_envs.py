@@ -266,6 +266,7 @@ def test_locomotion_on_generated_terrain_with_a_height_scan(pd_env):
         envs.Locomotion(pd_env.model, pd_env.standing_q, height_scan=(3, 0, 0.1))
 
 
+@pytest.mark.slow
 def test_a_curriculum_moves_worlds_between_levels_by_how_far_they_walked(pd_env):
     """Every world starts on the first level; at an automatic reset it moves up a level when its base walked more
     than half a cell, down when it walked less than half its command's distance over an episode, within the

@@ -132,6 +132,7 @@ def test_the_program_does_not_grow_with_the_grid():
     assert _operations(small) == _operations(large)
 
 
+@pytest.mark.slow
 def test_worlds_batched_over_their_heights_and_the_gradient_reaches_them():
     body = _body('<geom type="sphere" size="0.1" mass="1"/>')
     base = jaxmor.with_height_field(body, np.zeros((5, 5)), spacing=1.0, origin=(-2.0, -2.0))

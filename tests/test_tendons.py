@@ -245,6 +245,7 @@ def test_tendon_damping_dissipates_and_the_spring_restores():
     assert abs(float(rate)) < 1e-6
 
 
+@pytest.mark.slow
 def test_the_gradient_through_tendon_parameters_matches_central_differences():
     """d(shoulder's final angle) / d(the arm tendon's stiffness and coefficient), w.r.t. the whole Model. FD step
     1e-6 on values of order 1: truncation ~1e-12, round-off ~1e-10; tolerance 1e-5 relative."""
@@ -269,6 +270,7 @@ def test_the_gradient_through_tendon_parameters_matches_central_differences():
         np.testing.assert_allclose(float(getattr(grad.tendons, field)[i]), float(fd), rtol=1e-5, err_msg=field)
 
 
+@pytest.mark.slow
 def test_worlds_batched_over_the_tendon_stiffness():
     model = _pair(SCENE).model
 
@@ -311,6 +313,7 @@ def test_tendon_constants_are_randomized_per_world():
         jaxmor.randomize(model, jax.random.key(0), 4, {"tendon.stiffness": jaxmor.uniform(-2.0, -1.0)})
 
 
+@pytest.mark.slow
 def test_a_checkpoint_and_a_combined_scene_keep_the_tendons(tmp_path):
     model = _pair(SCENE).model
     state = jaxmor.init_state(model).replace(ctrl=jnp.asarray(CTRL))
