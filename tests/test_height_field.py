@@ -215,6 +215,9 @@ def test_the_heights_are_randomized_per_world():
     assert factors.min() >= 0.5 and factors.max() <= 1.5 and len(np.unique(factors)) == 4
     with pytest.raises(ArgumentError, match="needs a model with a height field"):
         jaxmor.randomize(body, jax.random.key(2), 4, spec)
+    frictions, _ = jaxmor.randomize(model, jax.random.key(3), 4, {"terrain.friction": jaxmor.uniform(0.4, 0.9)})
+    drawn = np.asarray(frictions.height_field.friction)
+    assert drawn.shape == (4,) and drawn.min() >= 0.4 and drawn.max() <= 0.9 and len(np.unique(drawn)) == 4
 
 
 def test_a_checkpoint_and_a_combined_scene_keep_the_field(tmp_path):

@@ -208,6 +208,7 @@ PARAMETERS: dict[str, _Parameter] = {
     "ground.height": _Parameter(("ground_height",), _none, "finite"),
     # The ground's height field (every vertex an element; ``shared=True``: one draw for the whole field).
     "terrain.heights": _Parameter(("height_field", "heights"), _none, "finite"),
+    "terrain.friction": _Parameter(("height_field", "friction"), _none, "non-negative"),
     "battery.open_circuit_voltage": _Parameter(("battery", "open_circuit_voltage"), _none, "positive"),
     "battery.internal_resistance": _Parameter(("battery", "internal_resistance"), _none, "non-negative"),
 }
