@@ -1,9 +1,10 @@
 """The ground's height field (``jaxmor.with_height_field``, MJCF ``<hfield>``), float64.
 
 * **Slopes**: a plane sampled on the grid is that plane exactly (two triangles per cell), so a sphere rolling, a box
-  sliding and a box sticking on a height-field slope move exactly as on flat ground under gravity turned by the
-  slope's angle (the same geometry in a rotated frame): equal to 1e-9 m over 1 s, and both within O(h) of the
-  closed forms (5/7 g sin(theta) rolling, g (sin(theta) - mu cos(theta)) sliding, at rest when mu > tan(theta)).
+  sliding, a box sticking and a capsule sliding on a height-field slope move exactly as on flat ground under gravity
+  turned by the slope's angle (the same geometry in a rotated frame): equal to 1e-9 m over 1 s, and both within
+  O(h) of the closed forms (5/7 g sin(theta) rolling, g (sin(theta) - mu cos(theta)) sliding, at rest when
+  mu > tan(theta)).
 * **A step**, against MuJoCo's ``hfield`` on the same grid: a sphere, a capsule, a box, a turned box and a cylinder
   come to rest at MuJoCo's heights within its soft-contact sink (measured 2e-5 to 7e-5 m; tolerance 2e-4 m).
 * The step's program does not grow with the grid (the same operations for 20 x 20 and 400 x 400 vertices); per-world
@@ -61,6 +62,11 @@ GEOMS = {
         G * (np.sin(THETA) - 0.1 * np.cos(THETA)),
     ),
     "sticking box": ('<geom type="box" size="0.1 0.1 0.1" mass="1" friction="0.5"/>', 0.5, 0.0),
+    "sliding capsule": (  # along the slope: it slides on its two end spheres, it cannot roll
+        f'<geom type="capsule" size="{RADIUS}" fromto="-0.2 0 0 0.2 0 0" mass="1" friction="0.1"/>',
+        0.1,
+        G * (np.sin(THETA) - 0.1 * np.cos(THETA)),
+    ),
 }
 
 
