@@ -339,7 +339,7 @@ def mjcf_model(name: str) -> Path | None:
 
 def barkour_on_a_plane(folder: Path) -> Path | None:
     """mujoco-mjx's Barkour with the flat floor its file holds commented out in place of its height field
-    (jaxmor refuses PNG height fields), written into ``folder`` beside links to its meshes."""
+    (its M and bias do not need it), written into ``folder`` beside links to its meshes."""
     source = mjcf_model("barkour")
     if source is None:
         return None

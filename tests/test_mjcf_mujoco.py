@@ -2,9 +2,9 @@
 
 Models, all read offline: the Menagerie Unitree Go2 (``tests/data/unitree_go2``, ``scene.xml`` and
 ``scene_mjx.xml``, in the repository), the Barkour quadruped of mujoco-mjx's test data (its flat floor in place of
-the PNG height field jaxmor refuses), mujoco-mjx's humanoid (its feet touch the floor through explicit ``<pair>``s), and
-the dm_control suite's cheetah, walker, hopper and humanoid (the
-dm-control wheel's XML files, read as files: dm_control is not imported). They cover free and fixed bases,
+its height field, which the comparison does not need), mujoco-mjx's humanoid (its feet touch the floor through
+explicit ``<pair>``s), and the dm_control suite's cheetah, walker, hopper and humanoid (the dm-control wheel's XML
+files, read as files: dm_control is not imported). They cover free and fixed bases,
 slide and hinge roots, several joints in one body with anchors off the body's origin, inertias from explicit
 ``<inertial>`` elements and from geoms (capsules given by ``fromto``, ``settotalmass``), degrees and
 radians, default classes and ``childclass``, armature.

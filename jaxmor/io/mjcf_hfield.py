@@ -3,15 +3,17 @@ conventions into a :class:`~jaxmor.io.description.HeightFieldDescription` (the b
 :func:`jaxmor.with_height_field`).
 
 The heights come from ``elevation`` (``nrow x ncol`` numbers, the file's first row at the largest ``y``, as MuJoCo
-reads it) or from a MuJoCo binary ``file`` (two int32 ``nrow``, ``ncol``, then ``nrow x ncol`` float32, its first
-row at the smallest ``y``; found as a mesh file is, beside the model). Either is normalized to ``[0, 1]`` as in
-MuJoCo (a constant field is all zeros), then scaled by ``size``'s elevation and raised by the geom's ``z``. PNG files
-are refused (jaxmor reads no images yet). The geom is static, in the world body, axis-aligned (a rotation is
-refused), one per model; its ``friction`` is the field's; its ``size[3]`` (the base's depth) has no effect.
+reads it), from a grayscale PNG ``file`` (its first pixel row at the largest ``y``; read with Pillow, an optional
+dependency) or from a MuJoCo binary ``file`` (two int32 ``nrow``, ``ncol``, then ``nrow x ncol`` float32, its first
+row at the smallest ``y``); files are found as mesh files are, beside the model. Either is normalized to ``[0, 1]``
+as in MuJoCo (a constant field is all zeros), then scaled by ``size``'s elevation and raised by the geom's ``z``. A
+colour PNG is refused. The geom is static, in the world body, axis-aligned (a rotation is refused), one per model;
+its ``friction`` is the field's; its ``size[3]`` (the base's depth) has no effect.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,11 +47,8 @@ def read_hfield_asset(v: Values, name: str, read_file) -> HeightFieldAsset:
     if file:
         if v.has("elevation"):
             raise v.error(f"hfield {name!r}: give file or elevation, not both")
-        if file.lower().endswith(".png"):
-            raise v.error(
-                f"hfield {name!r}: PNG height fields are not supported (give MuJoCo's binary file or elevation)"
-            )
-        data = _binary(v, name, read_file(file))
+        raw = read_file(file)
+        data = _png(v, name, raw) if file.lower().endswith(".png") else _binary(v, name, raw)
     else:
         data = _elevation(v, name)
     if not np.all(np.isfinite(data)):
@@ -67,6 +66,25 @@ def _elevation(v: Values, name: str) -> np.ndarray:
     if values is None:
         raise v.error(f"hfield {name!r} needs elevation (nrow x ncol numbers) or a file")
     return values.reshape(nrow, ncol)[::-1]  # the file's first row is the largest y
+
+
+def _png(v: Values, name: str, raw: bytes) -> np.ndarray:
+    """A grayscale PNG's pixels, its first row at the largest ``y`` (MuJoCo's reading); read with Pillow."""
+    try:
+        from PIL import Image  # optional: Pillow comes with the plot and test extras
+    except ImportError:
+        raise v.error(f"hfield {name!r}: reading a PNG height field needs Pillow (pip install pillow)") from None
+    try:
+        image = Image.open(io.BytesIO(raw))
+        image.load()
+    except (OSError, ValueError) as err:
+        raise v.error(f"hfield {name!r}: not a readable PNG ({err})") from None
+    if image.mode not in ("L", "I;16", "I"):
+        raise v.error(f"hfield {name!r}: a PNG height field must be grayscale (mode L or I;16), got mode {image.mode}")
+    data = np.asarray(image, dtype=np.float64)
+    if data.ndim != 2 or min(data.shape) < 2:
+        raise v.error(f"hfield {name!r}: a PNG height field needs at least 2 x 2 pixels, got {data.shape}")
+    return data[::-1]
 
 
 def _binary(v: Values, name: str, raw: bytes) -> np.ndarray:
