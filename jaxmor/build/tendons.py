@@ -17,6 +17,7 @@ from jax import numpy as jnp
 from jaxmor.actuation.compile import check_representable
 from jaxmor.errors import ModelError
 from jaxmor.io.description import RobotDescription, TendonEquality
+from jaxmor.sim.tendon import tendon_lengths
 from jaxmor.types import Equalities, Model, Tendons
 
 
@@ -83,13 +84,7 @@ def tendon_couplings(model: Model, description: RobotDescription) -> dict:
     couplings = [e for e in description.equalities if isinstance(e, TendonEquality)]
     dtype = model.body_mass.dtype
     index = {name: i for i, name in enumerate(model.tendons.names)}
-    q0 = np.asarray(model.q_default, np.float64)
-    coefficient = np.asarray(model.tendons.coefficient, np.float64)
-    starts = np.cumsum([0, *(len(j) for j in model.tendons.joint_q)])
-    lengths = [
-        float(coefficient[starts[i] : starts[i + 1]] @ q0[list(model.tendons.joint_q[i])])
-        for i in range(model.tendons.nt)
-    ]
+    lengths = np.asarray(tendon_lengths(model, jnp.asarray(model.q_default)), np.float64)
     pairs, reference = [], []
     for e in couplings:
         ids = []

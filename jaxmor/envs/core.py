@@ -105,8 +105,15 @@ class Env:
         Returns:
             The episode's first :class:`EnvState` (reward, metrics zero; ``done`` false).
         """
+        return self._episode(key)
+
+    def _episode(self, key: jax.Array, ended: tuple[State, Any] | None = None) -> EnvState:
+        """A new episode's first state (:meth:`reset`), moved by :meth:`_next_start` after ``ended``, the
+        ``(sim, data)`` of the episode that ended (an automatic reset), before it is observed."""
         episode_key, next_key = jax.random.split(key)
         sim, data = self._start(episode_key)
+        if ended is not None:
+            sim, data = self._next_start(*ended, sim, data)
         obs = self._observe(sim, data)
         zero = jnp.zeros((), obs.dtype)
         return EnvState(
@@ -168,9 +175,7 @@ class Env:
         )
         if not self.auto_reset:
             return stepped
-        fresh = self.reset(env_state.key)
-        fresh_sim, fresh_data = self._next_start(sim, data, fresh.sim, fresh.data)
-        fresh = fresh.replace(sim=fresh_sim, data=fresh_data, obs=self._observe(fresh_sim, fresh_data))
+        fresh = self._episode(env_state.key, (sim, data))
 
         def pick(new, old):
             return jnp.where(done, new, old)

@@ -1049,10 +1049,7 @@ class _Reader:
             raise v.error(f"duplicate hfield name {name!r}")
 
         def read_file(file: str) -> bytes:
-            base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
-            folder = None if base is None else str(base / self.compiler.meshdir)
-            path = resolve_mesh(file, folder, self.package_dirs, self.doc.source(el), el.sourceline)
-            return path.read_bytes()
+            return self._asset_path(file, el).read_bytes()
 
         self.hfields[name] = lambda: read_hfield_asset(v, name, read_file)  # read where a geom uses it
 
@@ -1070,10 +1067,13 @@ class _Reader:
         self.height_field = read_hfield_geom(v, name, self.hfields[asset](), *pose, mu)
 
     def _mesh_path(self, asset: _MeshAsset) -> Path:
+        return self._asset_path(asset.file, asset.element)
+
+    def _asset_path(self, file: str, element) -> Path:
+        """The file a mesh or height-field asset names, under ``meshdir`` beside the model (errors at ``element``)."""
         base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
         folder = None if base is None else str(base / self.compiler.meshdir)
-        source, line = self.doc.source(asset.element), asset.element.sourceline
-        return resolve_mesh(asset.file, folder, self.package_dirs, source, line)
+        return resolve_mesh(file, folder, self.package_dirs, self.doc.source(element), element.sourceline)
 
     def _mesh(self, v: Values, geom: Geom) -> None:
         asset = self._mesh_asset(v, geom.name)

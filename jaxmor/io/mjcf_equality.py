@@ -46,10 +46,7 @@ def read_equalities(reader, sections) -> list[PointEquality | JointEquality | Te
                 raise reader.doc.error(el, f"unexpected element <{kind}> in <equality>")
             v = reader.resolve(el, EQUALITY_SPECS[kind], "equality", None)
             name = v.text("name", "") or f"equality{len(out)}"  # MuJoCo's id names an unnamed one
-            if kind == "tendon":
-                out.append(_tendon(v, name))
-            else:
-                out.append(_joint(v, name) if kind == "joint" else _point(v, kind, name))
+            out.append(_coupling(v, name, kind) if kind in ("joint", "tendon") else _point(v, kind, name))
     return out
 
 
@@ -90,34 +87,18 @@ def _torque_scale(v: Values) -> float:
     return float(scale)
 
 
-def _polycoef(v: Values, kind: str) -> np.ndarray:
+def _coupling(v: Values, name: str, kind: str) -> JointEquality | TendonEquality:
+    """A ``joint`` or ``tendon`` coupling: two joints' positions or two tendons' lengths related by a polynomial (or
+    the first held at a constant)."""
+    first, second = v.text(f"{kind}1"), v.text(f"{kind}2")
+    if not first:
+        raise v.error(f"<equality><{kind}> needs {kind}1")
+    if first == second:
+        raise v.error(f"<equality><{kind}> couples {kind} {first!r} with itself")
     polycoef = np.array(POLYCOEF)  # MuJoCo keeps its defaults past the numbers given
     given = v.numbers("polycoef", 1, 5, default=POLYCOEF)
     polycoef[: len(given)] = given
     if not np.all(np.isfinite(polycoef)):
         raise v.error(f"<equality><{kind}> polycoef must be finite, got {polycoef.tolist()}")
-    return polycoef
-
-
-def _tendon(v: Values, name: str) -> TendonEquality:
-    """A coupling of two fixed tendons' lengths by a polynomial (or of one tendon's to a constant)."""
-    tendon1, tendon2 = v.text("tendon1"), v.text("tendon2")
-    if not tendon1:
-        raise v.error("<equality><tendon> needs tendon1")
-    if tendon1 == tendon2:
-        raise v.error(f"<equality><tendon> couples tendon {tendon1!r} with itself")
-    return TendonEquality(
-        name, v.element.sourceline, tendon1, tendon2 or None, _polycoef(v, "tendon"), v.flag("active", True)
-    )
-
-
-def _joint(v: Values, name: str) -> JointEquality:
-    """A coupling of two joints' positions by a polynomial (or of one joint to a constant)."""
-    joint1, joint2 = v.text("joint1"), v.text("joint2")
-    if not joint1:
-        raise v.error("<equality><joint> needs joint1")
-    if joint1 == joint2:
-        raise v.error(f"<equality><joint> couples joint {joint1!r} with itself")
-    return JointEquality(
-        name, v.element.sourceline, joint1, joint2 or None, _polycoef(v, "joint"), v.flag("active", True)
-    )
+    made = JointEquality if kind == "joint" else TendonEquality
+    return made(name, v.element.sourceline, first, second or None, polycoef, v.flag("active", True))

@@ -305,48 +305,39 @@ def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> 
     pts = _ground_points(model, geoms, geom_p, geom_r, at)
     geom_of_slot = np.array([g for g in geoms for _ in range(GROUND_POINTS[model.geom_type[g]])], dtype=np.int32)
     n_ground = pts.shape[0]
+    f, restitution = _against_ground(model, model.ground_friction, model.ground_restitution, geom_of_slot, dtype)
+    plane = (pts[:, 2] - model.ground_height.astype(dtype), pts, up(dtype, (n_ground,)), f, restitution)
+    if model.height_field is None:
+        return plane
+    return _nearer(plane, _field_contacts(model, pts, geom_of_slot))
+
+
+def _against_ground(model: Model, friction, restitution, geom_of_slot: np.ndarray, dtype) -> tuple[jax.Array, ...]:
+    """``(friction, restitution)`` (n,) of ground slots on a ground surface (the plane or the height field) of
+    ``friction`` and ``restitution``: a given friction (priority 0), combined with each slot's geom's by
+    ``model.opt.friction_rule``; the larger restitution."""
     mu, given, priority, rest = _surfaces(model, dtype)
     f = combine_friction(
         model.opt.friction_rule,
-        model.ground_friction.astype(dtype),
+        friction.astype(dtype),
         np.True_,
         mu[geom_of_slot],
         given[geom_of_slot],
         0,
         priority[geom_of_slot],
     )
-    plane = (
-        pts[:, 2] - model.ground_height.astype(dtype),
-        pts,
-        up(dtype, (n_ground,)),
-        jnp.broadcast_to(f, (n_ground,)),
-        jnp.maximum(model.ground_restitution.astype(dtype), rest[geom_of_slot]),
-    )
-    if model.height_field is None:
-        return plane
-    return _nearer(plane, _field_contacts(model, pts, geom_of_slot, (mu, given, priority, rest)))
+    return jnp.broadcast_to(f, geom_of_slot.shape), jnp.maximum(restitution.astype(dtype), rest[geom_of_slot])
 
 
-def _field_contacts(model: Model, pts: jax.Array, geom_of_slot: np.ndarray, surfaces) -> tuple[jax.Array, ...]:
+def _field_contacts(model: Model, pts: jax.Array, geom_of_slot: np.ndarray) -> tuple[jax.Array, ...]:
     """The ground slots' ``(distance, position, normal, friction, restitution)`` against the height field
     (:mod:`jaxmor.sim.collision.height_field`): a sphere's and a capsule's points on their spheres' radii."""
     dtype = pts.dtype
     field = model.height_field
-    mu, given, priority, rest = surfaces
     rounded = np.array([model.geom_type[g] in (GeomType.SPHERE, GeomType.CAPSULE) for g in geom_of_slot], dtype=bool)
     radius = jnp.where(rounded, model.geom_size.astype(dtype)[geom_of_slot, 0], 0.0)
     gap, position, normal = field_gaps(field, pts, radius)
-    f = combine_friction(
-        model.opt.friction_rule,
-        field.friction.astype(dtype),
-        np.True_,
-        mu[geom_of_slot],
-        given[geom_of_slot],
-        0,
-        priority[geom_of_slot],
-    )
-    restitution = jnp.maximum(field.restitution.astype(dtype), rest[geom_of_slot])
-    return gap, position, normal, jnp.broadcast_to(f, gap.shape), restitution
+    return gap, position, normal, *_against_ground(model, field.friction, field.restitution, geom_of_slot, dtype)
 
 
 def _nearer(a: tuple[jax.Array, ...], b: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
