@@ -151,14 +151,17 @@ def test_mesh_pairs_equal_the_primitive_pairs_of_the_same_box(files):
         want = primitive.sphere_box(ca, ra, sphere, cb, rb, half)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, atol=1e-7)
-        # A box against the mesh box and against the box primitive: the same 8 vertex-face contacts.
+        # A box against the mesh box and against the box's polytope: the same 8 vertex-face contacts.
         a_half = jnp.asarray(rng.uniform(0.05, 0.2, size=3))[None]
         ca_box = cb + jnp.asarray(rng.normal(size=3) * 0.15)[None]
         got = polytope.box_mesh(ca_box, ra, a_half, cb, rb, hull)
-        want = polytope.box_box(ca_box, ra, a_half, cb, rb, half)
+        box_a, box_b = polytope.box_polytope(ca_box, ra, a_half), polytope.box_polytope(cb, rb, half)
+        want = polytope.polytope_contacts(*box_a, *box_b)
         np.testing.assert_allclose(np.sort(got[0], -1), np.sort(want[0], -1), atol=1e-7)
         both = polytope.mesh_mesh(cb, rb, hull, ca_box, ra, hull)
-        same = polytope.box_box(cb, rb, half, ca_box, ra, half)
+        same = polytope.polytope_contacts(
+            *polytope.box_polytope(cb, rb, half), *polytope.box_polytope(ca_box, ra, half)
+        )
         np.testing.assert_allclose(np.sort(both[0], -1), np.sort(same[0], -1), atol=1e-7)
     # A capsule lying on the box's top face, through the middle: ends and middle 0.01 above it.
     cap = jnp.array([[0.02, 0.05, 0.0]])

@@ -28,10 +28,8 @@ from sources independent of jaxmor:
 * ``advance``: the position update written in NumPy (joints ``q + h u``, base ``p + h v`` and the quaternion
   ``exp(h w / 2) * quat`` for the world-frame ``w``), the bookkeeping of its docstring.
 
-One test is a strict ``xfail`` documenting a package bug: the position problem gives the joint rows
-without a limit violation the bounds ``0 <= v <= 0`` instead of leaving them free, so the position pass
-cannot move any joint and a fixed-base robot's penetration is never corrected (the constraint module's
-docstring promises ``POSITION_CORRECTION`` of it per step).
+The position pass moves joints: a fixed-base arm's penetration is corrected by ``POSITION_CORRECTION`` per step
+(the constraint module's docstring), up to a joint limit and not past it.
 
 The cheap stage calls (the pendulum's free motion, ``restitution_targets``, the quadruped's ``advance``) run as
 ``chex.variants``, with and without ``jit``, each also ``vmap``-ped over a batch: the stages must give the same
@@ -39,7 +37,7 @@ results traced, eager and batched (``rollout_batch`` vmaps them).
 
 Tolerances are named below with their reasons. Cost: the quadruped's stages compile once (its variants
 only change array leaves), the pendulum's and the turntable's once each, the finite differences are one
-``vmap``-ped call, the variants a few small programs, and the arm of the ``xfail`` compiles one ``jaxmor.step``.
+``vmap``-ped call, the variants a few small programs, and the arm compiles one ``jaxmor.step``.
 """
 
 from __future__ import annotations
@@ -907,12 +905,6 @@ ARM_URDF = """<robot name="arm"><link name="world"/>
     <origin xyz="0 0 0.5"/><axis xyz="0 1 0"/></joint></robot>"""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the position problem bounds a joint row within its limits by v >= 0 and v <= 0 (limit_low = "
-    "limit_high = 0 instead of -inf, +inf), which locks every joint in the position pass: a fixed-base robot's "
-    "penetration is never corrected",
-)
 def test_the_position_pass_lets_a_fixed_base_arm_out_of_the_ground():
     """A 1 m arm on a hinge 0.5 m above the ground, its end sphere (r = 5 cm) 5 mm deep, at rest without gravity:
     only the position pass moves it. The constraint docstring promises that it removes ``POSITION_CORRECTION``
@@ -929,3 +921,20 @@ def test_the_position_pass_lets_a_fixed_base_arm_out_of_the_ground():
     after = jax.jit(jaxmor.step)(model, jaxmor.init_state(model, q=jnp.array([angle])))
     expected = -depth + POSITION_CORRECTION * (depth - PENETRATION_ALLOWANCE)
     assert gap(float(after.q[0])) == pytest.approx(expected, abs=1e-5), "gap after one step"
+    # The same arm on a limited hinge: a limit 2 mrad away (beyond the 1.1 mrad the correction turns it by) leaves
+    # the step unchanged; a limit 0.5 mrad away stops the hinge there, not beyond (the speculative bound), and the
+    # rest of the penetration waits for the next steps.
+    step = jax.jit(jaxmor.step)
+    for margin, want in ((2e-3, expected), (5e-4, gap(angle - 5e-4))):
+        limited = jaxmor.add_ground(jaxmor.load_urdf(limited_arm(angle - margin)))
+        limited = limited.replace(opt=limited.opt.replace(gravity=jnp.zeros(3)))
+        moved = step(limited, jaxmor.init_state(limited, q=jnp.array([angle])))
+        assert gap(float(moved.q[0])) == pytest.approx(want, abs=1e-5), margin
+        assert float(moved.q[0]) >= angle - margin - 1e-9
+
+
+def limited_arm(lower: float) -> str:
+    """:data:`ARM_URDF` with a revolute hinge limited to ``[lower, 1.5]`` rad."""
+    return ARM_URDF.replace('type="continuous"', 'type="revolute"').replace(
+        "</joint>", f'<limit lower="{lower}" upper="1.5" effort="10" velocity="10"/></joint>'
+    )

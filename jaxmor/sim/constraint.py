@@ -39,7 +39,7 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   impulses unbounded, each row's velocity driven to ``-EQUALITY_CORRECTION e / h`` for its residual ``e``
   (Baumgarte: a violation shrinks by that fraction per step; the target enters as a shift of the row's free
   velocity, so the solver's law for them is the joint rows' with infinite friction bounds). They are not in the
-  position pass, whose joint rows lock the joints (below).
+  position pass.
 
 Penetration (``d < 0``) or a violated limit is not corrected by the velocity: the target is clamped
 at zero there, so no energy is added. Instead a second, frictionless problem on the normal and joint
@@ -49,9 +49,9 @@ is discarded afterwards (split impulses).
 A contact with a gap ``d > 0`` gets the speculative target ``v_n >= -d / h`` in this pass too, so that
 the correction of one body never pushes another one through a far contact (before, the target was
 ``v_n >= 0`` however far: a quadruped corrected out of the ground dragged a box 1 m away).
-Known defect of the position pass (kept in 0.2, whose restructuring changed no arithmetic): a joint row
-without a violation gets the bounds ``0 <= v <= 0``, so the pass moves no joint: only a floating base is
-corrected (``tests/test_stages.py`` holds a strict ``xfail`` for a fixed-base arm).
+Its limit rows (joints, ball cones, tendons) push back only a limit violated beyond the allowance; the others
+keep the velocity problem's speculative bound (a joint may approach its limit, never pass it; no bound without
+one), so the pass moves joints freely to correct a penetration (``docs/design/solver.md``, "The position pass").
 
 Layout. This module owns the row layout: :class:`Problem` knows where a contact's and a joint's rows
 are, and converts between its rows and :class:`Impulses`, so the solver and the step never compute
@@ -279,9 +279,7 @@ def _ball_bounds(model: Model, angle: jax.Array, h: jax.Array, position: bool) -
     h`` where the joint is limited, no bound where it is not."""
     upper = model.dof_upper.astype(angle.dtype)[np.array([v for _, _, v in ball_joints(model)], dtype=np.int32)]
     if position:
-        over = jnp.maximum(angle - jnp.where(jnp.isfinite(upper), upper, 0.0) - PENETRATION_ALLOWANCE, 0.0)
-        high = jnp.where(jnp.isfinite(upper), -POSITION_CORRECTION * over / h, jnp.inf)
-        return jnp.full_like(high, -jnp.inf), high
+        return _position_bounds(jnp.full_like(upper, -jnp.inf), upper, angle, h)
     cone = jnp.maximum(_bound_velocity(upper, angle, h), 0.0)
     high = jnp.concatenate([jnp.full((angle.shape[0], 3), jnp.inf, angle.dtype), cone[:, None]], axis=1).reshape(-1)
     return jnp.full_like(high, -jnp.inf), high
@@ -298,6 +296,18 @@ def free_friction_jacobian(model: Model, kin: Kinematics) -> jax.Array:
         block = jnp.zeros((6, model.nv), dtype).at[:3, v : v + 3].set(jnp.eye(3, dtype=dtype))
         blocks.append(block.at[3:, v + 3 : v + 6].set(rotation.T))
     return jnp.concatenate(blocks)
+
+
+def _position_bounds(lower: jax.Array, upper: jax.Array, value: jax.Array, h: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(low, high)`` of limit rows in the position problem: a limit violated beyond ``PENETRATION_ALLOWANCE``
+    is pushed back by ``POSITION_CORRECTION`` of that per step, the others bound the pseudo-velocity only as the
+    velocity problem does (speculatively: ``v >= (lower - value) / h`` up to 0, infinite without a limit), so
+    the pass moves an unviolated row freely and never through its limit."""
+    below = jnp.maximum(lower - value - PENETRATION_ALLOWANCE, 0.0)
+    above = jnp.maximum(value - upper - PENETRATION_ALLOWANCE, 0.0)
+    low = jnp.where(below > 0, POSITION_CORRECTION * below / h, jnp.minimum(_bound_velocity(lower, value, h), 0.0))
+    high = jnp.where(above > 0, -POSITION_CORRECTION * above / h, jnp.maximum(_bound_velocity(upper, value, h), 0.0))
+    return low, high
 
 
 def _bound_velocity(bound: jax.Array, q: jax.Array, h: jax.Array) -> jax.Array:
@@ -381,16 +391,15 @@ def constraints(
     cone_low, cone_high = _ball_bounds(model, angle, h, position=True)
     tendon_low, tendon_high = _tendon_bounds(model, state.q, h, position=True)
     depth = jnp.maximum(-gap - PENETRATION_ALLOWANCE, 0.0)
-    below = jnp.maximum(lower - q_joint - PENETRATION_ALLOWANCE, 0.0)
-    above = jnp.maximum(q_joint - upper - PENETRATION_ALLOWANCE, 0.0)
+    joint_low, joint_high = _position_bounds(lower, upper, q_joint, h)
     position = Problem(
         delassus=delassus[keep[:, None], keep[None, :]],
         free_velocity=jnp.zeros(keep.size, dtype),
         contact_target=POSITION_CORRECTION * depth / h - jnp.maximum(gap, 0.0) / h,  # a gap may close, not open
         friction=jnp.zeros(nc, dtype),
         friction_bound=jnp.zeros(nj + cones.size + tendons.size, dtype),
-        limit_low=jnp.concatenate([POSITION_CORRECTION * below / h, cone_low, tendon_low]),
-        limit_high=jnp.concatenate([-POSITION_CORRECTION * above / h, cone_high, tendon_high]),
+        limit_low=jnp.concatenate([joint_low, cone_low, tendon_low]),
+        limit_high=jnp.concatenate([joint_high, cone_high, tendon_high]),
         rows_per_contact=1,
     )
     start = warm_start(model, state, contacts)
@@ -450,9 +459,7 @@ def _tendon_bounds(model: Model, q: jax.Array, h: jax.Array, position: bool) -> 
     length = tendon_lengths(model, q)
     lower, upper = ten.lower.astype(q.dtype), ten.upper.astype(q.dtype)
     if position:
-        below = jnp.maximum(lower - length - PENETRATION_ALLOWANCE, 0.0)
-        above = jnp.maximum(length - upper - PENETRATION_ALLOWANCE, 0.0)
-        return POSITION_CORRECTION * below / h, -POSITION_CORRECTION * above / h
+        return _position_bounds(lower, upper, length, h)
     low = jnp.minimum(_bound_velocity(lower, length, h), 0.0)
     return low, jnp.maximum(_bound_velocity(upper, length, h), 0.0)
 

@@ -12,6 +12,11 @@ from collections.abc import Callable
 import jax.numpy as jnp
 from flax import struct
 
+#: The gap of an unused candidate (a terrain cell entry without a world geom, a pair the filters keep apart, a
+#: polytope slot its manifold does not fill) [m]: finite, so that the solver's arithmetic stays finite, and far
+#: beyond any reach, so it never acts.
+UNUSED_GAP = 1.0e3
+
 
 @struct.dataclass
 class Contacts:

@@ -18,12 +18,12 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_sqrt
-from jaxmor.sim.collision.contacts import Contacts, tangent_frame, up
+from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
 from jaxmor.sim.collision.height_field import field_gaps
 from jaxmor.sim.collision.polytope import box_box, box_mesh, capsule_mesh, mesh_mesh, sphere_mesh
 from jaxmor.sim.collision.primitive import capsule_box, capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
-from jaxmor.sim.collision.terrain import PADDING_GAP, check_current, lookup, terrain_count
+from jaxmor.sim.collision.terrain import check_current, lookup, terrain_count
 from jaxmor.sim.kinematics import Poses
 from jaxmor.types import GeomType, Model
 
@@ -417,7 +417,7 @@ def _world_shapes(model: Model, kind: GeomType, world: jax.Array, dtype):
 def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> list[tuple[jax.Array, ...]]:
     """``(distance, position, normal, friction, restitution, key)`` of the terrain candidates, one tuple per
     group of :func:`_terrain_groups`: each robot geom against the ``capacity`` world geoms of its cell (world
-    geom as A); padding entries get :data:`PADDING_GAP` and the key ``-1``."""
+    geom as A); padding entries get :data:`UNUSED_GAP` and the key ``-1``."""
     dtype = geom_p.dtype
     size = model.geom_size.astype(dtype)
     mu, given, priority, rest = _surfaces(model, dtype)
@@ -444,7 +444,7 @@ def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) ->
         key = offset + ((np.repeat(rows, c) * nw + local) * TERRAIN_KEY_STRIDE)[:, None] + np.arange(k)
         out.append(
             (
-                jnp.where(ok, d, PADDING_GAP).reshape(-1),
+                jnp.where(ok, d, UNUSED_GAP).reshape(-1),
                 jnp.where(ok[..., None], p, geom_p[at[r]][:, None, :]).reshape(-1, 3),
                 jnp.where(ok[..., None], n, up(dtype)).reshape(-1, 3),
                 jnp.repeat(friction, k),

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxmor.sim.collision.contacts import kernel
 from jaxmor.sim.collision.primitive import deepest_on_segment, segment_ends
+from jaxmor.sim.collision.separating_axis import polytope_manifold
 
 #: Relative tolerance of the face choice of a polytope contact: faces within this fraction of the polytope's
 #: size (its vertices' bounding-box diagonal) of the deepest are tied.
@@ -23,6 +24,31 @@ POLYTOPE_TIE = 1e-3
 
 #: (8, 3) the corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
 BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+
+
+def _box_faces() -> np.ndarray:
+    """(6, 4) the corners (rows of :data:`BOX_SIGNS`) of the faces ``-x, -y, -z, +x, +y, +z``, in order around
+    each face."""
+    faces = []
+    for side in (-1.0, 1.0):
+        for k in range(3):
+            u, v = (k + 1) % 3, (k + 2) % 3
+            ring = []
+            for su, sv in ((-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)):
+                sign = np.zeros(3)
+                sign[[k, u, v]] = side, su, sv
+                ring.append(int(np.flatnonzero(np.all(BOX_SIGNS == sign, axis=1))[0]))
+            faces.append(ring)
+    return np.array(faces, dtype=np.int32)
+
+
+#: (6, 4) int the corners of each face of a box (:func:`box_polytope`'s face order), in order around it.
+BOX_FACES = _box_faces()
+
+#: (12, 2) int the edges of a box as pairs of corners (rows of :data:`BOX_SIGNS` differing in one sign).
+BOX_EDGES = np.array(
+    [(i, j) for i in range(8) for j in range(i + 1, 8) if np.sum(BOX_SIGNS[i] != BOX_SIGNS[j]) == 1], dtype=np.int32
+)
 
 
 def box_polytope(centre: jax.Array, rotation: jax.Array, half: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -124,8 +150,24 @@ def _plane_distance(x, planes):
 
 @kernel(slots=8)
 def box_box(ca, ra_rot, sa, cb, rb_rot, sb):
-    """Box A against box B, 8 slots (..., 8): corners of B in A, then corners of A in B."""
-    return polytope_contacts(*box_polytope(ca, ra_rot, sa), *box_polytope(cb, rb_rot, sb))
+    """Box A against box B, 8 slots (..., 8): the separating-axis manifold (:mod:`.separating_axis`)."""
+    shape = jnp.broadcast_shapes(ca.shape[:-1], cb.shape[:-1], sa.shape[:-1], sb.shape[:-1])
+    a = [
+        jnp.broadcast_to(x, shape + x.shape[-k:]).reshape((-1,) + x.shape[-k:])
+        for x, k in ((ca, 1), (ra_rot, 2), (sa, 1))
+    ]
+    b = [
+        jnp.broadcast_to(x, shape + x.shape[-k:]).reshape((-1,) + x.shape[-k:])
+        for x, k in ((cb, 1), (rb_rot, 2), (sb, 1))
+    ]
+
+    def one(ca, ra, sa, cb, rb, sb):
+        box_a = (*box_polytope(ca, ra, sa), BOX_FACES, BOX_EDGES)
+        box_b = (*box_polytope(cb, rb, sb), BOX_FACES, BOX_EDGES)
+        return polytope_manifold(box_a, box_b, box_box.slots)
+
+    out = jax.vmap(one)(*a, *b)
+    return tuple(x.reshape(shape + x.shape[1:]) for x in out)
 
 
 @kernel(slots=1)

@@ -62,8 +62,9 @@ def _segment_point(p0, p1, c):
     return p0 + t[..., None] * d
 
 
-def _segments(p0, p1, q0, q1):
-    """Closest points of the segments ``p0 p1`` and ``q0 q1``; the middle of the overlap when parallel."""
+def closest_on_segments(p0, p1, q0, q1):
+    """``(point on p0 p1, point on q0 q1, p1 - p0, q1 - q0)``: the closest points of the two segments (the middle
+    of their overlap when parallel) and their directions."""
     tiny = _tiny(p0.dtype)
     d1, d2, r = p1 - p0, q1 - q0, p0 - q0
     a = jnp.sum(d1 * d1, -1)
@@ -111,7 +112,7 @@ def capsule_capsule(ca, ra_rot, sa, cb, rb_rot, sb):
     """Capsule A against capsule B: the closest points of their segments."""
     p0, p1 = segment_ends(ca, ra_rot, sa[..., 1])
     q0, q1 = segment_ends(cb, rb_rot, sb[..., 1])
-    pa, pb, d1, d2 = _segments(p0, p1, q0, q1)
+    pa, pb, d1, d2 = closest_on_segments(p0, p1, q0, q1)
     # Intersecting axes: the common perpendicular (then +z) stands in for the undefined direction.
     perp, _ = _normalize(jnp.cross(d1, d2), up(ca.dtype, ca.shape[:-1]))
     return _spheres(pa, sa[..., 0], pb, sb[..., 0], fallback=perp)

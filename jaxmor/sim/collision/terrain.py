@@ -23,10 +23,6 @@ from jaxmor.types import GeomType, Model, TerrainGrid
 #: The types of world geoms a grid can hold (those with pair kernels against robot geoms).
 TERRAIN_KINDS = (GeomType.SPHERE, GeomType.CAPSULE, GeomType.BOX, GeomType.MESH)
 
-#: The gap of a padding candidate (a cell entry without a world geom, or a pair the filters keep apart) [m]:
-#: finite, so that the solver's arithmetic stays finite, and far beyond any reach, so it never acts.
-PADDING_GAP = 1.0e3
-
 
 def _values(array) -> np.ndarray:
     return np.asarray(jax.device_get(array), dtype=np.float64)
