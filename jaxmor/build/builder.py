@@ -132,7 +132,7 @@ def load_mjcf(
     let them touch the plane touch the ground; the robot's geoms collide with the world's other geoms (static
     obstacles) where those bit masks let them; with ``self_collision=True`` they also collide with each
     other, as in MuJoCo (never parent and child, never what ``<exclude>`` or the bit masks keep apart). Type
-    pairs jaxmor does not collide (any with a cylinder) are left out with a warning that names them. Friction
+    pairs jaxmor does not collide are left out with a warning that names them. Friction
     combines as MuJoCo's does: the higher ``priority`` wins, equal ones take the larger (``Options.friction_rule``
     ``"max"``). New States start at MuJoCo's ``qpos0`` (``Model.q_default``: every hinge and slide at 0, limits
     or not, the free bodies where the file puts them); :func:`jaxmor.set_keyframe` starts from a keyframe.
@@ -173,7 +173,7 @@ def load_mjcf(
             skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
     if skipped:
         warnings.warn(
-            f"{description.source}: {len(skipped)} geom pair(s) of types jaxmor does not collide (any with a cylinder) "
+            f"{description.source}: {len(skipped)} geom pair(s) of types jaxmor does not collide "
             f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
             stacklevel=2,
         )

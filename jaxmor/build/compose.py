@@ -10,7 +10,7 @@ prefixed; the combined model keeps the first model's name, source, options, grou
 
 Which geoms collide. By default (``collide_with=True``) every new geom is paired with every geom of the
 model that :func:`jaxmor.with_self_collision` would pair it with (on another body, not parent and child
-across a joint) and whose type pair :mod:`jaxmor.sim.collision` supports; unsupported type pairs (any with a cylinder)
+across a joint) and whose type pair :mod:`jaxmor.sim.collision` supports; unsupported type pairs
 are left out, with a warning naming them. ``collide_with=False`` adds no pair between the two, and a list of geom names
 of the model restricts the pairs to those geoms (an unsupported pair among them is refused). The added
 model's own ``contact_pairs`` are kept. :func:`jaxmor.with_self_collision` on the result recomputes every

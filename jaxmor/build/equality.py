@@ -16,8 +16,7 @@ from jax import numpy as jnp
 
 from jaxmor.errors import ModelError
 from jaxmor.io.description import JointEquality, PointEquality, RobotDescription
-from jaxmor.io.mjcf_geometry import rotation_to_quat
-from jaxmor.math import quat_to_rotation
+from jaxmor.io.mjcf_geometry import quat_to_rotation, rotation_to_quat
 from jaxmor.sim.kinematics import forward_kinematics
 from jaxmor.types import Equalities, Model, empty_equalities
 
@@ -148,11 +147,11 @@ def combine_equalities(
     a, b = model.equality, other.equality
     dtype = a.point_anchor.dtype
     world = np.array([[body < 0 for body in pair] for pair in b.point_body], dtype=bool).reshape(-1, 2)
-    rotation = np.asarray(quat_to_rotation(jnp.asarray(quat, np.float64)))
+    rotation = quat_to_rotation(quat)
     anchor = np.asarray(b.point_anchor, np.float64)
     anchor = np.where(world[:, :, None], anchor @ rotation.T + translation, anchor)
     frame = np.asarray(b.point_frame, np.float64)
-    turned = rotation @ np.asarray(quat_to_rotation(jnp.asarray(frame.reshape(-1, 4))))  # (2 k, 3, 3)
+    turned = rotation @ np.array([quat_to_rotation(f) for f in frame.reshape(-1, 4)]).reshape(-1, 3, 3)  # (2 k, 3, 3)
     moved = np.array([rotation_to_quat(r) for r in turned]).reshape(frame.shape)
     frame = np.where(world[:, :, None], moved, frame)
 

@@ -21,8 +21,25 @@ from jaxmor.math import safe_sqrt
 from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
 from jaxmor.sim.collision.height_field import field_gaps
-from jaxmor.sim.collision.polytope import box_box, box_mesh, capsule_mesh, mesh_mesh, sphere_mesh
-from jaxmor.sim.collision.primitive import capsule_box, capsule_capsule, sphere_box, sphere_capsule, sphere_sphere
+from jaxmor.sim.collision.polytope import (
+    box_box,
+    box_cylinder,
+    box_mesh,
+    capsule_mesh,
+    cylinder_cylinder,
+    cylinder_mesh,
+    mesh_mesh,
+    sphere_mesh,
+)
+from jaxmor.sim.collision.primitive import (
+    capsule_box,
+    capsule_capsule,
+    capsule_cylinder,
+    sphere_box,
+    sphere_capsule,
+    sphere_cylinder,
+    sphere_sphere,
+)
 from jaxmor.sim.collision.terrain import check_current, lookup, terrain_count
 from jaxmor.sim.kinematics import Poses
 from jaxmor.types import GeomType, Model
@@ -51,6 +68,11 @@ PAIR_KERNELS = {
     (GeomType.CAPSULE, GeomType.MESH): capsule_mesh,
     (GeomType.BOX, GeomType.MESH): box_mesh,
     (GeomType.MESH, GeomType.MESH): mesh_mesh,
+    (GeomType.SPHERE, GeomType.CYLINDER): sphere_cylinder,
+    (GeomType.CAPSULE, GeomType.CYLINDER): capsule_cylinder,
+    (GeomType.BOX, GeomType.CYLINDER): box_cylinder,
+    (GeomType.CYLINDER, GeomType.CYLINDER): cylinder_cylinder,
+    (GeomType.CYLINDER, GeomType.MESH): cylinder_mesh,
 }
 
 #: Contact slots of each supported type pair (either order; read off :data:`PAIR_KERNELS`).

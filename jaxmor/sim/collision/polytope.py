@@ -148,26 +148,101 @@ def _plane_distance(x, planes):
     return dist, jnp.take_along_axis(planes[..., :3], face[..., None, None], -2)[..., 0, :]
 
 
+#: Side faces of the prism that stands in for a cylinder against boxes, cylinders and meshes: its caps are exact,
+#: its side the circumscribed regular prism (touching the cylinder along each side face's middle line).
+CYLINDER_SIDES = 16
+
+
+def _prism_topology(sides: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(faces (sides + 2, sides), edges (3 sides, 2))`` of the cylinder's prism: vertices ``0..sides-1`` on the
+    bottom rim, ``sides..2 sides-1`` above them; faces: the sides (side ``k`` between rim vertices ``k - 1`` and
+    ``k``; 4 corners, the last repeated), then the bottom and top caps."""
+    k = np.arange(sides)
+    ring = [[(j - 1) % sides, j, sides + j, sides + (j - 1) % sides] for j in k]
+    faces = [r + [r[-1]] * (sides - 4) for r in ring] + [list(k), list(sides + k)]
+    edges = [(j, (j + 1) % sides) for j in k] + [(sides + j, sides + (j + 1) % sides) for j in k]
+    edges += [(j, sides + j) for j in k]
+    return np.array(faces, dtype=np.int32), np.array(edges, dtype=np.int32)
+
+
+PRISM_FACES, PRISM_EDGES = _prism_topology(CYLINDER_SIDES)
+
+
+def cylinder_polytope(centre: jax.Array, rotation: jax.Array, size: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A cylinder's prism (:data:`CYLINDER_SIDES`): ``(vertices (..., 2 sides, 3), planes (..., sides + 2, 4))`` in
+    the world, ``size`` (..., 2+) its radius and half length [m]; side ``k``'s outward normal at the angle
+    ``2 pi k / sides`` from the local x axis, at the radius's distance from the axis."""
+    dtype = centre.dtype
+    n = CYLINDER_SIDES
+    face_angle = 2.0 * np.pi * np.arange(n) / n
+    corner_angle = face_angle + np.pi / n
+    r, half = size[..., 0, None], size[..., 1, None]
+    out = r / np.cos(np.pi / n)
+    x, y = out * jnp.asarray(np.cos(corner_angle), dtype), out * jnp.asarray(np.sin(corner_angle), dtype)
+    rim = jnp.concatenate(
+        [
+            jnp.stack([x, y, -jnp.broadcast_to(half, x.shape)], -1),
+            jnp.stack([x, y, jnp.broadcast_to(half, x.shape)], -1),
+        ],
+        -2,
+    )
+    vertices = centre[..., None, :] + jnp.einsum("...ij,...kj->...ki", rotation, rim)
+    normals = np.concatenate(
+        [np.stack([np.cos(face_angle), np.sin(face_angle), np.zeros(n)], -1), [[0.0, 0.0, -1.0], [0.0, 0.0, 1.0]]]
+    )
+    world = jnp.einsum("...ij,kj->...ki", rotation, jnp.asarray(normals, dtype))
+    offsets = jnp.einsum("...kj,...j->...k", world, centre) + jnp.concatenate(
+        [jnp.broadcast_to(r, r.shape[:-1] + (n,)), half, half], -1
+    )
+    return vertices, jnp.concatenate([world, offsets[..., None]], -1)
+
+
+def _manifold(first, second, slots: int):
+    """The separating-axis manifold (:func:`polytope_manifold`) of batches of two polytopes: each a function of one
+    geom's ``(centre, rotation, size)`` to its ``(vertices, planes, faces, edges)`` and those batches."""
+    (make_a, ca, ra, sa), (make_b, cb, rb, sb) = first, second
+    shape = jnp.broadcast_shapes(ca.shape[:-1], cb.shape[:-1])
+
+    def flat(x, k):
+        return jnp.broadcast_to(x, shape + x.shape[x.ndim - k :]).reshape((-1,) + x.shape[x.ndim - k :])
+
+    args = [flat(ca, 1), flat(ra, 2), flat(sa, 1), flat(cb, 1), flat(rb, 2), flat(sb, 1)]
+    out = jax.vmap(lambda c1, r1, s1, c2, r2, s2: polytope_manifold(make_a(c1, r1, s1), make_b(c2, r2, s2), slots))(
+        *args
+    )
+    return tuple(x.reshape(shape + x.shape[1:]) for x in out)
+
+
+def _box(centre, rotation, size):
+    return (*box_polytope(centre, rotation, size), BOX_FACES, BOX_EDGES)
+
+
+def _prism(centre, rotation, size):
+    return (*cylinder_polytope(centre, rotation, size), PRISM_FACES, PRISM_EDGES)
+
+
+@kernel(slots=8)
+def box_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Box A against cylinder B (its prism), 8 slots: the separating-axis manifold."""
+    return _manifold((_box, ca, ra_rot, sa), (_prism, cb, rb_rot, sb), box_cylinder.slots)
+
+
+@kernel(slots=8)
+def cylinder_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Cylinder A against cylinder B (their prisms), 8 slots: the separating-axis manifold."""
+    return _manifold((_prism, ca, ra_rot, sa), (_prism, cb, rb_rot, sb), cylinder_cylinder.slots)
+
+
+@kernel(slots=8)
+def cylinder_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
+    """Cylinder A (its prism) against mesh B, 8 slots: as box-mesh."""
+    return polytope_contacts(*cylinder_polytope(ca, ra_rot, sa), *_hull_polytope(cb, rb_rot, hull_b), valid_b=hull_b[2])
+
+
 @kernel(slots=8)
 def box_box(ca, ra_rot, sa, cb, rb_rot, sb):
     """Box A against box B, 8 slots (..., 8): the separating-axis manifold (:mod:`.separating_axis`)."""
-    shape = jnp.broadcast_shapes(ca.shape[:-1], cb.shape[:-1], sa.shape[:-1], sb.shape[:-1])
-    a = [
-        jnp.broadcast_to(x, shape + x.shape[-k:]).reshape((-1,) + x.shape[-k:])
-        for x, k in ((ca, 1), (ra_rot, 2), (sa, 1))
-    ]
-    b = [
-        jnp.broadcast_to(x, shape + x.shape[-k:]).reshape((-1,) + x.shape[-k:])
-        for x, k in ((cb, 1), (rb_rot, 2), (sb, 1))
-    ]
-
-    def one(ca, ra, sa, cb, rb, sb):
-        box_a = (*box_polytope(ca, ra, sa), BOX_FACES, BOX_EDGES)
-        box_b = (*box_polytope(cb, rb, sb), BOX_FACES, BOX_EDGES)
-        return polytope_manifold(box_a, box_b, box_box.slots)
-
-    out = jax.vmap(one)(*a, *b)
-    return tuple(x.reshape(shape + x.shape[1:]) for x in out)
+    return _manifold((_box, ca, ra_rot, sa), (_box, cb, rb_rot, sb), box_box.slots)
 
 
 @kernel(slots=1)

@@ -13,7 +13,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from jaxmor.math import safe_div
+from jaxmor.math import safe_div, safe_sqrt
 from jaxmor.sim.collision.contacts import kernel, up
 
 #: Golden-section steps of the capsule-box search for the segment's deepest point: the bracket shrinks to
@@ -181,3 +181,61 @@ def capsule_box(ca, ra_rot, sa, cb, rb_rot, sb):
     t = deepest_on_segment(p0, p1, lambda x: _box_signed_distance(x, cb, rb_rot, sb))
     centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
     return sphere_box(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], sb[..., None, :])
+
+
+def _cylinder_frame(x, centre, rotation):
+    """Points ``x`` (..., 3) in a cylinder's frame: ``(xy (..., 2), z (...,))``."""
+    local = jnp.einsum("...ji,...j->...i", rotation, x - centre)
+    return local[..., :2], local[..., 2]
+
+
+def _cylinder_signed_distance(x, centre, rotation, size):
+    """Signed distance [m] from points ``x`` to a cylinder (``size``: radius, half length; negative inside)."""
+    xy, z = _cylinder_frame(x, centre, rotation)
+    radial = safe_sqrt(jnp.sum(xy * xy, -1)) - size[..., 0]
+    axial = jnp.abs(z) - size[..., 1]
+    outside = safe_sqrt(jnp.maximum(radial, 0.0) ** 2 + jnp.maximum(axial, 0.0) ** 2)
+    return outside + jnp.minimum(jnp.maximum(radial, axial), 0.0)
+
+
+@kernel(slots=1)
+def sphere_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Sphere A against cylinder B: the closest point of the cylinder (outside), or the exit through its side or
+    its nearer cap, whichever is shallower (inside)."""
+    dtype = ca.dtype
+    r, radius, half = sa[..., 0], sb[..., 0], sb[..., 1]
+    xy, z = _cylinder_frame(ca, cb, rb_rot)
+    across = jnp.array([1.0, 0.0], dtype)
+    rho = safe_sqrt(jnp.sum(xy * xy, -1))
+    direction, _ = _normalize(xy, jnp.broadcast_to(across, xy.shape))
+    rim = radius[..., None] * direction
+    side = jnp.sign(z) + (z == 0)  # the nearer cap; +z at the middle
+    outside = (rho > radius) | (jnp.abs(z) > half)
+    closest = jnp.concatenate([jnp.where((rho > radius)[..., None], rim, xy), jnp.clip(z, -half, half)[..., None]], -1)
+    local = jnp.concatenate([xy, z[..., None]], -1)
+    fallback = jnp.concatenate([direction, jnp.zeros_like(z)[..., None]], -1)
+    n_out, _ = _normalize(local - closest, fallback)  # from the cylinder out to the sphere's centre
+    d_out = jnp.sum(n_out * (local - closest), -1)
+    through_side = radius - rho < half - jnp.abs(z)
+    n_in = jnp.where(through_side[..., None], fallback, jnp.stack([jnp.zeros_like(z), jnp.zeros_like(z), side], -1))
+    face = jnp.where(
+        through_side[..., None],
+        jnp.concatenate([rim, z[..., None]], -1),
+        jnp.concatenate([xy, (side * half)[..., None]], -1),
+    )
+    d_in = -jnp.where(through_side, radius - rho, half - jnp.abs(z))
+    n_local = jnp.where(outside[..., None], n_out, n_in)
+    point_local = jnp.where(outside[..., None], closest, face)
+    n = -jnp.einsum("...ij,...j->...i", rb_rot, n_local)  # from the sphere to the cylinder
+    point_b = cb + jnp.einsum("...ij,...j->...i", rb_rot, point_local)
+    return jnp.where(outside, d_out, d_in) - r, n, ca + r[..., None] * n, point_b
+
+
+@kernel(slots=3)
+def capsule_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
+    """Capsule A against cylinder B, 3 slots: its end spheres, then the sphere about its segment's deepest point
+    in the cylinder."""
+    p0, p1 = segment_ends(ca, ra_rot, sa[..., 1])
+    t = deepest_on_segment(p0, p1, lambda x: _cylinder_signed_distance(x, cb, rb_rot, sb))
+    centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
+    return sphere_cylinder(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], sb[..., None, :])

@@ -101,6 +101,19 @@ def _clip(ref, face, incident, tol):
     return points @ n - d, points, jnp.concatenate([over, under, cross.reshape(-1)])
 
 
+def _distinct_deepest(depth, points, valid, tol, slots):
+    """``(index (slots,), used (slots,))``: the deepest valid candidates, one at a time, each dropping the candidates
+    within ``tol`` of it (the corners two faces share are found several ways)."""
+    score = jnp.where(valid, -depth, -jnp.inf)
+    keep, used = [], []
+    for _ in range(slots):
+        k = jnp.argmax(score)
+        keep.append(k)
+        used.append(score[k] > -jnp.inf)
+        score = jnp.where(jnp.sum((points - points[k]) ** 2, -1) <= tol * tol, -jnp.inf, score)
+    return jnp.stack(keep), jnp.stack(used)
+
+
 def _face_contacts(ref, face, incident, tol, slots, ref_is_a):
     """The ``slots`` deepest candidates of :func:`_clip`, as ``(distance, normal, point on A, point on B)``."""
     depth, on_incident, valid = _clip(ref, face, incident, tol)
@@ -111,9 +124,7 @@ def _face_contacts(ref, face, incident, tol, slots, ref_is_a):
     depth = jnp.concatenate([(vertex @ n - d)[None], depth])
     on_incident = jnp.concatenate([vertex[None], on_incident])
     valid = jnp.concatenate([apart[None], valid])
-    score = jnp.where(valid, -jax.lax.stop_gradient(depth), -jnp.inf)
-    _, keep = jax.lax.top_k(score, slots)
-    used = valid[keep]
+    keep, used = _distinct_deepest(jax.lax.stop_gradient(depth), jax.lax.stop_gradient(on_incident), valid, tol, slots)
     depth, on_incident = jnp.where(used, depth[keep], UNUSED_GAP), on_incident[keep]
     on_ref = on_incident - depth[:, None] * n
     normal = jnp.broadcast_to(jnp.where(ref_is_a, n, -n), on_ref.shape)
