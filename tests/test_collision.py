@@ -941,27 +941,20 @@ def test_enable_self_collision_malformed_exclude():
         with_self_collision(model, exclude=[("g0", "g1", "g2")])
 
 
-def test_enable_self_collision_unsupported_pair_raises():
-    # (box-box was the unsupported example before box-box contacts existed; box-cylinder still is)
-    model = chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), cylinder(0.2, 0.2))
-    spheres = [("w", "g3"), ("g0", "g3")]
-    with pytest.raises(ArgumentError) as err:
-        with_self_collision(model, exclude=spheres)
-    msg = str(err.value)
-    assert "'g1' (box)" in msg and "'g3' (cylinder)" in msg and "exclude" in msg
-    model = with_self_collision(model, exclude=[*spheres, ("g1", "g3")])
-    assert (2, 4) not in model.contact_pairs and (0, 2) in model.contact_pairs  # sphere-box kept
-    boxes = with_self_collision(chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), box(0.2, 0.2, 0.2)))
-    assert (2, 4) in boxes.contact_pairs  # box-box is supported now
+def test_enable_self_collision_pairs_cylinders_with_every_type():
+    """Every geom type pair collides now, cylinders included: with_self_collision pairs a cylinder with the box,
+    the spheres and another cylinder, and collide gives each pair its kernel's slots (PAIR_SLOTS)."""
+    from jaxmor.sim.collision import PAIR_SLOTS
 
-
-def test_enable_self_collision_unsupported_cylinder_pair_raises():
-    model = chain(sphere(0.1), sphere(0.1), cylinder(0.1, 0.2))
-    with pytest.raises(ArgumentError, match=r"'g2' \(cylinder\)"):
-        with_self_collision(model)
-
-
-def test_collide_rejects_unsupported_contact_pairs():
+    model = with_self_collision(chain(sphere(0.1), box(0.1, 0.1, 0.1), sphere(0.1), cylinder(0.2, 0.2)))
+    cylinder_geom = model.geom_names.index("g3")
+    assert {pair for pair in model.contact_pairs if cylinder_geom in pair} >= {(1, 4), (2, 4)}
+    kinds = [
+        tuple(sorted((model.geom_type[a], model.geom_type[b]), key=lambda t: t.value)) for a, b in model.contact_pairs
+    ]
+    want = sum(PAIR_SLOTS.get(k, PAIR_SLOTS.get(k[::-1], 0)) for k in kinds)
+    assert all(k in PAIR_SLOTS or k[::-1] in PAIR_SLOTS for k in kinds)
+    assert contact_count(model) == want
     text = robot(
         '<link name="world"/>',
         f'<link name="post">{col(box(1, 1, 1))}</link>',
@@ -969,9 +962,12 @@ def test_collide_rejects_unsupported_contact_pairs():
         '<joint name="weld" type="fixed"><parent link="world"/><child link="post"/></joint>',
         '<joint name="free" type="floating"><parent link="world"/><child link="base"/></joint>',
     )
-    bad_model = load_urdf(text).replace(contact_pairs=((0, 1),))
-    with pytest.raises(ArgumentError, match="cylinder"):
-        collide(bad_model, body_poses(bad_model, free_q([0, 0, 2.0])))
+    pair = load_urdf(text).replace(contact_pairs=((0, 1),))
+    # the cylinder standing 1 mm above the 1 m cube's top face: its bottom cap's 4 manifold corners at +1 mm
+    c = run(pair, free_q([0, 0, 0.5 + 0.1 + 0.001]))
+    used = np.asarray(c.distance) < 1.0
+    np.testing.assert_allclose(np.asarray(c.distance)[used], 0.001, atol=1e-12)
+    assert used.sum() >= 4
 
 
 # --------------------------------------------------------------------------------------------------

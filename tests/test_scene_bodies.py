@@ -263,36 +263,29 @@ def test_solid_inertia_matches_mujoco(shape, size):
 def test_add_free_body_pose_properties_and_pairs():
     model = jaxmor.with_self_collision(jaxmor.load_urdf(PENDULUM_URDF))  # a fixed-base robot
     quat = quat_of_axis_angle([1, 1, 0], 0.4)
-    with pytest.warns(UserWarning, match=r"do not collide: \('rod', 'ball'\)"):
-        new = jaxmor.add_free_body(
-            model, "ball", "sphere", 0.05, 0.3, position=[0.1, 0.2, 0.3], orientation=2 * quat, friction=0.4,
-            restitution=0.5,
-        )  # fmt: skip
+    new = jaxmor.add_free_body(
+        model, "ball", "sphere", 0.05, 0.3, position=[0.1, 0.2, 0.3], orientation=2 * quat, friction=0.4,
+        restitution=0.5,
+    )  # fmt: skip
     g = new.ng - 1
     assert new.geom_names[g] == "ball" and new.geom_body[g] == new.nb - 1 and new.geom_friction_given[g]
     assert float(new.geom_friction[g]) == 0.4 and float(new.geom_restitution[g]) == 0.5
     np.testing.assert_allclose(np.asarray(jaxmor.init_state(new).q)[-7:], [0.1, 0.2, 0.3, *quat], atol=1e-15)
-    # the default pairs are those with_self_collision makes for the new geom, less the unsupported ones
-    cylinders = [
-        (n, "ball") for n, t in zip(new.geom_names, new.geom_type, strict=True) if t == jaxmor.GeomType.CYLINDER
-    ]
-    assert cylinders  # the pendulum's rod
-    again = jaxmor.with_self_collision(new, exclude=cylinders)
-    assert set(new.contact_pairs) == set(again.contact_pairs)
+    # the default pairs are those with_self_collision makes for the new geom, the pendulum's cylinder rod included
+    rod = new.geom_names.index("rod")
+    assert (rod, g) in new.contact_pairs
+    assert set(new.contact_pairs) == set(jaxmor.with_self_collision(new).contact_pairs)
     assert jaxmor.add_free_body(model, "ball", "sphere", 0.05, 0.3, collide_with=False).contact_pairs == ()
 
 
-def test_default_pairs_skip_unsupported_types_and_explicit_ones_are_checked():
+def test_default_pairs_include_cylinders_and_explicit_ones_are_checked():
     model = jaxmor.add_free_body(empty_scene(), "can", "cylinder", [0.05, 0.1], 0.3)
-    with pytest.warns(UserWarning, match=r"1 geom pair\(s\) of unsupported types do not collide: \('can', 'brick'\)"):
-        model = jaxmor.add_free_body(model, "brick", "box", [0.1, 0.05, 0.05], 0.5, position=[1, 0, 0])
-    assert model.contact_pairs == ()  # cylinder-box is not supported: left out by default, with a warning
-    with pytest.raises(ArgumentError, match=r"'can' \(cylinder\)"):
-        jaxmor.add_free_body(model, "brick2", "box", [0.1, 0.1, 0.1], 0.5, collide_with=["can"])
+    model = jaxmor.add_free_body(model, "brick", "box", [0.1, 0.05, 0.05], 0.5, position=[1, 0, 0])
+    assert model.contact_pairs == ((0, 1),)  # cylinder-box collides
     with pytest.raises(ArgumentError, match="nope"):
         jaxmor.add_free_body(model, "brick2", "box", [0.1, 0.1, 0.1], 0.5, collide_with=["nope"])
     pairs = jaxmor.add_free_body(model, "ball", "sphere", 0.1, 0.5, collide_with=["brick"]).contact_pairs
-    assert pairs == ((1, 2),)
+    assert pairs == ((0, 1), (1, 2))
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_l
 from jaxmor.io.mjcf_pairs import difference_line
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
-from jaxmor.sim.collision import combine_friction, pair_supported
+from jaxmor.sim.collision import check_pairs, combine_friction
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
@@ -131,8 +131,7 @@ def load_mjcf(
     :mod:`jaxmor.io.mjcf` and :mod:`jaxmor.io.mjcf_schema`. Contacts: the geoms whose ``contype``/``conaffinity``
     let them touch the plane touch the ground; the robot's geoms collide with the world's other geoms (static
     obstacles) where those bit masks let them; with ``self_collision=True`` they also collide with each
-    other, as in MuJoCo (never parent and child, never what ``<exclude>`` or the bit masks keep apart). Type
-    pairs jaxmor does not collide are left out with a warning that names them. Friction
+    other, as in MuJoCo (never parent and child, never what ``<exclude>`` or the bit masks keep apart). Friction
     combines as MuJoCo's does: the higher ``priority`` wins, equal ones take the larger (``Options.friction_rule``
     ``"max"``). New States start at MuJoCo's ``qpos0`` (``Model.q_default``: every hinge and slide at 0, limits
     or not, the free bodies where the file puts them); :func:`jaxmor.set_keyframe` starts from a keyframe.
@@ -159,24 +158,17 @@ def load_mjcf(
         path_or_xml, assets_dir=assets_dir, meshes=meshes, package_dirs=package_dirs, actuator_dirs=actuator_dirs
     )
     model = build_model(description)
-    pairs, skipped, left_out = [], [], 0
+    pairs, left_out = [], 0
     explicit = {frozenset(pair) for pair in explicit_pairs(model, description)}
     candidates = collision_candidates(model)
     _check_explicit_pairs(model, description, {frozenset(pair) for pair in candidates})
     for i, j in candidates:
         world = model.geom_body[i] < 0 or model.geom_body[j] < 0
-        if not (world or self_collision or frozenset((i, j)) in explicit):
-            left_out += 1
-        elif pair_supported(model.geom_type[i], model.geom_type[j]):
+        if world or self_collision or frozenset((i, j)) in explicit:
             pairs.append((i, j))
         else:
-            skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
-    if skipped:
-        warnings.warn(
-            f"{description.source}: {len(skipped)} geom pair(s) of types jaxmor does not collide "
-            f"are left out: {', '.join(skipped[:8])}" + (", ..." if len(skipped) > 8 else ""),
-            stacklevel=2,
-        )
+            left_out += 1
+    check_pairs(model, pairs)
     lines = description.mujoco_differences + _pair_differences(model, description)
     lines += [self_collision_line(left_out)] if left_out else []
     if lines:

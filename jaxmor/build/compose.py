@@ -10,18 +10,16 @@ prefixed; the combined model keeps the first model's name, source, options, grou
 
 Which geoms collide. By default (``collide_with=True``) every new geom is paired with every geom of the
 model that :func:`jaxmor.with_self_collision` would pair it with (on another body, not parent and child
-across a joint) and whose type pair :mod:`jaxmor.sim.collision` supports; unsupported type pairs
-are left out, with a warning naming them. ``collide_with=False`` adds no pair between the two, and a list of geom names
-of the model restricts the pairs to those geoms (an unsupported pair among them is refused). The added
+across a joint). ``collide_with=False`` adds no pair between the two, and a list of geom names
+of the model restricts the pairs to those geoms. The added
 model's own ``contact_pairs`` are kept. :func:`jaxmor.with_self_collision` on the result recomputes every
-pair, the robot's own self-collision included, and refuses unsupported ones.
+pair, the robot's own self-collision included.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Iterable
 
 import jax
@@ -41,7 +39,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.model import adjacent_bodies, geom_index
-from jaxmor.sim.collision import check_pairs, pair_supported
+from jaxmor.sim.collision import check_pairs
 from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
@@ -367,21 +365,13 @@ def _cross_pairs(model: Model, old: int, collide_with: bool | Iterable[str]) -> 
         for g in candidates:
             if g >= old:
                 raise ArgumentError(f"collide_with: geom {model.geom_names[g]!r} is not a geom of the model")
-    pairs, skipped = [], []
+    pairs = []
     for i in candidates:
         for j in range(old, model.ng):
             bi, bj = model.geom_body[i], model.geom_body[j]
             if not explicit and (bi == bj or adjacent_bodies(model, bi, bj)):
                 continue
-            if not explicit and not pair_supported(model.geom_type[i], model.geom_type[j]):
-                skipped.append(f"({model.geom_names[i]!r}, {model.geom_names[j]!r})")
-                continue
             pairs.append((i, j))
-    if skipped:
-        warnings.warn(
-            f"{len(skipped)} geom pair(s) of unsupported types do not collide: {', '.join(skipped)}",
-            stacklevel=3,
-        )
     check_pairs(model, pairs)
     return pairs
 
