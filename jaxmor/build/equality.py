@@ -111,7 +111,7 @@ class _Frames:
                 a2 = rot2.T @ (pos1 + rot1 @ a1 - pos2)
                 r1 = np.eye(3)
             elif e.relpose is not None:
-                a1, a2, r1 = e.relpose[:3], e.anchor, np.asarray(quat_to_rotation(jnp.asarray(e.relpose[3:])))
+                a1, a2, r1 = e.relpose[:3], e.anchor, quat_to_rotation(e.relpose[3:])
             else:
                 a2 = e.anchor
                 a1 = rot1.T @ (pos2 + rot2 @ a2 - pos1)

@@ -421,24 +421,15 @@ class _Reader:
                 e.active = False
         if "gravity" in off:
             d.gravity = (0.0, 0.0, 0.0)
-        for j in d.joints:
-            if "limit" in off:
+        if "limit" in off:
+            for j in d.joints:
                 j.lower, j.upper = -math.inf, math.inf
-            if "frictionloss" in off:
-                j.friction = 0.0
-            if "spring" in off:
-                j.stiffness = 0.0
-            if "damper" in off:
-                j.damping = 0.0
-        for t in d.tendons:
-            if "limit" in off:
+            for t in d.tendons:
                 t.range = None
-            if "frictionloss" in off:
-                t.friction = 0.0
-            if "spring" in off:
-                t.stiffness = 0.0
-            if "damper" in off:
-                t.damping = 0.0
+        for flag, attribute in (("frictionloss", "friction"), ("spring", "stiffness"), ("damper", "damping")):
+            if flag in off:
+                for item in (*d.joints, *d.tendons):
+                    setattr(item, attribute, 0.0)
         if "contact" in off:
             for link in d.links:
                 link.geoms = []

@@ -305,9 +305,19 @@ def _position_bounds(lower: jax.Array, upper: jax.Array, value: jax.Array, h: ja
     the pass moves an unviolated row freely and never through its limit."""
     below = jnp.maximum(lower - value - PENETRATION_ALLOWANCE, 0.0)
     above = jnp.maximum(value - upper - PENETRATION_ALLOWANCE, 0.0)
-    low = jnp.where(below > 0, POSITION_CORRECTION * below / h, jnp.minimum(_bound_velocity(lower, value, h), 0.0))
-    high = jnp.where(above > 0, -POSITION_CORRECTION * above / h, jnp.maximum(_bound_velocity(upper, value, h), 0.0))
-    return low, high
+    low, high = _speculative_bounds(lower, upper, value, h)
+    return jnp.where(below > 0, POSITION_CORRECTION * below / h, low), jnp.where(
+        above > 0, -POSITION_CORRECTION * above / h, high
+    )
+
+
+def _speculative_bounds(
+    lower: jax.Array, upper: jax.Array, value: jax.Array, h: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(low, high)`` of limit rows in the velocity problem: ``v >= (lower - value) / h`` and ``v <= (upper - value) /
+    h``, the velocities that reach the limits in one step, but never past 0 (a violated limit is not corrected by the
+    velocity); infinite without a limit."""
+    return jnp.minimum(_bound_velocity(lower, value, h), 0.0), jnp.maximum(_bound_velocity(upper, value, h), 0.0)
 
 
 def _bound_velocity(bound: jax.Array, q: jax.Array, h: jax.Array) -> jax.Array:
@@ -371,6 +381,7 @@ def constraints(
     q_joint = state.q[np.array(model.joint_q, dtype=np.int32)]
     lower = model.dof_lower.astype(dtype)[dofs]
     upper = model.dof_upper.astype(dtype)[dofs]
+    joint_speculative = _speculative_bounds(lower, upper, q_joint, h)
     velocity = Problem(
         delassus=delassus,
         free_velocity=jnp.concatenate(
@@ -379,8 +390,8 @@ def constraints(
         contact_target=target,
         friction=contacts.friction.astype(dtype),
         friction_bound=jnp.concatenate([frc.friction[dofs] * h, extra.bound]),
-        limit_low=jnp.concatenate([jnp.minimum(_bound_velocity(lower, q_joint, h), 0.0), extra.low]),
-        limit_high=jnp.concatenate([jnp.maximum(_bound_velocity(upper, q_joint, h), 0.0), extra.high]),
+        limit_low=jnp.concatenate([joint_speculative[0], extra.low]),
+        limit_high=jnp.concatenate([joint_speculative[1], extra.high]),
         equality_rows=model.equality.rows,
     )
     # The position pass: normal, joint, cone-limit and tendon rows, frictionless, targets from the penetration and
@@ -460,8 +471,7 @@ def _tendon_bounds(model: Model, q: jax.Array, h: jax.Array, position: bool) -> 
     lower, upper = ten.lower.astype(q.dtype), ten.upper.astype(q.dtype)
     if position:
         return _position_bounds(lower, upper, length, h)
-    low = jnp.minimum(_bound_velocity(lower, length, h), 0.0)
-    return low, jnp.maximum(_bound_velocity(upper, length, h), 0.0)
+    return _speculative_bounds(lower, upper, length, h)
 
 
 def friction_impulse(x: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:

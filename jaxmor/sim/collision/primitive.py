@@ -44,6 +44,11 @@ def _normalize(v: jnp.ndarray, fallback: jnp.ndarray) -> tuple[jnp.ndarray, jnp.
     return jnp.where(ok, v / jnp.sqrt(safe), fallback), ok[..., 0]
 
 
+def _to_local(x, centre, rotation):
+    """Points ``x`` (..., 3) in the frame of a geom at ``centre`` turned by ``rotation`` [m]."""
+    return jnp.einsum("...ji,...j->...i", rotation, x - centre)
+
+
 def _spheres(ca, ra, cb, rb, fallback=None):
     """Two spheres: ``(distance, n, point on a's surface, point on b's surface)``."""
     if fallback is None:
@@ -123,7 +128,7 @@ def sphere_box(ca, ra_rot, sa, cb, rb_rot, sb):
     """Sphere A against box B: ``(distance, n, point on A, point on B)``."""
     r = sa[..., 0]
     h = sb
-    local = jnp.einsum("...ji,...j->...i", rb_rot, ca - cb)  # sphere centre in box axes
+    local = _to_local(ca, cb, rb_rot)  # sphere centre in box axes
     closest = jnp.clip(local, -h, h)
     # Outside (or on the surface): from the sphere centre to the closest point of the box.
     n_out, outside = _normalize(closest - local, up(ca.dtype, ca.shape[:-1]))
@@ -146,8 +151,7 @@ def sphere_box(ca, ra_rot, sa, cb, rb_rot, sb):
 
 def _box_signed_distance(x, centre, rotation, half):
     """Signed distance [m] from points ``x`` to a box (negative inside); convex in ``x``."""
-    local = jnp.einsum("...ji,...j->...i", rotation, x - centre)
-    q = jnp.abs(local) - half
+    q = jnp.abs(_to_local(x, centre, rotation)) - half
     outside = jnp.sqrt(jnp.sum(jnp.maximum(q, 0.0) ** 2, -1))
     return outside + jnp.minimum(jnp.max(q, -1), 0.0)
 
@@ -183,15 +187,10 @@ def capsule_box(ca, ra_rot, sa, cb, rb_rot, sb):
     return sphere_box(centres, None, sa[..., None, :], cb[..., None, :], rb_rot[..., None, :, :], sb[..., None, :])
 
 
-def _cylinder_frame(x, centre, rotation):
-    """Points ``x`` (..., 3) in a cylinder's frame: ``(xy (..., 2), z (...,))``."""
-    local = jnp.einsum("...ji,...j->...i", rotation, x - centre)
-    return local[..., :2], local[..., 2]
-
-
 def _cylinder_signed_distance(x, centre, rotation, size):
     """Signed distance [m] from points ``x`` to a cylinder (``size``: radius, half length; negative inside)."""
-    xy, z = _cylinder_frame(x, centre, rotation)
+    local = _to_local(x, centre, rotation)
+    xy, z = local[..., :2], local[..., 2]
     radial = safe_sqrt(jnp.sum(xy * xy, -1)) - size[..., 0]
     axial = jnp.abs(z) - size[..., 1]
     outside = safe_sqrt(jnp.maximum(radial, 0.0) ** 2 + jnp.maximum(axial, 0.0) ** 2)
@@ -204,7 +203,8 @@ def sphere_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
     its nearer cap, whichever is shallower (inside)."""
     dtype = ca.dtype
     r, radius, half = sa[..., 0], sb[..., 0], sb[..., 1]
-    xy, z = _cylinder_frame(ca, cb, rb_rot)
+    local = _to_local(ca, cb, rb_rot)
+    xy, z = local[..., :2], local[..., 2]
     across = jnp.array([1.0, 0.0], dtype)
     rho = safe_sqrt(jnp.sum(xy * xy, -1))
     direction, _ = _normalize(xy, jnp.broadcast_to(across, xy.shape))
@@ -212,7 +212,6 @@ def sphere_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
     side = jnp.sign(z) + (z == 0)  # the nearer cap; +z at the middle
     outside = (rho > radius) | (jnp.abs(z) > half)
     closest = jnp.concatenate([jnp.where((rho > radius)[..., None], rim, xy), jnp.clip(z, -half, half)[..., None]], -1)
-    local = jnp.concatenate([xy, z[..., None]], -1)
     fallback = jnp.concatenate([direction, jnp.zeros_like(z)[..., None]], -1)
     n_out, _ = _normalize(local - closest, fallback)  # from the cylinder out to the sphere's centre
     d_out = jnp.sum(n_out * (local - closest), -1)

@@ -13,7 +13,7 @@ along which the polytopes overlap least (or are farthest apart) decides the cont
 * an **edge pair**, only where it beats every face by :data:`EDGE_PREFERENCE` of the pair's size: one contact
   at the closest points of the two supporting edges, along their common normal.
 
-Every kernel returns ``(distance (slots,), normal (slots, 3), point on A, point on B)``, the normal from A to
+``polytope_manifold`` returns ``(distance (slots,), normal (slots, 3), point on A, point on B)``, the normal from A to
 B, ``point on B - distance normal = point on A``; unused slots have the distance :data:`UNUSED_GAP`. The
 choices (axis, faces, kept points) carry no gradient; distances and points carry the poses'. Why this method
 and its limits: ``docs/design/collision.md``, "Polytope contacts".
