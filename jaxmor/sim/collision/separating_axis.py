@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmor.math import safe_div
 from jaxmor.sim.collision.contacts import UNUSED_GAP
@@ -102,16 +103,14 @@ def _clip(ref, face, incident, tol):
 
 
 def _distinct_deepest(depth, points, valid, tol, slots):
-    """``(index (slots,), used (slots,))``: the deepest valid candidates, one at a time, each dropping the candidates
-    within ``tol`` of it (the corners two faces share are found several ways)."""
-    score = jnp.where(valid, -depth, -jnp.inf)
-    keep, used = [], []
-    for _ in range(slots):
-        k = jnp.argmax(score)
-        keep.append(k)
-        used.append(score[k] > -jnp.inf)
-        score = jnp.where(jnp.sum((points - points[k]) ** 2, -1) <= tol * tol, -jnp.inf, score)
-    return jnp.stack(keep), jnp.stack(used)
+    """``(index (slots,), used (slots,))``: the deepest valid candidates, each point once (a corner two faces share
+    is found several ways: a candidate within ``tol`` of an earlier valid one is dropped)."""
+    close = jnp.sum((points[:, None, :] - points[None, :, :]) ** 2, -1) <= tol * tol
+    earlier = jnp.arange(points.shape[0])[:, None] > jnp.arange(points.shape[0])[None, :]
+    repeated = jnp.any(close & earlier & valid[None, :], -1)
+    score = jnp.where(valid & ~repeated, -depth, -jnp.inf)
+    _, keep = jax.lax.top_k(score, slots)
+    return keep, score[keep] > -jnp.inf
 
 
 def _face_contacts(ref, face, incident, tol, slots, ref_is_a):
@@ -157,6 +156,14 @@ def _size(vertices):
     return jnp.sqrt(jnp.sum(extent * extent))
 
 
+def _same_topology(a: tuple, b: tuple) -> bool:
+    """Whether A and B have the same array shapes and the same (static) faces and edges: then either can be the
+    reference polytope of one clip."""
+    shapes = all(x.shape == y.shape for x, y in zip(a, b, strict=True))
+    static = all(isinstance(x, np.ndarray) for x in (*a[2:], *b[2:]))
+    return shapes and static and all(np.array_equal(x, y) for x, y in zip(a[2:], b[2:], strict=True))
+
+
 def polytope_manifold(a: tuple, b: tuple, slots: int) -> tuple[jax.Array, ...]:
     """The contacts of two convex polytopes A and B (one pair, the module docstring's layout).
 
@@ -168,6 +175,7 @@ def polytope_manifold(a: tuple, b: tuple, slots: int) -> tuple[jax.Array, ...]:
         ``(distance (slots,) [m], normal (slots, 3) from A to B, point on A (slots, 3), point on B)``, unused slots
         at :data:`UNUSED_GAP`.
     """
+    same = _same_topology(a, b)
     a, b = (*a[:2], *map(jnp.asarray, a[2:])), (*b[:2], *map(jnp.asarray, b[2:]))
     size = jax.lax.stop_gradient(jnp.maximum(_size(a[0]), _size(b[0])))
     tol = INSIDE * size
@@ -177,9 +185,14 @@ def polytope_manifold(a: tuple, b: tuple, slots: int) -> tuple[jax.Array, ...]:
     sep_e = jax.lax.stop_gradient(sep_e)
     face_a, face_b = jnp.argmax(sep_a), jnp.argmax(sep_b)
     ref_is_a = sep_a[face_a] + tol >= sep_b[face_b]
-    from_a = _face_contacts(a, face_a, b, tol, slots, True)
-    from_b = _face_contacts(b, face_b, a, tol, slots, False)
-    face = tuple(jnp.where(ref_is_a, x, y) for x, y in zip(from_a, from_b, strict=True))
+    if same:  # one clip, of the reference and incident polytopes picked by the test
+        ref = (*(jnp.where(ref_is_a, x, y) for x, y in zip(a[:2], b[:2], strict=True)), *a[2:])
+        incident = (*(jnp.where(ref_is_a, y, x) for x, y in zip(a[:2], b[:2], strict=True)), *a[2:])
+        face = _face_contacts(ref, jnp.where(ref_is_a, face_a, face_b), incident, tol, slots, ref_is_a)
+    else:
+        from_a = _face_contacts(a, face_a, b, tol, slots, True)
+        from_b = _face_contacts(b, face_b, a, tol, slots, False)
+        face = tuple(jnp.where(ref_is_a, x, y) for x, y in zip(from_a, from_b, strict=True))
     best_face = jnp.maximum(sep_a[face_a], sep_b[face_b])
     pair = jnp.unravel_index(jnp.argmax(sep_e), sep_e.shape)
     use_edge = sep_e[pair] > best_face + EDGE_PREFERENCE * size
