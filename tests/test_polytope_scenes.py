@@ -1,5 +1,5 @@
 """Boxes resting and sliding on boxes through the separating-axis manifold (``docs/design/collision.md``,
-"Polytope contacts"), the scenes of the third physics review (physics-validation-3, scene 2), in float64.
+"Polytope contacts"), the box scenes of the third physics review, in float64.
 
 Cubes of 0.1 m and 1 kg. Rest tolerance: the solver's penetration allowance is 1e-5 m per contact; sink under
 1e-4 m (the review's bound) allows a stack of a few of them with margin.

@@ -8,6 +8,7 @@ limits: ``docs/design/collision.md``, "Polytope contacts".
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import jax
@@ -207,10 +208,15 @@ def _manifold(first, second, slots: int):
         return jnp.broadcast_to(x, shape + x.shape[x.ndim - k :]).reshape((-1,) + x.shape[x.ndim - k :])
 
     args = [flat(ca, 1), flat(ra, 2), flat(sa, 1), flat(cb, 1), flat(rb, 2), flat(sb, 1)]
-    out = jax.vmap(lambda c1, r1, s1, c2, r2, s2: polytope_manifold(make_a(c1, r1, s1), make_b(c2, r2, s2), slots))(
-        *args
-    )
+    out = _pairs(make_a, make_b, slots, *args)
     return tuple(x.reshape(shape + x.shape[1:]) for x in out)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _pairs(make_a, make_b, slots, ca, ra, sa, cb, rb, sb):
+    """:func:`polytope_manifold` over a batch of pairs; jitted so that a call outside ``jit`` compiles it once, not
+    op by op (inside a traced step it is inlined)."""
+    return jax.vmap(lambda *g: polytope_manifold(make_a(*g[:3]), make_b(*g[3:]), slots))(ca, ra, sa, cb, rb, sb)
 
 
 def _box(centre, rotation, size):
