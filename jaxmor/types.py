@@ -87,10 +87,12 @@ class Options:
         friction_rule: how two given friction coefficients combine: ``"geometric_mean"`` (default),
             ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.sim.collision.combine_friction`).
         implicit_bias: how the velocity-dependent forces (Coriolis, centrifugal, gyroscopic) enter the
-            effective mass (static; see :mod:`jaxmor.sim.integrator`): ``"kahan"`` (default), ``M + (h/2) D``
-            with ``D = db/du`` of the whole tree, which does not dissipate; ``"euler"``, ``M + h D``,
-            linearized backward Euler, which dissipates; ``"base"``, only a floating base's gyroscopic
-            block, backward Euler, the joints' terms explicit (the cheapest).
+            effective mass (static; see :mod:`jaxmor.sim.free_motion`): ``"kahan"`` (default), ``M + (h/2) D``
+            with ``D = db/du`` of the whole tree, which does not dissipate; ``"predicted"``, the same term
+            with the joints' part taken at the velocity change predicted without it (one forward-mode bias
+            pass instead of ``D``: cheaper, and energy as bounded as ``"kahan"`` while ``h |u|`` is small);
+            ``"base"``, only a floating base's gyroscopic block, backward Euler, the joints' terms explicit
+            (the cheapest; MuJoCo's ``Euler``, which gains energy on fast chains).
         contact_budget: contact slots the solver works on each step (static, an int ``>= 1``, or ``None``
             for the default derived from the model; :func:`jaxmor.sim.collision.contact_budget`). Every
             step fills them from all the contact candidates, nearest (or deepest) first.
@@ -830,7 +832,9 @@ class State:
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
             (:class:`jaxmor.actuation.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).
-        nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``. The world then keeps
+        nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``, velocities beyond
+            ``jaxmor.sim.guard.DIVERGENCE_BOUND`` or a joint turning more than half a turn in one step
+            (``jaxmor.sim.guard.resolved``): the world ran away. It then keeps
             its last ``q``, ``u``, time, impulses and actuator states, and it stops: later steps change
             nothing but clear the external forces, until the flag is cleared
             (``state.replace(nonfinite=False)``, with finite ``q`` and ``u``).

@@ -311,6 +311,28 @@ def test_a_diverged_world_masked_in_a_batch_of_8_leaves_the_gradient_as_without_
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=jax.tree_util.keystr(path))
 
 
+def test_a_world_spinning_faster_than_its_step_resolves_is_flagged_and_kept():
+    """The guard's bound relative to the world's own time step: a joint turning more than half a turn per
+    step (``|u| h > pi``) has run away, far below the fixed 1e8 bound. One batch of three pendulums: one at
+    0.9 pi / h runs; one given 1.1 pi / h is flagged at once; one at rest pushed by 1e9 Nm for one step (its
+    step would end near 1e7 rad/s, inside the fixed bound) is flagged and keeps its state."""
+    model = jaxmor.load_urdf(PENDULUM_URDF)
+    h = float(model.opt.timestep)
+    u = jnp.asarray([[0.9 * np.pi / h], [1.1 * np.pi / h], [0.0]])
+
+    def world(ui, push):
+        state = jaxmor.init_state(model, q=jnp.asarray([0.2]), u=ui)
+        state = jaxmor.set_actuation_limits(model, state, jnp.full(1, jnp.inf))  # the push is not clamped
+        return jaxmor.set_generalized_force(model, state, push)
+
+    states = jax.vmap(world)(u, jnp.asarray([[0.0], [0.0], [1e9]]))
+    after = jax.jit(jax.vmap(lambda s: jaxmor.step(model, s)))(states)
+    assert np.asarray(after.nonfinite).tolist() == [False, True, True]
+    assert float(after.q[0, 0]) != 0.2 and np.all(np.isfinite(np.asarray(after.u)))
+    np.testing.assert_array_equal(after.q[1:], states.q[1:])
+    np.testing.assert_array_equal(after.u[1:], states.u[1:])
+
+
 # --------------------------------------------------------------------------------------------------
 # 4. Runtime values only seen under jit are flagged, never applied silently; the Model cannot go stale.
 

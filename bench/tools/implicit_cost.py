@@ -1,6 +1,6 @@
 """Cost of each ``Options.implicit_bias`` on the benchmark's quadruped, one mode and one kind per process.
 
-``python -m bench.tools.implicit_cost MODE fwd|grad`` (MODE: kahan, euler, base) prints one JSON line:
+``python -m bench.tools.implicit_cost MODE fwd|grad`` (MODE: kahan, predicted, base) prints one JSON line:
 
 * ``fwd``: the quadruped scenario (:mod:`bench.scenario`), N = 256 worlds x 100 steps, dt = 2 ms, float32,
   one ``jax.jit(jax.vmap(rollout))``: compile time (``lower`` + ``compile``) and world-steps/s, median
@@ -38,7 +38,7 @@ def _timed(fn, args, repeats: int):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.tools.implicit_cost", description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=("kahan", "euler", "base"))
+    p.add_argument("mode", choices=("kahan", "predicted", "base"))
     p.add_argument("kind", choices=("fwd", "grad"))
     args = p.parse_args(argv)
 

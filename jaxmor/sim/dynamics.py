@@ -58,7 +58,7 @@ class Dynamics:
         bias: (nv,) bias force ``b(q, u)``: gravity, Coriolis and centrifugal terms [N, Nm].
         bias_jacobian: (nv, nv) ``D = db/du`` [kg/s, kg m/s, kg m^2/s], the derivative of the Coriolis,
             centrifugal and gyroscopic terms with respect to the velocity, for the whole tree; ``None``
-            when not computed (``model.opt.implicit_bias == "base"``).
+            when not computed (``model.opt.implicit_bias`` other than ``"kahan"``).
     """
 
     mass: jax.Array
@@ -226,8 +226,7 @@ def _terms(
 
 def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
     """The dynamics stage: mass matrix and bias force at the configuration of ``kin`` and velocity ``u``,
-    and the bias's derivative ``db/du`` when ``model.opt.implicit_bias`` asks for it (``"euler"`` or
-    ``"kahan"``).
+    and the bias's derivative ``db/du`` when ``model.opt.implicit_bias`` asks for it (``"kahan"``).
 
     Args:
         model: the model.
@@ -237,8 +236,22 @@ def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
     Returns:
         :class:`Dynamics`.
     """
-    mass, bias, d = _terms(model, kin, u, jacobian=model.opt.implicit_bias != "base")
+    mass, bias, d = _terms(model, kin, u, jacobian=model.opt.implicit_bias == "kahan")
     return Dynamics(mass, bias, d)
+
+
+def bias_derivative_along(model: Model, kin: Kinematics, u: jax.Array, direction: jax.Array) -> jax.Array:
+    """(nv,) ``D(u) e``, the derivative of the bias force with respect to the velocity at ``u`` applied to
+    one direction ``e`` [N, Nm per unit of ``e``]: one forward-mode pass of the bias recursion, not the
+    ``nv`` columns of ``D``.
+
+    Args:
+        model: the model.
+        kin: :func:`jaxmor.sim.kinematics.kinematics` at ``q``.
+        u: (nv,) generalized velocities.
+        direction: (nv,) the velocity direction ``e``.
+    """
+    return jax.jvp(lambda v: _terms(model, kin, v)[1], (u,), (direction,))[1]
 
 
 def base_velocity_jacobian(model: Model, mass: jax.Array, u: jax.Array) -> jax.Array:

@@ -11,9 +11,16 @@ Velocity level, with ``h = model.opt.timestep``:
     ``b`` is a quadratic form ``c(u, u)`` (``D(u) v = 2 c(u, v)``), so ``M (u' - u) = h (tau - g) - h c(u, u')``:
     Kahan's (Hirota-Kimura) discretization, the quadratic term evaluated at the old and new velocities.
     It does not dissipate: a torque-free body keeps a modified energy ``E + O(h^2)``.
-  - ``"euler"``: ``K = h D``, the linearized backward Euler step, which dissipates kinetic energy.
-  - ``"base"``: ``K = h`` times a floating base's gyroscopic block of the robot locked into one rigid
-    body (:func:`jaxmor.sim.dynamics.base_velocity_jacobian`), every joint's velocity terms explicit.
+  - ``"predicted"``: Kahan's form without ``D``. ``K = (h/2) K_b``, with
+    ``K_b`` a floating base's gyroscopic block of the robot locked into one rigid body
+    (:func:`jaxmor.sim.dynamics.base_velocity_jacobian`, exact for a single free body), and the rest of the
+    tree's term ``(h/2) (D - K_b) du`` taken at the velocity change predicted without it (:func:`free_motion`):
+    one forward-mode pass of the bias along that change (:func:`jaxmor.sim.dynamics.bias_derivative_along`).
+    Second order and explicit in the joints' terms: it keeps a chain's energy as ``"kahan"`` does at
+    small ``h |u|``, and spins much faster than ``1 / h`` are not for it.
+  - ``"base"``: ``K = h K_b``, the floating base's block by linearized backward Euler, every joint's velocity
+    terms explicit: MuJoCo's ``Euler`` step for a fixed-base robot, including its energy gain on chaotic
+    chains (docs/design/integrator.md).
 
   ``M_eff`` is not symmetric; one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array
   operations, no LAPACK) gives ``M_eff^-1`` and ``u_free = u_t + M_eff^-1 h (tau - b(q_t, u_t))``.
@@ -26,8 +33,9 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmor.math import gauss_jordan
-from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian
+from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian, bias_derivative_along
 from jaxmor.sim.forces import Forces
+from jaxmor.sim.kinematics import Kinematics
 from jaxmor.types import Model, State
 
 
@@ -44,7 +52,7 @@ class FreeMotion:
     inverse_mass: jax.Array
 
 
-def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeMotion:
+def free_motion(model: Model, state: State, kin: Kinematics, dyn: Dynamics, frc: Forces) -> FreeMotion:
     """The effective mass stage: ``u_free`` and ``M_eff^-1`` (see the module docstring)."""
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
@@ -52,24 +60,44 @@ def free_motion(model: Model, state: State, dyn: Dynamics, frc: Forces) -> FreeM
     if frc.coupled is not None:
         m_eff = m_eff + h * frc.coupled
     inverse_mass = inverse(m_eff)
-    return FreeMotion(velocity=state.u + inverse_mass @ (h * (frc.applied - dyn.bias)), inverse_mass=inverse_mass)
+    impulse = h * (frc.applied - dyn.bias)
+    if model.opt.implicit_bias == "predicted":
+        impulse = impulse - predicted_term(model, kin, dyn, state.u, inverse_mass @ impulse)
+    return FreeMotion(velocity=state.u + inverse_mass @ impulse, inverse_mass=inverse_mass)
+
+
+def predicted_term(model: Model, kin: Kinematics, dyn: Dynamics, u: jax.Array, change: jax.Array) -> jax.Array:
+    """(nv,) ``(h/2) (D(u) - K_b) du``, the part of Kahan's velocity term that ``"predicted"`` leaves out of the
+    effective mass, at the predicted velocity change ``du`` [N s, Nm s].
+
+    Args:
+        model: the model.
+        kin: the kinematics at ``q``.
+        dyn: the dynamics at ``(q, u)``.
+        u: (nv,) the velocity at the start of the step.
+        change: (nv,) ``du``, the velocity change of the step without this term.
+    """
+    h = jnp.asarray(model.opt.timestep, u.dtype)
+    along = bias_derivative_along(model, kin, u, change) - base_velocity_jacobian(model, dyn.mass, u) @ change
+    return 0.5 * h * along
 
 
 def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
     """(nv, nv) the velocity-dependent forces' part of the effective mass, by ``model.opt.implicit_bias``:
-    ``(h/2) D`` (``"kahan"``), ``h D`` (``"euler"``), or ``h`` times the floating base's locked-body
-    gyroscopic block (``"base"``, :func:`jaxmor.sim.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
+    ``(h/2) D`` (``"kahan"``), or ``h/2`` (``"predicted"``) or ``h`` (``"base"``) times the floating base's
+    locked-body gyroscopic block (:func:`jaxmor.sim.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
 
     Raises:
-        ValueError: ``"kahan"`` or ``"euler"`` with ``dyn.bias_jacobian`` not computed.
+        ValueError: ``"kahan"`` with ``dyn.bias_jacobian`` not computed.
     """
     h = jnp.asarray(model.opt.timestep, u.dtype)
     mode = model.opt.implicit_bias
-    if mode == "base":
-        return h * base_velocity_jacobian(model, dyn.mass, u)
+    if mode != "kahan":
+        factor = 0.5 * h if mode == "predicted" else h
+        return factor * base_velocity_jacobian(model, dyn.mass, u)
     if dyn.bias_jacobian is None:
         raise ValueError(f"opt.implicit_bias={mode!r} needs Dynamics.bias_jacobian (jaxmor.sim.dynamics.dynamics)")
-    return (0.5 * h if mode == "kahan" else h) * dyn.bias_jacobian
+    return 0.5 * h * dyn.bias_jacobian
 
 
 @jax.custom_jvp

@@ -1,14 +1,15 @@
 """The step's guard: which worlds can take a step, the stand-in they are stepped at when they cannot, and
 the choice between the computed state and the kept one.
 
-A world that cannot run (:func:`runnable`: already flagged, non-finite inputs, coordinates or
-velocities beyond :data:`DIVERGENCE_BOUND`, a time step that is not positive) or whose step yields a
-non-finite ``q`` or ``u`` keeps its previous state (``q``, ``u``, time, impulses, actuator states), and
-``State.nonfinite`` (``State.invalid`` for the time step) is set, per world, so one bad world cannot
-poison a batch silently; a flagged world stays where it is until the flag is cleared. A world that cannot
-run is stepped at a harmless stand-in (a "double where"), so its derivatives are zero rather than NaN and
-a diverged world masked out of a loss leaves the batch's gradient finite. (A step that overflows from
-inputs within the bound is still rejected, but its derivatives can be NaN.)
+A world that cannot run (:func:`runnable`: already flagged, non-finite inputs, coordinates or velocities
+beyond :data:`DIVERGENCE_BOUND`, a rotation faster than the time step resolves (:func:`resolved`), a time step
+that is not positive) or whose step yields a non-finite ``q`` or ``u`` or a rotation faster than the step
+resolves keeps its previous state (``q``, ``u``, time, impulses, actuator states), and ``State.nonfinite``
+(``State.invalid`` for the time step) is set, per world, so one bad world cannot poison a batch silently; a
+flagged world stays where it is until the flag is cleared. A world that cannot run is stepped at a harmless
+stand-in (a "double where"), so its derivatives are zero rather than NaN and a diverged world masked out of a
+loss leaves the batch's gradient finite. (A step that overflows from inputs within the bound is still
+rejected, but its derivatives can be NaN.)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmor.types import Model, State
 
@@ -25,6 +27,11 @@ from jaxmor.types import Model, State
 #: gradient of a batch finite when a diverging world is masked out of the loss.
 DIVERGENCE_BOUND = 1e8
 
+#: A world whose rotational velocity turns a joint by more than this in one step [rad] has run away
+#: relative to its own time step: half a turn per step is past what the step can represent (the
+#: rotation aliases), whatever the model's size or units.
+ROTATION_PER_STEP_BOUND = float(np.pi)
+
 
 def runnable(model: Model, state: State) -> jax.Array:
     """() bool: whether a world can take a step: not flagged ``nonfinite``, a positive finite time step,
@@ -32,7 +39,7 @@ def runnable(model: Model, state: State) -> jax.Array:
     actuation limit. Decided from the inputs alone, so a world that cannot run is stepped at a stand-in
     (:func:`stand_in`) and no NaN or infinite partial derivative of its own values enters the gradient."""
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
-    ok = ~state.nonfinite & jnp.isfinite(h) & (h > 0)
+    ok = ~state.nonfinite & jnp.isfinite(h) & (h > 0) & resolved(model, state)
     for field in dataclasses.fields(State):
         rule = field.metadata["guard"]
         if rule is None:
@@ -55,6 +62,18 @@ def stand_in(model: Model, state: State) -> State:
     q = jnp.asarray(model.q_default, state.q.dtype)
     zeros = jax.tree.map(lambda x: jnp.zeros_like(x) if jnp.issubdtype(x.dtype, jnp.inexact) else x, state)
     return zeros.replace(q=q)
+
+
+def resolved(model: Model, state: State) -> jax.Array:
+    """() bool: whether every rotational velocity (``model.dof_rotational``) turns its joint by at most
+    :data:`ROTATION_PER_STEP_BOUND` in one time step (``|u_i| h``; true for a time step that is not positive,
+    which is flagged on its own)."""
+    rotational = np.asarray(model.dof_rotational, bool)
+    if not rotational.any():
+        return jnp.asarray(True)
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    turn = jnp.max(jnp.abs(state.u[rotational])) * jnp.where(h > 0, h, 0.0)
+    return ~(turn > ROTATION_PER_STEP_BOUND)
 
 
 def finite(state: State) -> jax.Array:

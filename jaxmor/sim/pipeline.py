@@ -39,7 +39,7 @@ from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_ve
 from jaxmor.sim.dynamics import Dynamics, dynamics
 from jaxmor.sim.forces import Forces, forces
 from jaxmor.sim.free_motion import FreeMotion, free_motion
-from jaxmor.sim.guard import accept, finite, runnable, stand_in
+from jaxmor.sim.guard import accept, finite, resolved, runnable, stand_in
 from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import Kinematics, kinematics
 from jaxmor.sim.solver import solve_step
@@ -52,7 +52,8 @@ def step(model: Model, state: State) -> State:
 
     Pure: jit-, vmap- (over states, and over models for randomized worlds) and grad-able. A world that
     cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.sim.guard.runnable`)
-    or whose step goes non-finite keeps its state (:func:`jaxmor.sim.guard.accept`); the former gets a
+    or whose step goes non-finite or turns a joint by more than half a turn (:func:`jaxmor.sim.guard.resolved`)
+    keeps its state (:func:`jaxmor.sim.guard.accept`); the former gets a
     zero derivative, never a NaN one.
 
     Args:
@@ -76,7 +77,7 @@ def step(model: Model, state: State) -> State:
         safe = jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state))
     candidate = stages(model, safe).state
     with jax.named_scope("guard"):
-        return accept(model, state, candidate, healthy & finite(candidate))
+        return accept(model, state, candidate, healthy & finite(candidate) & resolved(model, candidate))
 
 
 class Stages(NamedTuple):
@@ -103,7 +104,7 @@ def stages(model: Model, state: State) -> Stages:
     with jax.named_scope("forces"):
         frc = forces(model, state)
     with jax.named_scope("free_motion"):
-        free = free_motion(model, state, dyn, frc)
+        free = free_motion(model, state, kin, dyn, frc)
     with jax.named_scope("collision"):
         contacts = select(model, collide(model, kin.body))
     with jax.named_scope("constraint"):
