@@ -533,6 +533,9 @@ class Model:
         geom_mesh: index of each geom's hull in ``mesh_vertices``/``mesh_planes``, ``-1`` for a primitive (static).
         mesh_vertex_count: the number of vertices of each hull; the rows after them in ``mesh_vertices`` are
             padding, never used as contact points (static).
+        mesh_faces: each hull's faces, one ring of vertex indices (rows of ``mesh_vertices``) per face plane in
+            ``mesh_planes`` order, in order around the face (static; :attr:`jaxmor.io.mesh.Hull.faces`).
+        mesh_edges: each hull's edges as pairs of vertex indices (static).
         geom_ground: whether each geom touches the ground (static; all by default,
             :func:`jaxmor.with_ground_contact` or the description's ``<ground_contact>`` choose).
         mesh_geoms: ``(link name, mesh file)`` of collision meshes left out (``load_urdf(..., meshes="ignore")``),
@@ -642,6 +645,8 @@ class Model:
     geom_priority: tuple[int, ...] = struct.field(pytree_node=False)
     geom_mesh: tuple[int, ...] = struct.field(pytree_node=False)
     mesh_vertex_count: tuple[int, ...] = struct.field(pytree_node=False)
+    mesh_faces: tuple[tuple[tuple[int, ...], ...], ...] = struct.field(pytree_node=False)
+    mesh_edges: tuple[tuple[tuple[int, int], ...], ...] = struct.field(pytree_node=False)
     geom_ground: tuple[bool, ...] = struct.field(pytree_node=False)
     mesh_geoms: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)
     urdf_joints: tuple[tuple[str, str], ...] = struct.field(pytree_node=False)

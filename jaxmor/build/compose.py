@@ -443,6 +443,8 @@ def combine(
         geom_mesh=model.geom_mesh + shift(other.geom_mesh, model.mesh_vertices.shape[0]),
         geom_ground=model.geom_ground + other.geom_ground,
         mesh_vertex_count=model.mesh_vertex_count + other.mesh_vertex_count,
+        mesh_faces=model.mesh_faces + other.mesh_faces,
+        mesh_edges=model.mesh_edges + other.mesh_edges,
         mesh_vertices=jnp.concatenate([model.mesh_vertices, other.mesh_vertices.astype(model.mesh_vertices.dtype)]),
         mesh_planes=jnp.concatenate([model.mesh_planes, other.mesh_planes.astype(model.mesh_planes.dtype)]),
         mesh_geoms=model.mesh_geoms + tuple((prefix + link, mesh) for link, mesh in other.mesh_geoms),

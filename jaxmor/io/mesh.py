@@ -13,7 +13,9 @@ feet (``docs/design/meshes.md``).
 
 A hull is kept as its vertices and its face planes, both in the geom's frame (the URDF ``<collision>``
 origin): ``planes[k] = (n_k, d_k)`` with ``n_k`` the unit outward normal and ``n_k . x <= d_k`` inside.
-Coplanar triangles of the hull share one plane. Both are padded to fixed counts for the Model's arrays:
+Coplanar triangles of the hull share one plane, and each plane's face is kept as its vertices in order around it
+(:attr:`Hull.faces`), with the hull's edges (:attr:`Hull.edges`): the separating-axis contacts clip faces and
+test edge pairs (``docs/design/collision.md``). Vertices and planes are padded to fixed counts for the Model's arrays:
 the vertices with the centroid of the hull's vertices, an interior point, which the contacts never choose
 (``Model.mesh_vertex_count`` tells the real ones), the planes by repeating the first (which changes no
 largest plane distance).
@@ -54,11 +56,15 @@ class Hull:
         vertices: (V, 3) its vertices [m], ``V <= MAX_HULL_VERTICES``.
         planes: (P, 4) its face planes ``(n, d)``: unit outward normal, ``n . x <= d`` inside [-, m].
         deviation: how far the mesh's own hull sticks out of this one [m] (0 unless simplified).
+        faces: each plane's face: the indices of its vertices in order around it, one ring per plane.
+        edges: the hull's edges as pairs of vertex indices ``(i, j)``, ``i < j``.
     """
 
     vertices: np.ndarray
     planes: np.ndarray
     deviation: float
+    faces: tuple[tuple[int, ...], ...]
+    edges: tuple[tuple[int, int], ...]
 
 
 def _candidates(uri: str, resource_dir: str | None, package_dirs: Sequence[str | os.PathLike]) -> list[Path]:
@@ -173,7 +179,38 @@ def _hull(key: tuple[str, int, int], scale: tuple[float, float, float]) -> Hull:
     vertices = chosen[hull.vertices]
     planes = _unique_planes(hull.equations, np.ptp(vertices, axis=0).max())
     deviation = max(0.0, float(np.max(full @ planes[:, :3].T - planes[:, 3]))) if len(full) > len(vertices) else 0.0
-    return Hull(vertices, planes, deviation)
+    faces = _face_rings(vertices, planes)
+    return Hull(vertices, planes, deviation, faces, _edges(faces))
+
+
+#: Relative tolerance (of the hull's largest extent) of a vertex lying on a face plane.
+ON_FACE = 1e-6
+
+
+def _face_rings(vertices: np.ndarray, planes: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """Each plane's vertices (those within :data:`ON_FACE` of it, at least the 3 nearest), ordered by their angle
+    about the face's centre."""
+    tol = ON_FACE * max(float(np.ptp(vertices, axis=0).max()), 1e-9)
+    rings = []
+    for plane in planes:
+        gap = np.abs(vertices @ plane[:3] - plane[3])
+        on = np.flatnonzero(gap <= tol)
+        if len(on) < 3:
+            on = np.argsort(gap)[:3]
+        normal = plane[:3]
+        u = np.cross(normal, [1.0, 0.0, 0.0] if abs(normal[0]) < 0.9 else [0.0, 1.0, 0.0])
+        u /= np.linalg.norm(u)
+        w = np.cross(normal, u)
+        rel = vertices[on] - vertices[on].mean(axis=0)
+        order = np.argsort(np.arctan2(rel @ w, rel @ u))
+        rings.append(tuple(int(i) for i in on[order]))
+    return tuple(rings)
+
+
+def _edges(faces: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, int], ...]:
+    """The distinct sides of the face rings, ``(i, j)`` with ``i < j``, sorted."""
+    sides = {tuple(sorted((ring[k], ring[(k + 1) % len(ring)]))) for ring in faces for k in range(len(ring))}
+    return tuple(sorted(sides))
 
 
 def _simplify(points: np.ndarray, count: int, convex_hull) -> np.ndarray:
@@ -205,6 +242,25 @@ def _unique_planes(equations: np.ndarray, size: float) -> np.ndarray:
         if not any(np.abs(p[:3] - k[:3]).max() < 1e-7 and abs(p[3] - k[3]) < 1e-7 * max(size, 1e-3) for k in keep):
             keep.append(p)
     return np.array(keep)
+
+
+def padded_topology(
+    faces: Sequence[tuple[tuple[int, ...], ...]], edges: Sequence[tuple[tuple[int, int], ...]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(faces (n, MAX_HULL_PLANES, K), edges (n, E, 2))`` int32 of ``n`` hulls' rings and edges, ``K`` and ``E``
+    the most of any of them: rings padded by repeating their last vertex, the missing planes' faces by the first
+    face (as :func:`padded` repeats the first plane), the edges by the first edge (a repeated edge adds no axis)."""
+    k = max((len(r) for f in faces for r in f), default=3)
+    e = max((len(x) for x in edges), default=1)
+    out_f = np.zeros((len(faces), MAX_HULL_PLANES, k), np.int32)
+    out_e = np.zeros((len(edges), e, 2), np.int32)
+    for i, (rings, sides) in enumerate(zip(faces, edges, strict=True)):
+        rows = [list(r) + [r[-1]] * (k - len(r)) for r in rings]
+        out_f[i] = rows[0]
+        out_f[i, : len(rows)] = rows
+        out_e[i] = sides[0]
+        out_e[i, : len(sides)] = sides
+    return out_f, out_e
 
 
 def padded(hulls: Sequence[Hull]) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ArgumentError
+from jaxmor.io.mesh import padded_topology
 from jaxmor.math import safe_sqrt
 from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
@@ -292,13 +293,16 @@ def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple
     return body_p + jnp.einsum("gij,gj->gi", body_r, geom_t), body_r @ geom_r, at
 
 
-def _hulls(model: Model, geoms, dtype) -> tuple[jax.Array, jax.Array, np.ndarray]:
-    """``(vertices (n, V, 3), planes (n, P, 4), valid (n, V) bool)`` of the mesh geoms ``geoms``, in their frames;
-    ``valid`` marks which rows are vertices (the rest is padding, never chosen)."""
+def _hulls(model: Model, geoms, dtype) -> tuple:
+    """``(vertices (n, V, 3), planes (n, P, 4), valid (n, V) bool, faces (n, P, K) int, edges (n, E, 2) int)`` of the
+    mesh geoms ``geoms``, in their frames; ``valid`` marks which rows are vertices (the rest is padding, never
+    chosen); faces and edges padded by :func:`jaxmor.io.mesh.padded_topology`."""
     hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
     count = np.array(model.mesh_vertex_count, dtype=np.int32)[hulls]
     valid = np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
-    return model.mesh_vertices.astype(dtype)[hulls], model.mesh_planes.astype(dtype)[hulls], valid
+    faces, edges = padded_topology(model.mesh_faces, model.mesh_edges)
+    vertices, planes = model.mesh_vertices.astype(dtype)[hulls], model.mesh_planes.astype(dtype)[hulls]
+    return vertices, planes, valid, faces[hulls], edges[hulls]
 
 
 def _ground_points(model: Model, geoms: list[int], geom_p: jax.Array, geom_r: jax.Array, at) -> jax.Array:
@@ -398,7 +402,7 @@ def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, at, count
 
     def geoms(indices):
         """``(centre, rotation, shape)`` of geoms of one kind: the shape is the size of a primitive, the
-        ``(vertices, planes, valid)`` of a mesh."""
+        hull of a mesh (:func:`_hulls`)."""
         shape = size[indices] if model.geom_type[indices[0]] != GeomType.MESH else _hulls(model, indices, dtype)
         return geom_p[at[indices]], geom_r[at[indices]], shape
 
@@ -433,7 +437,8 @@ def _world_shapes(model: Model, kind: GeomType, world: jax.Array, dtype):
     hull = jnp.asarray(np.array(model.geom_mesh, dtype=np.int32))[world]
     count = jnp.asarray(np.array(model.mesh_vertex_count, dtype=np.int32))[hull]
     valid = jnp.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
-    return model.mesh_vertices.astype(dtype)[hull], model.mesh_planes.astype(dtype)[hull], valid
+    faces, edges = (jnp.asarray(x)[hull] for x in padded_topology(model.mesh_faces, model.mesh_edges))
+    return model.mesh_vertices.astype(dtype)[hull], model.mesh_planes.astype(dtype)[hull], valid, faces, edges
 
 
 def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> list[tuple[jax.Array, ...]]:

@@ -86,7 +86,7 @@ def cylinder_points(centre, rotation, size, hull):
 def hull_points(centre, rotation, size, hull):
     """The :data:`HULL_POINTS` lowest of each hull's world vertices (lowest first; ties to the lower index).
     The selection is integer-valued and carries no gradient; the points carry the pose's."""
-    vertices, _, valid = hull
+    vertices, valid = hull[0], hull[2]
     world = centre[:, None, :] + jnp.einsum("nij,nvj->nvi", rotation, vertices)
     _, index = jax.lax.top_k(jnp.where(valid, -jax.lax.stop_gradient(world[..., 2]), -jnp.inf), HULL_POINTS)
     return jnp.take_along_axis(world, index[..., None], axis=1)

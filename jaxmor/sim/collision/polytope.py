@@ -1,9 +1,11 @@
-"""Contact kernels on convex polytopes: box-box and every pair with a mesh (its convex hull).
+"""Contact kernels on convex polytopes: box-box and every pair of a box, a cylinder's prism or a mesh (its convex
+hull) with a box, a prism or a mesh, by the separating-axis manifold (:mod:`.separating_axis`).
 
 Kernels take two batches of geoms as :mod:`~jaxmor.sim.collision.primitive`'s do, a mesh geom's size being its
-hull ``(vertices (..., V, 3) [m], planes (..., P, 4), valid (..., V) bool)`` in the geom's frame (``valid``
-marks the real vertices; padding rows are never chosen). The vertex-face rule, its tie tolerance and its
-limits: ``docs/design/collision.md``, "Polytope contacts".
+hull ``(vertices (..., V, 3) [m], planes (..., P, 4), valid (..., V) bool, faces (..., P, K) int, edges (..., E, 2)
+int)`` in the geom's frame (``valid`` marks the real vertices; padding rows are the hull's centroid, inside it, so
+they never decide an axis or a contact; :func:`jaxmor.io.mesh.padded_topology` pads faces and edges). The method
+and its limits: ``docs/design/collision.md``, "Polytope contacts".
 """
 
 from __future__ import annotations
@@ -18,10 +20,6 @@ import numpy as np
 from jaxmor.sim.collision.contacts import kernel
 from jaxmor.sim.collision.primitive import deepest_on_segment, segment_ends
 from jaxmor.sim.collision.separating_axis import polytope_manifold
-
-#: Relative tolerance of the face choice of a polytope contact: faces within this fraction of the polytope's
-#: size (its vertices' bounding-box diagonal) of the deepest are tied.
-POLYTOPE_TIE = 1e-3
 
 #: (8, 3) the corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
 BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
@@ -73,67 +71,10 @@ def box_polytope(centre: jax.Array, rotation: jax.Array, half: jax.Array) -> tup
     return vertices, jnp.concatenate([normals, offsets[..., None]], -1)
 
 
-def _vertices_against_planes(vertices, planes, owner_vertices, points, valid=None):
-    """The ``points`` vertices deepest in the polytope ``planes``: ``(distance (..., k), owner's outward normal
-    (..., k, 3), point on the owner's surface, the vertex)``; ``valid`` (..., V) bool marks the real vertices
-    (``None``: all), the others (padding) are never chosen."""
-    s = jnp.einsum("...vj,...pj->...vp", vertices, planes[..., :3]) - planes[..., None, :, 3]
-    fixed = jax.lax.stop_gradient(s)
-    separation = jnp.min(fixed, -2, keepdims=True)  # per face: the other polytope's deepest vertex
-    extent = jax.lax.stop_gradient(jnp.max(owner_vertices, -2) - jnp.min(owner_vertices, -2))
-    tol = POLYTOPE_TIE * jnp.sqrt(jnp.sum(extent * extent, -1))[..., None, None]
-    tied = fixed >= jnp.max(fixed, -1, keepdims=True) - tol
-    face = jnp.argmax(jnp.where(tied, separation, -jnp.inf), -1)  # (..., V)
-    dist = jnp.take_along_axis(s, face[..., None], -1)[..., 0]
-    score = -jax.lax.stop_gradient(dist)
-    if valid is not None:
-        score = jnp.where(valid, score, -jnp.inf)
-    _, deepest = jax.lax.top_k(score, points)  # (..., k)
-    dist = jnp.take_along_axis(dist, deepest, -1)
-    face = jnp.take_along_axis(face, deepest, -1)
-    normal = jnp.take_along_axis(planes[..., :3], face[..., None], -2)
-    vertex = jnp.take_along_axis(vertices, deepest[..., None], -2)
-    return dist, normal, vertex - dist[..., None] * normal, vertex
-
-
-def polytope_contacts(
-    vertices_a: jax.Array,
-    planes_a: jax.Array,
-    vertices_b: jax.Array,
-    planes_b: jax.Array,
-    points: int = 4,
-    valid_a: jax.Array | None = None,
-    valid_b: jax.Array | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Vertex-face contacts between two convex polytopes, both ways.
-
-    Args:
-        vertices_a, vertices_b: (..., V, 3) the vertices of A and B [m] (world frame).
-        planes_a, planes_b: (..., P, 4) their face planes ``(n, d)``: outward unit normal and offset, ``x``
-            inside where ``n . x <= d`` for every face [-, m].
-        points: vertices kept per direction (static, ``<=`` each polytope's vertex count).
-        valid_a, valid_b: (..., V) bool, which rows of ``vertices_a``/``vertices_b`` are vertices (the others are
-            padding, never chosen); ``None``: all.
-
-    Returns:
-        ``(distance (..., 2 points), normal (..., 2 points, 3), point on A, point on B)``: first the ``points``
-        vertices of B deepest in A, then those of A deepest in B; the normal points from A to B, each point
-        pair lies on the two surfaces (``point on B - distance n = point on A``; exact in face regions).
-    """
-    d_b, n_a, on_a, vert_b = _vertices_against_planes(vertices_b, planes_a, vertices_a, points, valid_b)
-    d_a, n_b, on_b, vert_a = _vertices_against_planes(vertices_a, planes_b, vertices_b, points, valid_a)
-    return (
-        jnp.concatenate([d_b, d_a], -1),
-        jnp.concatenate([n_a, -n_b], -2),
-        jnp.concatenate([on_a, vert_a], -2),
-        jnp.concatenate([vert_b, on_b], -2),
-    )
-
-
 def _hull_polytope(centre, rotation, hull):
     """A mesh geom's hull in the world: ``(vertices (..., V, 3), planes (..., P, 4))``; ``hull`` its
-    ``(vertices, planes, valid)`` in the geom frame."""
-    vertices, planes, _ = hull
+    ``(vertices, planes, ...)`` in the geom frame."""
+    vertices, planes = hull[:2]
     world = centre[..., None, :] + jnp.einsum("...ij,...vj->...vi", rotation, vertices)
     normals = jnp.einsum("...ij,...pj->...pi", rotation, planes[..., :3])
     offsets = planes[..., 3] + jnp.einsum("...pi,...i->...p", normals, centre)
@@ -204,11 +145,13 @@ def _manifold(first, second, slots: int):
     (make_a, ca, ra, sa), (make_b, cb, rb, sb) = first, second
     shape = jnp.broadcast_shapes(ca.shape[:-1], cb.shape[:-1])
 
-    def flat(x, k):
-        return jnp.broadcast_to(x, shape + x.shape[x.ndim - k :]).reshape((-1,) + x.shape[x.ndim - k :])
+    def flat(x, batch):  # x's dims after its ``batch`` leading ones are one geom's
+        x = jnp.asarray(x)
+        return jnp.broadcast_to(x, shape + x.shape[batch:]).reshape((-1,) + x.shape[batch:])
 
-    args = [flat(ca, 1), flat(ra, 2), flat(sa, 1), flat(cb, 1), flat(rb, 2), flat(sb, 1)]
-    out = _pairs(make_a, make_b, slots, *args)
+    side_a = jax.tree.map(lambda x: flat(x, ca.ndim - 1), (ca, ra, sa))
+    side_b = jax.tree.map(lambda x: flat(x, cb.ndim - 1), (cb, rb, sb))
+    out = _pairs(make_a, make_b, slots, *side_a, *side_b)
     return tuple(x.reshape(shape + x.shape[1:]) for x in out)
 
 
@@ -227,6 +170,10 @@ def _prism(centre, rotation, size):
     return (*cylinder_polytope(centre, rotation, size), PRISM_FACES, PRISM_EDGES)
 
 
+def _hull(centre, rotation, hull):
+    return (*_hull_polytope(centre, rotation, hull), hull[3], hull[4])
+
+
 @kernel(slots=8)
 def box_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
     """Box A against cylinder B (its prism), 8 slots: the separating-axis manifold."""
@@ -241,8 +188,8 @@ def cylinder_cylinder(ca, ra_rot, sa, cb, rb_rot, sb):
 
 @kernel(slots=8)
 def cylinder_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
-    """Cylinder A (its prism) against mesh B, 8 slots: as box-mesh."""
-    return polytope_contacts(*cylinder_polytope(ca, ra_rot, sa), *_hull_polytope(cb, rb_rot, hull_b), valid_b=hull_b[2])
+    """Cylinder A (its prism) against mesh B, 8 slots: the separating-axis manifold."""
+    return _manifold((_prism, ca, ra_rot, sa), (_hull, cb, rb_rot, hull_b), cylinder_mesh.slots)
 
 
 @kernel(slots=8)
@@ -273,13 +220,11 @@ def capsule_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
 
 @kernel(slots=8)
 def box_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
-    """Box A against mesh B, 8 slots: as box-box."""
-    return polytope_contacts(*box_polytope(ca, ra_rot, sa), *_hull_polytope(cb, rb_rot, hull_b), valid_b=hull_b[2])
+    """Box A against mesh B, 8 slots: the separating-axis manifold."""
+    return _manifold((_box, ca, ra_rot, sa), (_hull, cb, rb_rot, hull_b), box_mesh.slots)
 
 
 @kernel(slots=8)
 def mesh_mesh(ca, ra_rot, hull_a, cb, rb_rot, hull_b):
-    """Mesh A against mesh B, 8 slots: as box-box."""
-    return polytope_contacts(
-        *_hull_polytope(ca, ra_rot, hull_a), *_hull_polytope(cb, rb_rot, hull_b), valid_a=hull_a[2], valid_b=hull_b[2]
-    )
+    """Mesh A against mesh B, 8 slots: the separating-axis manifold."""
+    return _manifold((_hull, ca, ra_rot, hull_a), (_hull, cb, rb_rot, hull_b), mesh_mesh.slots)
