@@ -754,8 +754,13 @@ class ActuatorState:
             ratio positive (an invalid one applied no torque; see :func:`jaxmor.actuation.drive.actuator_validity`).
         current: the winding current over the step [A], ``motor_torque / Kt`` (``Kt`` at the winding
             temperature).
-        voltage: the terminal voltage the driver held over the step [V] (``R i + w / Kv`` without inductance;
-            in ``[-V_bus, V_bus]`` when the region is enforced and the peak torque did not limit).
+        voltage: the terminal voltage the driver held over the step [V]: ``R i + w / Kv`` without inductance,
+            always within ``[-V_bus, V_bus]`` when the region is enforced. Past the overspeed limit
+            (``Kv (V_bus + R tau_peak / Kt)``) the braking the region caps at ``-tau_peak`` would need more
+            than the bus; the voltage then reads the bus (the driver saturated) while ``current`` and
+            ``motor_torque`` keep the model's capped peak, which a real drive could not hold (see
+            :mod:`jaxmor.actuation.motor`, "Overspeed"). In monitor mode (the region not enforced) it is the
+            voltage the commanded torque would need, unclamped.
         derating: the fraction [0, 1] of the peak torque the temperature limit allowed (1 without a limit;
             :func:`jaxmor.actuation.motor_dynamics.derating_factor`).
     """

@@ -200,6 +200,28 @@ def test_turntable_overspeed_leaves_only_braking_peak(turntable):
     assert int(st_.saturation[0]) == VOLTAGE
 
 
+@pytest.mark.parametrize("joint_speed", [10.0, 24.4, 26.0, 28.0, 37.7])
+def test_turntable_reported_voltage_is_the_drivers_within_the_bus(turntable, joint_speed):
+    """The turntable (G = 10, R = 0.2 ohm, Kt = 0.1 Nm/A, Kv = 10 rad/s/V, 24 V, peak 1.5 Nm) back-driven
+    forward with no command: the region brakes. Below the overspeed limit (27 rad/s at the joint) the voltage is
+    what makes the current, ``R i + w_m / Kv`` (Ohm's law with the back EMF, from the constants here), at most
+    24 V; past it (28 and 37.7 rad/s; the review's run-away reached 377) the braking is capped at -1.5 Nm,
+    which would need ``0.2 * (-15) + w_m / 10 > 24`` V: the voltage reads the bus, 24 V, never more."""
+    r, kt, kv, bus, gear = 0.2, 0.1, 10.0, 24.0, 10.0
+    _, st_ = actuate(turntable, at(turntable, u=[joint_speed], torques=[0.0]))
+    w_m = gear * joint_speed
+    current = float(st_.motor_torque[0]) / kt
+    ohm = r * current + w_m / kv
+    if joint_speed < 27.0:
+        assert float(st_.voltage[0]) == pytest.approx(ohm, rel=1e-12)
+        assert abs(ohm) <= bus
+    else:
+        assert float(st_.motor_torque[0]) == pytest.approx(-1.5) and ohm > bus
+        assert float(st_.voltage[0]) == bus
+    monitor = actuate(turntable, at(turntable, u=[joint_speed], torques=[0.0]).replace(mor_enforced=False))[1]
+    assert float(monitor.voltage[0]) == pytest.approx(w_m / kv, rel=1e-12)  # no current: the back EMF alone
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The Hound leg: couplings and the transmission matrix.
 

@@ -316,15 +316,21 @@ def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
 
 def _terminal_voltage(model: Model, state: State, motor: DcMotorParameters, speed: jax.Array, current: jax.Array):
     """(na,) the voltage the driver holds over the step [V] to make ``current``: ``R i + w / Kv``, or with an
-    inductance ``R (i' - e i) / (1 - e) + w / Kv`` (the zero-order-hold solution solved for the voltage)."""
+    inductance ``R (i' - e i) / (1 - e) + w / Kv`` (the zero-order-hold solution solved for the voltage); where the
+    region is enforced, clamped to the bus ``[-V_bus, V_bus]``: past the overspeed limit the braking the model
+    caps at the peak would need more than the bus, and the driver is then saturated at it
+    (:attr:`jaxmor.ActuatorState.voltage`)."""
     dtype = speed.dtype
     resistance = jnp.asarray(motor.resistance, dtype)
     emf = speed / jnp.asarray(motor.velocity_constant, dtype)
     dyn = model.actuators.dynamics
     if not dyn.any_inductive:
-        return resistance * current + emf
-    carried = current_decay(dyn, resistance, jnp.asarray(model.opt.timestep, dtype))
-    return resistance * (current - carried * state.motor_state.current) / (1.0 - carried) + emf
+        needed = resistance * current + emf
+    else:
+        carried = current_decay(dyn, resistance, jnp.asarray(model.opt.timestep, dtype))
+        needed = resistance * (current - carried * state.motor_state.current) / (1.0 - carried) + emf
+    bus = jnp.asarray(motor.bus_voltage, dtype)
+    return jnp.where(state.mor_enforced, jnp.clip(needed, -bus, bus), needed)
 
 
 def cogging_joint_torque(model: Model, state: State) -> jax.Array:

@@ -42,7 +42,9 @@ limit. There the voltage band ``[-tau_stall - b w, tau_stall - b w]`` lies entir
 torque at the peak, so the interval collapses to the single torque ``-tau_peak`` (``+tau_peak`` below the
 negative overspeed limit), the peak torque opposing the motion. The clamp formulas above give exactly this
 collapse (both lines clamp to the same peak), so no separate branch exists and the bounds stay continuous
-and monotone in the speed.
+and monotone in the speed. Physically a drive past this limit cannot hold the braking current down to the
+peak (even full forward voltage lets more flow); the model keeps the peak and reports the driver's voltage
+clamped to the bus (:attr:`jaxmor.ActuatorState.voltage`).
 
 Saturation labels
 -----------------
