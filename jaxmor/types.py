@@ -567,7 +567,8 @@ class Model:
             ground's is 0 (an MJCF model's priorities are relative to its floor's) (static).
         geom_restitution: (ng,) coefficient of restitution of each geom [-] (default 0).
         mesh_vertices: (nm, V, 3) vertices of each mesh geom's convex hull in the geom frame [m], padded
-            with their centroid after ``mesh_vertex_count`` rows (``V = jaxmor.io.mesh.MAX_HULL_VERTICES``).
+            with their centroid after ``mesh_vertex_count`` rows (``V``: ``jaxmor.io.mesh.MAX_HULL_VERTICES``, or the
+            largest hull's count when a loader's ``max_hull_vertices`` allows more).
         mesh_planes: (nm, P, 4) face planes ``(n, d)`` of each hull in the geom frame: unit outward normal
             and offset, ``n . x <= d`` inside [-, m], padded by repeating the first.
         dof_armature: (nv,) reflected rotor inertia added to the mass matrix diagonal

@@ -39,7 +39,7 @@ from jaxmor.build.tendons import compile_tendons, with_tendon_couplings
 from jaxmor.build.terrain import binned
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
-from jaxmor.io.mesh import padded
+from jaxmor.io.mesh import MAX_HULL_VERTICES, padded
 from jaxmor.io.mjcf import parse_mjcf
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_line
 from jaxmor.io.mjcf_pairs import difference_line
@@ -73,6 +73,7 @@ def load_urdf(
     strict: bool = False,
     meshes: str = "convex_hull",
     package_dirs: Sequence[str | os.PathLike] = (),
+    max_hull_vertices: int = MAX_HULL_VERTICES,
 ) -> Model:
     """Load a URDF file or string into a :class:`Model` (:func:`~jaxmor.io.urdf.parse_urdf`, then :func:`build_model`).
 
@@ -93,6 +94,9 @@ def load_urdf(
             (:mod:`jaxmor.io.mesh`; needs ``pip install 'jaxmor[mesh]'``); ``"ignore"``: they are kept by
             name (``Model.mesh_geoms``) with a warning and do not collide.
         package_dirs: folders where ``package://`` mesh URIs are looked up first (:mod:`jaxmor.io.mesh`).
+        max_hull_vertices: the most vertices of a mesh's simulated hull (an int ``>= 4``, default 64): a hull
+            with more is simplified to that many of its vertices. More keeps fine geometry (a humanoid's flat
+            soles: TALOS's have 156) at the cost of every hull of the model, all padded to the largest.
 
     Returns:
         The compiled model, with the actuators the URDF's ``<actuator>`` elements define.
@@ -100,7 +104,8 @@ def load_urdf(
     Raises:
         ModelError: the description is invalid, or a mesh file is missing or unreadable, or ``trimesh`` is
             not installed; the message names the file and line.
-        ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``; ``meshes`` is unknown.
+        ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``; ``meshes`` is unknown;
+            ``max_hull_vertices`` is not an int ``>= 4``.
     """
     description = parse_urdf(
         path_or_xml,
@@ -109,6 +114,7 @@ def load_urdf(
         strict=strict,
         meshes=meshes,
         package_dirs=package_dirs,
+        max_hull_vertices=max_hull_vertices,
     )
     return build_model(description, floating_base=floating_base)
 
@@ -121,6 +127,7 @@ def load_mjcf(
     meshes: str = "convex_hull",
     package_dirs: Sequence[str | os.PathLike] = (),
     actuator_dirs: Sequence[str | os.PathLike] = (),
+    max_hull_vertices: int = MAX_HULL_VERTICES,
 ) -> Model:
     """Load an MJCF (MuJoCo XML) file or string into a :class:`Model` (:func:`~jaxmor.io.mjcf.parse_mjcf`, then
     :func:`build_model`, the builder URDFs go through).
@@ -146,6 +153,8 @@ def load_mjcf(
             ``pip install 'jaxmor[mesh]'``); ``"ignore"``: kept by name only (``Model.mesh_geoms``).
         package_dirs: folders where ``package://`` mesh URIs are looked up first.
         actuator_dirs: more directory trees where jaxmor's actuator files may be read.
+        max_hull_vertices: the most vertices of a mesh's simulated hull where its asset gives no ``maxhullvert``
+            (an int ``>= 4``, default 64; as for :func:`load_urdf`).
 
     Returns:
         The compiled model.
@@ -155,7 +164,12 @@ def load_mjcf(
         ArgumentError: ``path_or_xml`` is neither a string nor an ``os.PathLike``; ``meshes`` is unknown.
     """
     description = parse_mjcf(
-        path_or_xml, assets_dir=assets_dir, meshes=meshes, package_dirs=package_dirs, actuator_dirs=actuator_dirs
+        path_or_xml,
+        assets_dir=assets_dir,
+        meshes=meshes,
+        package_dirs=package_dirs,
+        actuator_dirs=actuator_dirs,
+        max_hull_vertices=max_hull_vertices,
     )
     model = build_model(description)
     pairs, left_out = [], 0

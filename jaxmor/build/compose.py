@@ -38,6 +38,7 @@ from jaxmor.checks import as_scalar
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
+from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.sim.collision import check_pairs
 from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
@@ -376,6 +377,22 @@ def _cross_pairs(model: Model, old: int, collide_with: bool | Iterable[str]) -> 
     return pairs
 
 
+def _joined_hulls(model: Model, other: Model) -> dict:
+    """``mesh_vertices`` and ``mesh_planes`` of both models, the narrower padded to the wider
+    (:func:`jaxmor.io.mesh.widened`)."""
+    width = max(model.mesh_vertices.shape[1], other.mesh_vertices.shape[1])
+    depth = max(model.mesh_planes.shape[1], other.mesh_planes.shape[1])
+    dtype = model.mesh_vertices.dtype
+    parts = [
+        widened(np.asarray(m.mesh_vertices), np.asarray(m.mesh_planes), m.mesh_vertex_count, width, depth)
+        for m in (model, other)
+    ]
+    return {
+        "mesh_vertices": jnp.asarray(np.concatenate([parts[0][0], parts[1][0]]), dtype),
+        "mesh_planes": jnp.asarray(np.concatenate([parts[0][1], parts[1][1]]), dtype),
+    }
+
+
 def combine(
     model: Model,
     other: Model,
@@ -445,8 +462,7 @@ def combine(
         mesh_vertex_count=model.mesh_vertex_count + other.mesh_vertex_count,
         mesh_faces=model.mesh_faces + other.mesh_faces,
         mesh_edges=model.mesh_edges + other.mesh_edges,
-        mesh_vertices=jnp.concatenate([model.mesh_vertices, other.mesh_vertices.astype(model.mesh_vertices.dtype)]),
-        mesh_planes=jnp.concatenate([model.mesh_planes, other.mesh_planes.astype(model.mesh_planes.dtype)]),
+        **_joined_hulls(model, other),
         mesh_geoms=model.mesh_geoms + tuple((prefix + link, mesh) for link, mesh in other.mesh_geoms),
         urdf_joints=model.urdf_joints + tuple((prefix + n, kind) for n, kind in other.urdf_joints),
         contact_pairs=tuple(terrain_pairs(model))

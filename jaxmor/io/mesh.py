@@ -4,7 +4,8 @@ What a mesh geom is in the simulation. The mesh file is read (STL, OBJ, PLY, OFF
 through ``pycollada``) through `trimesh <https://trimesh.org>`_, optional dependencies (``pip install
 'jaxmor[mesh]'`` installs trimesh, scipy and pycollada), scaled by the URDF's ``scale`` (a negative
 factor mirrors it), and replaced by its convex hull (qhull, through ``scipy``). A hull with more than
-:data:`MAX_HULL_VERTICES` vertices is simplified: a large tetrahedron of its vertices is chosen first,
+:data:`MAX_HULL_VERTICES` vertices (the loaders' ``max_hull_vertices``, an MJCF mesh's ``maxhullvert``) is
+simplified: a large tetrahedron of its vertices is chosen first,
 then, one at a time, the vertex farthest outside the hull of those chosen; the hull of the chosen ones
 is the geom. It lies inside the original; how far the original's vertices stick out of it (its largest
 deviation, :attr:`Hull.deviation`) is reported by :func:`convex_hull`: for the Unitree Go2's and
@@ -40,9 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxmor.errors import ModelError
+from jaxmor.errors import ArgumentError, ModelError
 
-#: Most vertices of a simulated mesh hull; a hull with more is simplified (module docstring).
+#: Most vertices of a simulated mesh hull by default; a hull with more is simplified (module docstring). The
+#: loaders' ``max_hull_vertices`` (MJCF: a mesh's ``maxhullvert``) choose another bound.
 MAX_HULL_VERTICES = 64
 #: Most face planes of a hull of :data:`MAX_HULL_VERTICES` vertices (Euler: ``2 V - 4``).
 MAX_HULL_PLANES = 2 * MAX_HULL_VERTICES - 4
@@ -101,15 +103,29 @@ def resolve_mesh(
     raise ModelError(source, line, f"mesh file {uri!r} not found{hint}; searched: {shown}")
 
 
-def convex_hull(path: Path, scale: Sequence[float], source: str, line: int | None) -> Hull:
-    """The simulated convex hull of a mesh file scaled by ``scale`` (module docstring).
+def check_max_vertices(value, name: str = "max_hull_vertices") -> int:
+    """``value`` as the most vertices of a simulated hull: an int ``>= 4`` (a tetrahedron).
+
+    Raises:
+        ArgumentError: anything else.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 4:
+        raise ArgumentError(f"{name} must be an int >= 4 (a tetrahedron's vertices), got {value!r}")
+    return int(value)
+
+
+def convex_hull(
+    path: Path, scale: Sequence[float], source: str, line: int | None, max_vertices: int = MAX_HULL_VERTICES
+) -> Hull:
+    """The simulated convex hull of a mesh file scaled by ``scale``, simplified to ``max_vertices`` vertices
+    when it has more (module docstring).
 
     Raises:
         ModelError: ``trimesh`` or ``scipy`` is missing, the file cannot be read, or its hull is degenerate
             (fewer than 4 points not in a plane); the message names the description's file and line.
     """
     try:
-        return _hull(file_key(path), tuple(float(s) for s in scale))
+        return _hull(file_key(path), tuple(float(s) for s in scale), max_vertices)
     except _HullError as err:
         raise ModelError(source, line, f"mesh {str(path)!r}: {err}") from None
 
@@ -160,7 +176,7 @@ def _read(key: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=256)
-def _hull(key: tuple[str, int, int], scale: tuple[float, float, float]) -> Hull:
+def _hull(key: tuple[str, int, int], scale: tuple[float, float, float], max_vertices: int) -> Hull:
     try:
         import trimesh  # noqa: F401
         from scipy.spatial import ConvexHull, QhullError
@@ -172,7 +188,7 @@ def _hull(key: tuple[str, int, int], scale: tuple[float, float, float]) -> Hull:
     points = _read(key)[0] * np.asarray(scale)
     try:
         full = points[ConvexHull(points).vertices]
-        chosen = full if len(full) <= MAX_HULL_VERTICES else _simplify(full, MAX_HULL_VERTICES, ConvexHull)
+        chosen = full if len(full) <= max_vertices else _simplify(full, max_vertices, ConvexHull)
         hull = ConvexHull(chosen)
     except (QhullError, ValueError) as err:
         raise _HullError(f"has no volume (its points are fewer than 4 or lie in a plane): {err}") from None
@@ -245,14 +261,15 @@ def _unique_planes(equations: np.ndarray, size: float) -> np.ndarray:
 
 
 def padded_topology(
-    faces: Sequence[tuple[tuple[int, ...], ...]], edges: Sequence[tuple[tuple[int, int], ...]]
+    faces: Sequence[tuple[tuple[int, ...], ...]], edges: Sequence[tuple[tuple[int, int], ...]], planes: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(faces (n, MAX_HULL_PLANES, K), edges (n, E, 2))`` int32 of ``n`` hulls' rings and edges, ``K`` and ``E``
-    the most of any of them: rings padded by repeating their last vertex, the missing planes' faces by the first
-    face (as :func:`padded` repeats the first plane), the edges by the first edge (a repeated edge adds no axis)."""
+    """``(faces (n, planes, K), edges (n, E, 2))`` int32 of ``n`` hulls' rings and edges (``planes`` the Model's padded
+    plane count), ``K`` and ``E`` the most of any of them: rings padded by repeating their last vertex, the
+    missing planes' faces by the first face (as :func:`padded` repeats the first plane), the edges by the first
+    edge (a repeated edge adds no axis)."""
     k = max((len(r) for f in faces for r in f), default=3)
     e = max((len(x) for x in edges), default=1)
-    out_f = np.zeros((len(faces), MAX_HULL_PLANES, k), np.int32)
+    out_f = np.zeros((len(faces), planes, k), np.int32)
     out_e = np.zeros((len(edges), e, 2), np.int32)
     for i, (rings, sides) in enumerate(zip(faces, edges, strict=True)):
         rows = [list(r) + [r[-1]] * (k - len(r)) for r in rings]
@@ -264,13 +281,29 @@ def padded_topology(
 
 
 def padded(hulls: Sequence[Hull]) -> tuple[np.ndarray, np.ndarray]:
-    """``(vertices (n, MAX_HULL_VERTICES, 3), planes (n, MAX_HULL_PLANES, 4))`` of ``n`` hulls, each padded with
-    its vertices' centroid and its first plane (module docstring)."""
-    vertices = np.zeros((len(hulls), MAX_HULL_VERTICES, 3))
-    planes = np.zeros((len(hulls), MAX_HULL_PLANES, 4))
+    """``(vertices (n, V, 3), planes (n, P, 4))`` of ``n`` hulls, each padded with its vertices' centroid and its
+    first plane (module docstring); ``V`` is :data:`MAX_HULL_VERTICES` or the largest hull's count if larger,
+    ``P`` :data:`MAX_HULL_PLANES` or the most planes if more."""
+    width = max([MAX_HULL_VERTICES] + [len(h.vertices) for h in hulls])
+    depth = max([MAX_HULL_PLANES] + [len(h.planes) for h in hulls])
+    vertices = np.zeros((len(hulls), width, 3))
+    planes = np.zeros((len(hulls), depth, 4))
     for i, hull in enumerate(hulls):
         vertices[i] = hull.vertices.mean(axis=0)
         vertices[i, : len(hull.vertices)] = hull.vertices
         planes[i] = hull.planes[0]
         planes[i, : len(hull.planes)] = hull.planes
     return vertices, planes
+
+
+def widened(vertices: np.ndarray, planes: np.ndarray, counts: Sequence[int], width: int, depth: int):
+    """Padded hull arrays ``(n, V, 3)`` and ``(n, P, 4)`` (:func:`padded`) widened to ``width`` vertices and
+    ``depth`` planes with the same padding (the centroid of each hull's ``counts`` real vertices, its first
+    plane)."""
+    if len(vertices) == 0:
+        return np.zeros((0, width, 3)), np.zeros((0, depth, 4))
+    out_v = np.repeat(np.stack([v[:c].mean(axis=0) for v, c in zip(vertices, counts, strict=True)])[:, None], width, 1)
+    out_v[:, : vertices.shape[1]] = vertices
+    out_p = np.repeat(planes[:, :1], depth, 1)
+    out_p[:, : planes.shape[1]] = planes
+    return out_v, out_p

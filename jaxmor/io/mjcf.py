@@ -109,7 +109,7 @@ from jaxmor.io.description import (
     RobotDescription,
     combine_masses,
 )
-from jaxmor.io.mesh import convex_hull, resolve_mesh
+from jaxmor.io.mesh import MAX_HULL_VERTICES, check_max_vertices, convex_hull, resolve_mesh
 from jaxmor.io.mesh_inertia import RULES, mesh_mass
 from jaxmor.io.mjcf_actuators import limited_range, read_actuators
 from jaxmor.io.mjcf_differences import differences
@@ -200,9 +200,10 @@ class _Options:
 class _Reader:
     """One model being read: the document, its settings, and what has been found so far."""
 
-    def __init__(self, doc: Document, meshes, package_dirs, actuator_dirs):
+    def __init__(self, doc: Document, meshes, package_dirs, actuator_dirs, max_hull_vertices=MAX_HULL_VERTICES):
         self.doc = doc
         self.meshes = meshes
+        self.max_hull_vertices = max_hull_vertices
         self.package_dirs = tuple(str(d) for d in package_dirs)
         self.actuator_dirs = list(actuator_dirs)
         self.compiler = Compiler()
@@ -462,7 +463,10 @@ class _Reader:
             if self.compiler.strippath:
                 file = Path(file).name
             rule = v.choice("inertia", RULES, RULES[0])
-            self.mesh_files[name] = _MeshAsset(file, scale, child, rule, v.integer("maxhullvert", -1))
+            most = v.integer("maxhullvert", -1)
+            if most != -1 and most < 4:
+                raise v.error(f"maxhullvert must be -1 (no limit of its own) or at least 4, got {most}")
+            self.mesh_files[name] = _MeshAsset(file, scale, child, rule, most)
 
     # ---------------------------------------------------------------------------------- the tree
 
@@ -1072,7 +1076,8 @@ class _Reader:
         if self.meshes == "ignore":
             return
         source = self.doc.source(asset.element)
-        geom.hull = convex_hull(self._mesh_path(asset), asset.scale, source, asset.element.sourceline)
+        most = asset.maxhullvert if asset.maxhullvert != -1 else self.max_hull_vertices
+        geom.hull = convex_hull(self._mesh_path(asset), asset.scale, source, asset.element.sourceline, most)
 
     # ---------------------------------------------------------------------------------- the rest
 
@@ -1212,6 +1217,7 @@ def parse_mjcf(
     meshes: str = "convex_hull",
     package_dirs: Sequence[str | os.PathLike] = (),
     actuator_dirs: Sequence[str | os.PathLike] = (),
+    max_hull_vertices: int = MAX_HULL_VERTICES,
 ) -> RobotDescription:
     """Read an MJCF file or string into a :class:`RobotDescription` (module docstring).
 
@@ -1222,6 +1228,8 @@ def parse_mjcf(
         meshes: ``"convex_hull"`` (default) or ``"ignore"``, as for a URDF (:func:`jaxmor.load_urdf`).
         package_dirs: folders where ``package://`` mesh URIs are looked up first (:mod:`jaxmor.io.mesh`).
         actuator_dirs: more directory trees where jaxmor's actuator files may be read.
+        max_hull_vertices: the most vertices of a mesh's simulated hull where its asset gives no ``maxhullvert``
+            (an int ``>= 4``, default 64; :func:`jaxmor.load_urdf`).
 
     Returns:
         The description: the world link first, then each body's links in MuJoCo's body order.
@@ -1236,4 +1244,4 @@ def parse_mjcf(
         if isinstance(dirs, (str, bytes, os.PathLike)):
             raise ArgumentError(f"{name} must be a list of folders, got {dirs!r}")
     doc = read_document(path_or_xml, assets_dir)
-    return _Reader(doc, meshes, package_dirs, actuator_dirs).read()
+    return _Reader(doc, meshes, package_dirs, actuator_dirs, check_max_vertices(max_hull_vertices)).read()

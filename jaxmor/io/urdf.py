@@ -58,7 +58,7 @@ import numpy as np
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.description import JOINT_TYPES, Geom, Inertial, Joint, Link, RobotDescription
-from jaxmor.io.mesh import convex_hull, resolve_mesh
+from jaxmor.io.mesh import MAX_HULL_VERTICES, check_max_vertices, convex_hull, resolve_mesh
 from jaxmor.io.xml import STRING_SOURCE, nonnegative, parse_float, parse_vector, parse_xml
 
 #: Most links a robot description may have. Loading is linear in the file's size: the largest file the
@@ -159,6 +159,7 @@ class MeshOptions:
     mode: str = "convex_hull"
     resource_dir: str | None = None
     package_dirs: tuple[str, ...] = ()
+    max_vertices: int = MAX_HULL_VERTICES
 
 
 #: What ``meshes=`` accepts.
@@ -202,7 +203,7 @@ def _parse_geoms(link_el, name: str, source: str, meshes: MeshOptions) -> list[G
             hull = None
             if meshes.mode == "convex_hull":
                 path = resolve_mesh(filename, meshes.resource_dir, meshes.package_dirs, source, shape.sourceline)
-                hull = convex_hull(path, scale, source, shape.sourceline)
+                hull = convex_hull(path, scale, source, shape.sourceline, meshes.max_vertices)
             geoms.append(Geom(geom_name, "mesh", np.zeros(3), rot, xyz, mesh=filename, scale=scale, hull=hull))
             continue
         else:
@@ -320,6 +321,7 @@ def parse_urdf(
     strict: bool = False,
     meshes: str = "convex_hull",
     package_dirs: Sequence[str | os.PathLike] = (),
+    max_hull_vertices: int = MAX_HULL_VERTICES,
 ) -> RobotDescription:
     """Read a URDF file or string into a :class:`RobotDescription`.
 
@@ -335,6 +337,8 @@ def parse_urdf(
             hull (:mod:`jaxmor.io.mesh`; needs the optional ``trimesh`` and ``scipy``); ``"ignore"``: meshes
             are kept by name only (``Model.mesh_geoms``), with a warning, and do not collide.
         package_dirs: folders where ``package://`` mesh URIs are looked up first (:mod:`jaxmor.io.mesh`).
+        max_hull_vertices: the most vertices of a mesh's simulated hull (an int ``>= 4``; default 64); a hull
+            with more is simplified (:mod:`jaxmor.io.mesh`).
 
     Returns:
         The description: links and joints in document order, the root link, the actuators.
@@ -346,7 +350,7 @@ def parse_urdf(
     robot_name = _robot_name(root, source)
     if resource_dir is None and source != STRING_SOURCE:
         resource_dir = str(Path(source).resolve().parent)
-    mesh_options = _mesh_options(meshes, resource_dir, package_dirs)
+    mesh_options = _mesh_options(meshes, resource_dir, package_dirs, max_hull_vertices)
 
     links: dict[str, Link] = {}
     for el in root.findall("link"):
@@ -385,13 +389,14 @@ def _robot_name(root, source: str) -> str:
     return robot_name
 
 
-def _mesh_options(meshes: str, resource_dir, package_dirs) -> MeshOptions:
+def _mesh_options(meshes: str, resource_dir, package_dirs, max_vertices: int = MAX_HULL_VERTICES) -> MeshOptions:
     """The checked ``meshes`` mode and the folders where mesh files are looked up."""
     if meshes not in MESH_MODES:
         raise ArgumentError(f"meshes must be one of {MESH_MODES}, got {meshes!r}")
     if isinstance(package_dirs, (str, bytes, os.PathLike)):
         raise ArgumentError(f"package_dirs must be a list of folders, got {package_dirs!r}")
-    return MeshOptions(meshes, None if resource_dir is None else str(resource_dir), tuple(str(d) for d in package_dirs))
+    folder = None if resource_dir is None else str(resource_dir)
+    return MeshOptions(meshes, folder, tuple(str(d) for d in package_dirs), check_max_vertices(max_vertices))
 
 
 def _parse_joints(root, source: str, links: dict[str, Link]) -> tuple[dict[str, Joint], dict[str, Joint]]:

@@ -300,7 +300,7 @@ def _hulls(model: Model, geoms, dtype) -> tuple:
     hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
     count = np.array(model.mesh_vertex_count, dtype=np.int32)[hulls]
     valid = np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
-    faces, edges = padded_topology(model.mesh_faces, model.mesh_edges)
+    faces, edges = padded_topology(model.mesh_faces, model.mesh_edges, model.mesh_planes.shape[1])
     vertices, planes = model.mesh_vertices.astype(dtype)[hulls], model.mesh_planes.astype(dtype)[hulls]
     return vertices, planes, valid, faces[hulls], edges[hulls]
 
@@ -437,7 +437,8 @@ def _world_shapes(model: Model, kind: GeomType, world: jax.Array, dtype):
     hull = jnp.asarray(np.array(model.geom_mesh, dtype=np.int32))[world]
     count = jnp.asarray(np.array(model.mesh_vertex_count, dtype=np.int32))[hull]
     valid = jnp.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]
-    faces, edges = (jnp.asarray(x)[hull] for x in padded_topology(model.mesh_faces, model.mesh_edges))
+    topology = padded_topology(model.mesh_faces, model.mesh_edges, model.mesh_planes.shape[1])
+    faces, edges = (jnp.asarray(x)[hull] for x in topology)
     return model.mesh_vertices.astype(dtype)[hull], model.mesh_planes.astype(dtype)[hull], valid, faces, edges
 
 
