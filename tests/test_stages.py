@@ -498,12 +498,12 @@ class TestFreeMotionOfThePendulum(chex.TestCase):
             state = jaxmor.set_pd_targets(model, jaxmor.set_pd_gains(model, state, [kp], [kd]), [target], [speed])
             out = run_stages(model, state)
             states.append(state)
-            inputs.append((out["dyn"], out["frc"]))
+            inputs.append((out["kin"], out["dyn"], out["frc"]))
         one = self.variant(free_motion)
-        batched = self.variant(jax.vmap(free_motion, in_axes=(None, 0, 0, 0)))
-        dyns, frcs = zip(*inputs, strict=True)
+        batched = self.variant(jax.vmap(free_motion, in_axes=(None, 0, 0, 0, 0)))
+        kins, dyns, frcs = zip(*inputs, strict=True)
         stack = lambda *xs: jax.tree.map(lambda *x: jnp.stack(x), *xs)  # noqa: E731
-        together = numpy_tree(batched(model, stack(*states), stack(*dyns), stack(*frcs)))
+        together = numpy_tree(batched(model, stack(*states), stack(*kins), stack(*dyns), stack(*frcs)))
         for k, (theta, omega, kp, kd, target, speed) in enumerate(PENDULUM_CASES):
             inertia, bias = 1.0 / 3.0, 1.0 * G * 0.5 * np.sin(theta)
             pd = kp * (target - theta - h * omega) + kd * (speed - omega)
