@@ -168,7 +168,7 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
 
 
 #: The values of ``Options.implicit_bias`` (:mod:`jaxmor.sim.integrator`).
-IMPLICIT_BIAS = ("kahan", "predicted", "base")
+IMPLICIT_BIAS = ("kahan", "predicted")
 
 
 def check_options(opt: Any, where: str) -> None:

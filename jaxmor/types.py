@@ -90,9 +90,7 @@ class Options:
             effective mass (static; see :mod:`jaxmor.sim.free_motion`): ``"kahan"`` (default), ``M + (h/2) D``
             with ``D = db/du`` of the whole tree, which does not dissipate; ``"predicted"``, the same term
             with the joints' part taken at the velocity change predicted without it (one forward-mode bias
-            pass instead of ``D``: cheaper, and energy as bounded as ``"kahan"`` while ``h |u|`` is small);
-            ``"base"``, only a floating base's gyroscopic block, backward Euler, the joints' terms explicit
-            (the cheapest; MuJoCo's ``Euler``, which gains energy on fast chains).
+            pass instead of ``D``: cheaper, and energy as bounded as ``"kahan"`` while ``h |u|`` is small).
         contact_budget: contact slots the solver works on each step (static, an int ``>= 1``, or ``None``
             for the default derived from the model; :func:`jaxmor.sim.collision.contact_budget`). Every
             step fills them from all the contact candidates, nearest (or deepest) first.

@@ -20,6 +20,8 @@ import json
 import statistics
 import time
 
+from jaxmor.checks import IMPLICIT_BIAS
+
 
 def _timed(fn, args, repeats: int):
     import jax
@@ -38,7 +40,7 @@ def _timed(fn, args, repeats: int):
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.tools.implicit_cost", description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=("kahan", "predicted", "base"))
+    p.add_argument("mode", choices=IMPLICIT_BIAS)
     p.add_argument("kind", choices=("fwd", "grad"))
     args = p.parse_args(argv)
 

@@ -18,9 +18,6 @@ Velocity level, with ``h = model.opt.timestep``:
     one forward-mode pass of the bias along that change (:func:`jaxmor.sim.dynamics.bias_derivative_along`).
     Second order and explicit in the joints' terms: it keeps a chain's energy as ``"kahan"`` does at
     small ``h |u|``, and spins much faster than ``1 / h`` are not for it.
-  - ``"base"``: ``K = h K_b``, the floating base's block by linearized backward Euler, every joint's velocity
-    terms explicit: MuJoCo's ``Euler`` step for a fixed-base robot, including its energy gain on chaotic
-    chains (docs/design/integrator.md).
 
   ``M_eff`` is not symmetric; one Gauss-Jordan elimination (:func:`gauss_jordan`, plain array
   operations, no LAPACK) gives ``M_eff^-1`` and ``u_free = u_t + M_eff^-1 h (tau - b(q_t, u_t))``.
@@ -84,17 +81,16 @@ def predicted_term(model: Model, kin: Kinematics, dyn: Dynamics, u: jax.Array, c
 
 def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
     """(nv, nv) the velocity-dependent forces' part of the effective mass, by ``model.opt.implicit_bias``:
-    ``(h/2) D`` (``"kahan"``), or ``h/2`` (``"predicted"``) or ``h`` (``"base"``) times the floating base's
-    locked-body gyroscopic block (:func:`jaxmor.sim.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
+    ``(h/2) D`` (``"kahan"``), or ``h/2`` times the floating base's locked-body gyroscopic block
+    (``"predicted"``, :func:`jaxmor.sim.dynamics.base_velocity_jacobian`) [kg, kg m, kg m^2].
 
     Raises:
         ValueError: ``"kahan"`` with ``dyn.bias_jacobian`` not computed.
     """
     h = jnp.asarray(model.opt.timestep, u.dtype)
     mode = model.opt.implicit_bias
-    if mode != "kahan":
-        factor = 0.5 * h if mode == "predicted" else h
-        return factor * base_velocity_jacobian(model, dyn.mass, u)
+    if mode == "predicted":
+        return 0.5 * h * base_velocity_jacobian(model, dyn.mass, u)
     if dyn.bias_jacobian is None:
         raise ValueError(f"opt.implicit_bias={mode!r} needs Dynamics.bias_jacobian (jaxmor.sim.dynamics.dynamics)")
     return 0.5 * h * dyn.bias_jacobian
