@@ -109,14 +109,6 @@ def _package_roots(uri: str, resource_dir: str | None) -> list[Path]:
     return [a for a in (base, *base.parents) if a.name == package and (a / "package.xml").is_file()]
 
 
-def model_folders(resource_dir: str | os.PathLike | None, parent: bool) -> list[Path]:
-    """The model's folders for :func:`resolve_mesh`: ``resource_dir``, and its parent folder if ``parent``."""
-    if resource_dir is None:
-        return []
-    base = Path(resource_dir).resolve()
-    return [base, base.parent] if parent else [base]
-
-
 def resolve_mesh(
     uri: str,
     resource_dir: str | None,
@@ -131,11 +123,12 @@ def resolve_mesh(
 
     Args:
         uri: the file as the description writes it (plain path, ``file://`` or ``package://`` URI).
-        resource_dir: the folder a relative path is taken from (``None``: the current folder).
+        resource_dir: the folder a relative path is taken from (``None``: the description has no folder, and only
+            ``package_dirs`` are allowed).
         package_dirs: the search path's folders (their trees are allowed).
         source, line: the description and line naming the file (for messages).
-        trees: the model's folders (with everything below them); default :func:`model_folders` of
-            ``resource_dir`` with its parent (a URDF's rule).
+        trees: the model's folders (with everything below them); default ``resource_dir`` and its parent folder
+            (a URDF's rule).
         kind: what the file is, in messages (``"mesh"``, ``"texture"``, ...).
 
     Returns:
@@ -146,8 +139,10 @@ def resolve_mesh(
             three, listing the places searched), or larger than :data:`MAX_MESH_BYTES`.
     """
     places = _candidates(uri, resource_dir, package_dirs)
-    allowed = list(model_folders(resource_dir, True) if trees is None else trees)
-    allowed += [*package_dirs, *_package_roots(uri, resource_dir)]
+    if trees is None:
+        base = None if resource_dir is None else Path(resource_dir).resolve()
+        trees = [] if base is None else [base, base.parent]
+    allowed = [*trees, *package_dirs, *_package_roots(uri, resource_dir)]
     path = confined_file(places, allowed)
     if path is None:
         shown = "; ".join(str(p) for p in places[:8]) + ("; ..." if len(places) > 8 else "")
