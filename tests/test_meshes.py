@@ -510,12 +510,12 @@ def test_max_hull_vertices_bounds_the_hull_and_is_checked(files):
         with pytest.raises(jaxmor.ArgumentError, match="max_hull_vertices must be an int >= 4"):
             load(mesh_urdf("../meshes/box.stl"), folder, max_hull_vertices=bad)
     xml = (
-        '<mujoco><asset><mesh name="m" file="../meshes/box.stl" maxhullvert="3"/></asset>'
+        '<mujoco><asset><mesh name="m" file="meshes/box.stl" maxhullvert="3"/></asset>'
         '<worldbody><body><freejoint/><geom type="mesh" mesh="m" mass="1"/></body></worldbody></mujoco>'
     )
     with pytest.raises(jaxmor.ModelError, match="maxhullvert must be -1"):
-        jaxmor.load_mjcf(xml, assets_dir=folder)
+        jaxmor.load_mjcf(xml, assets_dir=folder.parent)
     capped = jaxmor.load_mjcf(
-        xml.replace('maxhullvert="3"', 'maxhullvert="6"').replace("box.stl", "sphere.stl"), assets_dir=folder
+        xml.replace('maxhullvert="3"', 'maxhullvert="6"').replace("box.stl", "sphere.stl"), assets_dir=folder.parent
     )
     assert capped.mesh_vertex_count == (6,)

@@ -48,7 +48,7 @@ from jaxmor.build.actuators import export_actuators, get_actuators, with_actuato
 from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
 from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.actuators import actuators_from_element, resolve_actuator_file
+from jaxmor.io.actuators import actuators_from_element, locate_actuator_file
 from jaxmor.io.mesh import resolve_mesh
 from jaxmor.io.xml import check_attributes, parse_float, parse_vector, parse_xml, tag
 from jaxmor.state import check_state, init_state, reset_actuator_state
@@ -427,30 +427,40 @@ def export_package(
     its actuators (the spec's export for another machine).
 
     URDF: the actuator files of its ``<actuator file>`` elements go to ``out_dir/actuators/``, the mesh files of
-    its ``<mesh filename>`` elements (``package://`` URIs too) to ``out_dir/meshes/``, and the copied URDF names
-    them there. MJCF: its includes are written into the one copied file; the files of its assets (meshes,
-    textures) go to ``out_dir/assets/`` (``<compiler assetdir="assets">``); jaxmor's actuator file
-    (``jaxmor:actuators``) and the actuator files it links go to ``out_dir/actuators/``. The package is then
-    loaded and checked against ``model``'s structure.
+    its ``<mesh filename>`` elements (visual and collision, ``package://`` URIs too) to ``out_dir/meshes/``, and
+    the copied URDF names them there. MJCF: its includes are written into the one copied file; the files of its
+    assets (meshes, textures, height fields, skins) go to ``out_dir/assets/`` (``<compiler assetdir="assets">``);
+    jaxmor's actuator file (``jaxmor:actuators``) and the actuator files it links go to ``out_dir/actuators/``.
+    Only files the loaders may read are copied: each must lie in the model's folders or the search path
+    (:mod:`jaxmor.io.mesh`, :func:`jaxmor.io.actuators.resolve_actuator_file`); any other linked file refuses
+    the export. The package is then loaded and checked against ``model``'s structure.
 
     Args:
         model: the model loaded from ``description_path`` (its joints and actuators are checked).
         description_path: the robot's URDF or MJCF file.
-        out_dir: the folder to write (created; files of the same names are replaced).
+        out_dir: the folder to write (created; files of the same names are replaced); not the description's own
+            folder.
         package_dirs, actuator_dirs: as for the loader.
 
     Returns:
         The path of the copied description.
 
     Raises:
-        ModelError: the description or a file it links is invalid or missing.
-        ArgumentError: the package does not load into ``model``'s joints and actuators.
+        ModelError: the description or a file it links is invalid, missing, not readable, outside the allowed
+            folders or too large (one message for the first three), naming the description's file and line.
+        ArgumentError: ``out_dir`` is the description's folder, or a copy would overwrite a file of the source;
+            the package does not load into ``model``'s joints and actuators.
     """
     source = Path(description_path)
     out = Path(out_dir)
+    if out.resolve() == source.resolve().parent or (out / source.name).resolve() == source.resolve():
+        raise ArgumentError(
+            f"export_package: out_dir {str(out)!r} is the description's own folder; the package would overwrite "
+            "its source (choose another folder)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     if source.suffix.lower() == ".xml":
-        written = _package_mjcf(source, out, actuator_dirs)
+        written = _package_mjcf(source, out, package_dirs, actuator_dirs)
     else:
         written = _package_urdf(source, out, package_dirs, actuator_dirs)
     load = load_mjcf if written.suffix.lower() == ".xml" else load_urdf
@@ -462,8 +472,19 @@ def export_package(
     return written
 
 
+def _destination(out: Path, relative: str, path: Path) -> Path:
+    """``out / relative``, refused if writing it would overwrite ``path`` (a file of the source)."""
+    target = out / relative
+    if target.resolve() == path.resolve():
+        raise ArgumentError(
+            f"export_package: writing {str(target)!r} would overwrite the source file; choose another out_dir"
+        )
+    return target
+
+
 class _Copier:
-    """Copies linked files into one folder of the package, under unique names."""
+    """Copies linked files (already confined to the model's folders) into one folder of the package, under unique
+    names."""
 
     def __init__(self, out: Path, folder: str):
         self.out, self.folder, self.done = out, folder, {}
@@ -471,11 +492,12 @@ class _Copier:
     def __call__(self, path: Path) -> str:
         path = path.resolve()
         if path not in self.done:
-            (self.out / self.folder).mkdir(exist_ok=True)
             name, k = path.name, 1
             while any(n == name for n in self.done.values()):
                 name, k = f"{path.stem}_{k}{path.suffix}", k + 1
-            shutil.copyfile(path, self.out / self.folder / name)
+            target = _destination(self.out, f"{self.folder}/{name}", path)
+            target.parent.mkdir(exist_ok=True)
+            shutil.copyfile(path, target)
             self.done[path] = name
         return f"{self.folder}/{self.done[path]}"
 
@@ -491,24 +513,23 @@ def _package_urdf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
     actuators, meshes = _Copier(out, "actuators"), _Copier(out, "meshes")
     for el in root.iter():
         if tag(el) == "actuator" and el.get("file"):
-            path = resolve_actuator_file(el.get("file"), base, actuator_dirs)
-            if path is None:
-                raise ModelError(name, el.sourceline, f"actuator file {el.get('file')!r} not found")
-            el.set("file", actuators(path))
+            el.set("file", actuators(locate_actuator_file(el.get("file"), base, actuator_dirs, name, el)))
         elif tag(el) == "mesh" and el.get("filename"):
-            collision = any(tag(a) == "collision" for a in el.iterancestors())
-            try:
-                found = resolve_mesh(el.get("filename"), str(base), package_dirs, name, el.sourceline)
-            except ModelError:
-                if collision:
-                    raise
-                continue  # a visual mesh that is missing here stays as written: jaxmor never reads it
+            found = resolve_mesh(el.get("filename"), str(base), package_dirs, name, el.sourceline)
             el.set("filename", meshes(found))
-    return _write(root, out / source.name)
+    return _write(root, _destination(out, source.name, source))
 
 
-def _package_mjcf(source: Path, out: Path, actuator_dirs) -> Path:
-    from jaxmor.io.mjcf import ACTUATORS_TEXT
+#: The attributes of MJCF assets that name files, and whether the file is under ``meshdir`` (else ``texturedir``).
+_ASSET_FILES = {
+    "mesh": (("file",), True),
+    "hfield": (("file",), True),
+    "skin": (("file",), True),
+    "texture": (("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback"), False),
+}
+
+
+def _package_mjcf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
     from jaxmor.io.mjcf_document import read_document
 
     doc = read_document(source, None)
@@ -522,27 +543,33 @@ def _package_mjcf(source: Path, out: Path, actuator_dirs) -> Path:
                 el.attrib.pop(attr, None)
     assets, actuators = _Copier(out, "assets"), _Copier(out, "actuators")
     for el in list(root.iter()):
+        where = (doc.source(el), el.sourceline)
         for attr in [a for a in el.attrib if a.startswith("{")]:  # the reader's source markers
             del el.attrib[attr]
-        if tag(el) in ("mesh", "texture", "hfield", "skin") and el.get("file"):
-            folder = meshdir if tag(el) == "mesh" else texturedir
-            el.set("file", assets(doc.main_dir / folder / el.get("file")).split("/", 1)[1])
-        elif tag(el) == "text" and el.get("name") == ACTUATORS_TEXT:
-            path = resolve_actuator_file(el.get("data", ""), Path(doc.source(el)).resolve().parent, actuator_dirs)
-            if path is None:
-                raise ModelError(str(source), el.sourceline, f"actuator file {el.get('data')!r} not found")
-            motors, _ = parse_xml(path)
-            for actuator in motors.iter("actuator"):
-                if actuator.get("file"):
-                    linked = resolve_actuator_file(actuator.get("file"), path.parent, actuator_dirs)
-                    if linked is None:
-                        raise ModelError(
-                            str(path), actuator.sourceline, f"actuator file {actuator.get('file')!r} not found"
-                        )
-                    actuator.set("file", Path(actuators(linked)).name)
-            (out / "actuators").mkdir(exist_ok=True)
-            el.set("data", f"actuators/{path.name}")
-            _write(motors, out / "actuators" / path.name)
+        attributes, in_meshdir = _ASSET_FILES.get(tag(el), ((), True))
+        folder = str(doc.main_dir / (meshdir if in_meshdir else texturedir))
+        for attr in [a for a in attributes if el.get(a)]:
+            found = resolve_mesh(el.get(attr), folder, package_dirs, *where, trees=[doc.main_dir], kind=tag(el))
+            el.set(attr, assets(found).split("/", 1)[1])
+        _package_mjcf_actuators(el, where, out, actuators, actuator_dirs)
     root.insert(0, etree.Element("compiler", assetdir="assets"))
     etree.cleanup_namespaces(root)  # the reader's source markers' namespace, now unused
-    return _write(root, out / source.name)
+    return _write(root, _destination(out, source.name, source))
+
+
+def _package_mjcf_actuators(el, where: tuple[str, int], out: Path, actuators: _Copier, actuator_dirs) -> None:
+    """Copy jaxmor's actuator file of a ``<text name="jaxmor:actuators">`` element, and the files it links."""
+    from jaxmor.io.mjcf import ACTUATORS_TEXT
+
+    if tag(el) != "text" or el.get("name") != ACTUATORS_TEXT:
+        return
+    path = locate_actuator_file(el.get("data", ""), Path(where[0]).resolve().parent, actuator_dirs, where[0], el)
+    motors, _ = parse_xml(path)
+    for actuator in motors.iter("actuator"):
+        if actuator.get("file"):
+            linked = locate_actuator_file(actuator.get("file"), path.parent, actuator_dirs, str(path), actuator)
+            actuator.set("file", Path(actuators(linked)).name)
+    target = _destination(out, f"actuators/{path.name}", path)
+    target.parent.mkdir(exist_ok=True)
+    el.set("data", f"actuators/{path.name}")
+    _write(motors, target)

@@ -123,6 +123,7 @@ from pathlib import Path
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ModelError
+from jaxmor.io.files import confined_file
 from jaxmor.io.xml import (
     check_attributes,
     check_children,
@@ -144,6 +145,7 @@ __all__ = [
     "actuators_to_xml",
     "definition_is_valid",
     "definition_problem",
+    "locate_actuator_file",
     "parse_actuators",
     "resolve_actuator_file",
     "validate_actuators",
@@ -328,10 +330,6 @@ def actuator_search_dirs(base_dir: str | os.PathLike) -> list[Path]:
     return [Path(os.path.normpath(base / sub)) for sub in _SEARCH_SUBDIRS]
 
 
-def _inside(path: Path, tree: Path) -> bool:
-    return path == tree or tree in path.parents
-
-
 def resolve_actuator_file(
     file: str, base_dir: str | os.PathLike | None, extra_dirs: Sequence[str | os.PathLike] = ()
 ) -> Path | None:
@@ -341,32 +339,19 @@ def resolve_actuator_file(
     ``extra_dirs``. Whatever the path says (``..``, symbolic links, an absolute path), the file is
     accepted only where it really lies (after resolving links) in the robot's directory tree
     (``base_dir`` and below), in ``base_dir/../actuators`` and below, directly in ``base_dir/..``, or
-    in an ``extra_dirs`` tree, and only if it is a readable regular file.
+    in an ``extra_dirs`` tree, and only if it is a readable regular file (:func:`jaxmor.io.files.confined_file`).
     """
-    trees = [Path(d).resolve() for d in extra_dirs]
+    trees = [Path(d) for d in extra_dirs]
     parents = []
     if base_dir is not None:
         base = Path(base_dir).resolve()
-        trees += [base, (base.parent / "actuators").resolve()]
+        trees += [base, base.parent / "actuators"]
         parents.append(base.parent)
-
-    def allowed(candidate: Path) -> bool:
-        try:
-            real = candidate.resolve()
-        except (OSError, RuntimeError):
-            return False
-        where = any(_inside(real, t) for t in trees) or real.parent in parents
-        return where and real.is_file() and os.access(real, os.R_OK)
-
     path = Path(file)
     if path.is_absolute():
-        return path.resolve() if allowed(path) else None
+        return confined_file([path], trees, parents)
     dirs = ([] if base_dir is None else actuator_search_dirs(base_dir)) + [Path(d) for d in extra_dirs]
-    for directory in dirs:
-        candidate = directory / path
-        if allowed(candidate):
-            return candidate.resolve()
-    return None
+    return confined_file([directory / path for directory in dirs], trees, parents)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -511,11 +496,22 @@ def _read_model_file(path: Path) -> _Model:
     return _parse_model(root, root.get("name", ""), file_source)
 
 
-def _locate(
+def locate_actuator_file(
     file: str, base_dir: str | os.PathLike | None, extra_dirs: Sequence[str | os.PathLike], source: str, element
 ) -> Path:
-    """The actuator file, or one ModelError for "missing", "not readable" and "not allowed" alike, so the
-    message never tells whether a file exists outside the allowed directories."""
+    """The actuator file :func:`resolve_actuator_file` finds.
+
+    Args:
+        file: the file as written; base_dir, extra_dirs: as for :func:`resolve_actuator_file`.
+        source: the description that names the file, and ``element`` the element naming it (for messages).
+
+    Returns:
+        The resolved path.
+
+    Raises:
+        ModelError: at ``source`` and the element's line, one message for "missing", "not readable" and "not
+            allowed" alike, so it never tells whether a file exists outside the allowed directories.
+    """
     path = resolve_actuator_file(file, base_dir, extra_dirs)
     if path is not None:
         return path
@@ -578,7 +574,7 @@ def parse_actuators(
                 )
             if not file.strip():
                 raise ModelError(source, line, f"<actuator> for joint '{joint}' has an empty file attribute")
-            path = _locate(file, base_dir, extra_dirs, source, element)
+            path = locate_actuator_file(file, base_dir, extra_dirs, source, element)
             key = path.resolve()
             if key not in cache:
                 cache[key] = _read_model_file(path)

@@ -25,10 +25,20 @@ Where files are found (never the network): a ``package://PKG/path`` URI is looke
 and ``DIR/path`` for every ``DIR`` of ``package_dirs``, then as ``A/path`` for every ancestor folder
 ``A`` of the description's folder (``resource_dir``) that is named ``PKG`` (how ROS installs a package:
 ``.../share/PKG/robots/x.urdf`` finds ``package://PKG/meshes/m.stl``), then as ``A/PKG/path`` for every
-ancestor ``A``. A ``file://`` URI or a plain path is taken relative to ``resource_dir``. A file not found,
-a file that cannot be read, or a missing ``trimesh`` raises a :class:`~jaxmor.errors.ModelError` naming the
-description's file and line, the URI and every place searched; ``load_urdf(..., meshes="ignore")`` is
-the explicit fallback (the meshes are then kept by name in ``Model.mesh_geoms`` and not simulated).
+ancestor ``A``. A ``file://`` URI or a plain path is taken relative to ``resource_dir``.
+
+Which files may be read (:mod:`jaxmor.io.files`): whatever the URI says (``..``, links, an absolute path), a
+file is accepted only where it really lies (links resolved) in one of the model's folders: for a URDF the
+description's folder and its parent folder (``PKG/urdf/x.urdf`` beside ``PKG/meshes/``), for an MJCF the
+model's folder (the main file's, or ``assets_dir``), each with everything below it; in a ``package_dirs``
+folder's tree; and, for ``package://PKG/...``, in the tree of an ancestor folder named ``PKG`` that holds a
+``package.xml`` (a ROS package's manifest). A file outside them, a missing file and an unreadable one get
+one and the same :class:`~jaxmor.errors.ModelError`, naming the description's file and line, the URI and
+the places searched, and not telling them apart. A file larger than :data:`MAX_MESH_BYTES` (64 MiB) is
+refused before it is read, with a ModelError naming the description's file and line. A missing ``trimesh``
+is an error too; ``load_urdf(..., meshes="ignore")`` is the explicit fallback (the meshes are then kept by
+name in ``Model.mesh_geoms`` and not simulated, and their files not read). :func:`jaxmor.export_package`
+copies only files accepted by the same rule (textures and URDF visual meshes too).
 """
 
 from __future__ import annotations
@@ -42,12 +52,16 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.io.files import confined_file
 
 #: Most vertices of a simulated mesh hull by default; a hull with more is simplified (module docstring). The
 #: loaders' ``max_hull_vertices`` (MJCF: a mesh's ``maxhullvert``) choose another bound.
 MAX_HULL_VERTICES = 64
 #: Most face planes of a hull of :data:`MAX_HULL_VERTICES` vertices (Euler: ``2 V - 4``).
 MAX_HULL_PLANES = 2 * MAX_HULL_VERTICES - 4
+#: Largest mesh (or other asset) file a description may name, in bytes; a larger one is refused before it is
+#: read. example-robot-data's largest mesh file (the Go1's visual ``trunk.dae``) has 27 MiB.
+MAX_MESH_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -86,21 +100,67 @@ def _candidates(uri: str, resource_dir: str | None, package_dirs: Sequence[str |
     return [path if path.is_absolute() else base / path]
 
 
+def _package_roots(uri: str, resource_dir: str | None) -> list[Path]:
+    """For ``package://PKG/...``: the ancestors of ``resource_dir`` named ``PKG`` that hold a ``package.xml``."""
+    if not uri.startswith("package://") or resource_dir is None:
+        return []
+    package = uri[len("package://") :].partition("/")[0]
+    base = Path(resource_dir).resolve()
+    return [a for a in (base, *base.parents) if a.name == package and (a / "package.xml").is_file()]
+
+
 def resolve_mesh(
-    uri: str, resource_dir: str | None, package_dirs: Sequence[str | os.PathLike], source: str, line: int | None
+    uri: str,
+    resource_dir: str | None,
+    package_dirs: Sequence[str | os.PathLike],
+    source: str,
+    line: int | None,
+    *,
+    trees: Sequence[str | os.PathLike] | None = None,
+    kind: str = "mesh",
 ) -> Path:
-    """The file a mesh URI names (module docstring: where files are found).
+    """The file a mesh URI names, if it may be read (module docstring: where files are found, which may be read).
+
+    Args:
+        uri: the file as the description writes it (plain path, ``file://`` or ``package://`` URI).
+        resource_dir: the folder a relative path is taken from (``None``: the description has no folder, and only
+            ``package_dirs`` are allowed).
+        package_dirs: the search path's folders (their trees are allowed).
+        source, line: the description and line naming the file (for messages).
+        trees: the model's folders (with everything below them); default ``resource_dir`` and its parent folder
+            (a URDF's rule).
+        kind: what the file is, in messages (``"mesh"``, ``"texture"``, ...).
+
+    Returns:
+        The resolved path of the file.
 
     Raises:
-        ModelError: no such file; the message lists the places searched.
+        ModelError: the file is not found, not readable or outside the allowed folders (one message for all
+            three, listing the places searched), or larger than :data:`MAX_MESH_BYTES`.
     """
     places = _candidates(uri, resource_dir, package_dirs)
-    for path in places:
-        if path.is_file():
-            return path
-    shown = "; ".join(str(p) for p in places[:8]) + ("; ..." if len(places) > 8 else "")
-    hint = " (pass package_dirs=[...] to load_urdf)" if uri.startswith("package://") else ""
-    raise ModelError(source, line, f"mesh file {uri!r} not found{hint}; searched: {shown}")
+    if trees is None:
+        base = None if resource_dir is None else Path(resource_dir).resolve()
+        trees = [] if base is None else [base, base.parent]
+    allowed = [*trees, *package_dirs, *_package_roots(uri, resource_dir)]
+    path = confined_file(places, allowed)
+    if path is None:
+        shown = "; ".join(str(p) for p in places[:8]) + ("; ..." if len(places) > 8 else "")
+        hint = " (pass package_dirs=[...] to the loader)" if uri.startswith("package://") else ""
+        if resource_dir is None:
+            hint += " (a description given as text needs its folder: resource_dir, assets_dir for MJCF)"
+        raise ModelError(
+            source,
+            line,
+            f"{kind} file {uri!r} not found or not readable in the allowed folders{hint}; searched: {shown} (files "
+            "are read only within the model's folders and package_dirs)",
+        )
+    size = path.stat().st_size
+    if size > MAX_MESH_BYTES:
+        raise ModelError(
+            source, line, f"{kind} file {uri!r} has {size} bytes, more than the limit of {MAX_MESH_BYTES} bytes"
+        )
+    return path
 
 
 def check_max_vertices(value, name: str = "max_hull_vertices") -> int:

@@ -1065,10 +1065,13 @@ class _Reader:
         return self._asset_path(asset.file, asset.element)
 
     def _asset_path(self, file: str, element) -> Path:
-        """The file a mesh or height-field asset names, under ``meshdir`` beside the model (errors at ``element``)."""
+        """The file a mesh or height-field asset names, under ``meshdir`` beside the model (errors at ``element``),
+        read only within the model's folders (:func:`jaxmor.io.mesh.resolve_mesh`)."""
         base = self.doc.main_dir if self.doc.main_dir is not None else self.doc.assets_dir
         folder = None if base is None else str(base / self.compiler.meshdir)
-        return resolve_mesh(file, folder, self.package_dirs, self.doc.source(element), element.sourceline)
+        trees = [d for d in (self.doc.main_dir, self.doc.assets_dir) if d is not None]
+        source, line = self.doc.source(element), element.sourceline
+        return resolve_mesh(file, folder, self.package_dirs, source, line, trees=trees, kind=tag(element))
 
     def _mesh(self, v: Values, geom: Geom) -> None:
         asset = self._mesh_asset(v, geom.name)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ModelError
+from jaxmor.io.files import confined_file
 from jaxmor.io.mjcf_schema import ACTUATOR_SPECS, IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.xml import STRING_SOURCE, parse_float, parse_xml, tag
 
@@ -52,14 +53,6 @@ class Document:
         return ModelError(self.source(element), element.sourceline, message)
 
 
-def _inside(path: Path, tree: Path) -> bool:
-    try:
-        path.resolve().relative_to(tree.resolve())
-        return True
-    except ValueError:
-        return False
-
-
 def read_document(path_or_xml, assets_dir) -> Document:
     root, source = parse_xml(path_or_xml)
     main_dir = None if source == STRING_SOURCE else Path(source).resolve().parent
@@ -89,12 +82,7 @@ def _include(doc: Document, el, included: set[Path]) -> None:
     if not bases:
         raise doc.error(el, f"<include file={name!r}> in MJCF text needs assets_dir (the folder it is in)")
     trees = [d for d in (doc.main_dir, doc.assets_dir) if d is not None]
-    found = None
-    for base in bases:
-        candidate = Path(name) if Path(name).is_absolute() else base / name
-        if candidate.is_file() and any(_inside(candidate, t) for t in trees):
-            found = candidate.resolve()
-            break
+    found = confined_file([base / name for base in bases], trees)  # an absolute name stays itself
     if found is None:
         where = ", ".join(str(t) for t in trees)
         raise doc.error(

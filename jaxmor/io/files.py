@@ -1,0 +1,51 @@
+"""Files a robot description names (actuator files, meshes, textures, includes), read only in allowed folders.
+
+Robot descriptions are untrusted: a path in one (``..``, a symbolic link, an absolute path) may name any file
+on the machine. The readers and :func:`jaxmor.export_package` therefore accept a named file only where it
+really lies (links resolved) inside one of the allowed folder trees the caller gives, and only if it is a
+readable regular file. A file outside them, a missing file and an unreadable file are one and the same
+outcome (``None``), so that an error built from it never tells whether a file exists elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+__all__ = ["confined_file", "inside"]
+
+
+def inside(path: Path, tree: Path) -> bool:
+    """Whether ``path`` is ``tree`` or lies below it (both already resolved)."""
+    return path == tree or tree in path.parents
+
+
+def confined_file(
+    candidates: Iterable[str | os.PathLike],
+    trees: Sequence[str | os.PathLike],
+    parents: Sequence[str | os.PathLike] = (),
+) -> Path | None:
+    """The first candidate that is an allowed, readable regular file, links resolved.
+
+    Args:
+        candidates: the paths a description's file name may mean, in search order.
+        trees: folders in which (at any depth) a file may lie.
+        parents: folders directly in which (not below) a file may lie.
+
+    Returns:
+        The resolved path of the first candidate whose real path lies in one of ``trees`` or directly in one of
+        ``parents`` and that is a readable regular file; ``None`` if there is none (whether missing, not
+        readable or outside).
+    """
+    roots = [Path(t).resolve() for t in trees]
+    folders = [Path(p).resolve() for p in parents]
+    for candidate in candidates:
+        try:
+            real = Path(candidate).resolve()
+        except (OSError, RuntimeError):
+            continue
+        where = any(inside(real, t) for t in roots) or real.parent in folders
+        if where and real.is_file() and os.access(real, os.R_OK):
+            return real
+    return None

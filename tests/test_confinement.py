@@ -1,0 +1,224 @@
+"""Files a description names stay in the model's folders: meshes, textures and visual files are read and copied
+by :func:`jaxmor.export_package` only from the model's folders and the search path, one error for a file that is
+outside, missing or unreadable, a size cap on mesh files, and no export over the description's own folder.
+"""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import jaxmor
+from jaxmor.io import mesh as meshes
+
+pytest.importorskip("trimesh")
+
+CORNERS = [(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]
+CUBE = (
+    "".join(f"v {x} {y} {z}\n" for x, y, z in CORNERS)
+    + "f 1 2 4 3\nf 5 7 8 6\nf 1 5 6 2\nf 3 4 8 7\nf 1 3 7 5\nf 2 6 8 4\n"
+)
+INERTIA = '<inertia ixx="1e-2" iyy="1e-2" izz="1e-2" ixy="0" ixz="0" iyz="0"/>'
+
+
+def urdf(visual: str, collision: str = "../meshes/cube.obj") -> str:
+    """A one-link robot: one visual mesh on line 3, one collision mesh on line 4."""
+    return f"""<robot name="r">
+  <link name="body"><inertial><mass value="1"/>{INERTIA}</inertial>
+    <visual><geometry><mesh filename="{visual}"/></geometry></visual>
+    <collision><geometry><mesh filename="{collision}" scale=".1 .1 .1"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """``model/urdf`` (descriptions), ``model/meshes/cube.obj``, and ``outside/`` with a valid mesh and a
+    "secret" beside the model's folder."""
+    (tmp_path / "model" / "urdf").mkdir(parents=True)
+    (tmp_path / "model" / "meshes").mkdir()
+    (tmp_path / "model" / "meshes" / "cube.obj").write_text(CUBE)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.obj").write_text(CUBE)
+    (tmp_path / "outside" / "secret.png").write_bytes(b"\x89PNG private")
+    return tmp_path
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def anonymous(err: jaxmor.ModelError, *names: str) -> str:
+    """The message with the file names and the folders named in it replaced, to compare two messages."""
+    text = str(err)
+    for name in names:
+        text = text.replace(name, "FILE")
+    return text
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_a_urdf_visual_mesh_outside_the_model_refuses_the_export_and_leaks_nothing(tree, where):
+    secret = tree / "outside" / "secret.obj"
+    name = str(secret) if where == "absolute" else "../../outside/secret.obj"
+    robot = tree / "model" / "urdf" / "robot.urdf"
+    robot.write_text(urdf(name))
+    model = jaxmor.load_urdf(robot)  # visual meshes are never read by the loader
+    out = tree / "package"
+    with pytest.raises(jaxmor.ModelError) as info:
+        jaxmor.export_package(model, robot, out)
+    assert str(info.value).startswith(f"{robot}:3: mesh file {name!r} not found or not readable in the allowed")
+    assert not any("secret" in p for p in listing(out))
+    # A visual mesh that does not exist gets the same message.
+    robot.write_text(urdf(name.replace("secret", "nothing")))
+    with pytest.raises(jaxmor.ModelError) as missing:
+        jaxmor.export_package(model, robot, out)
+    assert anonymous(missing.value, "nothing") == anonymous(info.value, "secret")
+
+
+def test_a_urdf_collision_mesh_outside_is_refused_like_a_missing_one_and_a_link_does_not_help(tree):
+    robot = tree / "model" / "urdf" / "robot.urdf"
+    errors = {}
+    for name in ("secret", "nothing"):
+        robot.write_text(urdf("../meshes/cube.obj", f"../../outside/{name}.obj"))
+        with pytest.raises(jaxmor.ModelError, match=rf"^{re.escape(str(robot))}:4: mesh file .*not found") as info:
+            jaxmor.load_urdf(robot)
+        errors[name] = anonymous(info.value, name)
+    assert errors["secret"] == errors["nothing"]
+    (tree / "model" / "meshes" / "link.obj").symlink_to(tree / "outside" / "secret.obj")
+    robot.write_text(urdf("../meshes/cube.obj", "../meshes/link.obj"))
+    with pytest.raises(jaxmor.ModelError, match=r":4: mesh file '../meshes/link.obj' not found or not readable"):
+        jaxmor.load_urdf(robot)
+    robot.write_text(urdf("../meshes/cube.obj", str(tree / "outside" / "secret.obj")))
+    with pytest.raises(jaxmor.ModelError, match=r":4: mesh file .*secret.obj' not found or not readable"):
+        jaxmor.load_urdf(robot)
+    assert jaxmor.load_urdf(robot, package_dirs=[tree / "outside"]).ng == 1  # the search path allows it
+
+
+def test_a_package_uri_reaches_an_ancestor_package_only_with_its_manifest(tree):
+    deep = tree / "pkg" / "a" / "b" / "urdf"
+    deep.mkdir(parents=True)
+    (tree / "pkg" / "shared.obj").write_text(CUBE)
+    robot = deep / "robot.urdf"
+    robot.write_text(urdf("package://pkg/shared.obj", "package://pkg/shared.obj"))
+    with pytest.raises(jaxmor.ModelError, match=r":4: mesh file 'package://pkg/shared.obj' not found or not"):
+        jaxmor.load_urdf(robot)
+    (tree / "pkg" / "package.xml").write_text("<package/>")
+    assert jaxmor.load_urdf(robot).ng == 1
+
+
+def mjcf(head: str, body: str = "") -> str:
+    return (
+        f"<mujoco>\n{head}\n<worldbody>\n"
+        '<body name="b" pos="0 0 1"><freejoint/><inertial pos="0 0 0" mass="1" diaginertia=".1 .1 .1"/>'
+        f"{body}</body>\n</worldbody>\n</mujoco>"
+    )
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_an_mjcf_texture_outside_the_model_refuses_the_export_and_leaks_nothing(tree, where):
+    src = tree / "model"
+    name = str(tree / "outside" / "secret.png") if where == "absolute" else "../outside/secret.png"
+    scene = src / "scene.xml"
+    scene.write_text(mjcf(f'<asset>\n<texture name="t" type="2d" file="{name}"/>\n</asset>'))
+    model = jaxmor.load_mjcf(scene)  # textures are never read by the loader
+    out = tree / "package"
+    with pytest.raises(jaxmor.ModelError) as info:
+        jaxmor.export_package(model, scene, out)
+    assert str(info.value).startswith(f"{scene}:3: texture file {name!r} not found or not readable in the allowed")
+    assert not any("secret" in p for p in listing(out))
+    missing_name = name.replace("secret", "nothing")
+    scene.write_text(mjcf(f'<asset>\n<texture name="t" type="2d" file="{missing_name}"/>\n</asset>'))
+    with pytest.raises(jaxmor.ModelError) as missing:
+        jaxmor.export_package(model, scene, out)
+    assert anonymous(missing.value, "nothing") == anonymous(info.value, "secret")
+    (src / "textures").mkdir()
+    (src / "textures" / "wood.png").write_bytes(b"\x89PNG wood")
+    inside = '<compiler texturedir="textures"/>\n<asset><texture name="t" type="2d" file="wood.png"/></asset>'
+    scene.write_text(mjcf(inside))
+    written = jaxmor.export_package(jaxmor.load_mjcf(scene), scene, out)
+    assert (written.parent / "assets" / "wood.png").read_bytes() == b"\x89PNG wood"
+
+
+@pytest.mark.parametrize("meshdir", ["../outside", "ABSOLUTE"])
+def test_mjcf_collision_meshes_outside_the_model_are_refused_like_missing_ones(tree, meshdir):
+    src = tree / "model"
+    meshdir = str(tree / "outside") if meshdir == "ABSOLUTE" else meshdir
+    scene = src / "scene.xml"
+    errors = {}
+    for name in ("secret", "nothing"):
+        head = f'<compiler meshdir="{meshdir}"/>\n<asset>\n<mesh name="m" file="{name}.obj"/></asset>'
+        scene.write_text(mjcf(head, '<geom type="mesh" mesh="m"/>'))
+        with pytest.raises(jaxmor.ModelError, match=rf"^{re.escape(str(scene))}:4: mesh file '{name}.obj' not f"):
+            jaxmor.load_mjcf(scene)
+        with pytest.raises(jaxmor.ModelError) as info:
+            jaxmor.load_mjcf(scene)
+        errors[name] = anonymous(info.value, name)
+    assert errors["secret"] == errors["nothing"]
+    absolute = f'<asset>\n<mesh name="m" file="{tree / "outside" / "secret.obj"}"/></asset>'
+    scene.write_text(mjcf(absolute, '<geom type="mesh" mesh="m"/>'))
+    with pytest.raises(jaxmor.ModelError, match=r":3: mesh file .*secret.obj' not found or not readable"):
+        jaxmor.load_mjcf(scene)
+
+
+@pytest.mark.parametrize("kind", ["urdf", "mjcf"])
+def test_export_into_the_descriptions_own_folder_is_refused_and_the_source_untouched(tree, kind):
+    if kind == "urdf":
+        robot = tree / "model" / "urdf" / "robot.urdf"
+        robot.write_text(urdf("../meshes/cube.obj"))
+        model = jaxmor.load_urdf(robot)
+    else:
+        robot = tree / "model" / "scene.xml"
+        head = '<compiler meshdir="meshes"/>\n<asset><mesh name="m" file="cube.obj" scale=".1 .1 .1"/></asset>'
+        robot.write_text(mjcf(head, '<geom type="mesh" mesh="m"/>'))
+        model = jaxmor.load_mjcf(robot)
+    before = snapshot(tree / "model")
+    for out in (robot.parent, robot.parent / "." / ".." / robot.parent.name):
+        with pytest.raises(jaxmor.ArgumentError, match="the description's own folder"):
+            jaxmor.export_package(model, robot, out)
+    assert snapshot(tree / "model") == before
+    written = jaxmor.export_package(model, robot, tree / "package")  # another folder works
+    assert written.is_file() and not any("secret" in p for p in listing(tree / "package"))
+
+
+def test_an_export_that_would_overwrite_a_source_mesh_is_refused(tree):
+    """The model's meshes folder as out_dir's "meshes": the copy would land on the file it copies."""
+    robot = tree / "model" / "urdf" / "robot.urdf"
+    robot.write_text(urdf("../meshes/cube.obj"))
+    model = jaxmor.load_urdf(robot)
+    before = snapshot(tree / "model")
+    with pytest.raises(jaxmor.ArgumentError, match="would overwrite the source file"):
+        jaxmor.export_package(model, robot, tree / "model")
+    assert snapshot(tree / "model") == before
+
+
+def test_a_mesh_file_over_the_size_cap_is_refused_before_it_is_read(tree, monkeypatch):
+    robot = tree / "model" / "urdf" / "robot.urdf"
+    robot.write_text(urdf("../meshes/cube.obj"))
+    assert meshes.MAX_MESH_BYTES == 64 * 1024 * 1024
+    size = (tree / "model" / "meshes" / "cube.obj").stat().st_size
+    monkeypatch.setattr(meshes, "MAX_MESH_BYTES", size - 1)
+    monkeypatch.setattr(meshes, "_read", None)  # reading it would fail differently
+    with pytest.raises(jaxmor.ModelError, match=rf"^{re.escape(str(robot))}:4: mesh file .* more than the limit"):
+        jaxmor.load_urdf(robot)
+    scene = tree / "model" / "scene.xml"
+    head = '<compiler meshdir="meshes"/>\n<asset><mesh name="m" file="cube.obj"/></asset>'
+    scene.write_text(mjcf(head, '<geom type="mesh" mesh="m"/>'))
+    with pytest.raises(jaxmor.ModelError, match=rf"^{re.escape(str(scene))}:3: mesh file 'cube.obj' has {size} b"):
+        jaxmor.load_mjcf(scene)
+    monkeypatch.undo()
+    assert jaxmor.load_urdf(robot).ng == 1
+
+
+def test_an_exported_package_holds_only_the_models_files(tree):
+    robot = tree / "model" / "urdf" / "robot.urdf"
+    robot.write_text(urdf("../meshes/cube.obj"))
+    model = jaxmor.load_urdf(robot)
+    written = jaxmor.export_package(model, robot, tree / "package")
+    assert listing(tree / "package") == ["meshes", "meshes/cube.obj", "robot.urdf"]
+    shutil.rmtree(tree / "model")
+    assert jaxmor.load_urdf(written).ng == 1
