@@ -9,6 +9,9 @@ Every check raises :class:`jaxmor.ArgumentError` whose message starts with the a
   value (an argument of a function under ``jit``, ``vmap``, ``grad`` or ``scan``) has no value yet and
   passes unchecked; the simulation step guards what it would otherwise apply silently (see
   ``State.nonfinite`` and ``State.invalid``).
+* Storage checks (:func:`stored_problem`, :func:`as_stored`): a number is checked in the dtype it will be
+  stored in (the model's: float32 unless x64), since a value finite in float64 can overflow float32, or
+  become zero or subnormal there; the loaders, ``randomize`` and the setters all use this one rule.
 * Plain-Python checks (``as_real``, ``as_finite``, ...) validate numbers of definitions made in Python
   (affine actuators, options) and return Python floats.
 """
@@ -99,7 +102,11 @@ def as_scalar(value: Any, name: str, *, lower: float | None = None, upper: float
 
 
 def model_dtype() -> np.dtype:
-    """The float dtype a new Model stores its numbers in: float32, or float64 under ``jax_enable_x64``."""
+    """The float dtype a new Model stores its numbers in.
+
+    Returns:
+        float32, or float64 under ``jax_enable_x64``.
+    """
     return np.dtype(jnp.asarray(0.0).dtype)
 
 
@@ -137,14 +144,30 @@ def stored_problem(values: Any, dtype: Any, *, coordinates: bool = False) -> tup
 
 
 def stored_range(dtype: Any) -> str:
-    """The magnitudes ``dtype`` stores as normal numbers, for messages: ``"0 or 1.2e-38 .. 3.4e+38"``."""
+    """The magnitudes ``dtype`` stores as normal numbers, for messages.
+
+    Args:
+        dtype: a float dtype.
+
+    Returns:
+        e.g. ``"0 or a magnitude in [1.2e-38, 3.4e+38]"`` for float32.
+    """
     info = np.finfo(dtype)
     return f"0 or a magnitude in [{float(info.tiny):.2g}, {float(info.max):.2g}]"
 
 
 def as_stored(value: Any, name: str, dtype: Any, *, coordinates: bool = False) -> Any:
     """``value`` as given, after checking that ``dtype`` holds every concrete entry (:func:`stored_problem`);
-    a traced value passes unchecked.
+    a traced value, or one that is not numeric (left to the caller's other checks), passes unchecked.
+
+    Args:
+        value: a number or an array of numbers.
+        name: the argument's name, for the message.
+        dtype: the dtype it will be stored in.
+        coordinates: accept underflows (see :func:`stored_problem`).
+
+    Returns:
+        ``value``, unchanged.
 
     Raises:
         ArgumentError: naming ``name``, the value, the dtype and the range it stores.

@@ -48,8 +48,10 @@ Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute va
 (the nominal value times a uniform factor). Each draws every selected element independently, or one
 value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
 spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear
-ratio or time step that is not positive raise an :class:`~jaxmor.ArgumentError` naming the parameter, the
-world, the element and the rule, before anything runs.
+ratio or time step that is not positive, a draw that the model's dtype cannot hold (overflowing, or nonzero
+and below its smallest normal number: :func:`jaxmor.checks.stored_problem`) raise an
+:class:`~jaxmor.ArgumentError` naming the parameter, the world, the element and the rule, before anything
+runs. The motor rule is evaluated in the model's dtype (a stall torque overflowing float32 is refused).
 """
 
 from __future__ import annotations
