@@ -166,7 +166,7 @@ def test_gravity_1e39_is_refused_in_float32_in_a_file_an_option_and_randomize():
     body = '<body><joint type="hinge"/><geom size=".1"/></body>'
     text = f'<mujoco>\n  <option gravity="0 0 -1e39"/>\n  <worldbody>{body}</worldbody>\n</mujoco>\n'
     with jax.enable_x64(False):
-        with pytest.raises(ModelError, match=r"^<string>:1: gravity -1e\+39 overflows in float32"):
+        with pytest.raises(ModelError, match=r"^<string>:2: gravity -1e\+39 overflows in float32"):
             jaxmor.load_mjcf(text)
     model = float32_turntable()
     with pytest.raises(ArgumentError, match=r"with_options: gravity\[2\] = -1e\+39 overflows in float32"):

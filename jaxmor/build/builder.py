@@ -414,11 +414,12 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
     geoms = _geoms(description, tree, link_names)
     arr = _Arrays(description.source, model_dtype())
+    options_line = description.options_line or description.line
     model = Model(
         **_static_fields(description, tree, link_names, geoms),
         opt=Options(
-            timestep=arr(description.timestep or DEFAULT_TIMESTEP, (), "timestep", [description.line]),
-            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,), "gravity", [description.line] * 3, True),
+            timestep=arr(description.timestep or DEFAULT_TIMESTEP, (), "timestep", [options_line]),
+            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,), "gravity", [options_line] * 3, True),
             friction_rule=description.friction_rule or "geometric_mean",
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,

@@ -195,6 +195,7 @@ class _Options:
     timestep: float | None = None
     gravity: tuple[float, float, float] | None = None
     disabled: set[str] = field(default_factory=set)
+    line: int | None = None
 
 
 class _Reader:
@@ -333,6 +334,7 @@ class _Reader:
             disable_collisions=excluded,
             timestep=self.options.timestep or MUJOCO_TIMESTEP,
             gravity=self.options.gravity,
+            options_line=self.options.line,
             friction_rule="max",
             ground=None if "contact" in self.options.disabled else self.ground,
             affine_actuators=affine,
@@ -398,6 +400,8 @@ class _Reader:
             self.options.timestep = h
         if v.has("gravity"):
             self.options.gravity = tuple(float(g) for g in v.numbers("gravity", 3))
+        if v.has("timestep") or v.has("gravity"):
+            self.options.line = el.sourceline
         for child in el:
             if tag(child) is None:
                 continue
