@@ -61,8 +61,11 @@ def as_vector(x: Any, n: int, name: str, dtype: Any = None, *, finite: bool = Fa
     """``x`` as an ``(n,)`` array of ``dtype`` (``None``: keep its dtype).
 
     Raises:
-        ArgumentError: not numeric, the shape is not ``(n,)``; with ``finite``, a concrete non-finite entry.
+        ArgumentError: not numeric, the shape is not ``(n,)``; with ``finite``, a concrete non-finite entry,
+            or one that overflows ``dtype``.
     """
+    if finite and dtype is not None:
+        as_stored(x, name, dtype, coordinates=True)  # finite once stored too (checked before the cast)
     arr = as_array(x, name, dtype)
     if arr.shape != (n,):
         raise ArgumentError(f"{name} must have shape ({n},), got {arr.shape}")

@@ -313,3 +313,11 @@ def test_turntable_loads_in_float32_and_float64_unchanged():
     assert float(float64.actuators.motor.stall_torque()[0]) == pytest.approx(12.0)
     assert float(float32.actuators.motor.stall_torque()[0]) == pytest.approx(12.0, rel=1e-6)
     assert Path(float64.source) == TURNTABLE_URDF
+
+
+def test_state_setters_refuse_a_value_that_overflows_the_states_dtype():
+    model = float32_turntable()
+    state = jaxmor.init_state(model)
+    with pytest.raises(ArgumentError, match=r"^p_gain\[0\] = 1e\+39 overflows in float32"):
+        jaxmor.set_actuator_pd_gains(model, state, [1e39], [0.0])
+    assert float(jaxmor.set_actuator_pd_gains(model, state, [1e38], [0.0]).actuator_p_gain[0]) == pytest.approx(1e38)
