@@ -449,6 +449,7 @@ def set_motor_temperature(
         if value is None:
             continue
         label = "winding" if field == "winding_temperature" else "housing"
+        as_stored(value, f"{label} temperature", dtype, coordinates=True)
         array = as_array(value, label, dtype)
         if array.shape not in ((), (model.na,)) or (shape == () and array.shape != ()):
             expected = "a scalar" if shape == () else f"a scalar or ({model.na},)"
