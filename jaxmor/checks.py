@@ -9,6 +9,9 @@ Every check raises :class:`jaxmor.ArgumentError` whose message starts with the a
   value (an argument of a function under ``jit``, ``vmap``, ``grad`` or ``scan``) has no value yet and
   passes unchecked; the simulation step guards what it would otherwise apply silently (see
   ``State.nonfinite`` and ``State.invalid``).
+* Storage checks (:func:`stored_problem`, :func:`as_stored`): a number is checked in the dtype it will be
+  stored in (the model's: float32 unless x64), since a value finite in float64 can overflow float32, or
+  become zero or subnormal there; the loaders, ``randomize`` and the setters all use this one rule.
 * Plain-Python checks (``as_real``, ``as_finite``, ...) validate numbers of definitions made in Python
   (affine actuators, options) and return Python floats.
 """
@@ -58,8 +61,11 @@ def as_vector(x: Any, n: int, name: str, dtype: Any = None, *, finite: bool = Fa
     """``x`` as an ``(n,)`` array of ``dtype`` (``None``: keep its dtype).
 
     Raises:
-        ArgumentError: not numeric, the shape is not ``(n,)``; with ``finite``, a concrete non-finite entry.
+        ArgumentError: not numeric, the shape is not ``(n,)``; with ``finite``, a concrete non-finite entry,
+            or one that overflows ``dtype``.
     """
+    if finite and dtype is not None:
+        as_stored(x, name, dtype, coordinates=True)  # finite once stored too (checked before the cast)
     arr = as_array(x, name, dtype)
     if arr.shape != (n,):
         raise ArgumentError(f"{name} must have shape ({n},), got {arr.shape}")
@@ -95,6 +101,91 @@ def as_scalar(value: Any, name: str, *, lower: float | None = None, upper: float
         raise ArgumentError(f"{name} must be >= {lower}, got {x}")
     if upper is not None and x > upper:
         raise ArgumentError(f"{name} must be <= {upper}, got {x}")
+    return value
+
+
+def model_dtype() -> np.dtype:
+    """The float dtype a new Model stores its numbers in.
+
+    Returns:
+        float32, or float64 under ``jax_enable_x64``.
+    """
+    return np.dtype(jnp.asarray(0.0).dtype)
+
+
+def stored_problem(values: Any, dtype: Any, *, coordinates: bool = False) -> tuple[tuple, str] | None:
+    """The first entry of ``values`` that does not survive being stored in ``dtype``, and how it fails.
+
+    A finite value that becomes infinite overflows. A nonzero value whose magnitude falls below the dtype's
+    smallest normal number (``1.2e-38`` in float32) underflows: to zero, or to a subnormal number that keeps
+    few or no significant digits and makes every product with it slow or zero. ``coordinates`` (positions,
+    offsets, angles: zero means nothing special there) only refuse overflows (iCub has a joint origin of
+    ``-2.7e-51`` m). Non-finite inputs are the caller's to refuse (an infinite limit may be meant).
+
+    Args:
+        values: numbers (any shape), read in float64.
+        dtype: the dtype they will be stored in (:func:`model_dtype` for a new Model).
+        coordinates: accept underflows.
+
+    Returns:
+        ``None`` when every entry survives, else ``(index, reason)``: the entry's index in ``values`` and
+        ``"overflows"``, ``"underflows to zero"`` or ``"underflows to a subnormal number"``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        cast = values.astype(dtype)
+    finite = np.isfinite(values)
+    bad = finite & ~np.isfinite(cast)
+    if not coordinates:
+        bad |= finite & (values != 0) & (np.abs(cast) < np.finfo(dtype).tiny)
+    if not bad.any():
+        return None
+    index = np.unravel_index(int(np.argmax(bad)), values.shape)
+    if not np.isfinite(cast[index]):
+        return index, "overflows"
+    return index, "underflows to zero" if cast[index] == 0 else "underflows to a subnormal number"
+
+
+def stored_range(dtype: Any) -> str:
+    """The magnitudes ``dtype`` stores as normal numbers, for messages.
+
+    Args:
+        dtype: a float dtype.
+
+    Returns:
+        e.g. ``"0 or a magnitude in [1.2e-38, 3.4e+38]"`` for float32.
+    """
+    info = np.finfo(dtype)
+    return f"0 or a magnitude in [{float(info.tiny):.2g}, {float(info.max):.2g}]"
+
+
+def as_stored(value: Any, name: str, dtype: Any, *, coordinates: bool = False) -> Any:
+    """``value`` as given, after checking that ``dtype`` holds every concrete entry (:func:`stored_problem`);
+    a traced value, or one that is not numeric (left to the caller's other checks), passes unchecked.
+
+    Args:
+        value: a number or an array of numbers.
+        name: the argument's name, for the message.
+        dtype: the dtype it will be stored in.
+        coordinates: accept underflows (see :func:`stored_problem`).
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        ArgumentError: naming ``name``, the value, the dtype and the range it stores.
+    """
+    found = concrete(value)
+    if found is None or not np.issubdtype(found.dtype, np.number):
+        return value
+    problem = stored_problem(found, dtype, coordinates=coordinates)
+    if problem is not None:
+        index, reason = problem
+        where = f"[{', '.join(map(str, index))}]" if index else ""
+        raise ArgumentError(
+            f"{name}{where} = {float(found[index])!r} {reason} in {np.dtype(dtype).name}, the model's dtype "
+            f"(it stores {stored_range(dtype)}; enable jax_enable_x64 for float64, or rescale)"
+        )
     return value
 
 

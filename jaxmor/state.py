@@ -19,7 +19,7 @@ from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor import motor_problem
 from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
-from jaxmor.checks import as_array, as_vector, concrete
+from jaxmor.checks import as_array, as_stored, as_vector, concrete
 from jaxmor.errors import ArgumentError
 from jaxmor.model import ball_joints, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
@@ -391,7 +391,8 @@ def _check_voltage(model: Model, voltage: jax.Array, which: np.ndarray) -> None:
                     velocity_constant=kv[at],
                     bus_voltage=v,
                     peak_torque=peak[at],
-                )
+                ),
+                m.resistance.dtype,
             )
             if problem is not None:
                 raise ArgumentError(f"bus voltage {v} is invalid for actuator '{model.actuators.names[i]}': {problem}")
@@ -403,11 +404,12 @@ def set_bus_voltage(model: Model, state: State, voltage: ArrayLike, name: str | 
     Only the stored voltage changes; it can be called every step (and batched per world).
 
     Raises:
-        ArgumentError: unknown actuator, non-scalar voltage, or a voltage that makes a motor invalid
-            (not positive and finite, or overflowing its stall torque or no-load speed; checked
-            outside ``jit``).
+        ArgumentError: unknown actuator, non-scalar voltage, a voltage the State's dtype cannot hold
+            (:func:`jaxmor.checks.as_stored`), or one that makes a motor invalid (not positive and finite,
+            or overflowing its stall torque or no-load speed in the model's dtype; checked outside ``jit``).
     """
     check_state(model, state, "set_bus_voltage")
+    as_stored(voltage, "voltage", state.bus_voltage.dtype)
     value = as_array(voltage, "voltage", state.bus_voltage.dtype)
     if value.shape != ():
         raise ArgumentError(f"voltage must be a scalar, got shape {value.shape}")
@@ -447,6 +449,7 @@ def set_motor_temperature(
         if value is None:
             continue
         label = "winding" if field == "winding_temperature" else "housing"
+        as_stored(value, f"{label} temperature", dtype, coordinates=True)
         array = as_array(value, label, dtype)
         if array.shape not in ((), (model.na,)) or (shape == () and array.shape != ()):
             expected = "a scalar" if shape == () else f"a scalar or ({model.na},)"

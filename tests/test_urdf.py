@@ -1118,13 +1118,17 @@ def test_massless_leaf_body_warns():
 
 
 def test_degenerate_inertias_are_accepted_with_a_warning():
+    """A singular tensor is accepted with a warning; a broken triangle inequality too while the excess is
+    within INERTIA_TOLERANCE of the file's largest principal moment (a heavy base makes it so), refused
+    beyond (tests/test_numeric_inputs.py)."""
     rod = '<inertial><mass value="1"/><inertia ixx="0" iyy="1" izz="1"/></inertial>'
     triangle = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="1"/></inertial>'
+    heavy = '<inertial><mass value="100"/><inertia ixx="100" iyy="100" izz="100"/></inertial>'
     point = '<inertial><mass value="1"/><inertia ixx="0" iyy="0" izz="0"/></inertial>'
     with pytest.warns(UserWarning, match="'rod'.*singular"):
         load_urdf(robot(link("rod", rod)))
     with pytest.warns(UserWarning, match="'tri'.*triangle"):
-        load_urdf(robot(link("tri", triangle)))
+        load_urdf(robot(link("base", heavy), link("tri", triangle), joint("j", "base", "tri", kind="fixed")))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_urdf(robot(link("point", point)))
@@ -1255,8 +1259,9 @@ def test_floating_base_true_on_an_offset_fixed_joint_says_why():
 def test_an_indefinite_inertia_is_repaired_with_a_warning_or_refused_when_strict():
     given = inertia_matrix(1.0, 0.0, 0.0, 0.5, 0.3, -0.2)  # principal moments: one negative
     attrs = 'ixx="1" ixy="0" ixz="0" iyy="0.5" iyz="0.3" izz="-0.2"'
+    heavy = '<inertial><mass value="100"/><inertia ixx="100" iyy="100" izz="100"/></inertial>'
     text = robot(
-        link("base"),
+        link("base", heavy),  # the repair is within INERTIA_TOLERANCE of the file's largest moment
         link("arm", f'<inertial><mass value="1"/><inertia {attrs}/></inertial>'),
         joint("j1", "base", "arm"),
     )
@@ -1287,8 +1292,8 @@ def test_inertia_round_off_is_accepted():
         warnings.simplefilter("error")
         model = load_urdf(robot(link("head", stray)))
     assert np.all(np.asarray(model.body_inertia) == 0.0)
-    assert -1e-9 < np.linalg.eigvalsh(inertia_matrix(1, 1.000000000001, 0, 1, 0, 1))[0] < 0
-    rod = '<inertial><mass value="1"/><inertia ixx="1" ixy="1.000000000001" iyy="1" izz="1"/></inertial>'
+    assert -1e-9 < np.linalg.eigvalsh(inertia_matrix(0.5, 0.500000000001, 0, 0.5, 0, 1))[0] < 0
+    rod = '<inertial><mass value="1"/><inertia ixx="0.5" ixy="0.500000000001" iyy="0.5" izz="1"/></inertial>'
     with pytest.warns(UserWarning, match="'rod' has a singular inertia"):
         load_urdf(robot(link("rod", rod)), strict=True)
 

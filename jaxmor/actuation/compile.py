@@ -12,8 +12,9 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.actuation.motor import DcMotorParameters
+from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
+from jaxmor.checks import model_dtype, stored_problem, stored_range
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.types import Model, MotorActuators
@@ -22,37 +23,30 @@ from jaxmor.types import Model, MotorActuators
 def check_representable(
     values: np.ndarray, dtype, source: str, lines: Sequence[int | None], what: str, coordinates: bool = False
 ) -> None:
-    """Refuse a value that the model's dtype cannot hold: a finite one that overflows, a nonzero one that
-    underflows to zero (e.g. a rotor inertia of 1e39 in float32 would freeze its joint without a word).
-    For ``coordinates`` (origins, centres of mass: zero means nothing special there) an underflow is a
-    displacement below the dtype's smallest normal number (1e-38 m in float32) and is accepted (iCub has a
-    joint origin of -2.7e-51 m).
+    """Refuse a value that the model's dtype cannot hold (:func:`jaxmor.checks.stored_problem`): a finite one
+    that overflows, a nonzero one that underflows to zero or to a subnormal number (e.g. a rotor inertia of
+    1e39 in float32 would freeze its joint without a word). ``coordinates`` accept underflows.
 
     Args:
         values: float64 values, the leading axis matching ``lines``.
         dtype: the model's float dtype.
         source, lines: the file and the line of each leading entry, for the message.
         what: the quantity, for the message.
-        coordinates: accept underflows (see above).
+        coordinates: accept underflows.
 
     Raises:
         ModelError: at the first entry that does not survive the conversion.
     """
-    with np.errstate(over="ignore", under="ignore"):
-        cast = values.astype(dtype)
-    bad = np.isfinite(values) & ~np.isfinite(cast)
-    if not coordinates:
-        bad |= (values != 0) & (cast == 0)
-    if not bad.any():
+    values = np.asarray(values, dtype=np.float64)
+    problem = stored_problem(values, dtype, coordinates=coordinates)
+    if problem is None:
         return
-    index = np.unravel_index(int(np.argmax(bad)), values.shape)
-    value = float(values[index])
-    change = "overflows" if np.isfinite(value) and not np.isfinite(cast[index]) else "underflows to zero"
+    index, reason = problem
     raise ModelError(
         source,
         lines[index[0]] if values.ndim else lines[0],
-        f"{what} {value!r} {change} in {np.dtype(dtype).name}, the model's dtype "
-        "(enable jax_enable_x64 before loading for float64, or rescale the model)",
+        f"{what} {float(values[index])!r} {reason} in {np.dtype(dtype).name}, the model's dtype "
+        f"(it stores {stored_range(dtype)}; enable jax_enable_x64 before loading for float64, or rescale the model)",
     )
 
 
@@ -107,8 +101,9 @@ def _check_joints(model: Model, definitions: list[ActuatorDefinition]) -> None:
 
 
 def _check_numbers(definitions: list[ActuatorDefinition]) -> None:
-    """Refuse a number of a definition that the model's float dtype cannot hold."""
-    dtype = jnp.asarray(0.0).dtype
+    """Refuse a number of a definition that the model's float dtype cannot hold, and a motor whose region
+    (stall torque, no-load speed...) that dtype cannot hold (:func:`jaxmor.actuation.motor.motor_problem`)."""
+    dtype = model_dtype()
     for d in definitions:
         m = d.motor
         numbers = {
@@ -126,6 +121,9 @@ def _check_numbers(definitions: list[ActuatorDefinition]) -> None:
         source = d.source if d.source is not None else API_SOURCE
         for what, value in numbers.items():
             check_representable(np.asarray([float(value)]), dtype, source, [d.line], f"actuator '{d.label}': {what}")
+        problem = motor_problem(m, dtype)
+        if problem is not None:
+            raise ModelError(source, d.line, f"actuator '{d.label}': the motor is invalid: {problem}")
 
 
 def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> MotorActuators:

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -223,10 +224,18 @@ def motor_validity(motor: DcMotorParameters, xp=jnp) -> list[tuple[str, object, 
     return out
 
 
-def motor_problem(motor: DcMotorParameters) -> str | None:
+def motor_problem(motor: DcMotorParameters, dtype: Any = np.float64) -> str | None:
     """Why a motor with scalar parameters is invalid, or ``None`` if it is valid (:func:`motor_validity`).
 
-    Evaluated in float64 NumPy outside ``jit``: for definitions, loaders and setters.
+    Evaluated with NumPy outside ``jit``, in ``dtype``: the dtype the model stores the parameters in (a
+    stall torque ``Kt Vbus / R`` finite in float64 can overflow float32); for definitions, loaders and setters.
+
+    Args:
+        motor: the parameters (scalars).
+        dtype: the dtype the parameters are stored and the region computed in.
+
+    Returns:
+        The first broken condition, worded for a message, or ``None``.
     """
     values = {}
     for name in MOTOR_FIELDS:
@@ -235,14 +244,23 @@ def motor_problem(motor: DcMotorParameters) -> str | None:
         except (TypeError, ValueError, AttributeError):
             return f"{name} is not a number"
     with np.errstate(all="ignore"):
-        for name, value, ok in motor_validity(DcMotorParameters(**values), np):
+        stored = {name: np.asarray(value).astype(dtype)[()] for name, value in values.items()}
+        for name, value, ok in motor_validity(DcMotorParameters(**stored), np):
             if bool(ok):
                 continue
             if name in values:
                 need = "positive" if name == "peak_torque" else "positive and finite"
-                return f"{name} must be {need}, got {float(value)!r}"
-            return f"the {name} = {float(value)!r} is not positive and finite (the parameters overflow or underflow it)"
+                return f"{name} must be {need}, got {float(values[name])!r}" + _in(stored[name], values[name], dtype)
+            return (
+                f"the {name} = {float(value)!r} is not positive and finite (the parameters overflow or underflow it"
+                f"{'' if np.dtype(dtype) == np.float64 else ' in ' + np.dtype(dtype).name})"
+            )
     return None
+
+
+def _in(stored: Any, value: Any, dtype: Any) -> str:
+    """`` (... in float32)`` when storing ``value`` in ``dtype`` changed it, for a message."""
+    return "" if stored == value else f" ({float(stored)!r} in {np.dtype(dtype).name}, the model's dtype)"
 
 
 @struct.dataclass

@@ -37,6 +37,7 @@ from jaxmor.build.height_field import with_height_field
 from jaxmor.build.sensors import compile_sensors, compile_sites
 from jaxmor.build.tendons import compile_tendons, with_tendon_couplings
 from jaxmor.build.terrain import binned
+from jaxmor.checks import model_dtype
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import MAX_HULL_VERTICES, padded
@@ -408,16 +409,17 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     dof = _dof_arrays(bodies)
     masses = zip(*(combine_masses(body.masses) for body in bodies), strict=True) if bodies else ((), (), ())
     mass, com, inertia = masses
-    _warn_massless_leaves(description, tree, mass, dof["armature"], tables["body_v_start"])
+    _check_massless_joints(description, tree, mass, dof["armature"], tables["body_v_start"])
     position = {link.name: k for k, link in enumerate(description.links)}
     link_names = sorted((n for n in position if n != "world"), key=lambda n: (tree.link_body[n], position[n]))
     geoms = _geoms(description, tree, link_names)
-    arr = _Arrays(description.source, jnp.asarray(0.0).dtype)  # float32 unless jax_enable_x64
+    arr = _Arrays(description.source, model_dtype())
+    options_line = description.options_line or description.line
     model = Model(
         **_static_fields(description, tree, link_names, geoms),
         opt=Options(
-            timestep=arr(description.timestep or DEFAULT_TIMESTEP, ()),
-            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,)),
+            timestep=arr(description.timestep or DEFAULT_TIMESTEP, (), "timestep", [options_line]),
+            gravity=arr(description.gravity or DEFAULT_GRAVITY, (3,), "gravity", [options_line] * 3, True),
             friction_rule=description.friction_rule or "geometric_mean",
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,
@@ -813,19 +815,29 @@ def _drop_round_off(tensors, masses) -> list[np.ndarray]:
     return out
 
 
-def _warn_massless_leaves(description, tree: ReducedTree, mass, armature, v_start) -> None:
-    """Warn, once, naming every joint that moves no mass (its body and all below it are massless) and has
-    no rotor inertia: each makes the mass matrix singular."""
+def _check_massless_joints(description, tree: ReducedTree, mass, armature, v_start) -> None:
+    """Refuse a joint that moves no mass and has no rotor inertia (its body and all below it are massless: the
+    mass matrix is singular) where the description gives those bodies' masses (as zero); warn, once, naming
+    the others (links without any ``<inertial>``: the URDF's frames)."""
     subtree = [float(m) for m in mass]
+    given = [bool(body.masses) for body in tree.bodies]
     for b in reversed(range(len(tree.bodies))):  # children come after their parents
         parent = tree.bodies[b].parent
         if parent >= 0:
             subtree[parent] += subtree[b]
+            given[parent] = given[parent] or given[b]
     lines = {link.name: link.line for link in description.links}
     found = []
     for b, body in enumerate(tree.bodies):
         if subtree[b] <= 0.0 and armature[v_start[b]] <= 0:
             joint = body.joint.name if body.joint else "free"
+            if given[b]:
+                raise ModelError(
+                    description.source,
+                    lines[body.link],
+                    f"joint '{joint}' moves no mass (body '{body.link}' and all below it have zero mass) and has no "
+                    "rotor inertia: its mass matrix is singular; give the body a positive mass and inertia",
+                )
             found.append(f"'{joint}' (body '{body.link}', line {lines[body.link]})")
     if found:
         warnings.warn(

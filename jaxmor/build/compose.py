@@ -34,7 +34,7 @@ from jaxmor.build.scene import with_geom_properties
 from jaxmor.build.sensors import combine_sensors, combine_sites
 from jaxmor.build.tendons import combine_tendons
 from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
-from jaxmor.checks import as_scalar
+from jaxmor.checks import as_scalar, as_stored
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
@@ -231,7 +231,7 @@ def add_free_body(
         raise ArgumentError(f"name must be a non-empty str other than 'world', got {name!r}")
     kind = _shape(shape)
     geom_size = _size(kind, size)
-    as_scalar(mass, "mass [kg]", lower=0.0)
+    as_stored(as_scalar(mass, "mass [kg]", lower=0.0), "mass [kg]", model.body_mass.dtype)
     mass = float(mass)
     if mass <= 0.0:
         raise ArgumentError(f"mass [kg] must be > 0, got {mass}")

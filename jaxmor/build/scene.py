@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from jaxmor.build.builder import DEFAULT_FRICTION
 from jaxmor.build.terrain import binned, with_terrain
-from jaxmor.checks import as_scalar, check_options, is_traced
+from jaxmor.checks import as_scalar, as_stored, check_options, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
 from jaxmor.sim.collision import check_pairs
@@ -37,8 +37,8 @@ def add_ground(
     Raises:
         ArgumentError: an argument is not a finite number in its range; the message names it.
     """
-    height = as_scalar(height, "height")
-    friction = as_scalar(friction, "friction", lower=0.0)
+    height = as_stored(as_scalar(height, "height"), "height", model.ground_height.dtype, coordinates=True)
+    friction = as_stored(as_scalar(friction, "friction", lower=0.0), "friction", model.ground_friction.dtype)
     restitution = as_scalar(restitution, "restitution", lower=0.0, upper=1.0)
     return model.replace(
         ground=True,
@@ -65,7 +65,7 @@ def with_geom_properties(
     """
     i = geom_index(model, name)
     if friction is not None:
-        friction = as_scalar(friction, "friction", lower=0.0)
+        friction = as_stored(as_scalar(friction, "friction", lower=0.0), "friction", model.geom_friction.dtype)
         given = tuple(g or k == i for k, g in enumerate(model.geom_friction_given))
         model = model.replace(geom_friction=model.geom_friction.at[i].set(friction), geom_friction_given=given)
     if restitution is not None:
@@ -157,13 +157,16 @@ def with_battery(model: Model, open_circuit_voltage: float, internal_resistance:
         internal_resistance: ``R_int`` [Ohm] (``>= 0``).
 
     Raises:
-        ArgumentError: a value out of range; the message names it.
+        ArgumentError: a value out of range, or one the model's dtype cannot hold (overflowing, or nonzero
+            and below its smallest normal number: :func:`jaxmor.checks.as_stored`); the message names it.
     """
+    dtype = model.body_mass.dtype
     voltage = as_scalar(open_circuit_voltage, "open_circuit_voltage", lower=0.0)
     resistance = as_scalar(internal_resistance, "internal_resistance", lower=0.0)
+    as_stored(voltage, "open_circuit_voltage", dtype)
+    as_stored(resistance, "internal_resistance", dtype)
     if float(voltage) <= 0.0:
         raise ArgumentError(f"open_circuit_voltage must be positive, got {float(voltage)}")
-    dtype = model.body_mass.dtype
     return model.replace(battery=Battery(jnp.asarray(voltage, dtype), jnp.asarray(resistance, dtype), enabled=True))
 
 
@@ -189,6 +192,8 @@ def with_options(model: Model, **options: object) -> Model:
         raise ArgumentError(f"with_options: unknown options {unknown}; the options are {sorted(known)}")
     dtype = model.opt.timestep.dtype
     arrays = {"timestep", "gravity", "contact_reach"}
+    for name in arrays & set(options):
+        as_stored(options[name], f"with_options: {name}", dtype, coordinates=name == "gravity")
     values = {k: (jnp.asarray(v, dtype) if k in arrays and not is_traced(v) else v) for k, v in options.items()}
     new = model.opt.replace(**values)
     check_options(new, "with_options")

@@ -427,6 +427,7 @@ class RobotDescription:
             element (SRDF's, accepted in the URDF): no self-collision pair between the two selections (geom or
             link names or ``fnmatch`` patterns).
         timestep, gravity: the description's time step [s] and gravity [m/s^2], ``None`` for jaxmor's defaults.
+        options_line: the line of the element that set them (MJCF ``<option>``), ``None``: the root's.
         friction_rule: how two given friction coefficients combine (``Options.friction_rule``), ``None`` for
             jaxmor's default.
         ground: the ground plane, ``None`` when the description has none.
@@ -472,6 +473,7 @@ class RobotDescription:
     tendons: list[Tendon] = field(default_factory=list)
     height_field: HeightFieldDescription | None = None
     mujoco_differences: list[str] = field(default_factory=list)
+    options_line: int | None = None
 
 
 def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:

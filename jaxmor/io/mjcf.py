@@ -195,6 +195,7 @@ class _Options:
     timestep: float | None = None
     gravity: tuple[float, float, float] | None = None
     disabled: set[str] = field(default_factory=set)
+    line: int | None = None
 
 
 class _Reader:
@@ -333,6 +334,7 @@ class _Reader:
             disable_collisions=excluded,
             timestep=self.options.timestep or MUJOCO_TIMESTEP,
             gravity=self.options.gravity,
+            options_line=self.options.line,
             friction_rule="max",
             ground=None if "contact" in self.options.disabled else self.ground,
             affine_actuators=affine,
@@ -398,6 +400,8 @@ class _Reader:
             self.options.timestep = h
         if v.has("gravity"):
             self.options.gravity = tuple(float(g) for g in v.numbers("gravity", 3))
+        if v.has("timestep") or v.has("gravity"):
+            self.options.line = el.sourceline
         for child in el:
             if tag(child) is None:
                 continue
@@ -891,8 +895,13 @@ class _Reader:
             if kind not in ("capsule", "cylinder", "box", "ellipsoid"):
                 raise v.error(f"geom {name!r}: fromto is for capsules, cylinders, boxes and ellipsoids, not a {kind}")
             ends = v.numbers("fromto", 6)
-            axis = ends[3:] - ends[:3]
-            length = np.linalg.norm(axis)
+            with np.errstate(over="ignore", invalid="ignore"):
+                axis = ends[3:] - ends[:3]
+                largest = np.abs(axis).max()
+                axis = axis / largest if largest > 0 else axis  # no square overflows for a finite length
+                length = largest * np.linalg.norm(axis)
+            if not np.isfinite(length):
+                raise v.error(f"geom {name!r}: fromto's length overflows float64 ({ends.tolist()})")
             if length < DEGENERATE_LENGTH:
                 raise v.error(f"geom {name!r}: fromto has zero length")
             size[1 if kind in ("capsule", "cylinder") else 2] = length / 2.0
@@ -954,8 +963,14 @@ class _Reader:
             else:
                 rotation = self.orientation(v)
                 inertia = rotation @ np.diag(v.numbers("diaginertia", 3)) @ rotation.T
-            if np.linalg.eigvalsh(inertia)[0] < -ROUND_OFF * max(1e-300, np.abs(inertia).max()):
+            moments = np.linalg.eigvalsh(inertia)
+            if moments[0] < -ROUND_OFF * max(1e-300, np.abs(inertia).max()):
                 raise v.error(f"body {name!r} has an inertia that is not positive semi-definite")
+            if moments[2] - moments[0] - moments[1] > ROUND_OFF * moments[2]:
+                raise v.error(
+                    f"body {name!r}: the principal moments {moments.tolist()} break the triangle inequality "
+                    "(I1 + I2 >= I3), as MuJoCo refuses them"
+                )
             self.explicit_masses[name] = (mass, v.numbers("pos", 3), inertia)
         # "auto": the geoms count where there is no <inertial>; "true": the geoms count where there are any (as
         # MuJoCo, a body without geoms keeps its <inertial>); "false": only an <inertial> counts.
@@ -983,8 +998,8 @@ class _Reader:
         if c.settotalmass > 0 and total > 0:
             factor = c.settotalmass / total
             props = {n: (m * factor, com, i * factor) for n, (m, com, i) in props.items()}
-        for link in self.links:
-            if link.name in props and (props[link.name][0] > 0 or np.any(props[link.name][2])):
+        for link in self.links:  # every body's mass is given, zero included (a moving one is then refused)
+            if link.name in props:
                 link.inertial = Inertial(*props[link.name])
 
     def _count_mass(self, v: Values, kind, name, size, rotation, translation, link) -> None:
@@ -1000,10 +1015,15 @@ class _Reader:
             return
         if v.has("mass"):
             mass = v.nonnegative("mass")
-            density = mass / geo.volume(kind, size)
+            density = mass / geo.volume(kind, size) if mass > 0 else 0.0
         else:
             density = v.nonnegative("density", 1000.0)
-        mass, moments = geo.principal_inertia(kind, size, density)
+        if density == 0.0:  # no mass, no inertia, whatever the extents (0 x inf would be NaN)
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            mass, moments = geo.principal_inertia(kind, size, density)
+        if not (np.isfinite(mass) and np.all(np.isfinite(moments))):
+            raise v.error(f"geom {name!r}: its mass or inertia overflows float64 (size {size.tolist()})")
         parts.append((mass, translation, rotation @ np.diag(moments) @ rotation.T))
 
     def _count_mesh_mass(self, v: Values, name: str, rotation, translation, parts: list) -> None:

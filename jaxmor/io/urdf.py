@@ -35,13 +35,18 @@ losses, ``lower > upper``.
 Inertia tensors. A negative principal moment within round-off, ``1e-9`` of the largest moment's
 magnitude, is accepted as given. A tensor whose moments are all below ``mass x (1 um)^2`` (a radius of
 gyration under a micrometre; absolute floor ``1e-20`` kg m^2) is a point mass: taken as zero, silently
-(iCub's head has a zero tensor with a stray ``2.4e-35`` entry). A truly indefinite tensor (TIAGo's 1 mg
-antenna links: moments ``-3.5e-8, 3.5e-8, 9.1e-8``) is *repaired* by default: its negative principal
-moments become zero (the tensor keeps its principal axes), with a warning naming the file, the line and
-the moments before and after; ``strict=True`` refuses it with a :class:`~jaxmor.errors.ModelError`
-instead. An inertia that breaks the triangle inequality of its principal moments, or a singular one (a
-thin rod; example-robot-data's Go1 base has one), is physically degenerate but common in shipped models:
-it is accepted with a warning. An all-zero tensor is a point mass and accepted silently.
+(iCub's head has a zero tensor with a stray ``2.4e-35`` entry). A negative principal moment beyond round-off
+is *repaired* while it is within :data:`INERTIA_TOLERANCE` (1%) of the largest principal moment in the file
+(TIAGo's 1 mg antenna links: moments ``-3.5e-8, 3.5e-8, 9.1e-8`` beside the robot's largest, ``0.55`` kg m^2): it
+becomes zero (the tensor keeps its principal axes), with a warning naming the file, the line and the
+moments before and after; ``strict=True`` refuses it with a :class:`~jaxmor.errors.ModelError` instead.
+Beyond the tolerance it is refused, as MuJoCo refuses it. Likewise a tensor whose principal moments break
+the triangle inequality ``I1 + I2 >= I3`` is accepted with a warning within the tolerance and refused
+beyond it. A singular tensor (a thin rod; example-robot-data's Go1 base has one) is accepted with a
+warning. An all-zero tensor is a point mass and accepted silently. A joint that moves only links whose
+``<inertial>`` gives zero mass (and has no ``rotor_inertia``) is refused by the model builder: its mass
+matrix would be singular; links without any ``<inertial>`` (frames) only make it warn
+(docs/design/reliability.md).
 """
 
 from __future__ import annotations
@@ -90,12 +95,22 @@ def _origin(element, source: str, owner: str) -> tuple[np.ndarray, np.ndarray]:
 #: floor [kg m^2] of that test for a massless link.
 POINT_MASS_RADIUS = 1e-6
 POINT_MASS_FLOOR = 1e-20
+#: A tensor's negative principal moment above this fraction of its largest moment's magnitude (in
+#: magnitude) is not round-off; the same fraction of its largest moment marks a singular tensor.
+INERTIA_ROUND_OFF = 1e-9
+#: A triangle inequality broken by less than this fraction of the largest moment is round-off.
+TRIANGLE_ROUND_OFF = 1e-6
+#: The largest defect of a tensor that loading repairs (a negative principal moment, set to zero) or accepts
+#: with a warning (a broken triangle inequality), as a fraction of the file's largest principal moment;
+#: beyond it the file is refused (docs/design/reliability.md).
+INERTIA_TOLERANCE = 1e-2
 
 
-def _parse_inertial(link_el, name: str, source: str, strict: bool) -> Inertial | None:
+def _parse_inertial(link_el, name: str, source: str) -> tuple[Inertial | None, int]:
+    """The link's ``<inertial>`` as given (a point mass's round-off zeroed), and the line of its tensor."""
     el = link_el.find("inertial")
     if el is None:
-        return None
+        return None, link_el.sourceline
     rot, xyz = _origin(el, source, f"link '{name}' inertial")
     mass_el = el.find("mass")
     if mass_el is None:
@@ -105,50 +120,76 @@ def _parse_inertial(link_el, name: str, source: str, strict: bool) -> Inertial |
         raise ModelError(source, mass_el.sourceline, f"link '{name}' has a negative mass {mass}")
     in_el = el.find("inertia")
     if in_el is None:
-        tensor = np.zeros((3, 3))
-        in_line = el.sourceline
-    else:
-        in_line = in_el.sourceline
-        vals = {
-            k: parse_float(in_el.get(k, "0"), source, in_el, f"link '{name}' inertia {k}")
-            for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-        }
-        tensor = np.array(
-            [
-                [vals["ixx"], vals["ixy"], vals["ixz"]],
-                [vals["ixy"], vals["iyy"], vals["iyz"]],
-                [vals["ixz"], vals["iyz"], vals["izz"]],
-            ]
-        )
+        return Inertial(mass, xyz, np.zeros((3, 3))), el.sourceline
+    vals = {
+        k: parse_float(in_el.get(k, "0"), source, in_el, f"link '{name}' inertia {k}")
+        for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+    }
+    tensor = np.array(
+        [
+            [vals["ixx"], vals["ixy"], vals["ixz"]],
+            [vals["ixy"], vals["iyy"], vals["iyz"]],
+            [vals["ixz"], vals["iyz"], vals["izz"]],
+        ]
+    )
     if np.any(tensor != 0.0):
-        eig, axes = np.linalg.eigh(tensor)
-        scale = max(abs(eig[-1]), abs(eig[0]))
-        if scale <= max(mass * POINT_MASS_RADIUS**2, POINT_MASS_FLOOR):
-            return Inertial(mass, xyz, np.zeros((3, 3)))  # a point mass; the entries are round-off
-        if eig[0] < -1e-9 * scale:
-            message = f"link '{name}' has an inertia that is not positive definite (principal moments {eig.tolist()})"
-            if strict:
-                raise ModelError(source, in_line, message)
-            repaired = np.maximum(eig, 0.0)
-            warnings.warn(
-                f"{source}:{in_line}: {message}; repaired to the principal moments {repaired.tolist()} "
-                "(the negative ones set to zero, same axes; strict=True refuses it)",
-                stacklevel=4,
-            )
-            tensor = axes @ np.diag(repaired) @ axes.T
-        elif eig[0] <= 1e-9 * scale:
-            warnings.warn(
-                f"{source}:{in_line}: link '{name}' has a singular inertia (principal moments {eig.tolist()}); "
-                "accepted as given",
-                stacklevel=4,
-            )
-        elif eig[0] + eig[1] < eig[2] * (1.0 - 1e-6):
-            warnings.warn(
-                f"{source}:{in_line}: link '{name}' has principal moments {eig.tolist()} that break the "
-                "triangle inequality (physically impossible); accepted as given",
-                stacklevel=4,
-            )
-    return Inertial(mass, xyz, rot @ tensor @ rot.T)
+        eig = np.linalg.eigvalsh(tensor)
+        if max(abs(eig[-1]), abs(eig[0])) <= max(mass * POINT_MASS_RADIUS**2, POINT_MASS_FLOOR):
+            tensor = np.zeros((3, 3))  # a point mass; the entries are round-off
+    return Inertial(mass, xyz, rot @ tensor @ rot.T), in_el.sourceline
+
+
+def _check_inertias(links: dict[str, Link], lines: dict[str, int], source: str, strict: bool) -> None:
+    """Check every link's inertia tensor (module docstring), repairing a negative principal moment within
+    :data:`INERTIA_TOLERANCE` of the file's largest principal moment in place (unless ``strict``)."""
+    moments = {
+        name: np.linalg.eigh(link.inertial.inertia)
+        for name, link in links.items()
+        if link.inertial is not None and np.any(link.inertial.inertia)
+    }
+    scale = max((float(np.abs(eig).max()) for eig, _ in moments.values()), default=0.0)
+    for name, (eig, axes) in moments.items():
+        checked = _checked_moments(name, eig, scale, (source, lines[name]), strict)
+        if checked is not eig:
+            inertial = links[name].inertial
+            links[name].inertial = Inertial(inertial.mass, inertial.com, axes @ np.diag(checked) @ axes.T)
+
+
+def _checked_moments(name: str, eig: np.ndarray, scale: float, at: tuple[str, int], strict: bool) -> np.ndarray:
+    """The principal moments ``eig`` (ascending) of link ``name``, checked against ``scale`` (the file's
+    largest principal moment); repaired (a new array) or as given; ``at`` is the tensor's file and line."""
+    source, line = at
+    where = f"{source}:{line}"
+    own = float(np.abs(eig).max())
+    tolerance = INERTIA_TOLERANCE * scale
+    if eig[0] < -INERTIA_ROUND_OFF * own:
+        message = f"link '{name}' has an inertia that is not positive definite (principal moments {eig.tolist()})"
+        if strict or -eig[0] > tolerance:
+            why = "strict=True" if strict else f"beyond {INERTIA_TOLERANCE:g} of the file's largest moment {scale:g}"
+            raise ModelError(source, line, f"{message}: refused ({why})")
+        eig = np.maximum(eig, 0.0)
+        warnings.warn(
+            f"{where}: {message}; repaired to the principal moments {eig.tolist()} (the negative ones set to "
+            f"zero, same axes: within {INERTIA_TOLERANCE:g} of the file's largest moment; strict=True refuses it)",
+            stacklevel=5,
+        )
+    elif eig[0] <= INERTIA_ROUND_OFF * own:
+        warnings.warn(
+            f"{where}: link '{name}' has a singular inertia (principal moments {eig.tolist()}); accepted as given",
+            stacklevel=5,
+        )
+    excess = float(eig[2] - eig[0] - eig[1])
+    if excess > TRIANGLE_ROUND_OFF * eig[2]:
+        message = f"link '{name}' has principal moments {eig.tolist()} that break the triangle inequality"
+        if excess > tolerance:
+            beyond = f"(I1 + I2 >= I3) by {excess:g}, beyond {INERTIA_TOLERANCE:g} of the file's largest moment"
+            raise ModelError(source, line, f"{message} {beyond}")
+        warnings.warn(
+            f"{where}: {message}, by {excess:g}: within {INERTIA_TOLERANCE:g} of the file's largest moment, "
+            "accepted as given",
+            stacklevel=5,
+        )
+    return eig
 
 
 @dataclass(frozen=True)
@@ -331,8 +372,8 @@ def parse_urdf(
             (actuator files are searched relative to it). For a file, defaults to its directory.
         actuator_dirs: more directory trees where actuator files may be read (see
             :func:`jaxmor.io.actuators.resolve_actuator_file`).
-        strict: refuse an indefinite inertia tensor instead of repairing it with a warning (module
-            docstring).
+        strict: refuse an indefinite inertia tensor instead of repairing it with a warning, even within
+            :data:`INERTIA_TOLERANCE` (module docstring).
         meshes: ``"convex_hull"`` (default): every ``<mesh>`` collision is read and simulated as its convex
             hull (:mod:`jaxmor.io.mesh`; needs the optional ``trimesh`` and ``scipy``); ``"ignore"``: meshes
             are kept by name only (``Model.mesh_geoms``), with a warning, and do not collide.
@@ -353,6 +394,7 @@ def parse_urdf(
     mesh_options = _mesh_options(meshes, resource_dir, package_dirs, max_hull_vertices)
 
     links: dict[str, Link] = {}
+    inertia_lines: dict[str, int] = {}
     for el in root.findall("link"):
         if len(links) == MAX_LINKS:
             raise ModelError(source, el.sourceline, f"the robot has more than {MAX_LINKS} links")
@@ -361,11 +403,11 @@ def parse_urdf(
             raise ModelError(source, el.sourceline, "<link> has no name")
         if name in links:
             raise ModelError(source, el.sourceline, f"duplicate link name '{name}'")
-        links[name] = Link(
-            name, el.sourceline, _parse_inertial(el, name, source, strict), _parse_geoms(el, name, source, mesh_options)
-        )
+        inertial, inertia_lines[name] = _parse_inertial(el, name, source)
+        links[name] = Link(name, el.sourceline, inertial, _parse_geoms(el, name, source, mesh_options))
     if not links:
         raise ModelError(source, root.sourceline, "the robot has no links")
+    _check_inertias(links, inertia_lines, source, strict)
 
     joints, parent_joint = _parse_joints(root, source, links)
 

@@ -48,8 +48,10 @@ Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute va
 (the nominal value times a uniform factor). Each draws every selected element independently, or one
 value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
 spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear
-ratio or time step that is not positive raise an :class:`~jaxmor.ArgumentError` naming the parameter, the
-world, the element and the rule, before anything runs.
+ratio or time step that is not positive, a draw that the model's dtype cannot hold (overflowing, or nonzero
+and below its smallest normal number: :func:`jaxmor.checks.stored_problem`) raise an
+:class:`~jaxmor.ArgumentError` naming the parameter, the world, the element and the rule, before anything
+runs. The motor rule is evaluated in the model's dtype (a stall torque overflowing float32 is refused).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, motor_problem
-from jaxmor.checks import as_positive_int, as_real
+from jaxmor.checks import as_positive_int, as_real, stored_problem, stored_range
 from jaxmor.errors import ArgumentError
 from jaxmor.types import Model
 
@@ -266,6 +268,19 @@ def _check(name: str, parameter: _Parameter, values: np.ndarray, labels: Sequenc
         )
 
 
+def _check_stored(name: str, values: np.ndarray, labels: Sequence[str], dtype: Any, coordinates: bool) -> None:
+    """Raise for the first world and element whose draw the model's dtype cannot hold
+    (:func:`jaxmor.checks.stored_problem`: an overflow, or a nonzero draw below the smallest normal number)."""
+    problem = stored_problem(values, dtype, coordinates=coordinates)
+    if problem is not None:
+        (world, *element), reason = problem
+        which = f", {labels[element[0]]}" if element and labels else ""
+        raise ArgumentError(
+            f"randomize: {name}: world {world}{which}: drew {float(values[(world, *element)])!r}, which {reason} "
+            f"in {np.dtype(dtype).name}, the model's dtype (it stores {stored_range(dtype)})"
+        )
+
+
 def _check_support(name: str, parameter: _Parameter, dist: Distribution, nominal: np.ndarray) -> None:
     """Refuse a bounded distribution whose range reaches values the parameter cannot take (a resistance
     range reaching 0, say), even where no world happened to draw one."""
@@ -290,7 +305,7 @@ def _check_motors(model: Model, motor: DcMotorParameters, drawn: set[str]) -> No
     for world in range(worlds):
         for i, actuator in enumerate(model.actuators.names):
             at = (world, i) if values[0].ndim == 2 else (i,)
-            problem = motor_problem(DcMotorParameters(*(float(v[at]) for v in values)))
+            problem = motor_problem(DcMotorParameters(*(float(v[at]) for v in values)), motor.resistance.dtype)
             if problem is not None:
                 parameters = ", ".join(sorted(drawn))
                 where = f"world {world}, actuator '{actuator}'"
@@ -339,17 +354,20 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         slots = np.asarray(model.joint_u, dtype=np.int64)[index] if name.startswith("joint.") else index
         base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
         draws = dist.sample(sub, (n, slots.size), base[slots])
+        dtype = jnp.asarray(_get(model, parameter.path)).dtype
         _check(name, parameter, draws, labels)
+        _check_stored(name, draws, labels, dtype, coordinates=parameter.rule == "finite")
         _check_support(name, parameter, dist, base[slots])
         values = np.broadcast_to(base, (n, base.size)).copy()
         values[:, slots] = draws
         values = values.reshape((n, *nominal.shape))
-        dtype = jnp.asarray(_get(model, parameter.path)).dtype
         model = _set(model, parameter.path, jnp.asarray(values, dtype))
         axes = _set(axes, parameter.path, 0)
         if name == "body.mass":  # the inertia follows the mass: the same distribution of mass, heavier
             ratio = np.where(nominal > 0, values / np.where(nominal > 0, nominal, 1.0), 1.0)
             inertia = np.asarray(model.body_inertia, np.float64) * ratio[..., None, None]
+            scaled = np.where(np.isfinite(inertia), inertia, 0.0).reshape(n, -1)
+            _check_stored(f"{name} (the inertia it scales)", scaled, [], model.body_inertia.dtype, False)
             model = _set(model, ("body_inertia",), jnp.asarray(inertia, model.body_inertia.dtype))
             axes = _set(axes, ("body_inertia",), 0)
         if name == "geom.friction":
