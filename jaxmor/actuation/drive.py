@@ -342,29 +342,18 @@ def cogging_joint_torque(model: Model, state: State) -> jax.Array:
     return transmission.T @ cogging_torque(model.actuators.dynamics, angle)
 
 
-def supply_current(model: Model, state: State, act_state) -> jax.Array:
-    """() the current [A] the DC motors drew from their supply over a step.
-
-    Each motor's winding current is ``i = tau_m / Kt``; it takes the electrical power ``(R i + w / Kv) i``
-    (``w`` the step's average motor speed), drawn from the bus at its voltage, so the supply current is the
-    sum of ``(R i + w / Kv) i / V_bus`` (negative when braking motors return energy). With a thermal model or
-    an inductance the power is the driver's voltage times the current, ``V i`` (:attr:`ActuatorState.voltage`).
-    An invalid actuator draws nothing.
-    """
-    valid = act_state.valid
-    power = _motor_powers(model, state, act_state)
-    return jnp.sum(jnp.where(valid, power / jnp.where(valid, state.bus_voltage, 1.0), 0.0))
-
-
 def _motor_powers(model: Model, state: State, act_state) -> jax.Array:
-    """(na,) the electrical power [W] each motor took from the bus over a step (:func:`supply_current`); 0 where
-    the actuator is invalid, negative where a braking motor returns energy."""
+    """(na,) the electrical power [W] each motor took from the bus over a step.
+
+    Each motor's winding current is ``i = tau_m / Kt``; it takes ``(R i + w / Kv) i`` (``w`` the step's average
+    motor speed). With a thermal model or an inductance the power is the driver's voltage times the current,
+    ``V i`` (:attr:`ActuatorState.voltage`: the resistance at the winding temperature and the inductance's stored
+    energy included). 0 where the actuator is invalid, negative where a braking motor returns energy.
+    """
     dtype = state.u.dtype
     valid = act_state.valid
     dyn = model.actuators.dynamics
     if dyn.any_thermal or dyn.any_inductive:
-        # The driver's voltage times the winding current: the resistance at the winding temperature and the
-        # inductance's stored energy included.
         return jnp.where(valid, act_state.voltage * act_state.current, 0.0)
     motor = model.actuators.motor
     kt = jnp.asarray(motor.torque_constant, dtype)
