@@ -115,8 +115,9 @@ class Battery:
 
     Attributes:
         open_circuit_voltage: () ``V_oc`` [V].
-        internal_resistance: () ``R_int`` [Ohm]; after every step the bus voltage becomes
-            ``V_oc - R_int I`` with ``I`` the current drawn in that step.
+        internal_resistance: () ``R_int`` [Ohm]; after every step the bus voltage becomes the ``V`` of
+            ``V = V_oc - R_int I`` with ``V I = P``, the power [W] the motors drew in that step, solved in closed
+            form (:func:`jaxmor.actuation.drive.battery_voltage`): within ``[V_oc / 2, V_oc]`` for any ``R_int``.
         enabled: whether the model has a battery; without one the bus voltages are what the State holds
             (static).
     """

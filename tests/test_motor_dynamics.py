@@ -637,3 +637,48 @@ def test_the_hot_region_of_each_actuator_uses_its_own_limit():
         x, y = next(line for line in ax.lines if line.get_gid() == "hot_region_upper").get_data()
         peak = float(defs[index[name]].motor.peak_torque)
         assert np.interp(0.0, x, y) == pytest.approx(factor * peak, rel=1e-6), name
+
+
+# --------------------------------------------------------------------------------------------------
+# Battery sag
+
+
+def _battery_run(turntable, internal_resistance, command, n=20):
+    """``n`` held steps at rest of the turntable's motor (unlimited peak) on a 24 V battery of
+    ``internal_resistance``."""
+    model = jaxmor.with_battery(with_motor(turntable, voltage=24.0), 24.0, internal_resistance)
+    return model, held_run(model, command, n)
+
+
+@pytest.mark.parametrize("internal_resistance", [1e3, 1e6])
+def test_a_huge_internal_resistance_keeps_the_bus_within_0_and_v_oc(turntable, internal_resistance):
+    """Before, the explicit ``V_oc - R_int P / V_prev`` overshot to about -1e8 V and the world was flagged. The
+    stall draws ``P = R i^2`` = 180 W (30 A), far beyond the battery's most power ``V_oc^2 / (4 R_int)`` (0.144 W at
+    1 kOhm): the bus sits at the most-power point ``V_oc / 2`` at every step, and the world is not flagged."""
+    _, states = _battery_run(turntable, internal_resistance, 30.0)
+    voltage = np.asarray(states.bus_voltage)
+    assert np.all((voltage >= 0.0) & (voltage <= 24.0)), voltage.min()
+    np.testing.assert_allclose(voltage, 12.0, rtol=1e-12)
+    assert not np.asarray(states.nonfinite).any()
+
+
+def test_the_battery_sag_is_ohms_law_at_the_drawn_power(turntable):
+    """At rest the motor draws ``P = R i^2`` (no back-EMF), ``i`` its winding current. Independently of the code's
+    formula, the battery's terminal voltage ``V`` and current ``I`` obey Ohm's law ``V = V_oc - R_int I`` and the
+    load's power ``V I = P``: so ``I = (V_oc - V) / R_int`` and ``V (V_oc - V) / R_int = P`` at the steady state.
+    At 0.5 Ohm the sag is below 1% of ``V_oc`` (the normal regime), and the voltage is differentiable there
+    (central differences of ``battery_voltage`` in ``R_int``: nonzero)."""
+    from jaxmor.actuation.drive import battery_voltage
+
+    model, states = _battery_run(turntable, 0.5, 5.0)
+    motor = jaxmor.get_actuators(model)[0].motor
+    current = float(states.actuator_state.current[-1, 0])
+    power = motor.resistance * current**2
+    voltage = float(states.bus_voltage[-1, 0])
+    assert 23.7 < voltage < 24.0 and power > 1.0
+    assert voltage * (24.0 - voltage) / 0.5 == pytest.approx(power, rel=1e-10)
+    assert voltage == pytest.approx(24.0 - 0.5 * power / voltage, rel=1e-12)
+    eps = 1e-6
+    slope = (battery_voltage(24.0, 0.5 + eps, power) - battery_voltage(24.0, 0.5 - eps, power)) / (2 * eps)
+    assert float(jax.grad(lambda r: battery_voltage(24.0, r, power))(0.5)) == pytest.approx(float(slope), rel=1e-6)
+    assert float(slope) < -0.1

@@ -6,8 +6,9 @@ Sources of the expected values (never the code under test):
   ``E[x] = (b - a) / ln(b / a)``), within 5 standard errors of ``n`` seeded draws;
 * each world stepped alone with its own model (``rollout`` per world) for ``rollout_batch``;
 * the incline's closed form ``a = g (sin theta - mu cos theta)``;
-* the battery's definition: ``V = V_oc - R_int I`` with ``I = sum (R i + w / Kv) i / V`` and ``i = tau_m / Kt``
-  recomputed in NumPy from the step's reported motor torques and speeds.
+* the battery's definition: Ohm's law ``V = V_oc - R_int I`` with the load's power ``V I = P``,
+  ``P = sum (R i + w / Kv) i`` and ``i = tau_m / Kt`` recomputed in NumPy from the step's reported motor torques
+  and speeds (so ``V (V_oc - V) / R_int = P``).
 """
 
 from __future__ import annotations
@@ -236,9 +237,9 @@ def test_the_bus_voltage_sags_with_the_current_the_motors_draw(turntable):
     kt, r, kv = 0.1, 0.2, 10.0
     i = float(act.motor_torque[0]) / kt
     power = (r * i + float(act.average_motor_speed[0]) / kv) * i
-    expected = v_oc - r_int * power / v_oc
-    assert float(after.bus_voltage[0]) == pytest.approx(expected, rel=1e-12)
-    assert float(after.bus_voltage[0]) < v_oc - 1.0  # a real sag: about 3 V at 15 A
+    voltage = float(after.bus_voltage[0])
+    assert voltage * (v_oc - voltage) / r_int == pytest.approx(power, rel=1e-10)  # I = (V_oc - V) / R_int, V I = P
+    assert voltage < v_oc - 1.0  # a real sag: about 3 V at 15 A
     # randomized per world through the model
     models, axes = jaxmor.randomize(
         model, jax.random.key(0), 4, {"battery.internal_resistance": jaxmor.uniform(0.0, 1.0)}
@@ -246,7 +247,8 @@ def test_the_bus_voltage_sags_with_the_current_the_motors_draw(turntable):
     states = jaxmor.init_states(models, axes, 4, u=jnp.array([5.0]))
     states = states.replace(actuator_torque=jnp.full((4, 1), 100.0))
     stepped = jax.jit(jax.vmap(jaxmor.step, in_axes=(axes, 0)))(models, states)  # compiled: faster than eager
-    drop = v_oc - np.asarray(stepped.bus_voltage[:, 0])
-    np.testing.assert_allclose(drop / np.asarray(models.battery.internal_resistance), power / v_oc, rtol=1e-9)
+    voltage = np.asarray(stepped.bus_voltage[:, 0])
+    current = (v_oc - voltage) / np.asarray(models.battery.internal_resistance)
+    np.testing.assert_allclose(voltage * current, power, rtol=1e-9)
     with pytest.raises(ArgumentError, match="open_circuit_voltage must be positive"):
         jaxmor.with_battery(turntable, 0.0, 0.1)

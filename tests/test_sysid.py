@@ -164,3 +164,53 @@ def test_bad_arguments(setup):
         sysid.Recording(np.zeros((3, 12)), np.zeros((2, 12)), np.zeros((2, 12)))
     with pytest.raises(ArgumentError, match="method must be"):
         sysid.fit(setup["start"], setup["clean"], ACTUATORS, method="bfgs", progress=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Bad data: the reported inputs. Short synthetic arrays on the nominal model (no recorded rollout needed).
+
+BAD_STEPS = 60
+
+
+@pytest.fixture(scope="module")
+def nominal():
+    model = jaxmor.load_urdf(QUADRUPED_URDF, floating_base=False)
+    return model.replace(opt=model.opt.replace(timestep=jnp.asarray(DT)))
+
+
+def _flat_recording(model, steps: int = BAD_STEPS) -> sysid.Recording:
+    """A recording of ``steps`` steps at rest with 1 Nm on the hip (finite everywhere)."""
+    torque = np.zeros((steps, model.na))
+    torque[:, jaxmor.actuator_index(model, "LF_HFE")] = 1.0
+    return sysid.Recording(np.zeros((steps + 1, model.nq)), np.zeros((steps + 1, model.nv)), torque)
+
+
+def test_one_nan_torque_in_60_samples_is_refused_naming_recording_field_and_sample(nominal):
+    """The reported case: 1 NaN commanded torque in 60 samples gave a torque constant 4x off, silently."""
+    good, bad = _flat_recording(nominal), _flat_recording(nominal)
+    bad.torque[17, 0] = np.nan
+    message = r"recordings\[1\]\.torque has 1 non-finite sample\(s\) of 60 \(the first: sample 17\)"
+    with pytest.raises(ArgumentError, match=message):
+        sysid.fit(nominal, [good, bad], ACTUATORS, progress=False)
+
+
+def test_a_nan_in_q_is_refused_not_a_bare_numpy_error(nominal):
+    rec = _flat_recording(nominal)
+    rec.q[5, 2] = np.nan
+    rec.q[9, 0] = np.inf
+    with pytest.raises(
+        ArgumentError, match=r"recordings\[0\]\.q has 2 non-finite sample\(s\) of 61 \(the first: sample 5\)"
+    ):
+        sysid.fit(nominal, rec, ACTUATORS, progress=False)
+
+
+def test_an_all_zero_recording_reports_nothing_identifiable(nominal):
+    """No torque and no motion: the motor constants do not act (``J = 0``), so ``J^T J`` has no curvature; the
+    report says so (every fitted parameter not identifiable, std nan) instead of a bare numpy error, and lists
+    only the fitted parameters."""
+    zero = sysid.Recording(np.zeros((21, nominal.nq)), np.zeros((21, nominal.nv)), np.zeros((20, nominal.na)))
+    result = sysid.fit(nominal, zero, ["LF_HFE"], window=10, iterations=2, progress=False)
+    assert set(result.identifiable) == {"resistance", "torque_constant", "velocity_constant"}
+    for name in result.parameters:
+        assert not result.identifiable[name].any() and np.isnan(result.relative_std[name]).all()
+    assert "not identifiable" in result.findings[0]

@@ -120,11 +120,11 @@ def end(
     bus_voltage = state.bus_voltage
     if model.battery.enabled:
         battery = model.battery
-        current = supply_current(model, state, act_state)
-        sag = (
-            jnp.asarray(battery.open_circuit_voltage, dtype) - jnp.asarray(battery.internal_resistance, dtype) * current
+        power = jnp.sum(_motor_powers(model, state, act_state))
+        voltage = battery_voltage(
+            jnp.asarray(battery.open_circuit_voltage, dtype), jnp.asarray(battery.internal_resistance, dtype), power
         )
-        bus_voltage = jnp.broadcast_to(sag, bus_voltage.shape)
+        bus_voltage = jnp.broadcast_to(voltage, bus_voltage.shape)
     return act_state, motor_state, bus_voltage
 
 
@@ -342,26 +342,46 @@ def cogging_joint_torque(model: Model, state: State) -> jax.Array:
     return transmission.T @ cogging_torque(model.actuators.dynamics, angle)
 
 
-def supply_current(model: Model, state: State, act_state) -> jax.Array:
-    """() the current [A] the DC motors drew from their supply over a step.
+def _motor_powers(model: Model, state: State, act_state) -> jax.Array:
+    """(na,) the electrical power [W] each motor took from the bus over a step.
 
-    Each motor's winding current is ``i = tau_m / Kt``; it takes the electrical power ``(R i + w / Kv) i``
-    (``w`` the step's average motor speed), drawn from the bus at its voltage, so the supply current is the
-    sum of ``(R i + w / Kv) i / V_bus`` (negative when braking motors return energy). With a thermal model or
-    an inductance the power is the driver's voltage times the current, ``V i`` (:attr:`ActuatorState.voltage`).
-    An invalid actuator draws nothing.
+    Each motor's winding current is ``i = tau_m / Kt``; it takes ``(R i + w / Kv) i`` (``w`` the step's average
+    motor speed). With a thermal model or an inductance the power is the driver's voltage times the current,
+    ``V i`` (:attr:`ActuatorState.voltage`: the resistance at the winding temperature and the inductance's stored
+    energy included). 0 where the actuator is invalid, negative where a braking motor returns energy.
     """
     dtype = state.u.dtype
     valid = act_state.valid
     dyn = model.actuators.dynamics
     if dyn.any_thermal or dyn.any_inductive:
-        # The driver's voltage times the winding current: the resistance at the winding temperature and the
-        # inductance's stored energy included.
-        power = act_state.voltage * act_state.current
-        return jnp.sum(jnp.where(valid, power / jnp.where(valid, state.bus_voltage, 1.0), 0.0))
+        return jnp.where(valid, act_state.voltage * act_state.current, 0.0)
     motor = model.actuators.motor
     kt = jnp.asarray(motor.torque_constant, dtype)
     current = jnp.where(valid, act_state.motor_torque / jnp.where(valid, kt, 1.0), 0.0)
     emf = act_state.average_motor_speed / jnp.where(valid, jnp.asarray(motor.velocity_constant, dtype), 1.0)
-    power = (jnp.asarray(motor.resistance, dtype) * current + emf) * current
-    return jnp.sum(jnp.where(valid, power / jnp.where(valid, state.bus_voltage, 1.0), 0.0))
+    return jnp.where(valid, (jnp.asarray(motor.resistance, dtype) * current + emf) * current, 0.0)
+
+
+def battery_voltage(open_circuit_voltage: jax.Array, internal_resistance: jax.Array, power: jax.Array) -> jax.Array:
+    """() the terminal voltage [V] of a battery delivering ``power``, in ``[V_oc / 2, V_oc]`` for any resistance.
+
+    The terminal voltage ``V`` and the current ``I`` satisfy both the battery, ``V = V_oc - R_int I``, and the
+    load, ``V I = P``, solved together (implicitly in ``V``): ``V^2 - V_oc V + R_int P = 0``, whose upper root is
+    ``V = (V_oc + sqrt(V_oc^2 - 4 R_int P)) / 2`` (``V = V_oc`` at ``P = 0`` or ``R_int = 0``; for small
+    ``R_int P / V_oc^2`` it is ``V_oc - R_int P / V_oc``). A demand beyond the battery's most power,
+    ``P > V_oc^2 / (4 R_int)``, gets that most, at ``V = V_oc / 2``. Returned power (``P < 0``, braking motors)
+    leaves the bus at ``V_oc`` (the driver's brake resistor takes it).
+
+    Args:
+        open_circuit_voltage: () ``V_oc`` [V] (``> 0``).
+        internal_resistance: () ``R_int`` [Ohm] (``>= 0``).
+        power: () ``P`` [W] the motors took from the bus.
+
+    Returns:
+        () ``V`` [V]; differentiable (its derivative in ``R_int`` and ``P`` is nonzero for
+        ``0 < P < V_oc^2 / (4 R_int)``).
+    """
+    discriminant = open_circuit_voltage**2 - 4.0 * internal_resistance * jnp.maximum(power, 0.0)
+    inside = discriminant > 0.0
+    root = jnp.where(inside, jnp.sqrt(jnp.where(inside, discriminant, 1.0)), 0.0)
+    return 0.5 * (open_circuit_voltage + root)

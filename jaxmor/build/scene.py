@@ -145,11 +145,13 @@ def with_self_collision(
 def with_battery(model: Model, open_circuit_voltage: float, internal_resistance: float) -> Model:
     """A copy of ``model`` whose actuators share a battery: their bus voltage sags with the current drawn.
 
-    After every step the bus voltage of every actuator becomes ``V_oc - R_int I``, with ``I`` the current the
-    motors drew from the supply in that step (:func:`jaxmor.actuation.drive.supply_current`: each motor's
-    electrical power ``(R i + w / Kv) i`` over the bus voltage, ``i = tau_m / Kt``; braking motors give
-    current back). A new State starts at ``V_oc``. Both values are leaves (``model.battery``), so they can be
-    randomized per world.
+    After every step the bus voltage of every actuator becomes the terminal voltage ``V`` of the battery
+    delivering the power ``P`` [W] the motors drew in that step (each motor's electrical power
+    ``(R i + w / Kv) i``, ``i = tau_m / Kt``): ``V = V_oc - R_int I`` with ``V I = P``, solved in closed form,
+    ``V = (V_oc + sqrt(V_oc^2 - 4 R_int P)) / 2`` (:func:`jaxmor.actuation.drive.battery_voltage`), so ``V``
+    stays within ``[V_oc / 2, V_oc]`` for any ``R_int``: a demand beyond the most power ``V_oc^2 / (4 R_int)``
+    gets ``V_oc / 2``, and power braking motors return leaves the bus at ``V_oc``. A new State starts at
+    ``V_oc``. Both values are leaves (``model.battery``), so they can be randomized per world.
 
     Args:
         model: the model.

@@ -15,7 +15,13 @@ without losses, where the electrical power ``w tau / Kt`` equals the mechanical 
 ``ideal_motor=True`` imposes it). The result says which parameters and combinations the data determine:
 from the Gauss-Newton approximation ``J^T J`` of the loss's Hessian at the optimum (``J`` the Jacobian of
 the residuals), directions with (near) zero curvature are reported as not identifiable, and the others get
-standard deviations ``sigma^2 (J^T J)^-1`` with the residual variance ``sigma^2``.
+standard deviations ``sigma^2 (J^T J)^-1`` with the residual variance ``sigma^2``. ``J`` has one column per
+fitted value (the log-parameters ``theta``), so the report covers exactly the fitted parameters; data with no
+curvature at all (an unexciting recording, e.g. all zeros) report every parameter as not identifiable.
+
+Bad data. ``fit`` refuses a recording with a NaN or infinite sample (:class:`jaxmor.ArgumentError` naming the
+recording's index, the field, the first bad sample and the count): there is no masking, since one NaN torque
+silently biases a fitted constant.
 
 Thermal constants (:data:`THERMAL_PARAMETERS`, for motors with a thermal model, :mod:`jaxmor.actuation.motor_dynamics`):
 from a recorded winding temperature (:attr:`Recording.temperature`), or, with no thermometer, from the fade of
@@ -298,13 +304,33 @@ def _checked_recordings(model: Model, recordings: Sequence[Recording]) -> list[R
     recordings = list(recordings)
     if not recordings or not all(isinstance(r, Recording) for r in recordings):
         raise ArgumentError("recordings must be a non-empty sequence of jaxmor.tools.sysid.Recording")
-    for r in recordings:
+    for k, r in enumerate(recordings):
+        _check_finite(k, r)
         if r.q.shape[1] != model.nq or r.u.shape[1] != model.nv or r.torque.shape[1] != model.na:
             raise ArgumentError(
                 f"a recording of q {r.q.shape}, u {r.u.shape}, torque {r.torque.shape} does not fit the model "
                 f"(nq={model.nq}, nv={model.nv}, na={model.na})"
             )
     return recordings
+
+
+def _check_finite(k: int, recording: Recording) -> None:
+    """Refuse a recording with a non-finite sample (one NaN torque biases the fit silently).
+
+    Raises:
+        ArgumentError: a NaN or infinite value; the message names the recording's index, the field, the first
+            bad sample (row) and how many samples are bad.
+    """
+    for name in ("q", "u", "torque", "current", "temperature"):
+        value = getattr(recording, name)
+        if value is None:
+            continue
+        bad = np.flatnonzero(~np.isfinite(value).all(axis=1))
+        if bad.size:
+            raise ArgumentError(
+                f"recordings[{k}].{name} has {bad.size} non-finite sample(s) of {value.shape[0]} (the first: sample "
+                f"{bad[0]}); fit refuses them: drop or repair those samples (e.g. cut the recording there)"
+            )
 
 
 def _thermal_window(
@@ -455,7 +481,9 @@ def fit(
         :class:`SysidResult`.
 
     Raises:
-        ArgumentError: unknown actuators or parameters, recordings that do not fit the model, a bad method.
+        ArgumentError: unknown actuators or parameters, recordings that do not fit the model or hold a non-finite
+            sample (the message names the recording's index, the field, the first bad sample and the count), a
+            bad method.
     """
     if isinstance(recordings, Recording):
         recordings = [recordings]
@@ -550,11 +578,14 @@ def _result(model, actuators, parameters, unpack, res, jac, theta, history, idea
     n, p = j.shape
     h = j.T @ j
     eigenvalues, vectors = np.linalg.eigh(h)
-    top = max(float(eigenvalues[-1]), 1e-300)
-    null = eigenvalues <= IDENTIFIABILITY_THRESHOLD * top
+    top = float(eigenvalues[-1])
+    # No curvature at all (an unexciting recording, e.g. all zeros): nothing is identified.
+    null = eigenvalues <= IDENTIFIABILITY_THRESHOLD * top if top > 0.0 else np.ones(p, bool)
     sigma2 = float(r @ r) / max(n - p, 1)
-    inverse = sum(np.outer(vectors[:, i], vectors[:, i]) / eigenvalues[i] for i in range(p) if not null[i])
-    variance = np.diag(inverse) * sigma2 if p else np.zeros(0)
+    inverse = np.zeros((p, p))
+    for i in np.flatnonzero(~null):
+        inverse += np.outer(vectors[:, i], vectors[:, i]) / eigenvalues[i]
+    variance = np.diag(inverse) * sigma2
     exposure = (vectors[:, null] ** 2).sum(axis=1) if null.any() else np.zeros(p)
     alone = exposure < 1e-6  # not involved in any unidentified direction
 
