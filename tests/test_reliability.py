@@ -311,6 +311,55 @@ def test_a_diverged_world_masked_in_a_batch_of_8_leaves_the_gradient_as_without_
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=jax.tree_util.keystr(path))
 
 
+@pytest.mark.slow
+def test_one_world_whose_step_overflows_leaves_the_other_63_gradients_as_alone():
+    """64 quadrupeds standing on the ground, 3 steps, each with its own start velocity and motor commands (many
+    saturated, so the region's constants act); one
+    world is pushed with 1e300 on every velocity at its first step: finite inputs within the guard's bound, so
+    it runs, and its step overflows (rejected after the fact: it keeps its state, flagged). The loss masks the
+    flagged world. The gradient w.r.t. the motors' constants (shared by the batch) and w.r.t. every world's
+    start velocity equals, for the 63 others, that of the 63 run alone (float64, 1e-9 relative; measured
+    round-off), and the pushed world's is zero. Without the derivative mask of ``jaxmor.sim.guard.shielded``
+    every shared parameter's gradient is NaN."""
+    model = jaxmor.add_ground(jaxmor.load_urdf(QUADRUPED_URDF))
+    n, bad = 64, 17
+    rng = np.random.default_rng(3)
+    q = np.tile(quadruped_standing_q(model), (n, 1))
+    q[:, 7:] += rng.uniform(-0.05, 0.05, size=(n, 12))
+    u0 = jnp.asarray(rng.normal(scale=0.2, size=(n, model.nv)))
+    torques = jnp.asarray(rng.uniform(-60.0, 60.0, size=(n, model.na)))  # many beyond the region
+    push = np.zeros((n, model.nv))
+    push[bad] = 1e300
+
+    def loss(motor, q, u0, torques, push):
+        m = model.replace(actuators=model.actuators.replace(motor=motor))
+
+        def world(qi, ui, ti, pi):
+            s = jaxmor.set_actuation_limits(m, jaxmor.init_state(m, q=qi, u=ui), jnp.full(m.nv, jnp.inf))
+            s = jaxmor.set_actuator_torques(m, jaxmor.set_generalized_force(m, s, pi), ti)
+            final, _ = jaxmor.rollout(m, s, n_steps=3)
+            return jnp.where(final.nonfinite, 0.0, jnp.sum(final.q[7:]) + jnp.sum(final.u))
+
+        return jnp.sum(jax.vmap(world)(q, u0, torques, push))
+
+    grad = jax.jit(jax.grad(loss, argnums=(0, 2)))
+    motor = model.actuators.motor
+    start = jax.tree.map(lambda x: x[bad], jax.vmap(lambda qi: jaxmor.init_state(model, q=qi))(jnp.asarray(q)))
+    assert bool(jaxmor.sim.guard.runnable(model, start)), "the pushed world starts within the guard's bound"
+    batch_motor, batch_u = grad(motor, jnp.asarray(q), u0, torques, jnp.asarray(push))
+    keep = np.arange(n) != bad
+    alone_motor, alone_u = grad(motor, jnp.asarray(q[keep]), u0[keep], torques[keep], jnp.asarray(push[keep]))
+    assert not _bad_leaves((batch_motor, batch_u)), _bad_leaves((batch_motor, batch_u))
+    for (path, got), want in zip(
+        jax.tree_util.tree_flatten_with_path(batch_motor)[0], jax.tree.leaves(alone_motor), strict=True
+    ):
+        scale = max(np.abs(np.asarray(want)).max(), 1e-300)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * scale, err_msg=jax.tree_util.keystr(path))
+    assert sum(float(np.abs(np.asarray(x)).sum()) for x in jax.tree.leaves(alone_motor)) > 0.0
+    np.testing.assert_allclose(np.asarray(batch_u)[keep], np.asarray(alone_u), rtol=1e-9, atol=1e-12)
+    assert np.all(np.asarray(batch_u)[bad] == 0.0)
+
+
 def test_a_world_spinning_faster_than_its_step_resolves_is_flagged_and_kept():
     """The guard's bound relative to the world's own time step: a joint turning more than half a turn per
     step (``|u| h > pi``) has run away, far below the fixed 1e8 bound. One batch of three pendulums: one at

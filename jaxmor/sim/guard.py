@@ -8,13 +8,16 @@ resolves keeps its previous state (``q``, ``u``, time, impulses, actuator states
 (``State.invalid`` for the time step) is set, per world, so one bad world cannot poison a batch silently; a
 flagged world stays where it is until the flag is cleared. A world that cannot run is stepped at a harmless
 stand-in (a "double where"), so its derivatives are zero rather than NaN and a diverged world masked out of a
-loss leaves the batch's gradient finite. (A step that overflows from inputs within the bound is still
-rejected, but its derivatives can be NaN.)
+loss leaves the batch's gradient finite. A step that overflows from inputs within the bound is rejected after
+the fact; :func:`shielded` gives it zero derivatives too (its tangents masked on the way in and out, so their
+transpose, the backward pass, is masked as well).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -96,3 +99,73 @@ def accept(model: Model, state: State, candidate: State, ok: jax.Array) -> State
         nonfinite=state.nonfinite | (good_step & ~ok),
         invalid=jnp.where(ok, candidate.invalid, state.invalid) | ~good_step,
     )
+
+
+def shielded(fn: Callable[[Model, State], State], model: Model, state: State) -> State:
+    """``fn(model, state)``, the step's stages, with derivatives that are zero, never NaN, for a world whose
+    result :func:`accept` rejects (not :func:`finite`, or not :func:`resolved`).
+
+    Forward and reverse mode alike: the tangents of ``(model, state)`` and of the result are multiplied by the
+    world's verdict (a ``where``, which drops an infinite or NaN partial derivative rather than multiplying it
+    by zero), and the backward pass, their transpose, is masked the same way. Without it one world whose step
+    overflows makes the gradient of every parameter its batch shares NaN, even when the loss masks it out.
+    The values are ``fn``'s, computed once.
+
+    Args:
+        fn: ``(model, state) -> State``, traced once per call.
+        model: the model.
+        state: the state the stages start from.
+
+    Returns:
+        ``fn(model, state)``.
+    """
+    return _shielded(fn, model, state)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _shielded(fn, model, state):
+    out = fn(model, state)
+    return _tied(out, _verdict(model, out))
+
+
+def _verdict(model: Model, out: State) -> jax.Array:
+    """() bool: whether :func:`accept` can take ``out`` (the part of its verdict decided by the result)."""
+    return finite(out) & resolved(model, out)
+
+
+def _tied(out: State, keep: jax.Array) -> State:
+    """``out``, its floating leaves passed through ``where(keep, x, x)``: the same values, batched wherever the
+    verdict is, so that under ``vmap`` the values and the masked tangents of :func:`_shielded_jvp` are
+    batched alike (JAX's batching of a ``custom_jvp`` gives the tangents the values' batch axes)."""
+    return jax.tree.map(lambda x: jnp.where(keep, x, x) if jnp.issubdtype(x.dtype, jnp.inexact) else x, out)
+
+
+def _zero_zone(tree, keep: jax.Array):
+    """The tangents of ``tree`` where ``keep``, else zero (integer tangents, ``float0``, as they are)."""
+    return jax.tree.map(
+        lambda t: t if t.dtype == jax.dtypes.float0 else jnp.where(keep, t, jnp.zeros_like(t)),
+        tree,
+    )
+
+
+def _shielded_jvp(fn, primals, tangents):
+    """One linearization of ``fn`` at the primals, applied to the masked tangents of its differentiated inputs
+    (those with a tangent: unperturbed inputs stay symbolic zeros, so no derivative along them is built)."""
+    leaves, tree = jax.tree.flatten(primals)
+    zero = jax.custom_derivatives.SymbolicZero
+    slopes = jax.tree.leaves(tangents, is_leaf=lambda t: isinstance(t, zero))
+    live = [i for i, (x, t) in enumerate(zip(leaves, slopes, strict=True)) if not isinstance(t, zero)]
+    live = [i for i in live if jnp.issubdtype(leaves[i].dtype, jnp.inexact)]
+
+    def along(*xs):
+        full = list(leaves)
+        for i, x in zip(live, xs, strict=True):
+            full[i] = x
+        return fn(*jax.tree.unflatten(tree, full))
+
+    out, linear = jax.linearize(along, *(leaves[i] for i in live))
+    keep = _verdict(primals[0], out)
+    return _tied(out, keep), _zero_zone(linear(*_zero_zone([slopes[i] for i in live], keep)), keep)
+
+
+_shielded.defjvp(_shielded_jvp, symbolic_zeros=True)

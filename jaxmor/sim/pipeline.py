@@ -19,8 +19,8 @@ stages before it produced, lives in the module of :mod:`jaxmor.sim` named after 
 7. :func:`~jaxmor.sim.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
    the next warm start, the actuator states of the completed step;
 8. :func:`~jaxmor.sim.guard.accept`: the guard that keeps a world that could not run or whose step went
-   non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", so its
-   derivatives are zero rather than NaN).
+   non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", and
+   :func:`~jaxmor.sim.guard.shielded` masks the derivatives of a step it rejects, so they are zero rather than NaN).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_ve
 from jaxmor.sim.dynamics import Dynamics, dynamics
 from jaxmor.sim.forces import Forces, forces
 from jaxmor.sim.free_motion import FreeMotion, free_motion
-from jaxmor.sim.guard import accept, finite, resolved, runnable, stand_in
+from jaxmor.sim.guard import accept, finite, resolved, runnable, shielded, stand_in
 from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import Kinematics, kinematics
 from jaxmor.sim.solver import solve_step
@@ -53,8 +53,8 @@ def step(model: Model, state: State) -> State:
     Pure: jit-, vmap- (over states, and over models for randomized worlds) and grad-able. A world that
     cannot run (flagged, non-finite or diverged inputs, a bad time step: :func:`jaxmor.sim.guard.runnable`)
     or whose step goes non-finite or turns a joint by more than half a turn (:func:`jaxmor.sim.guard.resolved`)
-    keeps its state (:func:`jaxmor.sim.guard.accept`); the former gets a
-    zero derivative, never a NaN one.
+    keeps its state (:func:`jaxmor.sim.guard.accept`); both get a zero derivative, never a NaN one
+    (:func:`jaxmor.sim.guard.shielded`).
 
     Args:
         model: the model.
@@ -75,9 +75,14 @@ def step(model: Model, state: State) -> State:
     with jax.named_scope("guard"):
         healthy = runnable(model, state)
         safe = jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state))
-    candidate = stages(model, safe).state
+    candidate = shielded(_end_of_step, model, safe)
     with jax.named_scope("guard"):
         return accept(model, state, candidate, healthy & finite(candidate) & resolved(model, candidate))
+
+
+def _end_of_step(model: Model, state: State) -> State:
+    """The state at the end of the step, unguarded."""
+    return stages(model, state).state
 
 
 class Stages(NamedTuple):
