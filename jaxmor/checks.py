@@ -146,17 +146,19 @@ def stored_problem(values: Any, dtype: Any, *, coordinates: bool = False) -> tup
     return index, "underflows to zero" if cast[index] == 0 else "underflows to a subnormal number"
 
 
-def stored_range(dtype: Any) -> str:
-    """The magnitudes ``dtype`` stores as normal numbers, for messages.
+def stored_failure(reason: str, dtype: Any) -> str:
+    """The end of a message about a value that ``dtype`` cannot hold: the reason, the dtype and what it stores.
 
     Args:
+        reason: the reason :func:`stored_problem` gives.
         dtype: a float dtype.
 
     Returns:
-        e.g. ``"0 or a magnitude in [1.2e-38, 3.4e+38]"`` for float32.
+        e.g. ``"overflows in float32, the model's dtype (it stores 0 or a magnitude in [1.2e-38, 3.4e+38])"``.
     """
     info = np.finfo(dtype)
-    return f"0 or a magnitude in [{float(info.tiny):.2g}, {float(info.max):.2g}]"
+    stores = f"0 or a magnitude in [{float(info.tiny):.2g}, {float(info.max):.2g}]"
+    return f"{reason} in {np.dtype(dtype).name}, the model's dtype (it stores {stores})"
 
 
 def as_stored(value: Any, name: str, dtype: Any, *, coordinates: bool = False) -> Any:
@@ -183,8 +185,8 @@ def as_stored(value: Any, name: str, dtype: Any, *, coordinates: bool = False) -
         index, reason = problem
         where = f"[{', '.join(map(str, index))}]" if index else ""
         raise ArgumentError(
-            f"{name}{where} = {float(found[index])!r} {reason} in {np.dtype(dtype).name}, the model's dtype "
-            f"(it stores {stored_range(dtype)}; enable jax_enable_x64 for float64, or rescale)"
+            f"{name}{where} = {float(found[index])!r} {stored_failure(reason, dtype)}; enable jax_enable_x64 for "
+            "float64, or rescale"
         )
     return value
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
-from jaxmor.checks import model_dtype, stored_problem, stored_range
+from jaxmor.checks import model_dtype, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.types import Model, MotorActuators
@@ -45,8 +45,8 @@ def check_representable(
     raise ModelError(
         source,
         lines[index[0]] if values.ndim else lines[0],
-        f"{what} {float(values[index])!r} {reason} in {np.dtype(dtype).name}, the model's dtype "
-        f"(it stores {stored_range(dtype)}; enable jax_enable_x64 before loading for float64, or rescale the model)",
+        f"{what} {float(values[index])!r} {stored_failure(reason, dtype)}; enable jax_enable_x64 before loading "
+        "for float64, or rescale the model",
     )
 
 

@@ -125,11 +125,11 @@ def shielded(fn: Callable[[Model, State], State], model: Model, state: State) ->
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _shielded(fn, model, state):
     out = fn(model, state)
-    return _tied(out, _verdict(model, out))
+    return _tied(out, verdict(model, out))
 
 
-def _verdict(model: Model, out: State) -> jax.Array:
-    """() bool: whether :func:`accept` can take ``out`` (the part of its verdict decided by the result)."""
+def verdict(model: Model, out: State) -> jax.Array:
+    """() bool: whether :func:`accept` can take the step's result ``out`` (:func:`finite` and :func:`resolved`)."""
     return finite(out) & resolved(model, out)
 
 
@@ -154,8 +154,11 @@ def _shielded_jvp(fn, primals, tangents):
     leaves, tree = jax.tree.flatten(primals)
     zero = jax.custom_derivatives.SymbolicZero
     slopes = jax.tree.leaves(tangents, is_leaf=lambda t: isinstance(t, zero))
-    live = [i for i, (x, t) in enumerate(zip(leaves, slopes, strict=True)) if not isinstance(t, zero)]
-    live = [i for i in live if jnp.issubdtype(leaves[i].dtype, jnp.inexact)]
+    live = [
+        i
+        for i, (x, t) in enumerate(zip(leaves, slopes, strict=True))
+        if not isinstance(t, zero) and jnp.issubdtype(x.dtype, jnp.inexact)
+    ]
 
     def along(*xs):
         full = list(leaves)
@@ -164,7 +167,7 @@ def _shielded_jvp(fn, primals, tangents):
         return fn(*jax.tree.unflatten(tree, full))
 
     out, linear = jax.linearize(along, *(leaves[i] for i in live))
-    keep = _verdict(primals[0], out)
+    keep = verdict(primals[0], out)
     return _tied(out, keep), _zero_zone(linear(*_zero_zone([slopes[i] for i in live], keep)), keep)
 
 

@@ -39,7 +39,7 @@ from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_ve
 from jaxmor.sim.dynamics import Dynamics, dynamics
 from jaxmor.sim.forces import Forces, forces
 from jaxmor.sim.free_motion import FreeMotion, free_motion
-from jaxmor.sim.guard import accept, finite, resolved, runnable, shielded, stand_in
+from jaxmor.sim.guard import accept, runnable, shielded, stand_in, verdict
 from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import Kinematics, kinematics
 from jaxmor.sim.solver import solve_step
@@ -77,7 +77,7 @@ def step(model: Model, state: State) -> State:
         safe = jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state))
     candidate = shielded(_end_of_step, model, safe)
     with jax.named_scope("guard"):
-        return accept(model, state, candidate, healthy & finite(candidate) & resolved(model, candidate))
+        return accept(model, state, candidate, healthy & verdict(model, candidate))
 
 
 def _end_of_step(model: Model, state: State) -> State:

@@ -65,7 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, motor_problem
-from jaxmor.checks import as_positive_int, as_real, stored_problem, stored_range
+from jaxmor.checks import as_positive_int, as_real, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError
 from jaxmor.types import Model
 
@@ -276,8 +276,8 @@ def _check_stored(name: str, values: np.ndarray, labels: Sequence[str], dtype: A
         (world, *element), reason = problem
         which = f", {labels[element[0]]}" if element and labels else ""
         raise ArgumentError(
-            f"randomize: {name}: world {world}{which}: drew {float(values[(world, *element)])!r}, which {reason} "
-            f"in {np.dtype(dtype).name}, the model's dtype (it stores {stored_range(dtype)})"
+            f"randomize: {name}: world {world}{which}: drew {float(values[(world, *element)])!r}, which "
+            f"{stored_failure(reason, dtype)}"
         )
 
 
