@@ -18,6 +18,7 @@ Every check raises :class:`jaxmor.ArgumentError` whose message starts with the a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -31,6 +32,20 @@ from jaxmor.errors import ArgumentError
 def is_traced(x: Any) -> bool:
     """Whether ``x`` is a tracer (inside ``jit``, ``vmap``, ``grad``, ``scan``), so its value is unknown."""
     return isinstance(x, jax.core.Tracer)
+
+
+def refuse_traced(value: Any, name: str) -> None:
+    """Refuse a traced value where a concrete one selects part of the model (a name or an index picks which
+    arrays a function builds, so it must be known while tracing).
+
+    Raises:
+        ArgumentError: ``value`` is traced; the message names ``name``.
+    """
+    if is_traced(value):
+        raise ArgumentError(
+            f"{name} must be a name or a Python int known outside jit/vmap (it selects part of the model), got a "
+            f"traced {value.dtype}{list(value.shape)} value (pass it as a static argument, or close over it)"
+        )
 
 
 def concrete(x: Any) -> np.ndarray | None:
@@ -102,6 +117,54 @@ def as_scalar(value: Any, name: str, *, lower: float | None = None, upper: float
     if upper is not None and x > upper:
         raise ArgumentError(f"{name} must be <= {upper}, got {x}")
     return value
+
+
+def _loose(node: Any) -> bool:
+    """Whether a pytree node stands where an array belongs: a list, or a tuple that is not a tuple of dataclasses
+    (a Model's ``terrain``); these are leaves for :func:`as_array_leaves`."""
+    if isinstance(node, list):
+        return True
+    return isinstance(node, tuple) and not all(dataclasses.is_dataclass(x) for x in node)
+
+
+def as_array_leaves(tree: Any, name: str, where: str) -> Any:
+    """``tree`` (a Model, say) with every leaf an array: a list, tuple or Python or NumPy scalar put where an array
+    belongs (``model.replace(gravity=[0, 0, -9.81])``) becomes one (``jnp.asarray``, traceable: a list of traced
+    numbers is stacked). A tree whose leaves are all arrays (or tracers) is returned as is, after one flatten.
+
+    Args:
+        tree: a pytree of arrays.
+        name: its name in messages (``"model"``).
+        where: the calling function, for messages.
+
+    Returns:
+        ``tree``, or a copy with those leaves converted.
+
+    Raises:
+        ArgumentError: a leaf that is not numeric (a string, an object, a ragged list), naming its path.
+    """
+    leaves = jax.tree_util.tree_leaves(tree, is_leaf=_loose)
+    if all(isinstance(x, (jax.Array, np.ndarray)) for x in leaves):
+        return tree
+
+    def convert(path, leaf):
+        if isinstance(leaf, (jax.Array, np.ndarray)):
+            return leaf
+        field = f"{where}: {name}{jax.tree_util.keystr(path)}"
+        if isinstance(leaf, (str, bytes)) or not isinstance(leaf, (list, tuple, int, float, np.generic)):
+            raise ArgumentError(f"{field} must be an array, got {quoted(leaf)}")
+        try:
+            return jnp.asarray(leaf)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{field} must be an array (a regular nest of numbers), got {quoted(leaf)}") from None
+
+    return jax.tree_util.tree_map_with_path(convert, tree, is_leaf=_loose)
+
+
+def quoted(value: Any) -> str:
+    """``repr(value)`` for a message, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def model_dtype() -> np.dtype:
@@ -189,6 +252,52 @@ def as_stored(value: Any, name: str, dtype: Any, *, coordinates: bool = False) -
             "float64, or rescale"
         )
     return value
+
+
+def as_bool(value: Any, name: str) -> bool:
+    """A Python or NumPy bool, as a ``bool``.
+
+    Raises:
+        ArgumentError: anything else (``0``, ``"yes"``, ``None``).
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ArgumentError(f"{name} must be a bool (True or False), got {quoted(value)}")
+    return bool(value)
+
+
+def as_key(key: Any, where: str) -> jax.Array:
+    """``key`` if it is one concrete ``jax.random`` key: a typed key of shape ``()``, or a raw key (the dtype and
+    shape ``jax.random.PRNGKey`` makes: ``uint32`` of shape ``(2,)`` by default).
+
+    Args:
+        key: the argument.
+        where: the calling function, for messages.
+
+    Raises:
+        ArgumentError: a traced key (the caller draws on the host), a batch of keys, or anything else (an int
+            seed, say).
+    """
+    if is_traced(key):
+        raise ArgumentError(
+            f"{where}: key must be a concrete jax.random key: {where} draws and checks on the host, so call it "
+            "outside jit/vmap (got a traced value)"
+        )
+    raw = jax.eval_shape(lambda: jax.random.PRNGKey(0))
+    typed = isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    if typed or isinstance(key, (jax.Array, np.ndarray)):
+        one = () if typed else raw.shape
+        lead = key.shape[: key.ndim - len(one)]
+        if (typed or key.dtype == raw.dtype) and key.shape[len(lead) :] == one:
+            if not lead:
+                return key
+            raise ArgumentError(
+                f"{where}: key must be one key, got a batch of keys of shape {lead} (split it and call {where} once "
+                "per key for several)"
+            )
+    raise ArgumentError(
+        f"{where}: key must be a jax.random key (jax.random.key(seed), or jax.random.PRNGKey(seed): {raw.dtype} of "
+        f"shape {raw.shape}), got {quoted(key)}"
+    )
 
 
 def as_positive_int(value: Any, name: str) -> int:

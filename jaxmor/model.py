@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.checks import refuse_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.types import JointType, Model
 
@@ -83,8 +84,9 @@ def resolve_actuator(model: Model, actuator: str | int) -> int:
     the one resolver every function that takes an actuator uses.
 
     Raises:
-        ArgumentError: an unknown name, an index outside ``[0, na)``, or a value that is neither.
+        ArgumentError: an unknown name, an index outside ``[0, na)``, a traced index, or a value that is neither.
     """
+    refuse_traced(actuator, "actuator")
     if isinstance(actuator, str):
         i = actuator_index(model, actuator)
         if i < 0:

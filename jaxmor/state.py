@@ -19,7 +19,7 @@ from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor import motor_problem
 from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
-from jaxmor.checks import as_array, as_stored, as_vector, concrete
+from jaxmor.checks import as_array, as_stored, as_vector, concrete, refuse_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import ball_joints, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
@@ -505,10 +505,11 @@ def set_keyframe(model: Model, state: State, key: str | int) -> State:
         The new state; its time compensation is zeroed.
 
     Raises:
-        ArgumentError: an unknown name (the message lists them), an index out of range, or a state that does
-            not fit the model.
+        ArgumentError: an unknown name (the message lists them), an index out of range or traced, or a state
+            that does not fit the model.
     """
     check_state(model, state, "set_keyframe")
+    refuse_traced(key, "key")
     names = keyframe_names(model)
     if isinstance(key, str):
         if key not in names:

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from jaxmor.build.builder import DEFAULT_FRICTION
 from jaxmor.build.terrain import binned, with_terrain
-from jaxmor.checks import as_scalar, as_stored, check_options, is_traced
+from jaxmor.checks import as_array, as_scalar, as_stored, check_options, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
 from jaxmor.sim.collision import check_pairs
@@ -153,23 +153,44 @@ def with_battery(model: Model, open_circuit_voltage: float, internal_resistance:
     gets ``V_oc / 2``, and power braking motors return leaves the bus at ``V_oc``. A new State starts at
     ``V_oc``. Both values are leaves (``model.battery``), so they can be randomized per world.
 
+    Works under ``jit`` and ``vmap``: traced values are stored as given once their shape is checked; a traced
+    value out of range (``V_oc`` not positive, ``R_int`` negative, either not finite) makes both NaN, so the
+    worlds stepped with them are flagged (``State.nonfinite``) rather than run with a battery that cannot be.
+
     Args:
         model: the model.
-        open_circuit_voltage: ``V_oc`` [V] (``> 0``).
-        internal_resistance: ``R_int`` [Ohm] (``>= 0``).
+        open_circuit_voltage: ``V_oc`` [V] (``> 0``), a scalar.
+        internal_resistance: ``R_int`` [Ohm] (``>= 0``), a scalar.
 
     Raises:
-        ArgumentError: a value out of range, or one the model's dtype cannot hold (overflowing, or nonzero
-            and below its smallest normal number: :func:`jaxmor.checks.as_stored`); the message names it.
+        ArgumentError: not a scalar; a concrete value out of range, or one the model's dtype cannot hold
+            (overflowing, or nonzero and below its smallest normal number: :func:`jaxmor.checks.as_stored`); the
+            message names it.
     """
     dtype = model.body_mass.dtype
-    voltage = as_scalar(open_circuit_voltage, "open_circuit_voltage", lower=0.0)
-    resistance = as_scalar(internal_resistance, "internal_resistance", lower=0.0)
-    as_stored(voltage, "open_circuit_voltage", dtype)
-    as_stored(resistance, "internal_resistance", dtype)
-    if float(voltage) <= 0.0:
+    voltage = _battery_value(open_circuit_voltage, "open_circuit_voltage", dtype)
+    resistance = _battery_value(internal_resistance, "internal_resistance", dtype)
+    if not is_traced(voltage) and float(voltage) <= 0.0:
         raise ArgumentError(f"open_circuit_voltage must be positive, got {float(voltage)}")
-    return model.replace(battery=Battery(jnp.asarray(voltage, dtype), jnp.asarray(resistance, dtype), enabled=True))
+    if is_traced(voltage) or is_traced(resistance):
+        usable = (voltage > 0) & (resistance >= 0) & jnp.isfinite(voltage) & jnp.isfinite(resistance)
+        voltage, resistance = (jnp.where(usable, x, jnp.nan) for x in (voltage, resistance))
+    return model.replace(battery=Battery(voltage, resistance, enabled=True))
+
+
+def _battery_value(value: object, name: str, dtype) -> jnp.ndarray:
+    """A battery constant as a scalar array of ``dtype``; a concrete one checked finite, ``>= 0`` and held by
+    ``dtype``.
+
+    Raises:
+        ArgumentError: naming ``name``: not a number, not a scalar, or a concrete value out of range.
+    """
+    as_scalar(value, name, lower=0.0)
+    as_stored(value, name, dtype)
+    out = as_array(value, name, dtype)
+    if out.shape != ():
+        raise ArgumentError(f"{name} must be a scalar, got shape {out.shape}")
+    return out
 
 
 def with_options(model: Model, **options: object) -> Model:

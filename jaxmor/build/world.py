@@ -49,6 +49,7 @@ from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
 from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, locate_actuator_file
+from jaxmor.io.files import readable_file, shortened
 from jaxmor.io.mesh import resolve_mesh
 from jaxmor.io.xml import check_attributes, parse_float, parse_vector, parse_xml, tag
 from jaxmor.state import check_state, init_state, reset_actuator_state
@@ -287,8 +288,12 @@ def _load_robot(el, source: str, folder: Path, package_dirs, actuator_dirs) -> M
     if not file:
         raise ModelError(source, el.sourceline, "<robot> needs a file")
     robot = (Path(file) if Path(file).is_absolute() else folder / file).resolve()
-    if not robot.is_file():
-        raise ModelError(source, el.sourceline, f"the robot's description {file!r} is missing (looked for {robot})")
+    if not readable_file(robot):
+        raise ModelError(
+            source,
+            el.sourceline,
+            f"the robot's description {shortened(file)!r} is missing or not readable (looked for {shortened(robot)})",
+        )
     if fmt not in ("urdf", "mjcf"):
         raise ModelError(source, el.sourceline, f"<robot format> must be urdf or mjcf, got {fmt!r}")
     options = {

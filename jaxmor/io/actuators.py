@@ -123,7 +123,7 @@ from pathlib import Path
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ModelError
-from jaxmor.io.files import confined_file
+from jaxmor.io.files import confined_file, shortened
 from jaxmor.io.xml import (
     check_attributes,
     check_children,
@@ -520,7 +520,7 @@ def locate_actuator_file(
     raise ModelError(
         source,
         element.sourceline,
-        f"actuator file '{file}' not found or not readable in the allowed directories (searched: {where}; "
+        f"actuator file {shortened(file)!r} not found or not readable in the allowed directories (searched: {where}; "
         "files are read only within the robot's directory tree and the search path, or actuator_dirs)",
     )
 

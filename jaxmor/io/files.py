@@ -4,7 +4,8 @@ Robot descriptions are untrusted: a path in one (``..``, a symbolic link, an abs
 on the machine. The readers and :func:`jaxmor.export_package` therefore accept a named file only where it
 really lies (links resolved) inside one of the allowed folder trees the caller gives, and only if it is a
 readable regular file. A file outside them, a missing file and an unreadable file are one and the same
-outcome (``None``), so that an error built from it never tells whether a file exists elsewhere.
+outcome (``None``), so that an error built from it never tells whether a file exists elsewhere. A name the
+system refuses (longer than its limit of 255 bytes per name, say) names no file: the same outcome.
 """
 
 from __future__ import annotations
@@ -13,12 +14,35 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["confined_file", "inside"]
+__all__ = ["confined_file", "inside", "readable_file", "shortened"]
+
+#: The most characters of a file name a message quotes.
+QUOTED_CHARACTERS = 80
 
 
 def inside(path: Path, tree: Path) -> bool:
     """Whether ``path`` is ``tree`` or lies below it (both already resolved)."""
     return path == tree or tree in path.parents
+
+
+def shortened(name: str | os.PathLike) -> str:
+    """A file name (or path) for a message: each of its components (names between separators) longer than
+    :data:`QUOTED_CHARACTERS` with its middle elided (``...``), the others as they are."""
+    keep = (QUOTED_CHARACTERS - 3) // 2
+    parts = str(name).split(os.sep)
+    return os.sep.join(p if len(p) <= QUOTED_CHARACTERS else f"{p[:keep]}...{p[-keep:]}" for p in parts)
+
+
+def readable_file(path: Path) -> bool:
+    """Whether ``path`` is a readable regular file.
+
+    Returns:
+        ``False`` also for a path the system refuses to look up (a name over its length limit, a NUL byte).
+    """
+    try:
+        return path.is_file() and os.access(path, os.R_OK)
+    except (OSError, ValueError):
+        return False
 
 
 def confined_file(
@@ -43,9 +67,9 @@ def confined_file(
     for candidate in candidates:
         try:
             real = Path(candidate).resolve()
-        except (OSError, RuntimeError):
+        except (OSError, RuntimeError, ValueError):
             continue
         where = any(inside(real, t) for t in roots) or real.parent in folders
-        if where and real.is_file() and os.access(real, os.R_OK):
+        if where and readable_file(real):
             return real
     return None

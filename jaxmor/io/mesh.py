@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.files import confined_file
+from jaxmor.io.files import confined_file, shortened
 
 #: Most vertices of a simulated mesh hull by default; a hull with more is simplified (module docstring). The
 #: loaders' ``max_hull_vertices`` (MJCF: a mesh's ``maxhullvert``) choose another bound.
@@ -145,15 +145,15 @@ def resolve_mesh(
     allowed = [*trees, *package_dirs, *_package_roots(uri, resource_dir)]
     path = confined_file(places, allowed)
     if path is None:
-        shown = "; ".join(str(p) for p in places[:8]) + ("; ..." if len(places) > 8 else "")
+        shown = "; ".join(shortened(p) for p in places[:8]) + ("; ..." if len(places) > 8 else "")
         hint = " (pass package_dirs=[...] to the loader)" if uri.startswith("package://") else ""
         if resource_dir is None:
             hint += " (a description given as text needs its folder: resource_dir, assets_dir for MJCF)"
         raise ModelError(
             source,
             line,
-            f"{kind} file {uri!r} not found or not readable in the allowed folders{hint}; searched: {shown} (files "
-            "are read only within the model's folders and package_dirs)",
+            f"{kind} file {shortened(uri)!r} not found or not readable in the allowed folders{hint}; searched: {shown} "
+            "(files are read only within the model's folders and package_dirs)",
         )
     size = path.stat().st_size
     if size > MAX_MESH_BYTES:

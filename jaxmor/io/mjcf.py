@@ -109,6 +109,7 @@ from jaxmor.io.description import (
     RobotDescription,
     combine_masses,
 )
+from jaxmor.io.files import shortened
 from jaxmor.io.mesh import MAX_HULL_VERTICES, check_max_vertices, convex_hull, resolve_mesh
 from jaxmor.io.mesh_inertia import RULES, mesh_mass
 from jaxmor.io.mjcf_actuators import limited_range, read_actuators
@@ -1159,7 +1160,7 @@ class _Reader:
         if path is None:
             raise self.doc.error(
                 el,
-                f"actuator file {file!r} not found or not readable in the allowed directories (from {base}; "
+                f"actuator file {shortened(file)!r} not found or not readable in the allowed directories (from {base}; "
                 "files are read only within the model's directory tree and the search path, or actuator_dirs)",
             )
         definitions, torques, enforced = actuators_from_xml(path, base_dir=path.parent, extra_dirs=self.actuator_dirs)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ModelError
-from jaxmor.io.files import confined_file
+from jaxmor.io.files import confined_file, shortened
 from jaxmor.io.mjcf_schema import ACTUATOR_SPECS, IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.xml import STRING_SOURCE, parse_float, parse_xml, tag
 
@@ -86,7 +86,9 @@ def _include(doc: Document, el, included: set[Path]) -> None:
     if found is None:
         where = ", ".join(str(t) for t in trees)
         raise doc.error(
-            el, f"included file {name!r} not found or not readable inside the model's folders (searched: {where})"
+            el,
+            f"included file {shortened(name)!r} not found or not readable inside the model's folders "
+            f"(searched: {where})",
         )
     if found in included:
         raise doc.error(el, f"file {name!r} is included twice (an include cycle?)")

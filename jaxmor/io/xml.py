@@ -24,6 +24,7 @@ from pathlib import Path
 from lxml import etree
 
 from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.io.files import shortened
 
 #: Largest robot description accepted, in bytes. Real URDFs are a few hundred KiB at most.
 MAX_XML_BYTES = 16 * 1024 * 1024
@@ -68,7 +69,8 @@ def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES
         (the path as given, or ``"<string>"``).
 
     Raises:
-        ModelError: the file is missing, too large, not well-formed XML, or has a DTD with declarations.
+        ModelError: the file is missing or cannot be read (a name over the system's length limit, no
+            permission), too large, not well-formed XML, or has a DTD with declarations.
         ArgumentError: ``path_or_text`` is neither a string nor an ``os.PathLike``.
     """
     if not isinstance(path_or_text, (str, os.PathLike)):
@@ -83,13 +85,7 @@ def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES
             raise ModelError(source, None, f"XML text of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
     else:
         source = str(path_or_text)
-        path = Path(path_or_text)
-        if not path.is_file():
-            raise ModelError(source, None, "no such file")
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ModelError(source, None, f"file of {size} bytes exceeds the limit of {max_bytes} bytes")
-        data = path.read_bytes()
+        data = _read_file(Path(path_or_text), source, max_bytes)
     if data.count(b"\n") >= _BIG_LINES:
         # libxml2 keeps a line number above 65535 only in the text node after an element; with none (as in
         # "<a/><b>") it reports 65535. A space between adjacent tags (where "<" cannot be part of an
@@ -112,6 +108,26 @@ def parse_xml(path_or_text: str | os.PathLike, *, max_bytes: int = MAX_XML_BYTES
         if isinstance(el, etree._Entity):
             raise ModelError(source, el.sourceline, f"unresolved entity reference &{el.name};")
     return root, source
+
+
+def _read_file(path: Path, source: str, max_bytes: int) -> bytes:
+    """The bytes of a description file.
+
+    Raises:
+        ModelError: at ``source``: the file is missing, not a regular file, larger than ``max_bytes``, or the
+            system refuses its path or its reading (a name over the system's length limit, no permission).
+    """
+    try:
+        if not path.is_file():
+            raise ModelError(source, None, "no such file")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ModelError(source, None, f"file of {size} bytes exceeds the limit of {max_bytes} bytes")
+        return path.read_bytes()
+    except OSError as exc:
+        raise ModelError(shortened(source), None, f"cannot be read: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the path
+        raise ModelError(source, None, "no such file (the path holds a NUL character)") from None
 
 
 def parse_float(text: str | None, source: str, element, what: str) -> float:

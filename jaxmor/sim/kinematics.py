@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.checks import as_vector
+from jaxmor.checks import as_vector, refuse_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.math import axis_angle_to_rotation, quat_to_rotation
 from jaxmor.model import ball_joints
@@ -216,8 +216,9 @@ def link_index(model: Model, link: str | int) -> int:
     """Index of a link in ``model.link_names``.
 
     Raises:
-        ArgumentError: no such link.
+        ArgumentError: no such link, or a traced index.
     """
+    refuse_traced(link, "link")
     if isinstance(link, (int, np.integer)):
         if not 0 <= int(link) < model.nl:
             raise ArgumentError(f"link index {link} is out of range [0, {model.nl})")

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmor.checks import check_options
+from jaxmor.checks import as_array_leaves, check_options
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision import Contacts, collide
 from jaxmor.sim.collision.budget import select
@@ -66,10 +66,12 @@ def step(model: Model, state: State) -> State:
 
     Raises:
         ArgumentError: the state does not fit the model (a field of the wrong shape, e.g. a state made
-            before ``add_ground``, or a batch of states without ``vmap``), or the options are invalid
-            (a time step that is not positive and finite when it is concrete, a sweep count below 1);
-            checked when traced.
+            before ``add_ground``, or a batch of states without ``vmap``), the options are invalid
+            (a time step that is not positive and finite when it is concrete, a gravity that is not a
+            3-vector, a sweep count below 1), or a model field holds something that is not numeric (a list or
+            a number put where an array belongs is taken as one); checked when traced.
     """
+    model = as_array_leaves(model, "model", "step")
     check_state(model, state, "step")
     check_options(model.opt, "step")
     with jax.named_scope("guard"):

@@ -65,9 +65,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, motor_problem
-from jaxmor.checks import as_positive_int, as_real, stored_failure, stored_problem
+from jaxmor.checks import as_key, as_positive_int, as_real, is_traced, quoted, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError
 from jaxmor.types import Model
+
+#: The most values one parameter's draws may hold (``n_worlds`` times its elements; 2 GiB of float64).
+MAX_DRAWS = 2**28
 
 
 @dataclasses.dataclass(frozen=True)
@@ -312,14 +315,111 @@ def _check_motors(model: Model, motor: DcMotorParameters, drawn: set[str]) -> No
                 raise ArgumentError(f"randomize: {parameters}: {where}: the drawn motor is invalid: {problem}")
 
 
+def _nominal(model: Model, name: str, parameter: _Parameter) -> np.ndarray:
+    """The nominal values of a parameter, checked to be those of an unbatched, concrete model.
+
+    Raises:
+        ArgumentError: a traced leaf (randomize under jit), or a leaf of another shape than an unbatched model's
+            (a model already randomized, a leaf replaced by hand).
+    """
+    leaf = _get(model, parameter.path)
+    field = "model." + ".".join(parameter.path)
+    if is_traced(leaf):
+        raise ArgumentError(f"randomize: {field} is traced: randomize draws on the host, so call it outside jit/vmap")
+    try:
+        nominal = np.asarray(leaf, np.float64)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"randomize: {field} must be an array of numbers, got {quoted(leaf)}") from None
+    names = parameter.names(model)
+    if name.startswith("joint."):
+        expected: tuple[int, ...] | int = (model.nv,)
+    elif names:
+        expected = (len(names),)
+    else:
+        expected = 2 if name == "terrain.heights" else ()
+    if nominal.shape != expected and (not isinstance(expected, int) or nominal.ndim != expected):
+        shape = f"{expected}-dimensional" if isinstance(expected, int) else f"of shape {expected}"
+        raise ArgumentError(
+            f"randomize: {name}: {field} has shape {nominal.shape}, not {shape}: randomize draws from an unbatched "
+            "model (give every parameter in one spec rather than randomizing a randomized model)"
+        )
+    return nominal
+
+
+def _constructors() -> dict[str, Callable[..., Distribution]]:
+    """The distributions' constructors, by kind: a :class:`Distribution` made directly is checked by its kind's."""
+    return {"uniform": uniform, "log_uniform": log_uniform, "scale": scale, "normal": normal}
+
+
+def _check_distribution(name: str, dist: Any) -> None:
+    """Refuse what is not a distribution of a known kind with finite numbers for bounds and, as ``select``,
+    ``None`` or a non-empty sequence of names (checks that hold for one made directly, not by its constructor).
+
+    Raises:
+        ArgumentError: naming the parameter and what is wrong.
+    """
+    if not isinstance(dist, Distribution):
+        raise ArgumentError(f"randomize: {name} needs a distribution (jaxmor.uniform, ...), got {quoted(dist)}")
+    kinds = _constructors()
+    if dist.kind not in kinds:
+        raise ArgumentError(f"randomize: {name}: a distribution's kind is one of {list(kinds)}, got {dist.kind!r}")
+    select = dist.select
+    names = isinstance(select, (list, tuple)) and len(select) > 0 and all(isinstance(x, str) for x in select)
+    if select is not None and not names:
+        raise ArgumentError(f"randomize: {name}: select must be a non-empty sequence of names, got {quoted(select)}")
+    for label, bound in zip(_labels(dist), (dist.a, dist.b), strict=True):
+        try:
+            values = np.asarray(bound, np.float64)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"randomize: {name}: {label} must be numbers, got {quoted(bound)}") from None
+        if isinstance(bound, (str, bytes)) or not np.all(np.isfinite(values)):
+            raise ArgumentError(f"randomize: {name}: {label} must be finite numbers, got {quoted(bound)}")
+
+
+def _checked(dist: Distribution) -> Distribution:
+    """``dist`` made again by its kind's constructor, so that one made directly passes the same checks."""
+    return _constructors()[dist.kind](dist.a, dist.b, select=dist.select, shared=dist.shared)
+
+
+def _labels(dist: Distribution) -> tuple[str, str]:
+    """The names of a distribution's two bounds."""
+    return ("mean", "std") if dist.kind == "normal" else ("low", "high")
+
+
+def _check_broadcast(name: str, dist: Distribution, draws: tuple[int, int]) -> None:
+    """Refuse bounds that do not broadcast against ``draws`` (``(n_worlds, selected elements)``).
+
+    Raises:
+        ArgumentError: naming the parameter, the bound, its shape and the shapes it may have.
+    """
+    for label, bound in zip(_labels(dist), (dist.a, dist.b), strict=True):
+        shape = np.shape(np.asarray(bound, np.float64))
+        if not _fits(shape, draws):
+            n, k = draws
+            raise ArgumentError(
+                f"randomize: {name}: {label} has shape {shape}, which does not broadcast against the draws ({n}, {k})"
+                f" (n_worlds, selected elements): give a number, {k} values, or an array of shape ({n}, {k})"
+            )
+
+
+def _fits(shape: tuple[int, ...], draws: tuple[int, int]) -> bool:
+    """Whether an array of ``shape`` broadcasts to ``draws`` without growing it."""
+    try:
+        return np.broadcast_shapes(shape, draws) == draws
+    except ValueError:
+        return False
+
+
 def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Distribution]) -> tuple[Model, Model]:
     """Per-world models drawn from ``model`` (see the module docstring for the parameters).
 
     Args:
-        model: the nominal model (unbatched).
-        key: a ``jax.random`` key; the same key gives the same worlds.
-        n_worlds: number of worlds (``>= 1``).
-        spec: parameter name -> :class:`Distribution`.
+        model: the nominal model (unbatched, concrete: randomize runs on the host, outside ``jit``).
+        key: one ``jax.random`` key (``jax.random.key(seed)`` or ``jax.random.PRNGKey(seed)``); the same key gives
+            the same worlds.
+        n_worlds: number of worlds (``>= 1``; ``n_worlds`` times a parameter's elements at most :data:`MAX_DRAWS`).
+        spec: parameter name -> :class:`Distribution`, whose bounds are numbers that broadcast against the draws
+            ``(n_worlds, selected elements)``.
 
     Returns:
         ``(models, axes)``: the model with a leading axis of ``n_worlds`` on each randomized leaf, and the
@@ -327,9 +427,14 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         ``model_axes`` of :func:`jaxmor.rollout_batch`, the ``in_axes`` of ``jax.vmap``).
 
     Raises:
-        ArgumentError: an unknown parameter or element name, a distribution that is not one, or a draw that
-            breaks a rule (naming the parameter, the world, the element and the rule).
+        ArgumentError: not a Model; a key that is not one concrete key (an int, a batch of keys, a traced key);
+            too many draws; an unknown parameter or element name, a distribution that is not one or whose bounds
+            do not broadcast against the draws, a model that is batched or traced, or a draw that breaks a rule
+            (naming the parameter, the world, the element and the rule).
     """
+    if not isinstance(model, Model):
+        raise ArgumentError(f"randomize: model must be a jaxmor.Model, got {type(model).__name__}")
+    key = as_key(key, "randomize")
     n = as_positive_int(n_worlds, "n_worlds")
     if not isinstance(spec, Mapping):
         raise ArgumentError(f"spec must map parameter names to distributions, got {type(spec).__name__}")
@@ -340,16 +445,22 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
     for (name, dist), sub in zip(spec.items(), keys, strict=False):
         name = ALIASES.get(name, name)
         if name not in PARAMETERS:
-            raise ArgumentError(f"randomize: unknown parameter {name!r}; the parameters are {sorted(PARAMETERS)}")
-        if not isinstance(dist, Distribution):
-            raise ArgumentError(f"randomize: {name} needs a distribution (jaxmor.uniform, ...), got {dist!r}")
+            raise ArgumentError(f"randomize: unknown parameter {quoted(name)}; the parameters are {sorted(PARAMETERS)}")
         parameter = PARAMETERS[name]
         if parameter.path[0] == "height_field" and model.height_field is None:
             raise ArgumentError(f"randomize: {name} needs a model with a height field (jaxmor.with_height_field)")
-        nominal = np.asarray(_get(model, parameter.path), np.float64)
         if _get(axes, parameter.path) is not None:
             raise ArgumentError(f"randomize: {name} is given twice")
+        nominal = _nominal(model, name, parameter)
+        if n * max(nominal.size, 1) > MAX_DRAWS:
+            raise ArgumentError(
+                f"randomize: {name}: n_worlds = {n} worlds of {nominal.size} values each are more than MAX_DRAWS = "
+                f"{MAX_DRAWS} values"
+            )
+        _check_distribution(name, dist)
         index = _selection(model, name, parameter, dist, nominal.size)
+        _check_broadcast(name, dist, (n, index.size))
+        dist = _checked(dist)
         labels = [parameter.names(model)[i] for i in index] if parameter.names(model) else []
         slots = np.asarray(model.joint_u, dtype=np.int64)[index] if name.startswith("joint.") else index
         base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)

@@ -46,11 +46,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.checks import as_positive_int
+from jaxmor.checks import as_bool, as_key, as_positive_int, as_scalar, quoted
 from jaxmor.errors import ArgumentError
 from jaxmor.model import actuator_index, resolve_actuator
 from jaxmor.sim.pipeline import rollout
-from jaxmor.state import init_state
+from jaxmor.state import check_state, init_state
 from jaxmor.types import Model, State
 
 #: The parameters ``fit`` can identify, per actuator.
@@ -108,8 +108,8 @@ class Recording:
     def __post_init__(self) -> None:
         for name in ("q", "u", "torque", "current", "temperature"):
             value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, np.asarray(value, dtype=np.float64))
+            if value is not None or name in ("q", "u", "torque"):
+                object.__setattr__(self, name, _samples(value, name))
         steps = self.torque.shape[0] if self.torque.ndim == 2 else -1
         shapes = {"q": self.q.shape, "u": self.u.shape, "torque": self.torque.shape}
         if (
@@ -127,6 +127,27 @@ class Recording:
             raise ArgumentError(f"temperature must have shape (T+1, na) = {expected}, got {self.temperature.shape}")
 
 
+def _samples(value: Any, name: str) -> np.ndarray:
+    """A recorded channel as a float64 array.
+
+    Raises:
+        ArgumentError: not an array of real numbers (``None``, a string, a ragged nest, complex or bool values).
+    """
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.dtype.kind not in "iuf":
+        raise ArgumentError(f"a Recording's {name} must be an array of real numbers, got {quoted(value)}")
+    return array.astype(np.float64, copy=False)
+
+
+def _check_model(model: Any, where: str) -> None:
+    """Raise unless ``model`` is a :class:`jaxmor.Model`."""
+    if not isinstance(model, Model):
+        raise ArgumentError(f"{where}: model must be a jaxmor.Model, got {type(model).__name__}")
+
+
 def record(model: Model, state: State, torque: Any, *, noise: float = 0.0, key: jax.Array | None = None) -> Recording:
     """Simulate ``model`` from ``state`` under commanded actuator torques and record it (synthetic data).
 
@@ -141,8 +162,21 @@ def record(model: Model, state: State, torque: Any, *, noise: float = 0.0, key: 
     Returns:
         The :class:`Recording`, with the currents the motors drew (``ActuatorState.current``) and, when the model
         has a thermal model, the winding temperatures.
+
+    Raises:
+        ArgumentError: not a Model, a state that does not fit it, torques that are not ``(T, na)`` with ``T >= 1``,
+            a negative or non-finite ``noise``, or ``noise > 0`` without one ``jax.random`` key.
     """
-    torque = jnp.asarray(torque, state.u.dtype)
+    _check_model(model, "record")
+    check_state(model, state, "record")
+    torque = jnp.asarray(_samples(torque, "torque"), state.u.dtype)
+    if torque.ndim != 2 or torque.shape[0] < 1 or torque.shape[1] != model.na:
+        raise ArgumentError(f"record: torque must have shape (T, {model.na}) with T >= 1, got {torque.shape}")
+    noise = as_scalar(noise, "noise", lower=0.0)
+    if noise and key is None:
+        raise ArgumentError("record needs a key when noise > 0")
+    if noise:
+        key = as_key(key, "record")
     final, traj = jax.jit(lambda s, c: rollout(model, s, c))(state, torque)
     del final
     q = np.concatenate([np.asarray(state.q)[None], np.asarray(traj.q)])
@@ -153,8 +187,6 @@ def record(model: Model, state: State, torque: Any, *, noise: float = 0.0, key: 
         temps = traj.motor_state.winding_temperature
         channels.append(np.concatenate([np.asarray(state.motor_state.winding_temperature)[None], np.asarray(temps)]))
     if noise:
-        if key is None:
-            raise ArgumentError("record needs a key when noise > 0")
         keys = jax.random.split(key, len(channels))
         channels = [
             x + noise * np.std(x, axis=0) * np.asarray(jax.random.normal(k, x.shape), np.float64)
@@ -281,7 +313,7 @@ def _scale(x: jax.Array) -> jax.Array:
 
 def _actuator_indices(model: Model, actuators: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
     """The fitted actuators' names and their indices in the model."""
-    names = tuple(actuators)
+    names = _names(actuators, "actuators")
     index = np.array([actuator_index(model, a) for a in names], dtype=np.int64)
     unknown = [a for a, i in zip(names, index, strict=True) if i < 0]
     if unknown or not names:
@@ -291,7 +323,23 @@ def _actuator_indices(model: Model, actuators: Sequence[str]) -> tuple[tuple[str
     return names, index
 
 
+def _names(value: Any, what: str) -> tuple[str, ...]:
+    """``value`` as a tuple of distinct names.
+
+    Raises:
+        ArgumentError: naming ``what``: not a list or tuple of strings (a single string included), or a name
+            given twice.
+    """
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, str) for x in value):
+        raise ArgumentError(f"{what} must be a list of names, got {quoted(value)}")
+    twice = sorted({x for x in value if value.count(x) > 1})
+    if twice:
+        raise ArgumentError(f"{what} names {twice} more than once")
+    return tuple(value)
+
+
 def _check_parameters(parameters: Sequence[str], ideal_motor: bool) -> None:
+    parameters = _names(parameters, "parameters")
     bad = [p for p in parameters if p not in PARAMETERS]
     if bad or not parameters:
         raise ArgumentError(f"parameters must be among {PARAMETERS}, got {list(parameters)}")
@@ -301,6 +349,10 @@ def _check_parameters(parameters: Sequence[str], ideal_motor: bool) -> None:
 
 def _checked_recordings(model: Model, recordings: Sequence[Recording]) -> list[Recording]:
     """The recordings as a list, each checked to fit the model's sizes."""
+    if isinstance(recordings, Recording):
+        recordings = [recordings]
+    if not isinstance(recordings, (list, tuple)):
+        raise ArgumentError(f"recordings must be a Recording or a list of them, got {type(recordings).__name__}")
     recordings = list(recordings)
     if not recordings or not all(isinstance(r, Recording) for r in recordings):
         raise ArgumentError("recordings must be a non-empty sequence of jaxmor.tools.sysid.Recording")
@@ -380,10 +432,18 @@ def residual_function(
         log-parameters ``theta`` (``p = p0 exp(theta)``, shape (size,), zero at the model's values; with
         ``ideal_motor`` the torque constant has no entry); ``unpack(theta)`` gives the model with those
         values. The loss of :func:`fit` is ``0.5 * mean(residuals(theta) ** 2)``.
+
+    Raises:
+        ArgumentError: an argument :func:`fit` refuses (its checks of these arguments), before anything is compiled.
     """
+    _check_model(model, "sysid")
     names, index = _actuator_indices(model, actuators)
+    ideal_motor = as_bool(ideal_motor, "ideal_motor")
+    use_currents = as_bool(use_currents, "use_currents")
     _check_parameters(parameters, ideal_motor)
     recordings = _checked_recordings(model, recordings)
+    if state is not None:
+        check_state(model, state, "sysid")
     thermal = [p for p in parameters if p in THERMAL_PARAMETERS]
     if thermal:
         window = _thermal_window(model, recordings, thermal, names, index, window)
@@ -481,12 +541,14 @@ def fit(
         :class:`SysidResult`.
 
     Raises:
-        ArgumentError: unknown actuators or parameters, recordings that do not fit the model or hold a non-finite
-            sample (the message names the recording's index, the field, the first bad sample and the count), a
-            bad method.
+        ArgumentError: not a Model; actuators or parameters that are not lists of distinct known names;
+            recordings that are not Recordings, do not fit the model or hold a non-finite sample (the message names
+            the recording's index, the field, the first bad sample and the count); a state that does not fit the
+            model; a window or iteration count that is not a positive int; a bad method or optimizer; a flag
+            (``use_currents``, ``ideal_motor``, ``progress``) that is not a bool. All are checked before anything
+            is compiled.
     """
-    if isinstance(recordings, Recording):
-        recordings = [recordings]
+    _check_fit_options(method, optimizer, progress)
     residuals, unpack, size = residual_function(
         model, recordings, actuators, parameters, state=state, window=window,
         use_currents=use_currents, ideal_motor=ideal_motor,
@@ -503,11 +565,25 @@ def fit(
     history = [loss_of(res(theta))]
     if method == "gauss_newton":
         theta, history = _levenberg_marquardt(res, jac, theta, history, iterations, progress, loss_of)
-    elif method == "optax":
-        theta, history = _optax(residuals, theta, history, iterations, progress, optimizer)
     else:
-        raise ArgumentError(f"method must be 'gauss_newton' or 'optax', got {method!r}")
+        theta, history = _optax(residuals, theta, history, iterations, progress, optimizer)
     return _result(model, actuators, parameters, unpack, res, jac, theta, history, ideal_motor)
+
+
+def _check_fit_options(method: Any, optimizer: Any, progress: Any) -> None:
+    """Check the options of :func:`fit` that say how it runs, before anything is compiled.
+
+    Raises:
+        ArgumentError: an unknown ``method``; an ``optimizer`` with ``method="gauss_newton"`` (it has none), or
+            one that is not an ``optax`` transformation; a ``progress`` that is not a bool.
+    """
+    if not (isinstance(method, str) and method in ("gauss_newton", "optax")):
+        raise ArgumentError(f"method must be 'gauss_newton' or 'optax', got {quoted(method)}")
+    if optimizer is not None and method == "gauss_newton":
+        raise ArgumentError(f"optimizer is used by method='optax' only, got {quoted(optimizer)} with 'gauss_newton'")
+    if optimizer is not None and not (hasattr(optimizer, "init") and hasattr(optimizer, "update")):
+        raise ArgumentError(f"optimizer must be an optax transformation (init, update), got {quoted(optimizer)}")
+    as_bool(progress, "progress")
 
 
 def _log(progress: bool, k: int, loss: float, note: str = "") -> None:
