@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.errors import ArgumentError
+from jaxmor.errors import ArgumentError, brief_repr
 
 
 def is_traced(x: Any) -> bool:
@@ -62,10 +62,11 @@ def as_array(x: Any, name: str, dtype: Any = None) -> jax.Array:
     """``x`` as a JAX array of ``dtype`` (``None``: keep its dtype).
 
     Raises:
-        ArgumentError: ``x`` is not numeric array-like (a string, ``None``, an object...).
+        ArgumentError: ``x`` is not real numeric array-like (a string, ``None``, an object, complex numbers).
     """
     if isinstance(x, (str, bytes)) or x is None:
-        raise ArgumentError(f"{name} must be a number or an array of numbers, got {x!r}")
+        raise ArgumentError(f"{name} must be a number or an array of numbers, got {brief_repr(x)}")
+    check_real_dtype(x, name)
     try:
         return jnp.asarray(x, dtype=dtype)
     except (TypeError, ValueError):
@@ -241,7 +242,7 @@ def as_stored(value: Any, name: str, dtype: Any, *, coordinates: bool = False) -
         ArgumentError: naming ``name``, the value, the dtype and the range it stores.
     """
     found = concrete(value)
-    if found is None or not np.issubdtype(found.dtype, np.number):
+    if found is None or not np.issubdtype(found.dtype, np.number) or np.iscomplexobj(found):
         return value
     problem = stored_problem(found, dtype, coordinates=coordinates)
     if problem is not None:
@@ -300,15 +301,59 @@ def as_key(key: Any, where: str) -> jax.Array:
     )
 
 
+def as_int(value: Any, name: str, *, minimum: int = 0) -> int:
+    """A count: a Python or NumPy integer (not a bool, a float or a string) ``>= minimum``, as an ``int``.
+
+    Args:
+        value: the argument.
+        name: the argument's name, for the message.
+        minimum: the smallest accepted value.
+
+    Returns:
+        ``value`` as a Python ``int``.
+
+    Raises:
+        ArgumentError: naming ``name``, the expected range and the value (quoted briefly).
+    """
+    integral = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if not integral or value < minimum:
+        expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ArgumentError(f"{name} must be {expected} (a Python or NumPy integer), got {brief_repr(value)}")
+    return int(value)
+
+
 def as_positive_int(value: Any, name: str) -> int:
-    """A Python or NumPy integer ``>= 1`` (not a bool), as an ``int``.
+    """A Python or NumPy integer ``>= 1`` (not a bool), as an ``int`` (:func:`as_int`).
 
     Raises:
         ArgumentError: anything else.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ArgumentError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
+    return as_int(value, name, minimum=1)
+
+
+def check_real_dtype(value: Any, name: str) -> None:
+    """Refuse an array whose dtype is not real numeric (complex, string, object); bool and integer pass.
+
+    The dtype is known while tracing too, so this is checked under ``jit`` as well.
+
+    Args:
+        value: an array, a tracer or array-like.
+        name: the argument's name, for the message.
+
+    Raises:
+        ArgumentError: naming ``name`` and the dtype.
+    """
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{name} must be real numbers, got {brief_repr(value)}") from None
+    real = jnp.issubdtype(dtype, jnp.bool_) or (
+        jnp.issubdtype(dtype, jnp.number) and not jnp.issubdtype(dtype, jnp.complexfloating)
+    )
+    if not real:
+        raise ArgumentError(f"{name} must be real numbers (a float array), got dtype {np.dtype(dtype).name}")
 
 
 def as_real(value: Any, name: str) -> float:
@@ -317,12 +362,12 @@ def as_real(value: Any, name: str) -> float:
     Raises:
         ArgumentError: a bool, a string, bytes, or anything ``float()`` refuses.
     """
-    if isinstance(value, (bool, str, bytes)):
-        raise ArgumentError(f"{name} must be a real number, got {value!r}")
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ArgumentError(f"{name} must be a real number, got {brief_repr(value)}")
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ArgumentError(f"{name} must be a real number, got {value!r}") from None
+        raise ArgumentError(f"{name} must be a real number, got {brief_repr(value)}") from None
 
 
 def as_finite(value: Any, name: str) -> float:
@@ -346,6 +391,18 @@ def as_nonnegative(value: Any, name: str) -> float:
     out = as_finite(value, name)
     if out < 0.0:
         raise ArgumentError(f"{name} must be >= 0, got {out!r}")
+    return out
+
+
+def as_positive(value: Any, name: str) -> float:
+    """``value`` as a finite Python float ``> 0``.
+
+    Raises:
+        ArgumentError: not a finite real number, or not positive.
+    """
+    out = as_finite(value, name)
+    if out <= 0.0:
+        raise ArgumentError(f"{name} must be > 0, got {out!r}")
     return out
 
 

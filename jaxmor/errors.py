@@ -31,3 +31,22 @@ class ModelError(JaxmorError):
 
 class ArgumentError(JaxmorError, ValueError):
     """An API call received an argument of the wrong shape, type or value."""
+
+
+def brief_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a message, cut to its first ``limit`` characters when longer.
+
+    Args:
+        value: anything.
+        limit: the most characters of the representation kept.
+
+    Returns:
+        The representation, or its first ``limit`` characters followed by ``"... (N characters)"`` (for a
+        string: the quoted first ``limit`` characters and the string's length).
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"

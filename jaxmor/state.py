@@ -18,8 +18,8 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor import motor_problem
-from jaxmor.actuation.motor_dynamics import MotorState, initial_motor_state
-from jaxmor.checks import as_array, as_stored, as_vector, concrete, refuse_traced
+from jaxmor.actuation.motor_dynamics import ABSOLUTE_ZERO, MotorState, initial_motor_state
+from jaxmor.checks import as_array, as_stored, as_vector, check_real_dtype, concrete, refuse_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import ball_joints, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
@@ -130,7 +130,7 @@ def control_fields() -> tuple[str, ...]:
 
 
 def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> None:
-    """Check that a State (or a batch of them) fits a model; free at run time (shapes only).
+    """Check that a State (or a batch of them) fits a model; free at run time (shapes and dtypes only).
 
     Args:
         model: the model.
@@ -139,8 +139,9 @@ def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> 
         batch_ndim: number of leading batch axes.
 
     Raises:
-        ArgumentError: ``state`` is not a State, or a field has the wrong shape; the message names the
-            field, the shapes and the likely cause.
+        ArgumentError: ``state`` is not a State, a field is not real numbers (complex, strings: e.g. torques
+            put in with ``state.replace``), or a field has the wrong shape; the message names the field, the
+            shapes and the likely cause.
     """
     if not isinstance(state, State):
         raise ArgumentError(f"{where}: state must be a jaxmor State, got {type(state).__name__}")
@@ -148,6 +149,7 @@ def check_state(model: Model, state: State, where: str, batch_ndim: int = 0) -> 
         value = state
         for part in name.split("."):
             value = getattr(value, part)
+        check_real_dtype(value, f"{where}: state.{name}")
         got = tuple(np.shape(value))
         if got[batch_ndim:] == expected and len(got) == batch_ndim + len(expected):
             continue
@@ -437,7 +439,8 @@ def set_motor_temperature(
         name: an actuator's name, to set only its motor (scalar temperatures).
 
     Raises:
-        ArgumentError: unknown actuator, a wrong shape, or a non-finite temperature (checked outside ``jit``).
+        ArgumentError: unknown actuator, a wrong shape, or a temperature that is not finite or lies below
+            absolute zero, -273.15 degC (checked outside ``jit``).
     """
     check_state(model, state, "set_motor_temperature")
     ms = state.motor_state
@@ -457,6 +460,10 @@ def set_motor_temperature(
         known = concrete(array)
         if known is not None and not np.all(np.isfinite(known)):
             raise ArgumentError(f"{label} temperature must be finite, got {known!r}")
+        if known is not None and np.any(known < ABSOLUTE_ZERO):
+            raise ArgumentError(
+                f"{label} temperature must be >= {ABSOLUTE_ZERO} degC (absolute zero), got {known.tolist()!r}"
+            )
         out[field] = jnp.where(select, jnp.broadcast_to(array, (model.na,)), getattr(ms, field))
     return state.replace(motor_state=ms.replace(cutout=ms.cutout & ~select, **out))
 

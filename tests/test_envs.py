@@ -106,6 +106,28 @@ def test_auto_reset_starts_a_fresh_episode(pd_env, pd_fns):
     assert float(after.info["episode_return"][idx]) != 0.0 and float(after.episode_return[idx]) == 0.0
 
 
+def test_nonfinite_actions_become_zero_and_are_counted(pd_env, pd_fns):
+    """NaN actions in world 0 and infinite ones in world 1, for 5 steps: both step exactly as with zero actions
+    (the counter says how many entries were replaced), rewards stay finite, no world is reset for it, and the
+    other worlds run as they would anyway."""
+    reset, step = pd_fns
+    start = reset(jax.random.split(jax.random.PRNGKey(6), N_SMALL))
+    actions = 0.1 * jax.random.uniform(jax.random.PRNGKey(7), (N_SMALL, pd_env.action_size), minval=-1.0, maxval=1.0)
+    zeroed = actions.at[:2].set(0.0)
+    broken = zeroed.at[0].set(jnp.nan).at[1, ::2].set(jnp.inf).at[1, 1::2].set(-jnp.inf)
+    clean, dirty = start, start
+    for _ in range(5):
+        clean, dirty = step(clean, zeroed), step(dirty, broken)
+        counted = np.asarray(dirty.info["nonfinite_actions"])
+        np.testing.assert_array_equal(counted, [pd_env.action_size] * 2 + [0] * (N_SMALL - 2))
+        np.testing.assert_array_equal(np.asarray(clean.info["nonfinite_actions"]), 0)
+        assert np.all(np.isfinite(np.asarray(dirty.reward)))
+    for got, want in zip(jax.tree.leaves(dirty.sim), jax.tree.leaves(clean.sim), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    np.testing.assert_array_equal(np.asarray(dirty.reward), np.asarray(clean.reward))
+    assert not np.any(np.asarray(dirty.done)) and np.all(np.asarray(dirty.steps) == 5)  # nobody reset
+
+
 def test_a_fall_terminates_without_truncation(pd_env, pd_fns):
     reset, step = pd_fns
     states = reset(jax.random.split(jax.random.PRNGKey(5), N_SMALL))

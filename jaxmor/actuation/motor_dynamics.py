@@ -96,6 +96,9 @@ __all__ = [
 #: The thermal limit modes.
 LIMIT_MODES = ("derate", "cut")
 
+#: Absolute zero [degC]: no temperature (ambient, reference, limit, a motor's state) lies below it.
+ABSOLUTE_ZERO = -273.15
+
 
 # --------------------------------------------------------------------------------------------------
 # Definitions (plain Python floats, as read from an actuator file or written in Python).
@@ -158,6 +161,10 @@ class ThermalModel:
             v = _float(getattr(self, name))
             if v is None or not math.isfinite(v):
                 return f"thermal {name} must be finite, got {getattr(self, name)!r}"
+        for name in ("ambient_temperature", "reference_temperature", "max_temperature"):
+            v = _float(getattr(self, name))
+            if v is not None and v < ABSOLUTE_ZERO:
+                return f"thermal {name} must be >= {ABSOLUTE_ZERO} degC (absolute zero), got {getattr(self, name)!r}"
         if self.limit not in LIMIT_MODES:
             return f"thermal limit must be one of {LIMIT_MODES}, got {self.limit!r}"
         top = _float(self.max_temperature)

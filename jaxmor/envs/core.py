@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxmor.checks import as_positive_int
+from jaxmor.checks import as_positive_int, check_real_dtype
 from jaxmor.errors import ArgumentError
 from jaxmor.types import State
 
@@ -41,7 +41,8 @@ class EnvState:
             should then bootstrap from ``"terminal_observation"``); ``"terminal_observation"``
             (observation_size,): the last observation of the episode that ended (``obs`` when none ended);
             ``"episode_return"`` and ``"episode_length"`` (): the finished episode's sum of rewards and its
-            number of steps, valid where ``done``.
+            number of steps, valid where ``done``; ``"nonfinite_actions"`` () int32: how many entries of the
+            step's action were NaN or infinite (each was replaced by zero; see :meth:`Env.step`).
         key: the ``jax.random`` key of the next automatic reset.
         steps: () int32, steps taken in the current episode.
         episode_return: () sum of the current episode's rewards.
@@ -128,6 +129,7 @@ class Env:
                 "terminal_observation": obs,
                 "episode_return": zero,
                 "episode_length": jnp.zeros((), jnp.int32),
+                "nonfinite_actions": jnp.zeros((), jnp.int32),
             },
             key=next_key,
             steps=jnp.zeros((), jnp.int32),
@@ -137,19 +139,29 @@ class Env:
     def step(self, env_state: EnvState, action: jax.Array) -> EnvState:
         """One control step of one world (``jax.vmap`` it over worlds).
 
+        A non-finite action entry (NaN, +-inf: a diverged policy) is replaced by zero before the task sees it
+        and counted in ``info["nonfinite_actions"]``: the world steps on with a finite action, its reward stays
+        finite, and it is not reset for it (the other worlds of a batch are unaffected).
+
         Args:
             env_state: the world's state.
-            action: (action_size,) the policy's action (see the task for its meaning and range).
+            action: (action_size,) the policy's action, real numbers (see the task for its meaning and range).
 
         Returns:
             The next :class:`EnvState`; with ``auto_reset``, a world whose episode ended holds the next
             episode's start (``done`` set, the ended episode's last observation in ``info``).
+
+        Raises:
+            ArgumentError: an action of the wrong shape, or not real numbers (complex, strings).
         """
+        check_real_dtype(action, "action")
         action = jnp.asarray(action, env_state.obs.dtype)
         if action.shape != (self.action_size,):
             raise ArgumentError(
                 f"action must have shape ({self.action_size},) for one world (vmap over worlds), got {action.shape}"
             )
+        finite = jnp.isfinite(action)
+        action = jnp.where(finite, action, jnp.zeros_like(action))
         sim, data, reward, terminated, metrics = self._transition(env_state.sim, env_state.data, action)
         obs = self._observe(sim, data)
         steps = env_state.steps + 1
@@ -168,6 +180,7 @@ class Env:
                 "terminal_observation": obs,
                 "episode_return": episode_return,
                 "episode_length": steps,
+                "nonfinite_actions": jnp.sum(~finite).astype(jnp.int32),
             },
             key=env_state.key,
             steps=steps,

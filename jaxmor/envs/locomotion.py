@@ -27,7 +27,7 @@ from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bound
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
 from jaxmor.build.scene import add_ground, with_options
-from jaxmor.checks import as_positive_int
+from jaxmor.checks import as_finite, as_int, as_nonnegative, as_positive, as_positive_int
 from jaxmor.envs.core import Env
 from jaxmor.errors import ArgumentError
 from jaxmor.math import quat_to_rotation
@@ -189,7 +189,11 @@ class Locomotion(Env):
     Raises:
         ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
             ground, a missing ``standing_q``, a bad range, (Box-MOR) an effort limit that is not positive
-            and finite, or an ``observation_sensors`` name that is not one of the model's sensors.
+            and finite, an ``observation_sensors`` name that is not one of the model's sensors, or a numeric
+            parameter out of its range, naming it: ``kp``, ``kd``, ``joint_noise`` and ``min_base_height``
+            finite and ``>= 0``; ``action_scale`` and ``timestep`` finite and ``> 0``; the reward weights
+            finite; ``substeps``, ``episode_steps`` and ``randomization_pool`` positive integers; ``seed`` an
+            integer ``>= 0``.
     """
 
     metric_names = (
@@ -228,6 +232,10 @@ class Locomotion(Env):
         curriculum: bool = False,
     ):
         super().__init__(episode_steps, auto_reset)
+        kp, kd, action_scale, timestep, joint_noise = _physical_parameters(kp, kd, action_scale, timestep, joint_noise)
+        if min_base_height is not None:
+            min_base_height = as_nonnegative(min_base_height, "min_base_height")
+        seed = as_int(seed, "seed")
         if model is None:
             model = add_ground(load_urdf(robot_path("quadruped")))
             if standing_q is None:
@@ -247,7 +255,7 @@ class Locomotion(Env):
         for name, value in (reward_weights or {}).items():
             if name not in weights:
                 raise ArgumentError(f"unknown reward term {name!r}; the terms are {list(weights)}")
-            weights[name] = float(value)
+            weights[name] = as_finite(value, f"reward_weights[{name!r}]")
         ranges = np.asarray(command_ranges, np.float64)
         if ranges.shape != (3, 2) or np.any(ranges[:, 0] > ranges[:, 1]) or not np.all(np.isfinite(ranges)):
             raise ArgumentError(f"command_ranges must be three finite (low, high) pairs, got {command_ranges!r}")
@@ -261,8 +269,8 @@ class Locomotion(Env):
         self.model = with_options(model, timestep=jnp.asarray(timestep, dtype))
         self.motor_model = motor_model
         self.action_mode = action_mode
-        self.kp, self.kd, self.action_scale = float(kp), float(kd), float(action_scale)
-        self.control_period = float(timestep) * self.substeps
+        self.kp, self.kd, self.action_scale = kp, kd, action_scale
+        self.control_period = timestep * self.substeps
         self.weights = weights
         self.command_ranges = ranges
         self.standing_q = standing_q
@@ -270,8 +278,8 @@ class Locomotion(Env):
         self.v_index = v_act.astype(np.int32)
         self.standing_joints = standing_q[self.q_index]
         self.standing_height = standing_q[2] - float(np.asarray(model.ground_height))  # above the ground [m]
-        self.min_base_height = 0.6 * self.standing_height if min_base_height is None else float(min_base_height)
-        self.joint_noise = float(joint_noise)
+        self.min_base_height = 0.6 * self.standing_height if min_base_height is None else min_base_height
+        self.joint_noise = joint_noise
         self.observation_sensors = _sensor_names(model, observation_sensors)
         dims = dict(zip(model.sensors.names, model.sensors.dims, strict=True))
         base = 9 if self.observation_sensors is None else sum(dims[n] for n in self.observation_sensors)
@@ -487,6 +495,25 @@ class Locomotion(Env):
         return metrics
 
 
+def _physical_parameters(kp, kd, action_scale, timestep, joint_noise) -> tuple[float, ...]:
+    """The PD gains, the action scale, the time step and the joint noise of :class:`Locomotion`, checked.
+
+    Returns:
+        ``(kp, kd, action_scale, timestep, joint_noise)`` as Python floats.
+
+    Raises:
+        ArgumentError: naming the parameter: a value that is not a finite real number, a negative gain or joint
+            noise, or an action scale or time step that is not positive.
+    """
+    return (
+        as_nonnegative(kp, "kp [Nm/rad]"),
+        as_nonnegative(kd, "kd [Nm s/rad]"),
+        as_positive(action_scale, "action_scale [rad]"),
+        as_positive(timestep, "timestep [s]"),
+        as_nonnegative(joint_noise, "joint_noise [rad]"),
+    )
+
+
 def _scan_points(height_scan, dtype) -> jax.Array | None:
     """(nx ny, 2) the height scan's points in the base's yaw frame [m], or ``None``.
 
@@ -500,8 +527,7 @@ def _scan_points(height_scan, dtype) -> jax.Array | None:
     except (TypeError, ValueError):
         raise ArgumentError(f"height_scan must be (nx, ny, spacing), got {height_scan!r}") from None
     nx, ny = as_positive_int(nx, "height_scan nx"), as_positive_int(ny, "height_scan ny")
-    if not (isinstance(spacing, (int, float)) and math.isfinite(spacing) and spacing > 0):
-        raise ArgumentError(f"height_scan spacing must be a positive number [m], got {spacing!r}")
+    spacing = as_positive(spacing, "height_scan spacing [m]")
     along = (np.arange(nx) - (nx - 1) / 2) * spacing
     across = (np.arange(ny) - (ny - 1) / 2) * spacing
     grid = np.stack(np.meshgrid(along, across, indexing="ij"), axis=-1).reshape(-1, 2)

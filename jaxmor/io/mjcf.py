@@ -94,7 +94,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io import mjcf_geometry as geo
 from jaxmor.io.actuators import ActuatorDefinition, actuators_from_xml, resolve_actuator_file
 from jaxmor.io.description import (
@@ -269,7 +269,7 @@ class _Reader:
             axes = v.numbers("xyaxes", 6)
             x, y = axes[:3], axes[3:]
             if np.linalg.norm(x) < DEGENERATE_LENGTH or np.linalg.norm(np.cross(x, y)) < DEGENERATE_LENGTH:
-                raise v.error(f"xyaxes of <{tag(v.element)}> are zero or parallel: {v.text('xyaxes')!r}")
+                raise v.error(f"xyaxes of <{tag(v.element)}> are zero or parallel: {brief_repr(v.text('xyaxes'))}")
             return geo.xy_axes(axes)
         z = v.numbers("zaxis", 3)
         self._nonzero(v, z, name)
@@ -1038,8 +1038,8 @@ class _Reader:
         if asset.maxhullvert != -1 and asset.inertia == "convex":
             raise self.doc.error(
                 asset.element,
-                f"mesh {v.text('mesh')!r}: maxhullvert with inertia='convex' is not supported (MuJoCo's mass would "
-                "be that of the reduced hull qhull stops at); remove maxhullvert or give the body an <inertial>",
+                f"mesh {brief_repr(v.text('mesh'))}: maxhullvert with inertia='convex' is not supported (MuJoCo's mass "
+                "would be that of the reduced hull qhull stops at); remove maxhullvert or give the body an <inertial>",
             )
         source, line = self.doc.source(asset.element), asset.element.sourceline
         props = mesh_mass(self._mesh_path(asset), asset.scale, asset.inertia, source, line)

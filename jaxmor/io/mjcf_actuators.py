@@ -49,6 +49,7 @@ import numpy as np
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
+from jaxmor.errors import brief_repr
 from jaxmor.io.actuators import ActuatorDefinition
 from jaxmor.io.description import AffineActuator
 from jaxmor.io.mjcf_document import (
@@ -88,7 +89,7 @@ def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
                 elif kind != "motor":
                     raise doc.error(
                         el,
-                        f"<{kind}> would inherit {name}={text!r} of a <{default_kind}> default (class "
+                        f"<{kind}> would inherit {name}={brief_repr(text)} of a <{default_kind}> default (class "
                         f"{cls_name!r}); one shortcut's parameters passed to another are not supported: give "
                         "them on the element",
                     )
@@ -254,7 +255,8 @@ def _motor_constants(v: Values, what: str) -> tuple[float, float, float]:
     resistance = v.number("resistance", 0.0)
     volts, stall, no_load = _padded(v, "nominal", 3)
     if kt < 0 or ke < 0:
-        raise v.error(f"{what}: motor constants must be non-negative, got motorconst={v.text('motorconst')!r}")
+        given = brief_repr(v.text("motorconst"))
+        raise v.error(f"{what}: motor constants must be non-negative, got motorconst={given}")
     derive = volts > 0 and ke <= 0 and no_load > 0  # MuJoCo's Ke from the nominal no-load speed
     if np.any(v.numbers("damping", 1, 3, default=(0.0,)) != 0):
         if derive:
@@ -309,7 +311,8 @@ def _inductance(v: Values, what: str, resistance: float) -> float:
     """The winding inductance ``L``, else ``timeconst R``."""
     inductance, time_constant = _padded(v, "inductance", 2)
     if inductance < 0 or time_constant < 0:
-        raise v.error(f"{what}: inductance and its time constant must be non-negative, got {v.text('inductance')!r}")
+        given = brief_repr(v.text("inductance"))
+        raise v.error(f"{what}: inductance and its time constant must be non-negative, got {given}")
     if inductance == 0:
         inductance = time_constant * resistance
     return inductance

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxmor.errors import ModelError
+from jaxmor.errors import ModelError, brief_repr
 from jaxmor.io.files import confined_file, shortened
 from jaxmor.io.mjcf_schema import ACTUATOR_SPECS, IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.xml import STRING_SOURCE, parse_float, parse_xml, tag
@@ -128,7 +128,7 @@ def check_refused(doc: Document, element, spec: ElementSpec, attrs: dict[str, st
     for name, (neutral, reason) in spec.refused.items():
         text = attrs.get(name)
         if text is not None and not neutral(text):
-            raise doc.error(element, f"<{tag(element)}> {name}={text!r}: {reason}")
+            raise doc.error(element, f"<{tag(element)}> {name}={brief_repr(text)}: {reason}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -160,7 +160,8 @@ class Values:
         high = low if high is None else high
         if not low <= len(parts) <= high:
             count = f"{low}" if low == high else f"{low} to {high}"
-            raise self.error(f"{name} of <{tag(self.element)}> needs {count} numbers, got {len(parts)}: {text!r}")
+            got = f"got {len(parts)}: {brief_repr(text)}"
+            raise self.error(f"{name} of <{tag(self.element)}> needs {count} numbers, {got}")
         what = f"{name} of <{tag(self.element)}>"
         return np.array([parse_float(p, self.doc.source(self.element), self.element, what) for p in parts])
 
@@ -175,12 +176,13 @@ class Values:
         try:
             return int(text)
         except ValueError:
-            raise self.error(f"{name} of <{tag(self.element)}> is not an integer: {text!r}") from None
+            raise self.error(f"{name} of <{tag(self.element)}> is not an integer: {brief_repr(text)}") from None
 
     def choice(self, name: str, options: Sequence[str], default: str) -> str:
         text = self.attrs.get(name, default).strip()
         if text not in options:
-            raise self.error(f"{name} of <{tag(self.element)}> must be one of {', '.join(options)}, got {text!r}")
+            allowed = ", ".join(options)
+            raise self.error(f"{name} of <{tag(self.element)}> must be one of {allowed}, got {brief_repr(text)}")
         return text
 
     def flag(self, name: str, default: bool) -> bool:

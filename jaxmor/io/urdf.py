@@ -60,7 +60,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.description import JOINT_TYPES, Geom, Inertial, Joint, Link, RobotDescription
 from jaxmor.io.mesh import MAX_HULL_VERTICES, check_max_vertices, convex_hull, resolve_mesh
@@ -263,7 +263,7 @@ def _parse_joint(el, source: str, links: dict) -> Joint:
     if kind is None:
         raise ModelError(source, el.sourceline, f"joint '{name}' has no type")
     if kind not in JOINT_TYPES:
-        raise ModelError(source, el.sourceline, f"joint '{name}' has the unknown type '{kind}'")
+        raise ModelError(source, el.sourceline, f"joint '{name}' has the unknown type {brief_repr(kind)}")
     if kind == "planar":
         raise ModelError(source, el.sourceline, f"joint '{name}': planar joints are not supported")
     ends = _joint_ends(el, source, name, links)
@@ -305,7 +305,7 @@ def _joint_ends(el, source: str, name: str, links: dict) -> dict[str, str]:
             raise ModelError(source, el.sourceline, f"joint '{name}' has no <{tag} link=...>")
         link = sub.get("link")
         if link not in links:
-            raise ModelError(source, sub.sourceline, f"joint '{name}' names a missing {tag} link '{link}'")
+            raise ModelError(source, sub.sourceline, f"joint '{name}' names a missing {tag} link {brief_repr(link)}")
         ends[tag] = link
     return ends
 

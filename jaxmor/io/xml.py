@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io.files import shortened
 
 #: Largest robot description accepted, in bytes. Real URDFs are a few hundred KiB at most.
@@ -144,9 +144,9 @@ def parse_float(text: str | None, source: str, element, what: str) -> float:
             raise ValueError(text)
         value = float(text)
     except ValueError:
-        raise ModelError(source, element.sourceline, f"{what} is not a number: {text!r}") from None
+        raise ModelError(source, element.sourceline, f"{what} is not a number: {brief_repr(text)}") from None
     if not math.isfinite(value):
-        raise ModelError(source, element.sourceline, f"{what} is not finite: {text!r}")
+        raise ModelError(source, element.sourceline, f"{what} is not finite: {brief_repr(text)}")
     return value
 
 
@@ -162,7 +162,7 @@ def parse_vector(text: str | None, n: int, source: str, element, what: str, defa
         raise ModelError(source, element.sourceline, f"{what} is missing")
     parts = text.split()
     if len(parts) != n:
-        raise ModelError(source, element.sourceline, f"{what} needs {n} numbers, got {len(parts)}: {text!r}")
+        raise ModelError(source, element.sourceline, f"{what} needs {n} numbers, got {len(parts)}: {brief_repr(text)}")
     return tuple(parse_float(p, source, element, what) for p in parts)
 
 

@@ -58,7 +58,7 @@ def rollout_batch(
         controls: the inputs of each world and step, as :func:`jaxmor.rollout` takes them with a leading world
             axis: an (n, n_steps, na) array of actuator torques, or a mapping from State input names to arrays of
             shape ``(n, n_steps, *field)``; ``None`` keeps each state's inputs.
-        n_steps: number of steps; defaults to the controls' step axis.
+        n_steps: number of steps, a Python or NumPy integer ``>= 0``; defaults to the controls' step axis.
         chunk_size: worlds per vmapped chunk (static, >= 1).
         model_axes: ``None`` (one model for all worlds) or a pytree like ``model`` holding ``0`` for
             leaves batched over the worlds (e.g. per-world motor resistance) and ``None`` for shared
@@ -77,7 +77,8 @@ def rollout_batch(
     Raises:
         ArgumentError: a bad ``chunk_size``, ``groups`` (it must divide the number of worlds) or ``model_axes``
             entry, states without a common leading world axis or whose worlds do not fit the model, ``controls``
-            or batched model leaves whose leading axis is not the number of worlds, or neither ``controls`` nor
+            or batched model leaves whose leading axis is not the number of worlds, controls of a dtype that is not
+            real (complex, strings), an ``n_steps`` that is not an integer ``>= 0``, or neither ``controls`` nor
             ``n_steps``.
     """
     chunk_size = as_positive_int(chunk_size, "chunk_size")

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmor.checks import as_array_leaves, check_options
+from jaxmor.checks import as_array_leaves, as_int, check_options, check_real_dtype
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision import Contacts, collide
 from jaxmor.sim.collision.budget import select
@@ -137,15 +137,17 @@ def rollout(
             ``"actuator_torque"``, ``"ctrl"`` for affine actuators and position servos, ``"pd_position_target"``,
             ``"actuator_position_target"``, ``"bus_voltage"``, ...) to arrays of shape ``(n_steps, *field)``;
             fields not named keep the state's values. ``None`` keeps every input.
-        n_steps: number of steps; defaults to the controls' leading axis.
+        n_steps: number of steps, a Python or NumPy integer ``>= 0``; defaults to the controls' leading axis.
 
     Returns:
         ``(final_state, trajectory)`` where ``trajectory`` is the stacked state after each step
         (under ``jit``, unused parts of the trajectory are not materialized).
 
     Raises:
-        ArgumentError: an unknown input name, controls of the wrong shape, neither ``controls`` nor
-            ``n_steps``, or a state that does not fit the model.
+        ArgumentError: an unknown input name, controls of the wrong shape or of a dtype that is not real
+            (complex, strings: checked under ``jit`` too), an ``n_steps`` that is not an integer ``>= 0``
+            (a float, a bool, a string), neither ``controls`` nor ``n_steps``, or a state that does not fit
+            the model.
     """
     check_state(model, state, "rollout")
     xs, n_steps = per_step_controls(model, state, controls, n_steps, "rollout")
@@ -171,6 +173,8 @@ def per_step_controls(
     Raises:
         ArgumentError: as :func:`rollout` describes, naming ``where``.
     """
+    if n_steps is not None:
+        n_steps = as_int(n_steps, f"{where}: n_steps", minimum=0)
     if controls is None:
         controls = {}
     elif not isinstance(controls, Mapping):
@@ -182,6 +186,7 @@ def per_step_controls(
     shapes = state_shapes(model)
     out = {}
     for name, value in controls.items():
+        check_real_dtype(value, f"{where}: controls[{name!r}]")
         value = jnp.asarray(value, getattr(state, name).dtype)
         field = shapes[name]
         lead = value.shape[len(batch)] if value.ndim == len(batch) + 1 + len(field) else None
@@ -190,6 +195,6 @@ def per_step_controls(
             expected = ", ".join(str(d) for d in (*batch, "n_steps" if steps is None else steps, *field))
             raise ArgumentError(f"{where}: controls[{name!r}] must have shape ({expected}), got {value.shape}")
         out[name], n_steps = value, steps
-    if n_steps is None or int(n_steps) < 0:
-        raise ArgumentError(f"{where} needs a non-negative n_steps or controls, got n_steps={n_steps}")
-    return out, int(n_steps)
+    if n_steps is None:
+        raise ArgumentError(f"{where} needs a non-negative n_steps or controls, got n_steps=None")
+    return out, n_steps

@@ -48,10 +48,12 @@ Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute va
 (the nominal value times a uniform factor). Each draws every selected element independently, or one
 value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
 spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear
-ratio or time step that is not positive, a draw that the model's dtype cannot hold (overflowing, or nonzero
-and below its smallest normal number: :func:`jaxmor.checks.stored_problem`) raise an
-:class:`~jaxmor.ArgumentError` naming the parameter, the world, the element and the rule, before anything
-runs. The motor rule is evaluated in the model's dtype (a stall torque overflowing float32 is refused).
+ratio or time step that is not positive, an ambient temperature below absolute zero (-273.15 degC), a draw
+that the model's dtype cannot hold (overflowing, or nonzero and below its smallest normal number:
+:func:`jaxmor.checks.stored_problem`) raise an :class:`~jaxmor.ArgumentError` naming the parameter, the world,
+the element and the rule, before anything runs. The motor rule is evaluated in the model's dtype (a stall
+torque overflowing float32 is refused).
+A :class:`Distribution` checks itself when it is made (a known kind, finite bounds, ``low <= high``).
 """
 
 from __future__ import annotations
@@ -65,12 +67,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, motor_problem
-from jaxmor.checks import as_key, as_positive_int, as_real, is_traced, quoted, stored_failure, stored_problem
-from jaxmor.errors import ArgumentError
+from jaxmor.actuation.motor_dynamics import ABSOLUTE_ZERO
+from jaxmor.checks import as_finite, as_key, as_positive_int, is_traced, quoted, stored_failure, stored_problem
+from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.types import Model
 
 #: The most values one parameter's draws may hold (``n_worlds`` times its elements; 2 GiB of float64).
 MAX_DRAWS = 2**28
+
+#: The kinds of :class:`Distribution`.
+KINDS = ("uniform", "normal", "log_uniform", "scale")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,10 +85,15 @@ class Distribution:
 
     Attributes:
         kind: ``"uniform"``, ``"normal"``, ``"log_uniform"`` or ``"scale"``.
-        a, b: the bounds (uniform, log-uniform, scale) or the mean and standard deviation (normal); floats
-            or sequences that broadcast against the selected elements.
+        a, b: the bounds (uniform, log-uniform, scale) or the mean and standard deviation (normal); finite
+            floats or sequences that broadcast against each other and the selected elements.
         select: names of the elements to draw (``None``: all).
         shared: one draw per world for all selected elements.
+
+    Raises:
+        ArgumentError: at construction: an unknown ``kind``; bounds that are not finite real numbers or do not
+            broadcast; ``a > b`` (bounded kinds); a bound that is not positive (``log_uniform``); a negative
+            standard deviation (``normal``); ``select`` not a sequence of names, or ``shared`` not a bool.
     """
 
     kind: str
@@ -90,6 +101,29 @@ class Distribution:
     b: Any
     select: tuple[str, ...] | None = None
     shared: bool = False
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ArgumentError(f"Distribution: kind must be one of {KINDS}, got {brief_repr(self.kind)}")
+        first, second = ("mean", "std") if self.kind == "normal" else ("low", "high")
+        a, b = _finite_bounds(self.kind, first, self.a), _finite_bounds(self.kind, second, self.b)
+        try:
+            np.broadcast(a, b)
+        except ValueError:
+            raise ArgumentError(f"{self.kind}: {first} {a.shape} and {second} {b.shape} do not broadcast") from None
+        if self.kind == "normal" and np.any(b < 0):
+            raise ArgumentError(f"normal: std must not be negative, got {brief_repr(self.b)}")
+        if self.kind != "normal" and np.any(a > b):
+            given = f"{brief_repr(self.a)} > {brief_repr(self.b)}"
+            raise ArgumentError(f"{self.kind}: low must not exceed high, got {given}")
+        if self.kind == "log_uniform" and np.any(a <= 0):
+            raise ArgumentError(f"log_uniform: the bounds must be positive, got low={brief_repr(self.a)}")
+        if self.select is not None:
+            if isinstance(self.select, str) or not all(isinstance(n, str) for n in self.select):
+                raise ArgumentError(f"{self.kind}: select must be a sequence of names, got {brief_repr(self.select)}")
+            object.__setattr__(self, "select", tuple(self.select))
+        if not isinstance(self.shared, (bool, np.bool_)):
+            raise ArgumentError(f"{self.kind}: shared must be a bool, got {brief_repr(self.shared)}")
 
     def sample(self, key: jax.Array, shape: tuple[int, ...], nominal: np.ndarray) -> np.ndarray:
         """Draws of ``shape`` (worlds, elements...) for the nominal values ``nominal`` (elements...)."""
@@ -108,15 +142,21 @@ class Distribution:
         return np.broadcast_to(out, shape).astype(np.float64)
 
 
+def _finite_bounds(kind: str, name: str, value: Any) -> np.ndarray:
+    """A distribution's bound (or mean, or standard deviation) as a float64 array of finite real numbers.
+
+    Raises:
+        ArgumentError: an entry that is not a real number (a string, a bool, ``None``), NaN or infinite.
+    """
+    entries = np.ravel(np.asarray(value, dtype=object))
+    for x in entries:
+        as_finite(x, f"{kind}: {name}")
+    return np.asarray([float(x) for x in entries], np.float64).reshape(np.shape(value))
+
+
 def _bounds(kind: str, low: Any, high: Any, select, shared) -> Distribution:
-    for name, value in (("low", low), ("high", high)):
-        for x in np.ravel(np.asarray(value, dtype=object)):
-            as_real(x, f"{kind}: {name}")
-    if np.any(np.asarray(low, float) > np.asarray(high, float)):
-        raise ArgumentError(f"{kind}: low must not exceed high, got {low!r} > {high!r}")
-    if kind == "log_uniform" and np.any(np.asarray(low, float) <= 0):
-        raise ArgumentError(f"log_uniform: the bounds must be positive, got low={low!r}")
-    return Distribution(kind, low, high, None if select is None else tuple(select), bool(shared))
+    """A bounded distribution (checked by :class:`Distribution`)."""
+    return Distribution(kind, low, high, select, shared)
 
 
 def uniform(low: Any, high: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
@@ -136,12 +176,7 @@ def scale(low: Any, high: Any, *, select: Sequence[str] | None = None, shared: b
 
 def normal(mean: Any, std: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
     """Values normal with ``mean`` and standard deviation ``std`` (``>= 0``)."""
-    for name, value in (("mean", mean), ("std", std)):
-        for x in np.ravel(np.asarray(value, dtype=object)):
-            as_real(x, f"normal: {name}")
-    if np.any(np.asarray(std, float) < 0):
-        raise ArgumentError(f"normal: std must not be negative, got {std!r}")
-    return Distribution("normal", mean, std, None if select is None else tuple(select), bool(shared))
+    return Distribution("normal", mean, std, select, shared)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -152,7 +187,7 @@ def normal(mean: Any, std: Any, *, select: Sequence[str] | None = None, shared: 
 class _Parameter:
     path: tuple[str, ...]  # attribute path in the Model
     names: Callable[[Model], tuple[str, ...]]  # element names (empty: a scalar or an unnamed vector)
-    rule: str  # the validity rule, for messages: "positive", "non-negative", "in [0, 1]", "finite", "motor"
+    rule: str  # the validity rule: "positive", "non-negative", "in [0, 1]", "finite", "temperature", "motor"
 
 
 def _joints(model: Model) -> tuple[str, ...]:
@@ -199,7 +234,9 @@ PARAMETERS: dict[str, _Parameter] = {
     "motor.housing_heat_capacity": _Parameter(
         ("actuators", "dynamics", "housing_heat_capacity"), _actuators, "positive"
     ),
-    "motor.ambient_temperature": _Parameter(("actuators", "dynamics", "ambient_temperature"), _actuators, "finite"),
+    "motor.ambient_temperature": _Parameter(
+        ("actuators", "dynamics", "ambient_temperature"), _actuators, "temperature"
+    ),
     "motor.resistance_tempco": _Parameter(("actuators", "dynamics", "resistance_tempco"), _actuators, "finite"),
     "motor.flux_tempco": _Parameter(("actuators", "dynamics", "flux_tempco"), _actuators, "finite"),
     "motor.cogging_amplitude": _Parameter(("actuators", "dynamics", "cogging_amplitude"), _actuators, "finite"),
@@ -262,10 +299,16 @@ def _check(name: str, parameter: _Parameter, values: np.ndarray, labels: Sequenc
         bad |= values < 0
     elif rule == "in [0, 1]":
         bad |= (values < 0) | (values > 1)
+    elif rule == "temperature":
+        bad |= values < ABSOLUTE_ZERO
     if bad.any():
         world, *element = np.unravel_index(int(np.argmax(bad)), values.shape)
         which = f", {labels[element[0]]}" if element and labels else ""
-        must = {"finite": "finite", "motor": "positive (the motor validity rule)"}.get(rule, f"{rule} and finite")
+        must = {
+            "finite": "finite",
+            "motor": "positive (the motor validity rule)",
+            "temperature": f"finite and >= {ABSOLUTE_ZERO} degC (absolute zero)",
+        }.get(rule, f"{rule} and finite")
         raise ArgumentError(
             f"randomize: {name}: world {world}{which}: drew {float(values[(world, *element)])!r}, which must be {must}"
         )
@@ -346,39 +389,19 @@ def _nominal(model: Model, name: str, parameter: _Parameter) -> np.ndarray:
     return nominal
 
 
-def _constructors() -> dict[str, Callable[..., Distribution]]:
-    """The distributions' constructors, by kind: a :class:`Distribution` made directly is checked by its kind's."""
-    return {"uniform": uniform, "log_uniform": log_uniform, "scale": scale, "normal": normal}
-
-
 def _check_distribution(name: str, dist: Any) -> None:
-    """Refuse what is not a distribution of a known kind with finite numbers for bounds and, as ``select``,
-    ``None`` or a non-empty sequence of names (checks that hold for one made directly, not by its constructor).
+    """Refuse what is not a :class:`Distribution` (whose own construction checked its kind, bounds and ``select``)
+    and an empty ``select``.
 
     Raises:
         ArgumentError: naming the parameter and what is wrong.
     """
     if not isinstance(dist, Distribution):
         raise ArgumentError(f"randomize: {name} needs a distribution (jaxmor.uniform, ...), got {quoted(dist)}")
-    kinds = _constructors()
-    if dist.kind not in kinds:
-        raise ArgumentError(f"randomize: {name}: a distribution's kind is one of {list(kinds)}, got {dist.kind!r}")
-    select = dist.select
-    names = isinstance(select, (list, tuple)) and len(select) > 0 and all(isinstance(x, str) for x in select)
-    if select is not None and not names:
-        raise ArgumentError(f"randomize: {name}: select must be a non-empty sequence of names, got {quoted(select)}")
-    for label, bound in zip(_labels(dist), (dist.a, dist.b), strict=True):
-        try:
-            values = np.asarray(bound, np.float64)
-        except (TypeError, ValueError):
-            raise ArgumentError(f"randomize: {name}: {label} must be numbers, got {quoted(bound)}") from None
-        if isinstance(bound, (str, bytes)) or not np.all(np.isfinite(values)):
-            raise ArgumentError(f"randomize: {name}: {label} must be finite numbers, got {quoted(bound)}")
-
-
-def _checked(dist: Distribution) -> Distribution:
-    """``dist`` made again by its kind's constructor, so that one made directly passes the same checks."""
-    return _constructors()[dist.kind](dist.a, dist.b, select=dist.select, shared=dist.shared)
+    if dist.select is not None and not dist.select:
+        raise ArgumentError(
+            f"randomize: {name}: select must be a non-empty sequence of names, got {quoted(dist.select)}"
+        )
 
 
 def _labels(dist: Distribution) -> tuple[str, str]:
@@ -460,7 +483,6 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         _check_distribution(name, dist)
         index = _selection(model, name, parameter, dist, nominal.size)
         _check_broadcast(name, dist, (n, index.size))
-        dist = _checked(dist)
         labels = [parameter.names(model)[i] for i in index] if parameter.names(model) else []
         slots = np.asarray(model.joint_u, dtype=np.int64)[index] if name.startswith("joint.") else index
         base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
