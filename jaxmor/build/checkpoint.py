@@ -9,9 +9,16 @@ Format (version :data:`FORMAT_VERSION`): one NumPy ``.npz`` archive, written by 
 * ``model/...`` and ``state/...``: the array leaves, with their dtypes and shapes (a batch of worlds keeps its
   leading axes; per-world model leaves, e.g. from :func:`jaxmor.randomize`, too).
 
-Only the dataclasses and enums of :data:`_TYPES` are ever constructed from a file. The arrays come back with
-the dtypes they were saved with, so a float64 checkpoint needs ``jax_enable_x64`` (loading says so instead of
-rounding). Sharded arrays are gathered to the host when saved (one process).
+A tuple's items are saved under ``.../0``, ``.../1``, ... (e.g. ``model/terrain/1/world``).
+
+A checkpoint is untrusted input: loading decodes the structure against the annotations of jaxmor's own
+dataclasses (only those of :data:`_TYPES` and their enums are ever constructed) and checks every array's dtype
+kind and trailing shape against the counts of the decoded model (:mod:`jaxmor.build.checkpoint_format` has the
+rules); anything else in the file, damaged bytes included, is a :class:`~jaxmor.ModelError` naming the file and
+the field. A crafted file whose values have valid types, dtypes and shapes loads, as a model edited in Python
+would (index tables are not checked against each other). The arrays come back with the dtypes they were saved
+with, so a float64 checkpoint needs ``jax_enable_x64`` (loading says so instead of rounding). Sharded arrays are
+gathered to the host when saved (one process).
 """
 
 from __future__ import annotations
@@ -20,16 +27,17 @@ import dataclasses
 import enum
 import json
 import os
-import zipfile
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
+from jaxmor.build.checkpoint_format import Decoder
+from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.state import state_shapes
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
@@ -100,36 +108,10 @@ def _encode(value, prefix: str, arrays: dict):
                 fields[f.name] = _encode(child, f"{prefix}/{f.name}", arrays)
         return {"dataclass": type(value).__name__, "fields": fields}
     if isinstance(value, (tuple, list)):
-        return {"tuple": [_encode(v, prefix, arrays) for v in value]}
+        return {"tuple": [_encode(v, f"{prefix}/{i}", arrays) for i, v in enumerate(value)]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"value": value}
     raise ArgumentError(f"a checkpoint cannot hold {type(value).__name__} values ({prefix})")
-
-
-def _decode(node, arrays, source: str):
-    """The value a JSON node stands for; only the types of :data:`_TYPES` are constructed."""
-    if not isinstance(node, dict) or len(node) not in (1, 2):
-        raise ModelError(source, None, f"not a jaxmor checkpoint: unexpected entry {str(node)[:80]!r}")
-    if "value" in node and "enum" not in node:
-        return node["value"]
-    if "tuple" in node:
-        return tuple(_decode(v, arrays, source) for v in node["tuple"])
-    if "array" in node:
-        key = node["array"]
-        if key not in arrays:
-            raise ModelError(source, None, f"the checkpoint lacks the array {key!r} (truncated or edited?)")
-        return arrays[key]
-    kind = node.get("enum") or node.get("dataclass")
-    if kind not in _TYPES:
-        raise ModelError(source, None, f"the checkpoint names an unknown type {kind!r}")
-    cls = _TYPES[kind]
-    if "enum" in node:
-        return cls(node["value"])
-    fields = node.get("fields")
-    names = {f.name for f in dataclasses.fields(cls)}
-    if not isinstance(fields, dict) or set(fields) != names:
-        raise ModelError(source, None, f"the checkpoint's {kind} does not have this jaxmor version's fields")
-    return cls(**{name: _decode(child, arrays, source) for name, child in fields.items()})
 
 
 def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None:
@@ -194,40 +176,88 @@ def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tupl
 
     Raises:
         ModelError: the file is missing, truncated, not a jaxmor checkpoint (a foreign ``.npz``, a pickle),
-            of another format version, or holds float64 arrays while ``jax_enable_x64`` is off; naming the file.
-        ArgumentError: ``model`` does not match the checkpoint's (the message names the first difference).
+            of another format version, holds float64 or int64 arrays while ``jax_enable_x64`` is off, or holds
+            anything the format does not allow (:mod:`jaxmor.build.checkpoint_format`: a field of the wrong
+            type, an array of the wrong dtype or shape, an array no field names); naming the file and the
+            field.
+        ArgumentError: ``model`` is not a Model or does not match the checkpoint's (the message names the first
+            difference).
     """
     source = str(path)
-    if not Path(path).is_file():
-        raise ModelError(source, None, "no such file")
+    if model is not None and not isinstance(model, Model):
+        raise ArgumentError(f"load_checkpoint: model must be a jaxmor Model, got {type(model).__name__}")
+    arrays = _read_archive(path, source)
+    meta = _read_structure(arrays.pop(_META), source)
+    if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
+        raise ModelError(source, None, "the checkpoint holds 64-bit arrays: enable jax_enable_x64 before loading it")
+    decoder = Decoder(source, arrays)
+    saved_model = decoder.decode(meta["model"], Model, "model", {})
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except ValueError as err:  # pickled data, which allow_pickle=False refuses
-        raise ModelError(source, None, f"not a jaxmor checkpoint, refused without running it: {err}") from None
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
-        raise ModelError(source, None, f"not a readable checkpoint (truncated or not an .npz archive): {err}") from None
-    if _META not in arrays:
-        raise ModelError(source, None, "not a jaxmor checkpoint (a foreign .npz archive: no jaxmor_checkpoint entry)")
+        check_options(saved_model.opt, "model")
+    except ArgumentError as err:
+        raise ModelError(source, None, str(err)) from None
     try:
-        meta = json.loads(arrays.pop(_META).tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelError(source, None, f"not a jaxmor checkpoint (its structure does not parse: {err})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ModelError(source, None, "not a jaxmor checkpoint (no jaxmor-checkpoint format marker)")
-    if meta.get("version") != FORMAT_VERSION:
-        raise ModelError(
-            source, None, f"checkpoint format version {meta.get('version')!r}; this jaxmor reads {FORMAT_VERSION}"
-        )
-    if not jax.config.jax_enable_x64 and any(a.dtype == np.float64 for a in arrays.values()):
-        raise ModelError(source, None, "the checkpoint holds float64 arrays: enable jax_enable_x64 before loading it")
-    leaves = {key: jnp.asarray(value) for key, value in arrays.items()}
-    saved_model = _decode(meta.get("model"), leaves, source)
-    state = _decode(meta.get("state"), leaves, source)
-    if not isinstance(saved_model, Model) or not isinstance(state, State):
-        raise ModelError(source, None, "not a jaxmor checkpoint (it holds no Model and State)")
+        decoder.state_shapes = state_shapes(saved_model)
+    except Exception as err:  # noqa: BLE001 - static fields that type-check but do not make a model
+        raise ModelError(source, None, f"model: its contact layout does not hold together ({err!r:.80})") from None
+    state = decoder.decode(meta["state"], State, "state", {})
+    if decoder.unused():
+        raise ModelError(source, None, f"arrays that no field names: {', '.join(decoder.unused())[:80]}")
     if model is not None:
         problem = _mismatch(saved_model, model)
         if problem:
             raise ArgumentError(f"checkpoint {source} belongs to another model: {problem}")
     return saved_model, state
+
+
+def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive at ``path``, read without unpickling anything.
+
+    Raises:
+        ModelError: the file is missing, not an ``.npz`` archive, damaged (any error reading it), or lacks the
+            structure entry.
+    """
+    if not Path(path).is_file():
+        raise ModelError(source, None, "no such file")
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ModelError(source, None, "not a jaxmor checkpoint (one .npy array, not an .npz archive)")
+        with archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except ModelError:
+        raise
+    except ValueError as err:
+        if "pickle" in str(err):  # pickled data, which allow_pickle=False refuses
+            raise ModelError(source, None, f"not a jaxmor checkpoint, refused without running it: {err}") from None
+        raise ModelError(source, None, f"not a readable checkpoint (damaged): {err!s:.80}") from None
+    except Exception as err:  # noqa: BLE001 - zipfile and numpy raise many types for damaged bytes
+        reason = f"{type(err).__name__}: {err!s:.80}"
+        raise ModelError(
+            source, None, f"not a readable checkpoint (truncated or not an .npz archive; {reason})"
+        ) from None
+    if _META not in arrays:
+        raise ModelError(source, None, "not a jaxmor checkpoint (a foreign .npz archive: no jaxmor_checkpoint entry)")
+    return arrays
+
+
+def _read_structure(entry: np.ndarray, source: str) -> dict:
+    """The checkpoint's JSON structure (its format marker and version checked).
+
+    Raises:
+        ModelError: the entry is not UTF-8 JSON bytes, or not of this format and version.
+    """
+    if entry.dtype != np.uint8 or entry.ndim != 1:
+        raise ModelError(source, None, f"not a jaxmor checkpoint (its structure is a {entry.dtype.name} array)")
+    try:
+        meta = json.loads(entry.tobytes().decode("utf-8"))
+    except (ValueError, RecursionError) as err:  # JSON, UTF-8 or an integer too long; nesting too deep
+        raise ModelError(source, None, f"not a jaxmor checkpoint (its structure does not parse: {err!s:.80})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ModelError(source, None, "not a jaxmor checkpoint (no jaxmor-checkpoint format marker)")
+    version = meta.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise ModelError(source, None, f"checkpoint format version {version!r:.80}; this jaxmor reads {FORMAT_VERSION}")
+    if set(meta) != {"format", "version", "model", "state"}:
+        raise ModelError(source, None, f"unexpected entries in the structure: {sorted(meta)!r:.80}")
+    return meta

@@ -362,6 +362,8 @@ def _read_state(el, source: str, model: Model, state: State) -> State:
     """The ``<state>``'s values in place of ``state``'s, each checked against the model's shapes."""
     check_attributes(el, ("dtype",), source)
     dtype = el.get("dtype", "float32")
+    if dtype not in ("float32", "float64"):
+        raise ModelError(source, el.sourceline, f"<state> dtype must be float32 or float64, got {dtype[:80]!r}")
     if dtype == "float64" and not jax.config.jax_enable_x64:
         raise ModelError(source, el.sourceline, "the world's state is float64: enable jax_enable_x64 before loading")
     fields = dict(_state_fields(state))

@@ -1,0 +1,308 @@
+"""Checkpoints and world files are untrusted input: every damaged or crafted one is refused with a jaxmor error.
+
+* A few hundred seeded corruptions of a checkpoint (bytes and bits flipped, truncations, crafted structures and
+  arrays: tests/fuzz.py) each raise ModelError, or load the saved model and state bit for bit; with ``model=``,
+  ArgumentError is allowed too.
+* The same for seeded mutations of a world file (:func:`jaxmor.load_world`).
+* Regressions: each way a crafted checkpoint used to escape as another exception, or to load wrongly.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import time
+import zipfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from fuzz import mutate, mutate_checkpoint
+from models import quadruped_standing_q
+
+import jaxmor
+from jaxmor import ArgumentError, ModelError
+
+
+@pytest.fixture(scope="module")
+def saved(quadruped, tmp_path_factory):
+    """A quadruped on the ground, a moved state of it, and the checkpoint's bytes."""
+    model = jaxmor.add_ground(quadruped)
+    state = jaxmor.init_state(model, q=quadruped_standing_q(model))
+    state = state.replace(u=jnp.arange(model.nv, dtype=state.u.dtype) * 0.1)
+    path = tmp_path_factory.mktemp("checkpoint") / "c.npz"
+    jaxmor.save_checkpoint(path, model, state)
+    return model, state, path.read_bytes()
+
+
+def _identical(a, b) -> bool:
+    """Whether two pytrees have the same structure and static fields and bitwise equal leaves of equal dtypes."""
+    if jax.tree.structure(a) != jax.tree.structure(b):
+        return False
+    return all(
+        np.asarray(x).dtype == np.asarray(y).dtype and np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True)
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+def _fuzz_checkpoints(saved, tmp_path, seeds: range) -> dict[str, int]:
+    """Load a mutated checkpoint per seed (every third with ``model=``); the outcomes counted by kind."""
+    model, state, data = saved
+    outcomes: dict[str, int] = {}
+    for seed in seeds:
+        rng = random.Random(seed)
+        mutated, kind = mutate_checkpoint(data, rng)
+        path = tmp_path / f"m{seed}.npz"
+        path.write_bytes(mutated)
+        given = model if seed % 3 == 0 else None
+        try:
+            loaded = jaxmor.load_checkpoint(path, model=given)
+        except ModelError as err:
+            assert err.source == str(path), (seed, kind, err)
+            outcome = "refused"
+        except ArgumentError as err:
+            assert given is not None, (seed, kind, err)
+            outcome = "mismatch"
+        else:
+            assert _identical(loaded[0], model) and _identical(loaded[1], state), (seed, kind)
+            assert loaded[0].source == model.source
+            outcome = "loaded"
+        outcomes[f"{kind}:{outcome}"] = outcomes.get(f"{kind}:{outcome}", 0) + 1
+    return outcomes
+
+
+def test_three_hundred_corrupted_checkpoints_are_refused_or_load_the_original(saved, tmp_path):
+    start = time.perf_counter()  # about 8 s on a loaded 2-core machine
+    outcomes = _fuzz_checkpoints(saved, tmp_path, range(300))
+    assert sum(v for k, v in outcomes.items() if k.endswith("refused")) > 250, outcomes
+    assert {k.split(":")[0] for k in outcomes} == {"byte", "bit", "truncate", "structure", "array", "entries"}
+    assert time.perf_counter() - start < 60
+
+
+# --------------------------------------------------------------------------------------------------
+# World files.
+
+_WORLD_TAGS = ("jaxmor_world", "robot", "options", "ground", "battery", "actuators", "actuator", "motor", "state")
+_WORLD_EDITS = (
+    ('dtype="float64"', ('dtype="complex64"', 'dtype="x"', 'dtype="float16"', 'dtype=""', 'dtype="int32"')),
+    ('shape="19"', ('shape="1e9"', 'shape="-19"', 'shape="99999999999999999999"', 'shape="19 x"', 'shape=""')),
+    (">0.0 ", (">nan ", ">1e999 ", ">0x10 ", ">1_0 ", "> ", ">0.0 " * 40, ">True ")),
+    ('format="urdf"', ('format="mjcf"', 'format="x"', 'format=""')),
+    ('version="1"', ('version="2"', 'version=""', 'version="1.0"')),
+)
+
+
+@pytest.fixture(scope="module")
+def world_text(quadruped, tmp_path_factory):
+    """A world file of the quadruped on the ground with a battery, and its folder."""
+    model = jaxmor.with_battery(jaxmor.add_ground(quadruped), 48.0, 0.05)
+    state = jaxmor.init_state(model, q=quadruped_standing_q(model))
+    folder = tmp_path_factory.mktemp("world")
+    jaxmor.export_world(model, state, folder / "world.xml")
+    return (folder / "world.xml").read_text(), folder
+
+
+def test_mutated_world_files_are_refused_or_load(world_text):
+    text, folder = world_text
+    outcomes = {"refused": 0, "loaded": 0}
+    for seed in range(80):
+        rng = random.Random(seed)
+        if seed % 2:
+            mutated = mutate(text, rng, _WORLD_TAGS, ("x",))
+        else:
+            old, choices = rng.choice(_WORLD_EDITS)
+            mutated = text.replace(old, rng.choice(choices), 1)
+        path = folder / f"m{seed}.xml"
+        path.write_text(mutated)
+        try:
+            jaxmor.load_world(path)
+        except (ModelError, ArgumentError):
+            outcomes["refused"] += 1
+        else:
+            outcomes["loaded"] += 1
+    assert outcomes["refused"] > 40, outcomes
+
+
+def test_a_world_file_state_dtype_must_be_a_float(world_text):
+    text, folder = world_text
+    for dtype in ("complex64", "x", "int32"):
+        (folder / "bad.xml").write_text(text.replace('dtype="float64"', f'dtype="{dtype}"'))
+        with pytest.raises(ModelError, match=f"dtype must be float32 or float64, got '{dtype}'"):
+            jaxmor.load_world(folder / "bad.xml")
+
+
+# --------------------------------------------------------------------------------------------------
+# Regressions: crafted checkpoints that raised other errors, or loaded.
+
+
+def _rewrite(data: bytes, path, meta=None, **arrays) -> None:
+    """Write the checkpoint ``data`` to ``path`` with its structure edited by ``meta`` and arrays replaced."""
+    with np.load(io.BytesIO(data)) as archive:
+        content = {k: archive[k] for k in archive.files}
+    structure = json.loads(content["jaxmor_checkpoint"].tobytes())
+    if meta is not None:
+        meta(structure)
+    content["jaxmor_checkpoint"] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
+    content.update({k.replace("__", "/"): v for k, v in arrays.items()})
+    np.savez(path, **content)
+
+
+@pytest.mark.parametrize(
+    ("leaf", "dtype", "message"),
+    [
+        ("model/body_mass", np.complex64, r"model\.body_mass: dtype complex64, but this field holds floats"),
+        ("model/actuators/motor/resistance", "U8", r"model\.actuators\.motor\.resistance: dtype str256"),
+        ("model/body_mass", np.int64, r"model\.body_mass: dtype int64"),
+        ("model/body_mass", np.uint8, r"model\.body_mass: dtype uint8"),
+        ("model/body_mass", np.float32, r"model\.body_mass: dtype float32, but model\.opt\.timestep is float64"),
+        ("state/contact_key", np.float64, r"state\.contact_key: dtype float64, but this field holds ints"),
+        ("state/nonfinite", np.int32, r"state\.nonfinite: dtype int32, but this field holds bools"),
+    ],
+)
+def test_a_leaf_of_another_dtype_is_refused_naming_the_field(saved, tmp_path, leaf, dtype, message):
+    model, _, data = saved
+    with np.load(io.BytesIO(data)) as archive:
+        original = archive[leaf]
+    _rewrite(data, tmp_path / "c.npz", **{leaf.replace("/", "__"): original.astype(dtype)})
+    for given in (None, model):
+        with pytest.raises(ModelError, match=message) as info:
+            jaxmor.load_checkpoint(tmp_path / "c.npz", model=given)
+        assert info.value.source == str(tmp_path / "c.npz")
+
+
+@pytest.mark.parametrize(
+    ("leaf", "shape", "message"),
+    [
+        ("model/body_mass", (14,), r"model\.body_mass: shape \(14,\), expected \(worlds\.\.\.\) \+ \(13,\)"),
+        ("model/body_inertia", (13, 3), r"model\.body_inertia: shape \(13, 3\), expected \(13, 3, 3\)"),
+        ("state/q", (2, 19), r"state\.q: leading world axes \(2,\), but state\.q|state\.u: leading world axes"),
+        ("model/opt/gravity", (4,), r"model\.opt\.gravity: shape \(4,\)"),
+    ],
+)
+def test_a_leaf_of_another_shape_is_refused_naming_the_field(saved, tmp_path, leaf, shape, message):
+    _, _, data = saved
+    _rewrite(data, tmp_path / "c.npz", **{leaf.replace("/", "__"): np.zeros(shape)})
+    with pytest.raises(ModelError, match=message):
+        jaxmor.load_checkpoint(tmp_path / "c.npz")
+
+
+def _set(path: tuple, value):
+    def edit(meta):
+        node = meta
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return edit
+
+
+_F = ("model", "fields")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            _set((*_F, "body_joint_type", "tuple", 0, "value"), 99),
+            r"body_joint_type\[0\]: 99 is not a JointType",
+        ),
+        (_set((*_F, "body_joint_type", "tuple", 0, "value"), [1]), r"\[1\] is not a JointType"),
+        (_set((*_F, "nq"), {"value": "19"}), r"model\.nq: expected a int, got \{'value': '19'\}"),
+        (_set((*_F, "nq"), {"value": 10**30}), r"model\.q_default: shape \(19,\), expected"),
+        (_set((*_F, "opt", "dataclass"), "State"), r"model\.opt: expected a Options node"),
+        (_set((*_F, "opt", "fields", "extra"), {"value": 1}), r"model\.opt: the fields of a Options differ.*extra"),
+        (_set((*_F, "body_parent", "tuple"), [{"value": 0}]), r"model\.body_parent: 1 entries, but the nb count is 13"),
+        (_set((*_F, "body_mass"), {"array": "state/q"}), r"model\.body_mass: shape \(19,\)"),
+        (_set((*_F, "body_mass"), {"value": 1.0}), r"model\.body_mass: expected an array node"),
+        (_set((*_F, "opt", "fields", "friction_rule"), {"value": "x"}), r"opt\.friction_rule must be one of"),
+        (_set(("version",), 3.0), r"checkpoint format version 3\.0; this jaxmor reads"),
+        (_set(("model",), {"enum": "Model", "value": 1}), r"model: expected a Model node"),
+        (_set(("state",), None), r"state: expected a JSON object, got None"),
+    ],
+)
+def test_a_crafted_structure_is_refused_naming_the_field(saved, tmp_path, edit, message):
+    _, _, data = saved
+    _rewrite(data, tmp_path / "c.npz", meta=edit)
+    with pytest.raises(ModelError, match=message):
+        jaxmor.load_checkpoint(tmp_path / "c.npz")
+
+
+def test_deeply_nested_structures_are_refused(saved, tmp_path):
+    _, _, data = saved
+    for depth, message in ((30, r"model\.mesh_faces\[0\]\[0\]\[0\]: expected a int"), (100_000, "does not parse")):
+        deep = '{"tuple": [' * depth + '{"value": 1}' + "]}" * depth
+        with np.load(io.BytesIO(data)) as archive:
+            content = {k: archive[k] for k in archive.files}
+        meta = json.loads(content["jaxmor_checkpoint"].tobytes())
+        meta["model"]["fields"]["mesh_faces"] = "__DEEP__"
+        text = json.dumps(meta).replace('"__DEEP__"', deep)
+        content["jaxmor_checkpoint"] = np.frombuffer(text.encode(), np.uint8)
+        np.savez(tmp_path / "deep.npz", **content)
+        with pytest.raises(ModelError, match=message):
+            jaxmor.load_checkpoint(tmp_path / "deep.npz")
+
+
+def test_an_unsupported_compression_a_plain_npy_and_extra_arrays_are_refused(saved, tmp_path):
+    _, _, data = saved
+    damaged = bytearray(data)
+    at = damaged.find(b"PK\x01\x02")  # the first entry of the central directory: its compression method
+    damaged[at + 10 : at + 12] = (99).to_bytes(2, "little")
+    (tmp_path / "method.npz").write_bytes(bytes(damaged))
+    with pytest.raises(ModelError, match="NotImplementedError"):
+        jaxmor.load_checkpoint(tmp_path / "method.npz")
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    with pytest.raises(ModelError, match="one .npy array"):
+        jaxmor.load_checkpoint(tmp_path / "plain.npy")
+    _rewrite(data, tmp_path / "extra.npz", model__extra=np.zeros(3))
+    with pytest.raises(ModelError, match="arrays that no field names: model/extra"):
+        jaxmor.load_checkpoint(tmp_path / "extra.npz")
+    with zipfile.ZipFile(tmp_path / "method.npz") as archive:  # the damage is where the test meant it
+        assert archive.infolist()[0].compress_type == 99
+
+
+def test_every_array_field_of_the_format_has_dims_and_a_state_kind_matches_init_state(saved):
+    from jaxmor.build.checkpoint import _TYPES
+    from jaxmor.build.checkpoint_format import _MODEL_LEAVES, _STATE_KINDS
+
+    for name, cls in _TYPES.items():
+        if name in ("State", "ActuatorState", "MotorState") or not hasattr(cls, "__dataclass_fields__"):
+            continue
+        hints = __import__("typing").get_type_hints(cls)
+        for field, hint in hints.items():
+            if hint is jax.Array:
+                default, dims = _MODEL_LEAVES[name]
+                assert dims.get(field, default) is not None, (name, field)
+    model, state, _ = saved
+    flat = jax.tree_util.tree_flatten_with_path(jax.eval_shape(jaxmor.init_state, model))[0]
+    for path, leaf in flat:
+        name = ".".join(p.name for p in path)
+        assert np.dtype(leaf.dtype).kind == _STATE_KINDS.get(name, "f"), name
+
+
+def test_two_terrain_grids_keep_their_own_arrays(saved, tmp_path):
+    model, state, _ = saved
+
+    def grid(origin: float) -> jaxmor.types.TerrainGrid:
+        return jaxmor.types.TerrainGrid(
+            kind=jaxmor.GeomType.BOX,
+            robot=(0,),
+            shape=(1, 2),
+            capacity=1,
+            fingerprint="f",
+            world=jnp.zeros((3,), jnp.int32),
+            cells=jnp.full((2, 1), -1, jnp.int32),
+            allowed=jnp.ones((1, 3), bool),
+            origin=jnp.full((2,), origin),
+            cell_size=jnp.asarray(1.0),
+        )
+
+    two = model.replace(terrain=(grid(0.0), grid(5.0)))
+    jaxmor.save_checkpoint(tmp_path / "two.npz", two, state)
+    loaded, _ = jaxmor.load_checkpoint(tmp_path / "two.npz", model=two)
+    assert _identical(loaded, two)  # each grid has its own arrays in the archive
+    wider = np.ones((1, 4), bool)
+    _rewrite((tmp_path / "two.npz").read_bytes(), tmp_path / "bad.npz", model__terrain__1__allowed=wider)
+    with pytest.raises(ModelError, match=r"model\.terrain\[1\]\.allowed: shape \(1, 4\), expected .*\(1, 3\)"):
+        jaxmor.load_checkpoint(tmp_path / "bad.npz")
