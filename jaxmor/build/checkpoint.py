@@ -17,8 +17,9 @@ kind and trailing shape against the counts of the decoded model (:mod:`jaxmor.bu
 rules); anything else in the file, damaged bytes included, is a :class:`~jaxmor.ModelError` naming the file and
 the field. A crafted file whose values have valid types, dtypes and shapes loads, as a model edited in Python
 would (index tables are not checked against each other). The arrays come back with the dtypes they were saved
-with, so a float64 checkpoint needs ``jax_enable_x64`` (loading says so instead of rounding). Sharded arrays are
-gathered to the host when saved (one process).
+with, so a float64 checkpoint needs ``jax_enable_x64`` (loading says so instead of rounding). Arrays sharded over
+this process's devices are fetched to the host when saved; a batch sharded across several processes
+(``jax.distributed``) is gathered on every process and written by process 0 (docs/worlds.md, "Several hosts").
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
@@ -117,18 +119,27 @@ def _encode(value, prefix: str, arrays: dict):
 def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None:
     """Write a Model and a State (one world or a batch) to ``path`` (module docstring).
 
+    When some of their arrays span several processes (a batch :func:`jaxmor.shard_worlds` placed over the devices
+    of every process after ``jax.distributed.initialize``), the call is collective: every process must make it,
+    with the same arrays. The global arrays are gathered on every process, process 0 writes the file (its ``path``;
+    the other processes' ``path`` is not used, and their arrays that are not global are taken to equal process
+    0's), and every process returns once the file is written. Otherwise each process writes its own ``path``.
+
     Args:
         path: the file to write (an ``.npz`` archive; the suffix is not added).
         model: the model, batched leaves included.
         state: the state (of one world, or with leading world axes).
 
     Raises:
-        ArgumentError: ``model`` or ``state`` is not a jaxmor Model/State.
+        ArgumentError: ``model`` or ``state`` is not a jaxmor Model/State, or an array spanning several processes
+            could not be gathered (the message names it and the error).
+        OSError: the file cannot be written; across processes, on every process when process 0 cannot write it.
     """
     if not isinstance(model, Model) or not isinstance(state, State):
         raise ArgumentError(
             f"save_checkpoint needs a Model and a State, got {type(model).__name__}, {type(state).__name__}"
         )
+    (model, state), spans_processes = _gathered((model, state))
     arrays: dict[str, np.ndarray] = {}
     meta = {
         "format": FORMAT,
@@ -137,8 +148,82 @@ def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None
         "state": _encode(state, "state", arrays),
     }
     text = json.dumps(meta, allow_nan=True).encode("utf-8")
+    if not spans_processes:
+        _write(path, text, arrays)
+        return
+    failure = None
+    if jax.process_index() == 0:
+        try:
+            _write(path, text, arrays)
+        except OSError as err:
+            failure = err
+    _raise_unless_written(path, failure)
+
+
+def _write(path: str | os.PathLike, text: bytes, arrays: dict[str, np.ndarray]) -> None:
+    """The archive: the structure's JSON ``text`` and the host ``arrays``."""
     with open(path, "wb") as f:
         np.savez(f, **{_META: np.frombuffer(text, dtype=np.uint8)}, **arrays)
+
+
+def _spans_processes(x) -> bool:
+    """Whether ``x`` is a JAX array with shards on devices of other processes."""
+    return isinstance(x, jax.Array) and not x.is_fully_addressable
+
+
+def _gathered(tree):
+    """``tree`` with each array that spans several processes replaced by its global value (a NumPy array).
+
+    Collective when there is such an array: every process must call it with the same global arrays.
+
+    Args:
+        tree: a pytree (the Model and the State).
+
+    Returns:
+        ``(tree, spans)``: the tree, and whether any of its arrays spanned several processes.
+
+    Raises:
+        ArgumentError: an array could not be gathered (named by its path in the tree, with JAX's error).
+    """
+    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    spread = [i for i, (_, x) in enumerate(flat) if _spans_processes(x)]
+    if not spread:
+        return tree, False
+    leaves = [x for _, x in flat]
+    for i in spread:
+        leaves[i] = _gather_one(jax.tree_util.keystr(flat[i][0]), leaves[i])
+    return jax.tree.unflatten(treedef, leaves), True
+
+
+def _gather_one(where: str, x: jax.Array) -> np.ndarray:
+    """The global value of an array sharded across processes, on this host (collective unless replicated).
+
+    Raises:
+        ArgumentError: JAX could not gather it (no cross-process collectives, a process missing, memory).
+    """
+    if x.is_fully_replicated:  # every process holds all of it
+        return np.asarray(x.addressable_data(0))
+    try:
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    except (RuntimeError, ValueError) as err:
+        raise ArgumentError(
+            f"save_checkpoint could not gather {where} (shape {x.shape}, sharded over {len(x.sharding.device_set)} "
+            f"devices of several processes) to write it: {err}. Every process must call save_checkpoint with the "
+            "same arrays, and JAX needs cross-process collectives (jax_cpu_collectives_implementation='gloo' on CPU)"
+        ) from None
+
+
+def _raise_unless_written(path: str | os.PathLike, failure: OSError | None) -> None:
+    """Every process waits for process 0's write and learns whether it succeeded (collective).
+
+    Raises:
+        OSError: process 0 could not write the file (there: its own error).
+    """
+    written = multihost_utils.broadcast_one_to_all(np.int32(failure is None))
+    if failure is not None:
+        raise failure
+    if not int(written):
+        raise OSError(f"process 0 could not write the checkpoint {os.fspath(path)!r}")
 
 
 def _mismatch(saved, given, where: str = "Model") -> str | None:

@@ -167,7 +167,7 @@ def shard_worlds(tree: Any, axes: Any = None, devices: Sequence[jax.Device] | No
     :func:`rollout_batch` (under ``jit`` or not) then runs each device's worlds on that device, with no
     communication, and its outputs stay sharded the same way. Works for States, controls, and randomized
     models (with ``jaxmor.randomize``'s ``axes``); on several hosts, after ``jax.distributed.initialize``,
-    over all their devices (README, "Many devices").
+    over all their devices (docs/worlds.md, "Several hosts").
 
     Args:
         tree: a pytree of arrays with a leading world axis (a batch of States, controls), or a batch of models.
