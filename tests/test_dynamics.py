@@ -87,8 +87,12 @@ def testbot():
 
 def test_against_pinocchio(robot):
     name, model, ref, _ = robot
-    rng = np.random.default_rng(sum(map(ord, name)))
-    for _ in range(N_CONFIGS):
+    _check_terms(name, model, ref, np.random.default_rng(sum(map(ord, name))), N_CONFIGS)
+
+
+def _check_terms(name, model, ref, rng, count):
+    """``M``, ``b`` and forward dynamics against Pinocchio at ``count`` random states (module tolerance)."""
+    for _ in range(count):
         q, u, tau = random_state(model, rng)
         m, b, du = (np.asarray(x) for x in _terms(model, q, u, tau))
         m_ref, b_ref, du_ref = ref.mass_matrix(q), ref.bias_force(q, u), ref.forward_dynamics(q, u, tau)
@@ -366,3 +370,38 @@ def test_both_forms_of_the_elimination_solve_the_system(n):
         got = np.asarray(jax.jit(form)(aug))[:, n:]
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
     np.testing.assert_allclose(np.asarray(gauss_jordan(jnp.asarray(a), jnp.asarray(b))), want, rtol=1e-12, atol=1e-12)
+
+
+def _deep_chain_urdf(n: int) -> str:
+    """n links in a chain, joint axes cycling through x, y, z and a tilted axis, every fifth joint prismatic,
+    links with offset centres of mass and full inertia tensors."""
+    axes = ("1 0 0", "0 1 0", "0 0 1", "0.6 0 0.8")
+    parts, parent = (
+        [
+            '<robot name="deep"><link name="base"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        ],
+        "base",
+    )
+    for i in range(n):
+        kind = "prismatic" if i % 5 == 4 else "revolute"
+        parts.append(
+            f'<link name="l{i}"><inertial><origin xyz="0.04 0.01 {0.002 * i}"/><mass value="{0.1 + 0.01 * i}"/>'
+            '<inertia ixx="2e-4" iyy="3e-4" izz="4e-4" ixy="1e-5" ixz="-2e-5" iyz="3e-5"/></inertial></link>'
+            f'<joint name="j{i}" type="{kind}"><parent link="{parent}"/><child link="l{i}"/>'
+            f'<origin xyz="0.1 0 0.01" rpy="0.1 0 {0.2 * (i % 3)}"/><axis xyz="{axes[i % 4]}"/>'
+            '<limit lower="-3" upper="3" effort="10" velocity="10"/></joint>'
+        )
+        parent = f"l{i}"
+    return "".join(parts) + "</robot>"
+
+
+def test_a_chain_deeper_than_the_unrolled_levels_against_pinocchio():
+    """31 levels (more than ``UNROLLED_LEVELS``): the traversal runs as a loop over the levels; the terms
+    equal Pinocchio's to the module's tolerance on a free-floating chain of mixed joints."""
+    from jaxmor.sim.kinematics import UNROLLED_LEVELS, tree_levels
+
+    text = _deep_chain_urdf(30)
+    model = load(text, True)
+    assert len(tree_levels(tuple(model.body_parent))) > UNROLLED_LEVELS
+    _check_terms("deep chain", model, PinReference(model, text), np.random.default_rng(31), 3)

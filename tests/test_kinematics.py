@@ -219,6 +219,9 @@ TREES = {
     "quadruped": (-1, 0, 1, 2, 0, 4, 5, 0, 7, 8, 0, 10, 11),  # legs alike: strided levels, reordered
     "irregular": (-1, 0, 0, 1, 3, 2, -1, 6, 1, 8, 4),  # two roots, uneven levels: gathers
     "roots only": (-1, -1, -1),
+    # deeper than UNROLLED_LEVELS (16): the levels run in a lax.scan over a padded table
+    "deep chain": (-1,) + tuple(range(39)),
+    "deep branches": (-1, 0, 0) + tuple(range(1, 41)) + (0, 43),  # arms of 21, 21 and 2: spare slots
 }
 
 
@@ -236,7 +239,7 @@ def _sequential(parent, combine, world, per_body):
 def test_parent_first_equals_the_traversal_body_by_body(tree, world):
     """Float64, random 3x3 transforms and offsets: equal to rounding (the same products, grouped by
     level; 1e-14), for a world value and for ``None`` (roots from their own entries), entries of three leaves."""
-    from jaxmor.sim.kinematics import parent_first, tree_levels
+    from jaxmor.sim.kinematics import UNROLLED_LEVELS, parent_first, tree_levels
 
     parent = TREES[tree]
     nb = len(parent)
@@ -258,3 +261,5 @@ def test_parent_first_equals_the_traversal_body_by_body(tree, world):
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14 * float(jnp.max(jnp.abs(want))))
     depths = [len(level) for level, _ in tree_levels(parent)]
     assert sum(depths) == nb  # every body at exactly one level
+    if tree.startswith("deep"):
+        assert len(depths) > UNROLLED_LEVELS  # the scanned traversal is the one tested

@@ -86,6 +86,53 @@ def test_a_serial_chain_of_5000_links_loads():
     assert model.nb == 4999 and model.nv == 4999 and model.body_parent[-1] == 4997
 
 
+def _step_program_lines(n_links: int) -> int:
+    model = jaxmor.load_urdf(_chain(n_links), floating_base=False)
+    return len(jax.jit(jaxmor.step).lower(model, jaxmor.init_state(model)).as_text().splitlines())
+
+
+def test_the_step_program_of_a_chain_does_not_grow_with_its_length():
+    """A 1,000-link chain's step once compiled for over 11 minutes: the program had about 27 lines of
+    straight-line code per link (the traversals written out level by level, per-body stacks). Deeper than
+    ``UNROLLED_LEVELS`` the traversals loop over the levels, so a chain of 40 links and one of 300 lower to
+    programs of the same length (within 1%: the index tables are constants of one line each whatever their
+    size; before the change the 300-link program was about three times the 40-link one)."""
+    short, long = _step_program_lines(40), _step_program_lines(300)
+    assert abs(long - short) <= 0.01 * short, (short, long)
+
+
+CHAIN_COMPILE = """
+import resource, sys, time
+import jax, numpy as np, jaxmor
+sys.path.insert(0, sys.argv[1])
+from test_reliability import _chain
+model = jaxmor.load_urdf(_chain(300), floating_base=False)
+state = jaxmor.init_state(model)
+start = time.perf_counter()
+step = jax.jit(jaxmor.step).lower(model, state).compile()
+seconds = time.perf_counter() - start
+state = step(model, state)
+print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, bool(np.all(np.isfinite(state.q))))
+"""
+
+
+@pytest.mark.slow
+def test_the_step_of_a_300_link_chain_compiles_in_bounded_time_and_memory():
+    """A fresh process compiles the step of a 300-link chain with joint limits and takes one step: measured
+    at 5 s and 0.7 GB on the 2-core machine (docs/design/performance.md, compile time against depth). The
+    bounds are generous, 10 minutes (the subprocess's timeout) and 3 GB, so that load cannot fail it; before
+    the change 100 links took 33 s and the growth was faster than linear."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", CHAIN_COMPILE, str(Path(__file__).parent)], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    seconds, gigabytes, finite = out.stdout.split()
+    assert float(gigabytes) < 3.0 and finite == "True", out.stdout
+
+
 def test_more_links_than_the_bound_are_refused_at_the_first_extra_link(monkeypatch):
     monkeypatch.setattr(jaxmor.io.urdf, "MAX_LINKS", 10)
     text = _star(12)

@@ -99,18 +99,16 @@ def _joint_subspaces(model: Model, dtype) -> jax.Array:
     revolute = np.array([k == JointType.REVOLUTE for k in model.body_joint_type])[:, None]
     zero = jnp.zeros_like(axis)
     cols = jnp.concatenate([jnp.where(revolute, axis, zero), jnp.where(revolute, zero, axis)], -1)
-    own = []
-    for i, kind in enumerate(model.body_joint_type):
-        v = model.body_v_start[i]
-        if kind in (JointType.FREE, JointType.BALL):
-            block = np.zeros((6, model.nv))
-            block[:, v : v + kind.dof_width()] = _FREE_SUBSPACE if kind == JointType.FREE else _BALL_SUBSPACE
-            own.append(jnp.asarray(block, dtype))
-        else:
-            onehot = np.zeros(model.nv)
-            onehot[v] = 1.0
-            own.append(cols[i][:, None] * jnp.asarray(onehot, dtype)[None, :])
-    return jnp.stack(own)
+    kinds, start = model.body_joint_type, np.asarray(model.body_v_start)
+    single = np.array([k not in (JointType.FREE, JointType.BALL) for k in kinds])
+    at_own_velocity = (jnp.arange(model.nv) == start[:, None]) & single[:, None]  # (nb, nv), no (nb, nv) constant
+    own = jnp.where(at_own_velocity[:, None, :], cols[:, :, None], jnp.zeros((), dtype))
+    for kind, block in ((JointType.FREE, _FREE_SUBSPACE), (JointType.BALL, _BALL_SUBSPACE)):
+        bodies = np.flatnonzero([k == kind for k in kinds])
+        if bodies.size:
+            columns = start[bodies][:, None, None] + np.arange(block.shape[1])
+            own = own.at[bodies[:, None, None], np.arange(6)[:, None], columns].set(jnp.asarray(block, dtype))
+    return own
 
 
 def _transport(parent: jax.Array | None, body: tuple[jax.Array, jax.Array]) -> jax.Array:
@@ -164,7 +162,8 @@ def _bias_local(model: Model, xs, inertia, jac, nu: jax.Array, vel: jax.Array) -
     dtype = nu.dtype
     a_world = jnp.concatenate([jnp.zeros(3, dtype), -model.opt.gravity.astype(dtype)])
     # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
-    parent_vel = jnp.stack([jnp.zeros(6, dtype) if p < 0 else xs[i] @ vel[p] for i, p in enumerate(model.body_parent)])
+    above = jnp.concatenate([jnp.zeros((1, 6), dtype), vel])[np.asarray(model.body_parent) + 1]  # the world's is 0
+    parent_vel = jnp.einsum("bij,bj->bi", xs, above)
     product = _cross_motion(vel, vel - parent_vel)
     # dT/dt u for a free base: the local velocity coordinates rotate with the base.
     nu_dot = jnp.zeros(model.nv, dtype)

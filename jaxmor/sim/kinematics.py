@@ -59,6 +59,11 @@ class Kinematics:
     body: Poses
 
 
+#: Trees with more levels than this are traversed in a ``lax.scan`` over their levels
+#: (:func:`parent_first`); shallower ones have each level written out in the program.
+UNROLLED_LEVELS = 16
+
+
 @functools.cache
 def tree_levels(body_parent: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, ...] | None], ...]:
     """The bodies by depth in the tree: per level ``(bodies, parents)``, ``bodies`` the indices of the bodies
@@ -85,6 +90,45 @@ def _take(x: jax.Array, index: tuple[int, ...]) -> jax.Array:
     return x[np.asarray(index)]
 
 
+@functools.cache
+def level_slots(body_parent: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The levels of :func:`tree_levels` as a padded table, for a traversal that loops over the levels.
+
+    Returns:
+        ``(body, parent, slot)``: (L, W) the body in each slot of each level (W the widest level; a level's
+        spare slots repeat its first body, whose value there is computed and never read), (L, W) the slot of
+        each slot's parent in the level above (0 for roots and spare slots), and (nb,) each body's slot in
+        the table flattened to (L W,).
+    """
+    levels = tree_levels(body_parent)
+    width = max(len(bodies) for bodies, _ in levels)
+    body = np.array([bodies + (bodies[0],) * (width - len(bodies)) for bodies, _ in levels], dtype=np.int32)
+    parent = np.array([(parents or (0,) * len(bodies)) + (0,) * (width - len(bodies)) for bodies, parents in levels])
+    slot = np.empty(len(body_parent), dtype=np.int32)
+    for level, (bodies, _) in enumerate(levels):
+        slot[np.asarray(bodies)] = level * width + np.arange(len(bodies))
+    return body, parent.astype(np.int32), slot
+
+
+def _parent_first_scanned(body_parent: tuple[int, ...], combine, world, per_body):
+    """:func:`parent_first` for a deep tree: the roots' level, then one ``lax.scan`` step per further level
+    (each level's bodies vmapped over the padded slots of :func:`level_slots`), so the program's length does
+    not grow with the depth."""
+    body, parent, slot = level_slots(body_parent)
+    entries = jax.tree.map(lambda x: x[body], per_body)  # (L, W, ...)
+    roots = jax.vmap(lambda e: combine(world, e))(jax.tree.map(lambda x: x[0], entries))
+
+    def level(above, inputs):
+        parents, own = inputs
+        value = jax.vmap(combine)(jax.tree.map(lambda v: v[parents], above), own)
+        return value, value
+
+    rest = jax.tree.map(lambda x: x[1:], entries)
+    _, deeper = jax.lax.scan(level, roots, (jnp.asarray(parent[1:]), rest))
+    stacked = jax.tree.map(lambda r, d: jnp.concatenate([r[None], d]), roots, deeper)
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[slot], stacked)
+
+
 def parent_first(model: Model, combine: Callable[[Any, Any], Any], world: Any, per_body: Any) -> Any:
     """Values propagated down the tree, parents first: the one tree traversal of jaxmor.
 
@@ -107,6 +151,8 @@ def parent_first(model: Model, combine: Callable[[Any, Any], Any], world: Any, p
         The bodies' values, each leaf with a leading axis of size ``nb``.
     """
     levels = tree_levels(tuple(model.body_parent))
+    if len(levels) > UNROLLED_LEVELS:
+        return _parent_first_scanned(tuple(model.body_parent), combine, world, per_body)
     values = []
     for bodies, parents in levels:
         entries = jax.tree.map(lambda x, b=bodies: _take(x, b), per_body)
