@@ -146,6 +146,33 @@ def test_a_path_over_255_bytes_given_to_a_loader_is_a_model_error(tmp_path, wher
     assert LONG not in str(info.value)
 
 
+def _saved_world(tmp):
+    model = jaxmor.load_urdf(TURNTABLE_URDF)
+    return model, jaxmor.init_state(model), TURNTABLE_URDF
+
+
+FILES_A_WRITER_NAMES = {
+    "save_checkpoint": lambda tmp, model, state, _: jaxmor.save_checkpoint(tmp / f"{LONG}.npz", model, state),
+    "export_world": lambda tmp, model, state, _: jaxmor.export_world(model, state, tmp / f"{LONG}.xml"),
+    "export_package": lambda tmp, model, _, source: jaxmor.export_package(model, source, tmp / LONG),
+}
+
+
+@pytest.mark.parametrize("where", sorted(FILES_A_WRITER_NAMES))
+def test_a_path_over_255_bytes_given_to_a_writer_is_an_argument_error(tmp_path, where):
+    model, state, source = _saved_world(tmp_path)
+    with pytest.raises(ArgumentError, match=f"^{where}: .* cannot be written: File name too long") as info:
+        FILES_A_WRITER_NAMES[where](tmp_path, model, state, source)
+    assert LONG not in str(info.value) and "aaa...aaa" in str(info.value)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_checkpoint_written_onto_a_folder_says_so(tmp_path):
+    model, state, _ = _saved_world(tmp_path)
+    with pytest.raises(ArgumentError, match=r"^save_checkpoint: path '.*' cannot be written: Is a directory"):
+        jaxmor.save_checkpoint(tmp_path, model, state)
+
+
 def test_the_cli_reports_a_path_over_255_bytes_in_one_line(tmp_path, capsys):
     assert cli.main(["info", str(tmp_path / f"{LONG}.urdf")]) == 2
     err = capsys.readouterr().err

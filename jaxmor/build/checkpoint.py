@@ -39,6 +39,7 @@ from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
 from jaxmor.build.checkpoint_format import Decoder
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.io.files import shortened, writing
 from jaxmor.state import state_shapes
 from jaxmor.types import (
     ActuatorState,
@@ -131,9 +132,9 @@ def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None
         state: the state (of one world, or with leading world axes).
 
     Raises:
-        ArgumentError: ``model`` or ``state`` is not a jaxmor Model/State, or an array spanning several processes
-            could not be gathered (the message names it and the error).
-        OSError: the file cannot be written; across processes, on every process when process 0 cannot write it.
+        ArgumentError: ``model`` or ``state`` is not a jaxmor Model/State, an array spanning several processes
+            could not be gathered (the message names it and the error), or the file cannot be written (the
+            system's reason; across processes, on every process when process 0 cannot write it).
     """
     if not isinstance(model, Model) or not isinstance(state, State):
         raise ArgumentError(
@@ -155,14 +156,18 @@ def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None
     if jax.process_index() == 0:
         try:
             _write(path, text, arrays)
-        except OSError as err:
+        except ArgumentError as err:
             failure = err
     _raise_unless_written(path, failure)
 
 
 def _write(path: str | os.PathLike, text: bytes, arrays: dict[str, np.ndarray]) -> None:
-    """The archive: the structure's JSON ``text`` and the host ``arrays``."""
-    with open(path, "wb") as f:
+    """The archive: the structure's JSON ``text`` and the host ``arrays``.
+
+    Raises:
+        ArgumentError: ``path`` cannot be written (the system's reason).
+    """
+    with writing("save_checkpoint", "path", path), open(path, "wb") as f:
         np.savez(f, **{_META: np.frombuffer(text, dtype=np.uint8)}, **arrays)
 
 
@@ -213,17 +218,17 @@ def _gather_one(where: str, x: jax.Array) -> np.ndarray:
         ) from None
 
 
-def _raise_unless_written(path: str | os.PathLike, failure: OSError | None) -> None:
+def _raise_unless_written(path: str | os.PathLike, failure: ArgumentError | None) -> None:
     """Every process waits for process 0's write and learns whether it succeeded (collective).
 
     Raises:
-        OSError: process 0 could not write the file (there: its own error).
+        ArgumentError: process 0 could not write the file (there: its own error, with the system's reason).
     """
     written = multihost_utils.broadcast_one_to_all(np.int32(failure is None))
     if failure is not None:
         raise failure
     if not int(written):
-        raise OSError(f"process 0 could not write the checkpoint {os.fspath(path)!r}")
+        raise ArgumentError(f"save_checkpoint: process 0 could not write the checkpoint {shortened(path)!r}")
 
 
 def _mismatch(saved, given, where: str = "Model") -> str | None:

@@ -49,7 +49,7 @@ from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
 from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, locate_actuator_file
-from jaxmor.io.files import readable_file, shortened
+from jaxmor.io.files import readable_file, shortened, writing
 from jaxmor.io.mesh import resolve_mesh
 from jaxmor.io.xml import check_attributes, parse_float, parse_vector, parse_xml, tag
 from jaxmor.state import check_state, init_state, reset_actuator_state
@@ -163,7 +163,8 @@ def export_world(
 
     Raises:
         ArgumentError: a batched model or state, a model loaded from a string, or a model the world file cannot
-            reproduce (the message names the first differing field).
+            reproduce (the message names the first differing field); ``path`` cannot be written (the system's
+            reason).
     """
     check_state(model, state, "export_world")
     if model.source == "<string>" or not Path(model.source).is_file():
@@ -210,7 +211,8 @@ def export_world(
         text = " ".join(str(int(x)) if array.dtype.kind in "biu" else _text(x) for x in array.reshape(-1))
         lines.append(f'    <value name="{name}" shape="{shape}">{text}</value>')
     lines += ["  </state>", "</jaxmor_world>"]
-    Path(path).write_text("\n".join(lines) + "\n")
+    with writing("export_world", "path", path):
+        Path(path).write_text("\n".join(lines) + "\n")
 
 
 def _state_fields(state: State) -> list[tuple[str, jax.Array]]:
@@ -456,7 +458,8 @@ def export_package(
         ModelError: the description or a file it links is invalid, missing, not readable, outside the allowed
             folders or too large (one message for the first three), naming the description's file and line.
         ArgumentError: ``out_dir`` is the description's folder, or a copy would overwrite a file of the source;
-            the package does not load into ``model``'s joints and actuators.
+            ``out_dir`` or a file in it cannot be written (the system's reason); the package does not load into
+            ``model``'s joints and actuators.
     """
     source = Path(description_path)
     out = Path(out_dir)
@@ -465,11 +468,12 @@ def export_package(
             f"export_package: out_dir {str(out)!r} is the description's own folder; the package would overwrite "
             "its source (choose another folder)"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    if source.suffix.lower() == ".xml":
-        written = _package_mjcf(source, out, package_dirs, actuator_dirs)
-    else:
-        written = _package_urdf(source, out, package_dirs, actuator_dirs)
+    with writing("export_package", "out_dir", out):
+        out.mkdir(parents=True, exist_ok=True)
+        if source.suffix.lower() == ".xml":
+            written = _package_mjcf(source, out, package_dirs, actuator_dirs)
+        else:
+            written = _package_urdf(source, out, package_dirs, actuator_dirs)
     load = load_mjcf if written.suffix.lower() == ".xml" else load_urdf
     with warnings.catch_warnings():  # the description's own warnings were given when it was loaded
         warnings.simplefilter("ignore")

@@ -10,11 +10,14 @@ system refuses (longer than its limit of 255 bytes per name, say) names no file:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["confined_file", "inside", "readable_file", "shortened"]
+from jaxmor.errors import ArgumentError
+
+__all__ = ["confined_file", "inside", "readable_file", "shortened", "writing"]
 
 #: The most characters of a file name a message quotes.
 QUOTED_CHARACTERS = 80
@@ -31,6 +34,24 @@ def shortened(name: str | os.PathLike) -> str:
     keep = (QUOTED_CHARACTERS - 3) // 2
     parts = str(name).split(os.sep)
     return os.sep.join(p if len(p) <= QUOTED_CHARACTERS else f"{p[:keep]}...{p[-keep:]}" for p in parts)
+
+
+@contextlib.contextmanager
+def writing(where: str, argument: str, path: str | os.PathLike) -> Iterator[None]:
+    """Writes of the file or folder ``path``, given as ``argument`` of the function ``where``: a failure the system
+    reports (a name over its length limit, a folder where a file belongs, no permission, a full disk) is an
+    ArgumentError naming the argument, the path (:func:`shortened`) and the system's reason.
+
+    Raises:
+        ArgumentError: from the OSError of a write in the block.
+    """
+    try:
+        yield
+    except OSError as err:
+        reason = err.strerror or str(err)
+        other = err.filename is not None and str(err.filename) != os.fspath(path)
+        detail = f" ({shortened(err.filename)})" if other else ""
+        raise ArgumentError(f"{where}: {argument} {shortened(path)!r} cannot be written: {reason}{detail}") from None
 
 
 def readable_file(path: Path) -> bool:
