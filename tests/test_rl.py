@@ -130,3 +130,23 @@ def test_rejax_ppo_learns_to_hold_the_robot_up():
     assert np.all(np.isfinite(returns)) and len(returns) == 13
     assert returns[-1] > returns[0] + 0.2, returns
     assert returns[-3:].mean() > returns[:3].mean() + 0.1, returns
+
+
+def test_both_adapters_pass_on_the_count_of_nonfinite_actions(brax_env):
+    """A NaN and an infinite entry in one world's action: both adapters report 2 replaced entries for it and 0
+    for the others, and that world's reward stays finite (the environment replaced them by zero)."""
+    n, size = 3, brax_env.action_size
+    action = jnp.zeros((n, size)).at[1, 0].set(jnp.nan).at[1, size - 1].set(jnp.inf)
+    env = wrap_for_training(brax_env, episode_length=3)
+    state = jax.jit(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
+    assert np.asarray(state.info["nonfinite_actions"]).tolist() == [0] * n
+    stepped = jax.jit(env.step)(state, action)
+    assert np.asarray(stepped.info["nonfinite_actions"]).tolist() == [0, 2, 0]
+    assert np.all(np.isfinite(np.asarray(stepped.reward)))
+
+    gymnax = GymnaxEnv(brax_env.env)
+    keys = jax.random.split(jax.random.PRNGKey(2), n)
+    _, first = jax.vmap(gymnax.reset)(keys)
+    _, _, reward, _, info = jax.jit(jax.vmap(gymnax.step))(keys, first, action)
+    assert np.asarray(info["nonfinite_actions"]).tolist() == [0, 2, 0]
+    assert np.all(np.isfinite(np.asarray(reward)))

@@ -15,7 +15,8 @@ the *first* state it ever had, so every later episode of that world would replay
 command and the same randomized motor constants. jaxmor's environments reset themselves with a fresh
 draw (``auto_reset``), so :func:`wrap_for_training` only batches the worlds; the adapter keeps the
 bookkeeping Brax's trainers read (``info["truncation"]``, ``"steps"``, ``"episode_done"``,
-``"episode_metrics"``) the way ``brax.envs.training.EpisodeWrapper`` does.
+``"episode_metrics"``) the way ``brax.envs.training.EpisodeWrapper`` does, and passes on
+``info["nonfinite_actions"]`` (the action entries replaced by zero in the step: docs/training.md).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class BraxEnv(_BraxEnvBase):
             "steps": zero,
             "episode_done": zero,
             "episode_metrics": episode,
+            "nonfinite_actions": inner.info["nonfinite_actions"],
         }
         return BraxState(
             pipeline_state=inner, obs=inner.obs, reward=inner.reward, done=zero, metrics=metrics, info=info
@@ -105,6 +107,7 @@ class BraxEnv(_BraxEnvBase):
             "steps": inner.info["episode_length"].astype(dtype),
             "episode_done": done,
             "episode_metrics": episode,
+            "nonfinite_actions": inner.info["nonfinite_actions"],
         }
         return BraxState(
             pipeline_state=inner, obs=inner.obs, reward=inner.reward, done=done, metrics=metrics, info=info

@@ -12,7 +12,8 @@ Needs the optional extra ``jaxmor[rl]``. Use it as::
 
 Episodes end and restart inside jaxmor's ``step`` (``auto_reset``: a fresh command and randomization draw
 per episode), so ``step`` ignores its key and ``params``. gymnax's ``done`` does not tell a failure from
-the time limit; ``info["truncated"]`` does, for trainers that read it. Observations and rewards are
+the time limit; ``info["truncated"]`` does, for trainers that read it; ``info["nonfinite_actions"]`` counts the
+action entries replaced by zero in the step (docs/training.md). Observations and rewards are
 handed over in float32, the dtype of the spaces and of the trainers' networks (the simulation itself runs
 in the model's dtype, float64 under ``jax_enable_x64``).
 """
@@ -77,7 +78,8 @@ class GymnaxEnv(environment.Environment):
         self, key: jax.Array, state: EnvState, action: jax.Array, params: Any = None
     ) -> tuple[jax.Array, EnvState, jax.Array, jax.Array, dict[str, jax.Array]]:
         state = self.env.step(state, action)
-        info = {"truncated": state.info["truncated"], **state.metrics}
+        counts = {k: state.info[k] for k in ("truncated", "nonfinite_actions")}
+        info = {**counts, **state.metrics}
         return state.obs.astype(jnp.float32), state, state.reward.astype(jnp.float32), state.done, info
 
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, EnvState]:
