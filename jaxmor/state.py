@@ -98,7 +98,17 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
         nonfinite=jnp.asarray(False),
         invalid=jnp.asarray(False),
+        step_count=jnp.zeros((), jnp.int32),
+        command_history=jnp.zeros((delay_slots(model), model.na, 3), dtype),
+        ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
+        controller_integral=jnp.zeros((model.na,), dtype),
+        controller_torque=jnp.zeros((model.na,), dtype),
     )
+
+
+def delay_slots(model: Model) -> int:
+    """The slots of the command buffers (``State.command_history``): ``max_delay + 1``, or 0 without delay."""
+    return model.max_delay + 1 if model.max_delay > 0 else 0
 
 
 def _initial_bus_voltage(model: Model, dtype) -> jax.Array:
@@ -113,6 +123,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     (``actuator_state.*`` and ``motor_state.*`` for the leaves of the nested ones)."""
     counts = {"nq": model.nq, "nv": model.nv, "na": model.na, "nu": model.nu, "nc": contact_budget(model)}
     counts["ne"] = model.equality.rows
+    counts["nd"] = delay_slots(model)
     shapes = {}
     for field in dataclasses.fields(State):
         shape = tuple(counts.get(d, d) for d in field.metadata["dims"])
@@ -541,8 +552,8 @@ def reset_actuator_state(model: Model, state: State) -> State:
 
     The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
     actuator definitions', the actuator states cleared, the motors at their ambient temperature without
-    current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`) and the affine controls zeroed; everything
-    else is kept.
+    current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`), the affine controls, the command buffers
+    and the drive controllers zeroed; everything else is kept.
 
     Args:
         model: the model with its new actuators (``with_actuators``, ``with_affine_actuators``).
@@ -559,6 +570,10 @@ def reset_actuator_state(model: Model, state: State) -> State:
         actuator_state=zero_actuator_state(model.na, dtype),
         motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
         ctrl=jnp.zeros((model.nu,), dtype),
+        command_history=jnp.zeros((delay_slots(model), model.na, 3), dtype),
+        ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
+        controller_integral=jnp.zeros((model.na,), dtype),
+        controller_torque=jnp.zeros((model.na,), dtype),
     )
 
 

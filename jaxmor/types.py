@@ -128,6 +128,44 @@ class Battery:
 
 
 @struct.dataclass
+class DriveController:
+    """The drive controllers at the actuators: a PID on each actuator's driven joint (or its motor angle) that
+    updates every ``period`` physics steps and holds its torque in between (:mod:`jaxmor.actuation.controller`).
+
+    Its targets are the actuator PD's (``State.actuator_position_target``, ``actuator_velocity_target``), after the
+    command delay; its torque adds to the actuator torque and the actuator PD's before the motor region clips the sum.
+
+    Attributes:
+        p_gain: (na,) proportional gain [Nm/rad or N/m at the gear output per unit joint error; on the motor side
+            Nm of motor torque per rad of motor angle].
+        i_gain: (na,) integral gain [Nm/(rad s) or N/(m s); motor side Nm/(rad s)].
+        d_gain: (na,) derivative gain, on the velocity error [Nm s/rad or N s/m; motor side Nm s/rad].
+        period: (na,) int32, the controller's period in physics steps (``>= 1``; 1 updates every step).
+        active: which actuators run a controller (static); the others ignore their gains.
+        motor_side: per actuator, whether its controller works on the motor angle ``G q_j`` and outputs a motor
+            torque (static); else on the joint, at the gear output.
+    """
+
+    p_gain: jax.Array
+    i_gain: jax.Array
+    d_gain: jax.Array
+    period: jax.Array
+    active: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+    motor_side: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def any_active(self) -> bool:
+        """Whether any actuator runs a controller."""
+        return any(self.active)
+
+
+def no_controllers(na: int, dtype=None) -> DriveController:
+    """Drive controllers for ``na`` actuators, none active (zero gains, period 1)."""
+    zero = jnp.zeros((na,), dtype)
+    return DriveController(zero, zero, zero, jnp.ones((na,), jnp.int32), (False,) * na, (False,) * na)
+
+
+@struct.dataclass
 class MotorActuators:
     """DC-motor actuators compiled for the step (``na`` actuators, ``nv`` velocities, ``nk`` couplings).
 
@@ -150,6 +188,9 @@ class MotorActuators:
         dynamics: the motors' optional dynamic features (winding temperature, inductance, cogging, LuGre
             friction; :mod:`jaxmor.actuation.motor_dynamics`), their constants (na,) leaves, which actuators have them
             static.
+        delay: (na,) int32, each actuator's command delay [physics steps], in ``[0, Model.max_delay]``
+            (:mod:`jaxmor.actuation.latency`).
+        controller: the drive controllers at the actuators (:class:`DriveController`).
     """
 
     names: tuple[str, ...] = struct.field(pytree_node=False)
@@ -166,6 +207,8 @@ class MotorActuators:
     output_damping: jax.Array
     output_friction: jax.Array
     dynamics: MotorDynamics
+    delay: jax.Array
+    controller: DriveController
 
     @property
     def transmission(self) -> jax.Array:
@@ -194,6 +237,8 @@ class AffineActuators:
         bias_v: coefficient on the joint velocity [actuator force per rad/s or m/s].
         ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
         force_lower, force_upper: actuator-force clamp, before the gear; ``-inf``/``+inf`` where unlimited.
+        delay: int32, each control's delay [physics steps], in ``[0, Model.max_delay]``
+            (:mod:`jaxmor.actuation.latency`).
         names: actuator names, in order (static).
         q_index: index into ``q`` of each driven joint's coordinate, ``-1`` for an actuator on a tendon (static).
         v_index: index into ``u`` (and into the generalized force) of each driven joint's DOF, ``-1`` for an
@@ -211,6 +256,7 @@ class AffineActuators:
     ctrl_upper: jax.Array
     force_lower: jax.Array
     force_upper: jax.Array
+    delay: jax.Array
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
     v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
@@ -614,6 +660,8 @@ class Model:
             ``frictionloss``): the linear rows bound the world-frame velocity of the body origin, the angular
             ones the body-frame angular velocity, each by ``dof_friction`` as MuJoCo's. Elsewhere a free
             joint's ``dof_friction`` has no effect.
+        max_delay: the longest command delay the State's buffers hold [physics steps] (static; 0: no delay, no
+            buffers): ``actuators.delay`` and ``affine.delay`` are clamped to it (:func:`jaxmor.with_command_delay`).
     """
 
     # Names, counts and the topology (static).
@@ -701,6 +749,7 @@ class Model:
     tendons: Tendons = struct.field(default_factory=empty_tendons)
     height_field: HeightField | None = None
     free_friction_u: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    max_delay: int = struct.field(pytree_node=False, default=0)
 
     @property
     def nb(self) -> int:
@@ -781,7 +830,7 @@ def _field(dims: tuple, guard: str | None = None, control: bool = False):
     """A State field and what the code derives from its declaration (``dataclasses.fields(State)`` metadata):
 
     * ``dims``: the shape of one world's value, in the model's counts (``"nq"``, ``"nv"``, ``"na"``, ``"nu"``,
-      ``"nc"`` the contact slots of the budget) and integers; every leaf of a nested field (ActuatorState,
+      ``"nc"`` the contact slots of the budget, ``"nd"`` the command buffers' slots) and integers; every leaf of a nested field (ActuatorState,
       MotorState) has it;
     * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
       ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
@@ -848,6 +897,16 @@ class State:
             its last ``q``, ``u``, time, impulses and actuator states, and it stops: later steps change
             nothing but clear the external forces, until the flag is cleared
             (``state.replace(nonfinite=False)``, with finite ``q`` and ``u``).
+        step_count: () int32, the steps this world has taken since :func:`jaxmor.init_state` (the clock of the
+            command delay and of the drive controllers' periods; wraps after ``2**31`` steps).
+        command_history: (nd, na, 3) the last ``nd`` commands of each actuator (torque [Nm or N], position
+            target [rad or m], velocity target [rad/s or m/s]), a ring buffer indexed by ``step_count % nd``
+            (``nd = Model.max_delay + 1``, 0 without delay; :mod:`jaxmor.actuation.latency`).
+        ctrl_history: (nd, nu) the last ``nd`` controls of the affine actuators, the same ring.
+        controller_integral: (na,) the drive controllers' integral of the position error [rad s or m s; motor side:
+            rad s of motor angle] (:class:`jaxmor.DriveController`).
+        controller_torque: (na,) the drive controllers' torque held since their last update [Nm or N, at the
+            gear outputs].
         invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
             ``jit``, where the setters cannot check values): a time step that is not positive and finite
             (the world does not advance, as for ``nonfinite``), or an actuator that is not valid (it
@@ -888,3 +947,9 @@ class State:
     motor_state: MotorState = _field(dims=("na",), guard="finite")
     nonfinite: jax.Array = _field(dims=())
     invalid: jax.Array = _field(dims=())
+    # Command delay and drive controllers.
+    step_count: jax.Array = _field(dims=())
+    command_history: jax.Array = _field(dims=("nd", "na", 3), guard="finite")
+    ctrl_history: jax.Array = _field(dims=("nd", "nu"), guard="finite")
+    controller_integral: jax.Array = _field(dims=("na",), guard="finite")
+    controller_torque: jax.Array = _field(dims=("na",), guard="finite")

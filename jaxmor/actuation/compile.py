@@ -12,12 +12,13 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation.controller import compile_controllers
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
 from jaxmor.checks import model_dtype, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
-from jaxmor.types import Model, MotorActuators
+from jaxmor.types import Model, MotorActuators, no_controllers
 
 
 def check_representable(
@@ -68,6 +69,8 @@ def empty_actuators(nv: int) -> MotorActuators:
         output_damping=zero,
         output_friction=zero,
         dynamics=compile_dynamics([], [], [], []),
+        delay=jnp.zeros((0,), jnp.int32),
+        controller=no_controllers(0),
     )
 
 
@@ -177,4 +180,6 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
             [d.cogging for d in definitions],
             [d.lugre for d in definitions],
         ),
+        delay=jnp.asarray(np.asarray([d.delay for d in definitions], np.int32)),
+        controller=compile_controllers([d.controller for d in definitions]),
     )

@@ -265,8 +265,12 @@ def actuator_pd(model: Model, state: State) -> jax.Array:
 
 def commanded_actuator_torque(model: Model, state: State) -> jax.Array:
     """(na,) actuator torques the step commands at the gear outputs [Nm or N], before the region clips
-    them: the torques as set plus the actuator PD's (:func:`actuator_pd`)."""
-    return state.actuator_torque + actuator_pd(model, state)
+    them: the torques as set plus the actuator PD's (:func:`actuator_pd`) plus, where an actuator has one, its drive
+    controller's held torque (``State.controller_torque``, :mod:`jaxmor.actuation.controller`)."""
+    torque = state.actuator_torque + actuator_pd(model, state)
+    if model.actuators.controller.any_active:
+        torque = torque + jnp.where(np.asarray(model.actuators.controller.active, bool), state.controller_torque, 0.0)
+    return torque
 
 
 def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:

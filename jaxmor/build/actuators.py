@@ -17,6 +17,8 @@ import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine
 from jaxmor.actuation.compile import compile_actuators
+from jaxmor.actuation.controller import controller_definition
+from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import features_of
 from jaxmor.errors import ArgumentError
@@ -45,7 +47,7 @@ def with_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> M
         ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven by
             an affine actuator.
     """
-    return model.replace(actuators=compile_actuators(model, definitions))
+    return fitted_max_delay(model.replace(actuators=compile_actuators(model, definitions)))
 
 
 def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefinition]:
@@ -80,6 +82,8 @@ def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefi
                 output_damping=float(act.output_damping[i]),
                 output_friction=float(act.output_friction[i]),
                 **features_of(act.dynamics, i),
+                delay=int(np.asarray(act.delay)[i]),
+                controller=controller_definition(act.controller, i),
             )
         )
     return out

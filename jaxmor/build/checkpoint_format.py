@@ -13,7 +13,8 @@ Each array leaf is checked against its expected dtype kind and trailing shape:
   give (:data:`_COUNTS`: ``nb`` the bodies' names, ``nv`` the ``nv`` field, ``na`` the motor actuators' names,
   ...; a parent's counts hold in its children); a name no count defines (a mesh's padded vertex count, a height
   field's rows) is bound by the first leaf that uses it within its dataclass and must agree in the others. Every
-  model leaf is a float except the terrain grids' indices (int) and filter (bool).
+  model leaf is a float except the terrain grids' indices (int) and filter (bool), the command delays and the drive
+  controllers' periods (int).
 * State leaves: the dims :func:`jaxmor.state.state_shapes` gives for the decoded model (the State's declared
   ``dims``), and the kinds of :data:`_STATE_KINDS` (float otherwise), which are :func:`jaxmor.init_state`'s.
 
@@ -74,6 +75,7 @@ _MODEL_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
     "MotorActuators": (_NA, {"coupling_ratio": ("nk",)}),
     "DcMotorParameters": (_NA, {}),
     "MotorDynamics": (_NA, {}),
+    "DriveController": (_NA, {}),
     "Battery": ((), {}),
     "AffineActuators": (("nu",), {}),
     "Sites": (("ns", 3), {"rotation": ("ns", 3, 3)}),
@@ -96,7 +98,14 @@ _MODEL_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
     "HeightField": ((), {"heights": ("ny", "nx"), "origin": (2,), "spacing": (2,)}),
 }
 #: Model leaves that are not floats: ``"Class.field": kind`` (NumPy's ``dtype.kind``).
-_MODEL_KINDS = {"TerrainGrid.world": "i", "TerrainGrid.cells": "i", "TerrainGrid.allowed": "b"}
+_MODEL_KINDS = {
+    "TerrainGrid.world": "i",
+    "TerrainGrid.cells": "i",
+    "TerrainGrid.allowed": "b",
+    "MotorActuators.delay": "i",
+    "AffineActuators.delay": "i",
+    "DriveController.period": "i",
+}
 #: State leaves that are not floats (:func:`jaxmor.init_state`'s dtypes), by their path below ``state``.
 _STATE_KINDS = {
     "mor_enforced": "b",
@@ -104,6 +113,7 @@ _STATE_KINDS = {
     "contact_overflow": "i",
     "nonfinite": "b",
     "invalid": "b",
+    "step_count": "i",
     "actuator_state.saturation": "i",
     "actuator_state.valid": "b",
     "motor_state.cutout": "b",
@@ -156,6 +166,7 @@ _LENGTHS: dict[str, dict[str, str]] = {
         "nv": "nv",
     },
     "MotorDynamics": dict.fromkeys(_FLAGS, "na"),
+    "DriveController": dict.fromkeys(("active", "motor_side"), "na"),
     "AffineActuators": dict.fromkeys(("q_index", "v_index"), "nu"),
     "Sites": dict.fromkeys(("link", "shape"), "ns"),
     "Sensors": dict.fromkeys(("kinds", "dims", "obj_type", "obj_id", "ref_type", "ref_id"), "nsensor"),

@@ -290,6 +290,11 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
         output_damping=cat(a.output_damping, b.output_damping),
         output_friction=cat(a.output_friction, b.output_friction),
         dynamics=concatenate_dynamics(a.dynamics, b.dynamics),
+        delay=jnp.concatenate([jnp.asarray(a.delay, jnp.int32), jnp.asarray(b.delay, jnp.int32)]),
+        controller=jax.tree.map(cat, a.controller, b.controller).replace(
+            active=a.controller.active + b.controller.active,
+            motor_side=a.controller.motor_side + b.controller.motor_side,
+        ),
     )
 
 
@@ -478,6 +483,7 @@ def combine(
         equality=combine_equalities(model, other, prefix, quat, translation),
         height_field=model.height_field,
         free_friction_u=model.free_friction_u + tuple(v + model.nv for v in other.free_friction_u),
+        max_delay=max(model.max_delay, other.max_delay),
     )
     placed = _placed(other, translation, quat, rotation)
     fields["keyframes"] = _keyframes(model, other, placed.get("q_default", other.q_default))

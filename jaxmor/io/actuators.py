@@ -120,6 +120,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
+from jaxmor.actuation.controller import DriveControllerDefinition
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ModelError
@@ -228,6 +229,9 @@ class ActuatorDefinition:
         thermal: the motor's thermal network and temperature limit, or ``None`` (no heating).
         cogging: the motor's cogging torque, or ``None``.
         lugre: LuGre friction at the actuator output, or ``None``.
+        delay: the delay of its commands [physics steps], an int ``>= 0`` (:mod:`jaxmor.actuation.latency`).
+        controller: its drive controller (:class:`~jaxmor.actuation.controller.DriveControllerDefinition`), or
+            ``None``.
         source: where the definition came from (a file path or ``"<string>"``); ``None`` for
             definitions made in Python (not compared).
         line: line of its ``<actuator>`` element in ``source``, or ``None`` (not compared).
@@ -246,6 +250,8 @@ class ActuatorDefinition:
     thermal: ThermalModel | None = None
     cogging: CoggingModel | None = None
     lugre: LugreModel | None = None
+    delay: int = 0
+    controller: DriveControllerDefinition | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
@@ -304,7 +310,18 @@ def definition_problem(defn: ActuatorDefinition) -> str | None:
         problem = part.problem(defn.motor.peak_torque) if attr == "thermal" else part.problem()
         if problem is not None:
             return problem
-    return None
+    return _drive_problem(defn)
+
+
+def _drive_problem(defn: ActuatorDefinition) -> str | None:
+    """Why a definition's command delay or drive controller is invalid, or ``None``."""
+    if not isinstance(defn.delay, int) or isinstance(defn.delay, bool) or defn.delay < 0:
+        return f"delay must be an int >= 0 [steps], got {defn.delay!r}"
+    if defn.controller is None:
+        return None
+    if not isinstance(defn.controller, DriveControllerDefinition):
+        return f"controller must be a jaxmor.DriveControllerDefinition or None, got {type(defn.controller).__name__}"
+    return defn.controller.problem()
 
 
 def definition_is_valid(defn: ActuatorDefinition) -> bool:

@@ -5,6 +5,8 @@ The step is velocity-level and semi-implicit (``h = model.opt.timestep``), as th
 stages before it produced, lives in the module of :mod:`jaxmor.sim` named after it, and runs under a
 ``jax.named_scope`` of its name (profiles and compiled programs show the stages):
 
+0. :func:`commands`: the commands delayed (:mod:`jaxmor.actuation.latency`) and the drive controllers updated
+   (:mod:`jaxmor.actuation.controller`);
 1. :func:`~jaxmor.sim.kinematics.kinematics`: body poses at ``q_t`` (joint transforms computed once);
 2. :func:`~jaxmor.sim.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
 3. :func:`~jaxmor.sim.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
@@ -31,6 +33,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxmor.actuation import controller, latency
 from jaxmor.checks import as_array_leaves, as_int, check_options, check_real_dtype
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision import Contacts, collide
@@ -101,9 +104,20 @@ class Stages(NamedTuple):
     state: State
 
 
+def commands(model: Model, state: State) -> State:
+    """The state the step's stages act on: the commands delayed (:func:`jaxmor.actuation.latency.delayed`), the
+    drive controllers updated (:func:`jaxmor.actuation.controller.update`), the step counted."""
+    state = controller.update(model, latency.delayed(model, state))
+    return state.replace(step_count=state.step_count + 1)
+
+
 def stages(model: Model, state: State) -> Stages:
     """The step's stages, without the guard: the composition :func:`step` runs, every result kept (under
-    ``jit`` the unused ones are not computed)."""
+    ``jit`` the unused ones are not computed). The stages see the delayed commands (:func:`commands`); the end
+    state keeps the commands as set."""
+    given = state
+    with jax.named_scope("commands"):
+        state = commands(model, state)
     with jax.named_scope("kinematics"):
         kin = kinematics(model, state.q)
     with jax.named_scope("dynamics"):
@@ -120,7 +134,7 @@ def stages(model: Model, state: State) -> Stages:
         impulses, correction = solve_step(model, state, cons)
     with jax.named_scope("integrator"):
         du, u_pos = impulse_velocities(cons, impulses, correction)
-        end = advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts)
+        end = latency.restored(model, given, advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts))
     return Stages(kin, dyn, frc, free, contacts, cons, impulses, correction, end)
 
 
