@@ -12,7 +12,9 @@ from jaxmor.actuation.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
+from jaxmor.actuation.controller import DriveControllerDefinition, with_drive_controller
 from jaxmor.actuation.drive import actuate, actuator_torque_bounds, motor_speeds
+from jaxmor.actuation.latency import with_command_delay
 from jaxmor.actuation.motor import (
     DcMotorParameters,
     MotorSaturation,
@@ -90,11 +92,12 @@ from jaxmor.state import (
     set_pd_targets,
 )
 from jaxmor.tools import sysid, terrain
-from jaxmor.tools.randomization import Distribution, log_uniform, normal, randomize, scale, uniform
+from jaxmor.tools.randomization import Distribution, integers, log_uniform, normal, randomize, scale, uniform
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
     Battery,
+    DriveController,
     Equalities,
     GeomType,
     HeightField,
@@ -112,6 +115,8 @@ from jaxmor.types import (
 __all__ = [
     "ActuatorCoupling",
     "ActuatorDefinition",
+    "DriveController",
+    "DriveControllerDefinition",
     "ActuatorState",
     "AffineActuatorDefinition",
     "AffineActuators",
@@ -203,6 +208,7 @@ __all__ = [
     "rollout",
     "rollout_batch",
     "save_checkpoint",
+    "integers",
     "scale",
     "set_actuation_limits",
     "set_actuator_pd_gains",
@@ -231,6 +237,8 @@ __all__ = [
     "with_geom_properties",
     "with_height_field",
     "with_ground_contact",
+    "with_command_delay",
+    "with_drive_controller",
     "with_options",
     "with_self_collision",
     "with_sensors",

@@ -830,8 +830,8 @@ def _field(dims: tuple, guard: str | None = None, control: bool = False):
     """A State field and what the code derives from its declaration (``dataclasses.fields(State)`` metadata):
 
     * ``dims``: the shape of one world's value, in the model's counts (``"nq"``, ``"nv"``, ``"na"``, ``"nu"``,
-      ``"nc"`` the contact slots of the budget, ``"nd"`` the command buffers' slots) and integers; every leaf of a nested field (ActuatorState,
-      MotorState) has it;
+      ``"nc"`` the contact slots of the budget, ``"nd"`` the command buffers' slots) and integers; every leaf of a
+      nested field (ActuatorState, MotorState) has it;
     * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
       ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
       ``"not_nan"`` no NaN (``inf`` allowed), ``None`` nothing;

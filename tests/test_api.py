@@ -10,7 +10,8 @@ import jaxmor
 
 PUBLIC = [
     "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
-    "ArgumentError", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "Equalities",
+    "ArgumentError", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "DriveController",
+    "DriveControllerDefinition", "Equalities",
     "GeomType", "HeightField",
     "JaxmorError", "JointType", "Keyframe", "LugreModel", "Model", "ModelError", "MotorActuators", "MotorSaturation",
     "MotorState", "MotorTorqueBounds", "MujocoDifferenceWarning", "Options", "Poses", "Sensors", "Sites", "State",
@@ -20,7 +21,7 @@ PUBLIC = [
     "clip_motor_torque", "collide", "combine", "contact_budget", "contact_count", "envs", "export_actuators",
     "export_package",
     "export_world", "forward_dynamics", "forward_kinematics", "generalized_force", "geom_index", "get_actuators",
-    "import_actuators", "init_state", "init_states", "integrate_positions", "inverse_dynamics",
+    "import_actuators", "init_state", "integers", "init_states", "integrate_positions", "inverse_dynamics",
     "is_motor_operating_region_enforced", "joint_damping", "joint_friction", "joint_index", "joint_names",
     "joint_q_index", "keyframe_names", "link_jacobian", "load_checkpoint", "load_mjcf", "load_urdf", "load_world",
     "log_uniform", "mass_matrix", "motor_operating_region_violation", "motor_speeds", "motor_torque_bounds",
@@ -30,7 +31,8 @@ PUBLIC = [
     "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force", "set_keyframe",
     "set_motor_operating_region_enforced", "set_motor_temperature", "set_pd_gains", "set_pd_targets", "shard_worlds",
     "step", "summary", "sysid", "terrain", "transmission_matrix", "uniform", "with_actuators", "with_affine_actuators",
-    "with_battery", "with_geom_properties", "with_ground_contact", "with_height_field", "with_options",
+    "with_battery", "with_command_delay",
+    "with_drive_controller", "with_geom_properties", "with_ground_contact", "with_height_field", "with_options",
     "with_self_collision",
     "with_sensors", "with_terrain",
 ]  # fmt: skip

@@ -113,7 +113,8 @@ def with_command_delay(
     integral = isinstance(max_delay, (int, np.integer)) and not isinstance(max_delay, (bool, np.bool_))
     if not integral or max_delay < longest:
         raise ArgumentError(
-            f"with_command_delay: max_delay must be an int >= the longest delay ({longest}), got {brief_repr(max_delay)}"
+            f"with_command_delay: max_delay must be an int >= the longest delay ({longest}), "
+            f"got {brief_repr(max_delay)}"
         )
     return model.replace(
         actuators=model.actuators.replace(delay=jnp.asarray(motor)),

@@ -42,11 +42,24 @@ name                                       what                                 
 ``ground.friction``, ``ground.restitution``, ``ground.height``                      --
 ``battery.open_circuit_voltage``,          the supply (``jaxmor.with_battery``)       --
 ``battery.internal_resistance``
+``actuator.delay``                         the command delay [steps] of a DC-motor   actuator name
+                                           actuator (an integer ``>= 0``)
+``affine.delay``                           the control delay [steps] of an affine    affine actuator name
+                                           actuator (an integer ``>= 0``)
+``controller.p_gain``, ``.i_gain``,        the drive controllers' gains (used by     actuator name
+``.d_gain``                                the actuators that have one)
+``controller.period``                      their period [steps] (an integer ``>= 1``) actuator name
 =========================================  ======================================  ===================
 
-Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute values) and :func:`scale`
-(the nominal value times a uniform factor). Each draws every selected element independently, or one
-value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
+Integer parameters (the delays and the periods) take each draw rounded to the nearest integer (``numpy.rint``,
+halves to even); :func:`integers` draws them uniformly among the integers ``low .. high``. Drawing a delay raises
+the model's ``max_delay`` (static, the length of the State's command buffers) to the longest delay the distribution
+can give (its ``high``, rounded; for :func:`normal`, the longest drawn), so make the worlds' states after
+``randomize``.
+
+Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute values), :func:`scale`
+(the nominal value times a uniform factor) and :func:`integers` (uniform among whole numbers). Each draws every
+selected element independently, or one value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
 spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear
 ratio or time step that is not positive, an ambient temperature below absolute zero (-273.15 degC), a draw
 that the model's dtype cannot hold (overflowing, or nonzero and below its smallest normal number:
@@ -76,7 +89,7 @@ from jaxmor.types import Model
 MAX_DRAWS = 2**28
 
 #: The kinds of :class:`Distribution`.
-KINDS = ("uniform", "normal", "log_uniform", "scale")
+KINDS = ("uniform", "normal", "log_uniform", "scale", "integers")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +129,10 @@ class Distribution:
         if self.kind != "normal" and np.any(a > b):
             given = f"{brief_repr(self.a)} > {brief_repr(self.b)}"
             raise ArgumentError(f"{self.kind}: low must not exceed high, got {given}")
+        if self.kind == "integers" and not (np.all(a == np.rint(a)) and np.all(b == np.rint(b))):
+            raise ArgumentError(
+                f"integers: low and high must be integers, got {brief_repr(self.a)}, {brief_repr(self.b)}"
+            )
         if self.kind == "log_uniform" and np.any(a <= 0):
             raise ArgumentError(f"log_uniform: the bounds must be positive, got low={brief_repr(self.a)}")
         if self.select is not None:
@@ -137,6 +154,8 @@ class Distribution:
             out = a + (b - a) * unit
         elif self.kind == "log_uniform":
             out = np.exp(np.log(a) + (np.log(b) - np.log(a)) * unit)
+        elif self.kind == "integers":
+            out = np.minimum(a + np.floor((b - a + 1) * unit), b)
         else:  # scale
             out = nominal * (a + (b - a) * unit)
         return np.broadcast_to(out, shape).astype(np.float64)
@@ -174,6 +193,12 @@ def scale(low: Any, high: Any, *, select: Sequence[str] | None = None, shared: b
     return _bounds("scale", low, high, select, shared)
 
 
+def integers(low: int, high: int, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
+    """Integers uniform among ``low, low + 1, ..., high`` (``low <= high``, both integers): for the delays and
+    periods."""
+    return _bounds("integers", low, high, select, shared)
+
+
 def normal(mean: Any, std: Any, *, select: Sequence[str] | None = None, shared: bool = False) -> Distribution:
     """Values normal with ``mean`` and standard deviation ``std`` (``>= 0``)."""
     return Distribution("normal", mean, std, select, shared)
@@ -187,7 +212,8 @@ def normal(mean: Any, std: Any, *, select: Sequence[str] | None = None, shared: 
 class _Parameter:
     path: tuple[str, ...]  # attribute path in the Model
     names: Callable[[Model], tuple[str, ...]]  # element names (empty: a scalar or an unnamed vector)
-    rule: str  # the validity rule: "positive", "non-negative", "in [0, 1]", "finite", "temperature", "motor"
+    rule: str  # the validity rule: "positive", "non-negative", "in [0, 1]", "finite", "temperature", "motor", and
+    # for integers (each draw rounded) "delay" (>= 0) and "period" (>= 1)
 
 
 def _joints(model: Model) -> tuple[str, ...]:
@@ -243,6 +269,12 @@ PARAMETERS: dict[str, _Parameter] = {
     "motor.lugre_stiffness": _Parameter(("actuators", "dynamics", "lugre_stiffness"), _actuators, "positive"),
     "motor.lugre_coulomb": _Parameter(("actuators", "dynamics", "lugre_coulomb"), _actuators, "positive"),
     "motor.lugre_static": _Parameter(("actuators", "dynamics", "lugre_static"), _actuators, "positive"),
+    "actuator.delay": _Parameter(("actuators", "delay"), _actuators, "delay"),
+    "affine.delay": _Parameter(("affine", "delay"), lambda m: m.affine.names, "delay"),
+    "controller.p_gain": _Parameter(("actuators", "controller", "p_gain"), _actuators, "non-negative"),
+    "controller.i_gain": _Parameter(("actuators", "controller", "i_gain"), _actuators, "non-negative"),
+    "controller.d_gain": _Parameter(("actuators", "controller", "d_gain"), _actuators, "non-negative"),
+    "controller.period": _Parameter(("actuators", "controller", "period"), _actuators, "period"),
     "gravity": _Parameter(("opt", "gravity"), lambda m: ("x", "y", "z"), "finite"),
     "timestep": _Parameter(("opt", "timestep"), _none, "positive"),
     "ground.friction": _Parameter(("ground_friction",), _none, "non-negative"),
@@ -295,7 +327,9 @@ def _check(name: str, parameter: _Parameter, values: np.ndarray, labels: Sequenc
     bad = np.isnan(values) if rule == "motor" else ~np.isfinite(values)  # a motor's peak torque may be inf
     if rule in ("positive", "motor"):
         bad |= values <= 0
-    elif rule == "non-negative":
+    elif rule == "period":
+        bad |= values < 1
+    elif rule in ("non-negative", "delay"):
         bad |= values < 0
     elif rule == "in [0, 1]":
         bad |= (values < 0) | (values > 1)
@@ -308,6 +342,8 @@ def _check(name: str, parameter: _Parameter, values: np.ndarray, labels: Sequenc
             "finite": "finite",
             "motor": "positive (the motor validity rule)",
             "temperature": f"finite and >= {ABSOLUTE_ZERO} degC (absolute zero)",
+            "delay": "an integer >= 0 [steps] (after rounding)",
+            "period": "an integer >= 1 [steps] (after rounding)",
         }.get(rule, f"{rule} and finite")
         raise ArgumentError(
             f"randomize: {name}: world {world}{which}: drew {float(values[(world, *element)])!r}, which must be {must}"
@@ -334,6 +370,8 @@ def _check_support(name: str, parameter: _Parameter, dist: Distribution, nominal
         return
     low = np.min(np.asarray(dist.a, np.float64) * (nominal if dist.kind == "scale" else 1.0))
     rule = "positive" if parameter.rule == "motor" else parameter.rule
+    if rule in ("delay", "period"):
+        low, rule = np.rint(low) - (rule == "period"), "non-negative"  # rounded, a period of 1 counts as 0
     if (rule == "positive" and low <= 0) or (rule in ("non-negative", "in [0, 1]") and low < 0):
         reach = f"{dist.kind}({dist.a!r}, {dist.b!r}) reaches {float(low)!r} in any world"
         raise ArgumentError(f"randomize: {name}: {reach}, which must be {rule}")
@@ -464,6 +502,7 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
     axes = jax.tree.map(lambda _: None, model)
     keys = jax.random.split(key, max(len(spec), 1))
     drawn_motor: set[str] = set()
+    longest = model.max_delay
     given = list(model.geom_friction_given)
     for (name, dist), sub in zip(spec.items(), keys, strict=False):
         name = ALIASES.get(name, name)
@@ -488,8 +527,11 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         base = nominal.reshape(-1) if nominal.ndim else nominal.reshape(1)
         draws = dist.sample(sub, (n, slots.size), base[slots])
         dtype = jnp.asarray(_get(model, parameter.path)).dtype
+        integral = parameter.rule in ("delay", "period")
+        draws = np.rint(draws) if integral else draws
         _check(name, parameter, draws, labels)
-        _check_stored(name, draws, labels, dtype, coordinates=parameter.rule == "finite")
+        if not integral:
+            _check_stored(name, draws, labels, dtype, coordinates=parameter.rule == "finite")
         _check_support(name, parameter, dist, base[slots])
         values = np.broadcast_to(base, (n, base.size)).copy()
         values[:, slots] = draws
@@ -508,7 +550,17 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
                 given[int(i)] = True
         if name.startswith("motor.") and name.split(".")[1] in DcMotorParameters.__dataclass_fields__:
             drawn_motor.add(name)
+        if parameter.rule == "delay":
+            longest = max(longest, _longest_delay(dist, base[slots], draws))
     if drawn_motor:
         _check_motors(model, model.actuators.motor, drawn_motor)
-    given = tuple(given)
-    return dataclasses.replace(model, geom_friction_given=given), dataclasses.replace(axes, geom_friction_given=given)
+    static = {"geom_friction_given": tuple(given), "max_delay": longest}
+    return dataclasses.replace(model, **static), dataclasses.replace(axes, **static)
+
+
+def _longest_delay(dist: Distribution, nominal: np.ndarray, draws: np.ndarray) -> int:
+    """The longest delay a distribution can give (its ``high``, rounded; the longest drawn for a normal one)."""
+    if dist.kind == "normal":
+        return int(np.max(draws, initial=0))
+    high = np.asarray(dist.b, np.float64) * (nominal if dist.kind == "scale" else 1.0)
+    return int(max(np.rint(np.max(high)), np.max(draws, initial=0)))
