@@ -57,16 +57,16 @@ the model's ``max_delay`` (static, the length of the State's command buffers) to
 can give (its ``high``, rounded; for :func:`normal`, the longest drawn), so make the worlds' states after
 ``randomize``.
 
-Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute values), :func:`scale`
-(the nominal value times a uniform factor) and :func:`integers` (uniform among whole numbers). Each draws every
-selected element independently, or one value per world for all of them with ``shared=True``. Draws are checked per world: a motor that the
-spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear
-ratio or time step that is not positive, an ambient temperature below absolute zero (-273.15 degC), a draw
-that the model's dtype cannot hold (overflowing, or nonzero and below its smallest normal number:
-:func:`jaxmor.checks.stored_problem`) raise an :class:`~jaxmor.ArgumentError` naming the parameter, the world,
-the element and the rule, before anything runs. The motor rule is evaluated in the model's dtype (a stall
-torque overflowing float32 is refused).
-A :class:`Distribution` checks itself when it is made (a known kind, finite bounds, ``low <= high``).
+Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute values), :func:`scale` (the nominal
+value times a uniform factor) and :func:`integers` (uniform among whole numbers). Each draws every selected element
+independently, or one value per world for all of them with ``shared=True``. Draws are checked per world: a motor that
+the spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear ratio or
+time step that is not positive, an ambient temperature below absolute zero (-273.15 degC), a delay below 0 or a period
+below 1 (after rounding), a draw that the model's dtype cannot hold (overflowing, or nonzero and below its smallest
+normal number: :func:`jaxmor.checks.stored_problem`) raise an :class:`~jaxmor.ArgumentError` naming the parameter, the
+world, the element and the rule, before anything runs. The motor rule is evaluated in the model's dtype (a stall
+torque overflowing float32 is refused). A :class:`Distribution` checks itself when it is made (a known kind, finite
+bounds, ``low <= high``).
 """
 
 from __future__ import annotations
