@@ -1,0 +1,292 @@
+"""The drive train between the policy and the motor: command delay and the drive controllers at the actuators.
+
+The references are written out here: a delay is a shift of the step response by whole steps (compared bitwise,
+float64: tests/conftest.py enables x64), and the decimated PID is its discrete law in a plain NumPy loop over the
+recorded joint states.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from models import PENDULUM_URDF
+
+import jaxmor
+from jaxmor import ArgumentError
+
+N_STEPS = 40
+
+#: A hinge hanging at rest under gravity with a position servo (``ctrl``: the target angle) and a motor (``ctrl``:
+#: the torque).
+SERVO_MJCF = """
+<mujoco model="servo">
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/>
+      <body name="tip" pos="0 0 -0.5">
+        <joint name="wrist" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="hinge" kp="20"/>
+    <motor name="wrist_motor" joint="wrist" gear="2"/>
+  </actuator>
+</mujoco>
+"""
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    return jaxmor.load_urdf(PENDULUM_URDF)
+
+
+@pytest.fixture(scope="module")
+def servo():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+        return jaxmor.load_mjcf(SERVO_MJCF)
+
+
+def _step_input(value, width, n=N_STEPS):
+    """(n, width) zero at the first step, ``value`` from the second on."""
+    out = np.full((n, width), value, np.float64)
+    out[0] = 0.0
+    return out
+
+
+def _run(model, state, controls):
+    return jax.jit(jaxmor.rollout)(model, state, controls)[1]
+
+
+def _assert_shifted(delayed, prompt, k, state0):
+    """``delayed`` (a trajectory) is ``prompt`` shifted by ``k`` steps, bitwise, and at rest before."""
+    for name in ("q", "u"):
+        got, want = np.asarray(getattr(delayed, name)), np.asarray(getattr(prompt, name))
+        np.testing.assert_array_equal(got[k:], want[: len(want) - k], err_msg=f"{name}, delay {k}")
+        np.testing.assert_array_equal(got[:k], np.broadcast_to(getattr(state0, name), got[:k].shape))
+    got, want = np.asarray(delayed.actuator_state.motor_torque), np.asarray(prompt.actuator_state.motor_torque)
+    np.testing.assert_array_equal(got[k:], want[: len(want) - k])
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_torque_step_response_is_shifted_by_the_delay(pendulum, k):
+    state = jaxmor.init_state(pendulum)
+    controls = {"actuator_torque": _step_input(2.0, 1)}
+    prompt = _run(pendulum, state, controls)
+    delayed_model = jaxmor.with_command_delay(pendulum, k)
+    delayed = _run(delayed_model, jaxmor.init_state(delayed_model), controls)
+    assert float(np.abs(np.asarray(prompt.q)).max()) > 1e-3  # it moved
+    _assert_shifted(delayed, prompt, k, state)
+    np.testing.assert_array_equal(np.asarray(delayed.actuator_torque), controls["actuator_torque"])  # held as set
+
+
+def test_pd_target_step_response_is_shifted_by_the_delay(pendulum):
+    k = 2
+    controls = {"actuator_position_target": _step_input(0.4, 1), "actuator_velocity_target": _step_input(0.1, 1)}
+
+    def run(model):
+        state = jaxmor.set_actuator_pd_gains(model, jaxmor.init_state(model), [8.0], [0.5])
+        return state, _run(model, state, controls)
+
+    state, prompt = run(pendulum)
+    _, delayed = run(jaxmor.with_command_delay(pendulum, k, max_delay=4))
+    _assert_shifted(delayed, prompt, k, state)
+
+
+def test_ctrl_step_response_is_shifted_by_the_delay(servo):
+    k = 3
+    controls = {"ctrl": _step_input(0.3, 2)}
+    state = jaxmor.init_state(servo)
+    prompt = _run(servo, state, controls)
+    model = jaxmor.with_command_delay(servo, ctrl_steps=[k, k])
+    assert model.max_delay == k and model.na == 0
+    delayed = _run(model, jaxmor.init_state(model), controls)
+    for name in ("q", "u"):
+        got, want = np.asarray(getattr(delayed, name)), np.asarray(getattr(prompt, name))
+        np.testing.assert_array_equal(got[k:], want[:-k])
+        np.testing.assert_array_equal(got[:k], np.zeros_like(got[:k]))
+
+
+def test_without_delay_attributes_the_step_is_unchanged(pendulum):
+    """A loaded model has no delay and no buffers; ``with_command_delay(model, 0)`` steps bitwise alike."""
+    assert pendulum.max_delay == 0 and np.asarray(pendulum.actuators.delay).tolist() == [0]
+    state = jaxmor.init_state(pendulum)
+    assert state.command_history.shape == (0, 1, 3)
+    controls = {"actuator_torque": _step_input(2.0, 1)}
+    zero = jaxmor.with_command_delay(pendulum, 0, max_delay=2)
+    a, b = _run(pendulum, state, controls), _run(zero, jaxmor.init_state(zero), controls)
+    np.testing.assert_array_equal(np.asarray(a.q), np.asarray(b.q))
+
+
+@pytest.fixture(scope="module")
+def drawn(pendulum):
+    """Four worlds whose delays ``jaxmor.randomize`` drew among 0..3, rolled out in one vmapped batch."""
+    models, axes = jaxmor.randomize(pendulum, jax.random.PRNGKey(2), 4, {"actuator.delay": jaxmor.integers(0, 3)})
+    states = jaxmor.init_states(models, axes, n_worlds=4)
+    controls = {"actuator_torque": _step_input(2.0, 1)}
+    batch = jax.jit(jax.vmap(lambda m, s: jaxmor.rollout(m, s, controls)[1], in_axes=(axes, 0)))(models, states)
+    return models, batch, controls
+
+
+def test_randomized_delays_batch_equals_each_world_alone(pendulum, drawn):
+    models, batch, controls = drawn
+    delays = np.asarray(models.actuators.delay)[:, 0]
+    assert models.max_delay == 3 and delays.dtype == np.int32 and len(set(delays.tolist())) > 1
+    for w, d in enumerate(delays):
+        alone = jaxmor.with_command_delay(pendulum, int(d), max_delay=3)
+        want = _run(alone, jaxmor.init_state(alone), controls)
+        np.testing.assert_array_equal(np.asarray(batch.q[w]), np.asarray(want.q))
+        np.testing.assert_array_equal(np.asarray(batch.u[w]), np.asarray(want.u))
+
+
+def test_integer_draws_and_refusals(pendulum):
+    models, _ = jaxmor.randomize(pendulum, jax.random.PRNGKey(0), 200, {"actuator.delay": jaxmor.uniform(0.0, 2.0)})
+    assert set(np.asarray(models.actuators.delay).ravel().tolist()) == {0, 1, 2} and models.max_delay == 2
+    with pytest.raises(ArgumentError, match=r"actuator.delay: .*drew -[12].0, which must be an integer >= 0"):
+        jaxmor.randomize(pendulum, jax.random.PRNGKey(0), 2, {"actuator.delay": jaxmor.uniform(-2.0, 1.0)})
+    with pytest.raises(ArgumentError, match="integers: low and high must be integers"):
+        jaxmor.integers(0, 1.5)
+    gains, axes = jaxmor.randomize(
+        pendulum,
+        jax.random.PRNGKey(1),
+        3,
+        {"controller.p_gain": jaxmor.uniform(1, 2), "controller.period": jaxmor.integers(1, 4)},
+    )
+    assert axes.actuators.controller.p_gain == 0 and np.asarray(gains.actuators.controller.period).min() >= 1
+
+
+def test_with_command_delay_refuses_bad_values(pendulum):
+    with pytest.raises(ArgumentError, match=r"steps must be >= 0"):
+        jaxmor.with_command_delay(pendulum, -1)
+    with pytest.raises(ArgumentError, match=r"steps must be an int or \(1,\) ints"):
+        jaxmor.with_command_delay(pendulum, 1.5)
+    with pytest.raises(ArgumentError, match="max_delay must be an int >= the longest delay"):
+        jaxmor.with_command_delay(pendulum, 3, max_delay=2)
+
+
+# --------------------------------------------------------------------------------------------------
+# The drive controller: a PID at a decimated rate, against its discrete law.
+
+KP, KI, KD, PERIOD = 5.0, 4.0, 0.3, 3
+
+
+def _reference_pid(q, u, targets, h, kp, ki, kd, period, bounds=None):
+    """The torques a PID applies at each step, from the joint states ``q[k], u[k]`` at the step's start: updated on
+    every ``period``-th step (``e = r - q``, ``I += period h e`` unless the output is clipped in the error's direction,
+    ``tau = kp e + ki I + kd (0 - u)``), held in between; ``bounds[k]`` the region's ``(lower, upper)`` or ``None``.
+    """
+    integral, held, out, integrals = 0.0, 0.0, [], []
+    for k in range(len(q)):
+        if k % period == 0:
+            e = targets[k] - q[k]
+            trial = integral + period * h * e
+            tau = kp * e + ki * trial + kd * (0.0 - u[k])
+            if bounds is not None:
+                lower, upper = bounds[k]
+                if (tau > upper and e > 0) or (tau < lower and e < 0):
+                    trial = integral
+            integral = trial
+            held = kp * e + ki * integral + kd * (0.0 - u[k])
+        out.append(held)
+        integrals.append(integral)
+    return np.asarray(out), np.asarray(integrals)
+
+
+@pytest.fixture(scope="module")
+def pid_run(pendulum):
+    model = jaxmor.with_drive_controller(pendulum, KP, KI, KD, PERIOD)
+    state = jaxmor.init_state(model)
+    targets = np.where(np.arange(90) < 45, 0.3, -0.2)[:, None]
+    traj = _run(model, state, {"actuator_position_target": targets})
+    q = np.concatenate([[0.0], np.asarray(traj.q)[:-1, 0]])
+    u = np.concatenate([[0.0], np.asarray(traj.u)[:-1, 0]])
+    return model, traj, q, u, targets[:, 0]
+
+
+def test_decimated_pid_follows_its_discrete_law(pid_run):
+    model, traj, q, u, targets = pid_run
+    assert not np.asarray(traj.actuator_state.saturation).any()  # the region does not clip here
+    h = float(model.opt.timestep)
+    want, integral = _reference_pid(q, u, targets, h, KP, KI, KD, PERIOD)
+    got = np.asarray(traj.actuator_state.motor_torque)[:, 0]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(traj.controller_integral)[:, 0], integral, rtol=0, atol=1e-12)
+    assert got[1] == got[0] and got[2] == got[0] and got[3] != got[0]  # held between updates
+
+
+def test_motor_side_controller_scales_by_the_gear(pendulum):
+    """On the motor side the law acts on ``G q`` and outputs motor torque: ``G^2`` times the joint law's."""
+    gear = 3.0
+    geared = pendulum.replace(actuators=pendulum.actuators.replace(gear_ratio=jnp.asarray([gear])))
+    joint = jaxmor.with_drive_controller(geared, gear**2 * KP, side="joint")
+    motor = jaxmor.with_drive_controller(geared, KP, side="motor")
+    targets = {"actuator_position_target": np.full((5, 1), 0.05)}
+    a, b = (_run(m, jaxmor.init_state(m), targets) for m in (joint, motor))
+    np.testing.assert_allclose(np.asarray(a.controller_torque), np.asarray(b.controller_torque), rtol=1e-14)
+
+
+def test_anti_windup_holds_the_integral_while_clipped(pendulum):
+    kp, ki, kd, n = 60.0, 40.0, 4.0, 2
+    model = jaxmor.with_drive_controller(pendulum, kp, ki, kd, n)
+    state = jaxmor.init_state(model)
+    steps = 1500
+    targets = np.where(np.arange(steps) < 300, 2.5, 0.2)[:, None]  # far first (the region clips), then in reach
+    traj = _run(model, state, {"actuator_position_target": targets})
+    sat = np.asarray(traj.actuator_state.saturation)[:, 0] != 0
+    integral = np.asarray(traj.controller_integral)[:, 0]
+    q = np.asarray(traj.q)[:, 0]
+    assert sat[:50].all()  # clipped from the start, towards the far target
+    assert np.abs(integral[:50]).max() == 0.0  # the integrator held while clipped
+    h = float(model.opt.timestep)
+    windup = n * h * np.sum((targets[:300:n, 0] - np.concatenate([[0.0], q[:299:1]])[::n])[sat[:300:n]])
+    assert windup > 0.5  # what it would have gathered without the rule
+    assert np.abs(integral).max() < 0.05 * windup
+    # it recovers at once: the first update after the target's return pushes towards it (a wound-up integral would
+    # keep the output at the upper bound), and the joint settles towards the new target
+    torque = np.asarray(traj.actuator_state.commanded_motor_torque)[:, 0]
+    assert torque[299] > 0 and torque[300] < 0
+    assert abs(q[-1] - 0.2) < abs(q[299] - 0.2) / 5
+    # the reference law with the clip rule, from the recorded states and the recorded bounds
+    lower, upper = _bounds_along(model, traj, state)
+    qs = np.concatenate([[0.0], q[:-1]])
+    us = np.concatenate([[0.0], np.asarray(traj.u)[:-1, 0]])
+    _, want = _reference_pid(qs, us, targets[:, 0], h, kp, ki, kd, n, list(zip(lower, upper, strict=True)))
+    np.testing.assert_allclose(integral, want, rtol=0, atol=1e-9)
+
+
+def _bounds_along(model, traj, state0):
+    """The region's bounds at the start of every step of a trajectory."""
+    starts = jax.tree.map(lambda s0, t: jnp.concatenate([s0[None], t[:-1]]), state0, traj)
+    lower, upper = jax.vmap(lambda s: jaxmor.actuator_torque_bounds(model, s))(starts)
+    return np.asarray(lower)[:, 0], np.asarray(upper)[:, 0]
+
+
+def test_controller_gains_get_gradients(pendulum):
+    model = jaxmor.with_drive_controller(pendulum, KP, KI, KD, 2)
+    state = jaxmor.init_state(model)
+    targets = {"actuator_position_target": np.full((20, 1), 0.3)}
+
+    def final_angle(kp):
+        m = model.replace(actuators=model.actuators.replace(controller=model.actuators.controller.replace(p_gain=kp)))
+        return jaxmor.rollout(m, state, targets)[0].q[0]
+
+    grad = jax.grad(final_angle)(jnp.asarray([KP]))
+    assert np.isfinite(grad).all() and float(grad[0]) > 0
+
+
+def test_with_drive_controller_refuses_bad_values(pendulum):
+    with pytest.raises(ArgumentError, match="p_gain must be finite and >= 0"):
+        jaxmor.with_drive_controller(pendulum, -1.0)
+    with pytest.raises(ArgumentError, match=r"period must be ints >= 1"):
+        jaxmor.with_drive_controller(pendulum, 1.0, period=0)
+    with pytest.raises(ArgumentError, match="side must be one of"):
+        jaxmor.with_drive_controller(pendulum, 1.0, side="rotor")
+    with pytest.raises(ArgumentError, match="unknown actuators"):
+        jaxmor.with_drive_controller(pendulum, 1.0, actuators=["elbow"])
