@@ -290,3 +290,91 @@ def test_with_drive_controller_refuses_bad_values(pendulum):
         jaxmor.with_drive_controller(pendulum, 1.0, side="rotor")
     with pytest.raises(ArgumentError, match="unknown actuators"):
         jaxmor.with_drive_controller(pendulum, 1.0, actuators=["elbow"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Files, jaxmor info, checkpoints.
+
+DRIVE_URDF = """<robot name="drive">
+  <link name="world"/>
+  <link name="rod">
+    <inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
+      <inertia ixx="0.08" ixy="0" ixz="0" iyy="0.08" iyz="0" izz="1e-4"/></inertial>
+  </link>
+  <joint name="hinge" type="continuous"><parent link="world"/><child link="rod"/><axis xyz="0 1 0"/>
+    <limit effort="10" velocity="20"/></joint>
+  <actuator joint="hinge" gear_ratio="2" {delay}>
+    <motor resistance="1.0" torque_constant="0.5" back_emf_constant="0.5" bus_voltage="24" peak_torque="6"/>
+    {controller}
+  </actuator>
+</robot>
+"""
+GOOD_CONTROLLER = '<controller p_gain="5" i_gain="4" d_gain="0.3" period="3" side="motor"/>'
+
+
+@pytest.fixture(scope="module")
+def drive_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("drive") / "drive.urdf"
+    path.write_text(DRIVE_URDF.format(delay='delay="2"', controller=GOOD_CONTROLLER))
+    return path
+
+
+def test_actuator_file_gives_delay_and_controller(drive_file):
+    model = jaxmor.load_urdf(drive_file)
+    ctl = model.actuators.controller
+    assert model.max_delay == 2 and np.asarray(model.actuators.delay).tolist() == [2]
+    assert ctl.active == (True,) and ctl.motor_side == (True,) and np.asarray(ctl.period).tolist() == [3]
+    assert [float(np.asarray(g)[0]) for g in (ctl.p_gain, ctl.i_gain, ctl.d_gain)] == [5.0, 4.0, 0.3]
+    (defn,) = jaxmor.get_actuators(model)
+    assert defn.delay == 2 and defn.controller == jaxmor.DriveControllerDefinition(5.0, 4.0, 0.3, 3, "motor")
+    again = jaxmor.with_actuators(jaxmor.with_actuators(model, []), [defn])  # the definition rebuilds the same
+    assert again.max_delay == 2 and again.actuators.controller == model.actuators.controller
+    exported = jaxmor.export_actuators(model, jaxmor.init_state(model))
+    assert 'delay="2"' in exported and '<controller p_gain="5.0"' in exported
+
+
+@pytest.mark.parametrize(
+    ("delay", "controller", "line", "message"),
+    [
+        ('delay="-1"', "", 9, r"delay of <actuator> must be an integer >= 0, got '-1'"),
+        ('delay="1.5"', "", 9, r"delay of <actuator> must be an integer >= 0"),
+        ("", '<controller i_gain="1"/>', 11, "<controller> needs p_gain"),
+        ("", '<controller p_gain="-1"/>', 11, "p_gain of <controller> must not be negative"),
+        ("", '<controller p_gain="1" period="0"/>', 11, r"period of <controller> must be an integer >= 1"),
+        ("", '<controller p_gain="1" side="rotor"/>', 11, "side must be one of"),
+        ("", GOOD_CONTROLLER + GOOD_CONTROLLER, 11, "a second <controller>"),
+        ("", '<controller p_gain="1" ki="2"/>', 11, "ki"),
+    ],
+)
+def test_bad_drive_attributes_are_refused_with_file_and_line(tmp_path, delay, controller, line, message):
+    path = tmp_path / "bad.urdf"
+    path.write_text(DRIVE_URDF.format(delay=delay, controller=controller))
+    with pytest.raises(jaxmor.ModelError, match=message) as err:
+        jaxmor.load_urdf(path)
+    assert str(err.value).startswith(f"{path}:{line}:")
+
+
+def test_info_shows_the_drive_train(drive_file, capsys):
+    from jaxmor.tools.cli import main
+
+    assert main(["info", str(drive_file)]) == 0
+    out = capsys.readouterr().out
+    header, row = out.split("drive train")[1].splitlines()[1:3]
+    assert header.split()[:4] == ["name", "delay[steps]", "delay[s]", "controller"]
+    assert row.split() == ["hinge", "2", "0.002", "motor", "5", "4", "0.3", "3", "333.333"]
+
+
+def test_checkpoint_round_trips_delay_and_controller(drive_file, tmp_path):
+    model = jaxmor.load_urdf(drive_file)
+    state = jaxmor.init_state(model)
+    state = jaxmor.rollout(model, state, {"actuator_position_target": _step_input(0.3, 1, 5)})[0]
+    assert int(state.step_count) == 5 and np.asarray(state.command_history).any()
+    path = tmp_path / "drive.jaxmor"
+    jaxmor.save_checkpoint(path, model, state)
+    got_model, got_state = jaxmor.load_checkpoint(path)
+    assert got_model.max_delay == 2 and got_model.actuators.controller.active == (True,)
+    for want, got in ((model, got_model), (state, got_state)):
+        assert jax.tree.structure(want) == jax.tree.structure(got)
+        for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+            assert np.asarray(a).dtype == np.asarray(b).dtype
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

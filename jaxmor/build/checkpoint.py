@@ -45,6 +45,7 @@ from jaxmor.types import (
     ActuatorState,
     AffineActuators,
     Battery,
+    DriveController,
     Equalities,
     GeomType,
     HeightField,
@@ -62,7 +63,9 @@ from jaxmor.types import (
 
 #: The format's name and version, written into every checkpoint.
 FORMAT = "jaxmor-checkpoint"
-FORMAT_VERSION = 3  # 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints
+#: 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints; 4: command delay
+#: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count).
+FORMAT_VERSION = 4
 _META = "jaxmor_checkpoint"
 #: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
 _TYPES = {
@@ -84,6 +87,7 @@ _TYPES = {
         State,
         ActuatorState,
         MotorDynamics,
+        DriveController,
         MotorState,
         JointType,
         GeomType,

@@ -57,6 +57,11 @@ optional ``model`` name and one ``<motor>`` child)::
     ``<cogging amplitude periods [phase]/>`` [Nm, -, rad] on the rotor. ``<lugre stiffness damping coulomb
     static stribeck_velocity/>`` at the output [Nm/rad, Nm s/rad, Nm, Nm, rad/s; N and m for a prismatic
     joint], ``static >= coulomb``. Files without them are the quasi-static motor, as before.
+``delay`` and ``<controller>`` (optional, on the ``<actuator>`` element, with a file or an inline model)
+    ``delay`` the command delay in physics steps (an integer ``>= 0``, default 0: :mod:`jaxmor.actuation.latency`);
+    ``<controller p_gain [i_gain d_gain period side]/>`` (at most one) a drive controller at the actuator
+    (:mod:`jaxmor.actuation.controller`): gains ``>= 0`` (``p_gain`` required, the others default 0), ``period``
+    in physics steps (an integer ``>= 1``, default 1), ``side`` ``"joint"`` (default) or ``"motor"``.
 ``<coupling>``
     ``joint`` (required) another revolute or prismatic joint the motor also turns with; ``ratio``
     (required, finite, any sign): motor speed per unit speed of that joint.
@@ -104,6 +109,8 @@ line on which the start tag ends.) :func:`parse_actuators` rejects:
   <jaxmor.actuation.motor_dynamics.ThermalModel.problem>`
   and the others: non-positive resistances or capacities, a limit without a finite peak torque or with
   ``limit_start >= max_temperature``, an unknown ``limit``, ``static < coulomb``);
+* a ``delay`` that is not an integer ``>= 0``; a second ``<controller>``, one without ``p_gain``, a negative gain, a
+  ``period`` that is not an integer ``>= 1``, a ``side`` other than ``joint`` and ``motor``;
 * any attribute value that is not a finite number where a number is expected; unknown attributes and
   unknown child elements.
 
@@ -159,7 +166,8 @@ DRIVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
 _SEARCH_SUBDIRS = (".", "actuator", "actuators", "..", os.path.join("..", "actuators"))
 
 _MODEL_ATTRIBUTES = ("gear_ratio", "output_damping", "output_friction")
-_ACTUATOR_ATTRIBUTES = frozenset({"joint", "name", "file", "model", *_MODEL_ATTRIBUTES})
+_ACTUATOR_ATTRIBUTES = frozenset({"joint", "name", "file", "model", "delay", *_MODEL_ATTRIBUTES})
+_CONTROLLER_ATTRIBUTES = frozenset({"p_gain", "i_gain", "d_gain", "period", "side"})
 _ACTUATOR_MODEL_ATTRIBUTES = frozenset({"name", *_MODEL_ATTRIBUTES})
 _MOTOR_ATTRIBUTES = frozenset(
     {
@@ -574,7 +582,7 @@ def parse_actuators(
             continue
         line = element.sourceline
         check_attributes(element, _ACTUATOR_ATTRIBUTES, source)
-        check_children(element, ("motor", "coupling", *_FEATURES), source)
+        check_children(element, ("motor", "coupling", "controller", *_FEATURES), source)
         joint = element.get("joint")
         if not joint:
             raise ModelError(source, line, "<actuator> needs a joint attribute")
@@ -613,11 +621,58 @@ def parse_actuators(
                 thermal=model.thermal,
                 cogging=model.cogging,
                 lugre=model.lugre,
+                delay=_delay(element, source),
+                controller=_controller(element, source),
                 source=source,
                 line=line,
             )
         )
     return definitions
+
+
+def _whole(element, attr: str, source: str, default: int, minimum: int) -> int:
+    """An integer attribute ``>= minimum`` (``default`` when absent); errors name the element's line."""
+    text = element.get(attr)
+    if text is None:
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise ModelError(
+            source, element.sourceline, f"{attr} of <{tag(element)}> must be an integer >= {minimum}, got {text!r}"
+        )
+    return value
+
+
+def _delay(element, source: str) -> int:
+    """An ``<actuator>``'s ``delay`` [physics steps], 0 when absent."""
+    return _whole(element, "delay", source, 0, 0)
+
+
+def _controller(element, source: str) -> DriveControllerDefinition | None:
+    """The ``<controller>`` child of an ``<actuator>`` (at most one), or ``None``."""
+    found = [child for child in element if tag(child) == "controller"]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise ModelError(source, found[1].sourceline, "<actuator> has a second <controller>; give at most one")
+    el = found[0]
+    check_attributes(el, _CONTROLLER_ATTRIBUTES, source)
+    check_children(el, (), source, _MISPLACED)
+    gains = [nonnegative(el, name, source, 0.0) for name in ("i_gain", "d_gain")]
+    p_gain = nonnegative(el, "p_gain", source, 0.0) if el.get("p_gain") is not None else None
+    if p_gain is None:
+        raise ModelError(source, el.sourceline, "<controller> needs p_gain")
+    side = el.get("side", "joint").strip()
+    defn = DriveControllerDefinition(
+        p_gain, *gains, period=_whole(el, "period", source, 1, 1), side=side, line=el.sourceline
+    )
+    problem = defn.problem()
+    if problem is not None:
+        raise ModelError(source, el.sourceline, problem)
+    return defn
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -720,6 +775,12 @@ def _feature_xml(name: str, model) -> str:
     return f"    <{name} {' '.join(attrs)}/>"
 
 
+def _controller_xml(c: DriveControllerDefinition) -> str:
+    """``<controller .../>``, its numbers exact."""
+    gains = " ".join(f'{n}="{_number_text(getattr(c, n))}"' for n in ("p_gain", "i_gain", "d_gain"))
+    return f'    <controller {gains} period="{int(c.period)}" side="{c.side}"/>'
+
+
 def actuators_to_xml(
     definitions: Sequence[ActuatorDefinition], torques: Sequence[float] | None = None, enforced: bool = True
 ) -> str:
@@ -749,6 +810,8 @@ def actuators_to_xml(
         ]
         if torques is not None and float(torques[i]) != 0.0:
             attrs.append(f'torque="{_number_text(torques[i])}"')
+        if d.delay:
+            attrs.append(f'delay="{int(d.delay)}"')
         m = d.motor
         motor = [
             f'resistance="{_number_text(m.resistance)}"',
@@ -764,6 +827,8 @@ def actuators_to_xml(
         lines.append(f"    <motor {' '.join(motor)}/>")
         lines.extend(_feature_xml(name, getattr(d, name)) for name in _FEATURES if getattr(d, name) is not None)
         lines.extend(f'    <coupling joint="{c.joint}" ratio="{_number_text(c.ratio)}"/>' for c in d.couplings)
+        if d.controller is not None:
+            lines.append(_controller_xml(d.controller))
         lines.append("  </actuator>")
     lines.append("</actuators>")
     return "\n".join(lines) + "\n"

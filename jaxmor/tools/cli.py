@@ -137,6 +137,32 @@ def _actuator_tables(model) -> None:
         for a in range(model.na)
     ]
     print(_table(headers, rows))
+    _drive_table(model)
+
+
+def _drive_table(model) -> None:
+    """Each actuator's command delay and drive controller (printed when any has one)."""
+    act, ctl = model.actuators, model.actuators.controller
+    delay = np.asarray(act.delay)
+    if not (delay.any() or ctl.any_active or np.asarray(model.affine.delay).any()):
+        return
+    h = float(np.asarray(model.opt.timestep))
+    print(f"\ndrive train (command delay and drive controller; max_delay {model.max_delay} steps):")
+    headers = ["name", "delay[steps]", "delay[s]", "controller", "kp", "ki", "kd", "period[steps]", "rate[Hz]"]
+    gains = [np.asarray(getattr(ctl, n), dtype=np.float64) for n in ("p_gain", "i_gain", "d_gain")]
+    period = np.asarray(ctl.period)
+    rows = []
+    for a in range(model.na):
+        row = [act.names[a], int(delay[a]), delay[a] * h]
+        if ctl.active[a]:
+            row += ["motor" if ctl.motor_side[a] else "joint", *(g[a] for g in gains), int(period[a])]
+            row += [1.0 / (period[a] * h)]
+        else:
+            row += ["-"] * 6
+        rows.append(row)
+    affine = np.asarray(model.affine.delay)
+    rows += [[name, int(affine[i]), affine[i] * h] + ["-"] * 6 for i, name in enumerate(model.affine.names)]
+    print(_table(headers, rows))
 
 
 def _timestep_report(model, dt: float | None) -> None:
