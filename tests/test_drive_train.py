@@ -378,3 +378,18 @@ def test_checkpoint_round_trips_delay_and_controller(drive_file, tmp_path):
         for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
             assert np.asarray(a).dtype == np.asarray(b).dtype
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_locomotion_draws_command_delays_per_episode():
+    from jaxmor import envs
+
+    spec = envs.default_randomization()
+    assert spec["actuator.delay"] == jaxmor.integers(0, 2)
+    env = envs.Locomotion(randomization=spec, randomization_pool=8, seed=1, substeps=2)
+    assert env._pool_model.max_delay == 2 and envs.Locomotion().model.max_delay == 0
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(3), 4))
+    assert len(set(np.asarray(states.data.world.actuators.delay).ravel().tolist())) > 1
+    step = jax.jit(jax.vmap(env.step))
+    for _ in range(3):
+        states = step(states, jnp.zeros((4, env.action_size)))
+    assert np.isfinite(np.asarray(states.obs)).all() and np.isfinite(np.asarray(states.reward)).all()

@@ -37,7 +37,7 @@ from jaxmor.sim.collision.height_field import ground_heights
 from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.sim.sensing import read_sensors
 from jaxmor.state import init_state
-from jaxmor.tools.randomization import Distribution, randomize, scale, uniform
+from jaxmor.tools.randomization import Distribution, integers, randomize, scale, uniform
 from jaxmor.tools.terrain import Terrain
 from jaxmor.types import Model, State
 
@@ -64,8 +64,11 @@ DEFAULT_COMMAND_RANGES = ((-0.5, 1.5), (-0.5, 0.5), (-1.0, 1.0))
 
 def default_randomization() -> dict[str, Distribution]:
     """A moderate per-episode randomization: motor resistance and torque constant +-10 %, bus voltage
-    +-10 %, ground friction 0.5-1.25, link masses +-10 % (the ``randomization`` of :class:`Locomotion`)."""
+    +-10 %, ground friction 0.5-1.25, link masses +-10 %, and a command delay of 0, 1 or 2 physics steps per
+    actuator (:mod:`jaxmor.actuation.latency`; the ``randomization`` of :class:`Locomotion`). Without a
+    ``randomization`` the step has no delay."""
     return {
+        "actuator.delay": integers(0, 2),
         "motor.resistance": scale(0.9, 1.1),
         "motor.torque_constant": scale(0.9, 1.1),
         "motor.bus_voltage": scale(0.9, 1.1, shared=True),
