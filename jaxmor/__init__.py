@@ -12,7 +12,7 @@ from jaxmor.actuation.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
-from jaxmor.actuation.controller import DriveControllerDefinition, with_drive_controller
+from jaxmor.actuation.controller import with_drive_controller
 from jaxmor.actuation.drive import actuate, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.latency import with_command_delay
 from jaxmor.actuation.motor import (
@@ -48,7 +48,7 @@ from jaxmor.build.sensors import with_sensors
 from jaxmor.build.terrain import with_terrain
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
-from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
+from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, DriveControllerDefinition
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning
 from jaxmor.model import (
     actuator_index,

@@ -21,7 +21,6 @@ a ``jnp.where`` on ``k % period == 0`` (no data-dependent control flow), so grad
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import jax.numpy as jnp
 import numpy as np
@@ -30,41 +29,9 @@ from jax.typing import ArrayLike
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_pd, actuator_torque_bounds
 from jaxmor.checks import concrete, is_traced
 from jaxmor.errors import ArgumentError, brief_repr
+from jaxmor.io.actuators import CONTROLLER_SIDES as SIDES
+from jaxmor.io.actuators import DriveControllerDefinition
 from jaxmor.types import DriveController, Model, State
-
-#: The sides a controller can work on.
-SIDES = ("joint", "motor")
-
-
-@dataclass(frozen=True)
-class DriveControllerDefinition:
-    """One actuator's drive controller as a description gives it (an actuator file's ``<controller>``).
-
-    Attributes:
-        p_gain, i_gain, d_gain: the PID's gains (:class:`jaxmor.DriveController`'s units), ``>= 0`` and finite.
-        period: its period in physics steps, an int ``>= 1``.
-        side: ``"joint"`` or ``"motor"``.
-        line: the line of its element, ``None`` when unknown (not compared).
-    """
-
-    p_gain: float
-    i_gain: float = 0.0
-    d_gain: float = 0.0
-    period: int = 1
-    side: str = "joint"
-    line: int | None = field(default=None, compare=False)
-
-    def problem(self) -> str | None:
-        """Why the definition is invalid, or ``None``."""
-        for name in ("p_gain", "i_gain", "d_gain"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                return f"the controller's {name} must be finite and >= 0, got {value!r}"
-        if not isinstance(self.period, int) or isinstance(self.period, bool) or self.period < 1:
-            return f"the controller's period must be an int >= 1 [steps], got {self.period!r}"
-        if self.side not in SIDES:
-            return f"the controller's side must be one of {SIDES}, got {self.side!r}"
-        return None
 
 
 def compile_controllers(definitions: Sequence[DriveControllerDefinition | None]) -> DriveController:

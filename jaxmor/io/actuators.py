@@ -127,7 +127,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
-from jaxmor.actuation.controller import DriveControllerDefinition
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ModelError
@@ -148,6 +147,7 @@ __all__ = [
     "ActuatorCoupling",
     "ActuatorDefinition",
     "DRIVABLE_JOINT_TYPES",
+    "DriveControllerDefinition",
     "actuator_search_dirs",
     "actuators_from_xml",
     "actuators_to_xml",
@@ -195,6 +195,41 @@ _MISPLACED = {"coupling": "<coupling> belongs on the <actuator> element, not in 
 API_SOURCE = "<api>"
 
 
+#: The sides a drive controller can work on.
+CONTROLLER_SIDES = ("joint", "motor")
+
+
+@dataclass(frozen=True)
+class DriveControllerDefinition:
+    """One actuator's drive controller as a description gives it (an actuator file's ``<controller>``).
+
+    Attributes:
+        p_gain, i_gain, d_gain: the PID's gains (:class:`jaxmor.DriveController`'s units), ``>= 0`` and finite.
+        period: its period in physics steps, an int ``>= 1``.
+        side: ``"joint"`` or ``"motor"``.
+        line: the line of its element, ``None`` when unknown (not compared).
+    """
+
+    p_gain: float
+    i_gain: float = 0.0
+    d_gain: float = 0.0
+    period: int = 1
+    side: str = "joint"
+    line: int | None = field(default=None, compare=False)
+
+    def problem(self) -> str | None:
+        """Why the definition is invalid, or ``None``."""
+        for name in ("p_gain", "i_gain", "d_gain"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                return f"the controller's {name} must be finite and >= 0, got {value!r}"
+        if not isinstance(self.period, int) or isinstance(self.period, bool) or self.period < 1:
+            return f"the controller's period must be an int >= 1 [steps], got {self.period!r}"
+        if self.side not in CONTROLLER_SIDES:
+            return f"the controller's side must be one of {CONTROLLER_SIDES}, got {self.side!r}"
+        return None
+
+
 @dataclass(frozen=True)
 class ActuatorCoupling:
     """A joint, other than the driven one, that an actuator's motor also turns with.
@@ -238,7 +273,7 @@ class ActuatorDefinition:
         cogging: the motor's cogging torque, or ``None``.
         lugre: LuGre friction at the actuator output, or ``None``.
         delay: the delay of its commands [physics steps], an int ``>= 0`` (:mod:`jaxmor.actuation.latency`).
-        controller: its drive controller (:class:`~jaxmor.actuation.controller.DriveControllerDefinition`), or
+        controller: its drive controller (:class:`DriveControllerDefinition`), or
             ``None``.
         source: where the definition came from (a file path or ``"<string>"``); ``None`` for
             definitions made in Python (not compared).
