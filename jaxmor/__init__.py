@@ -23,6 +23,7 @@ from jaxmor.actuation.motor import (
     motor_torque_bounds_from_constants,
 )
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, MotorState, ThermalModel
+from jaxmor.actuation.residual import ResidualNetwork
 from jaxmor.build.actuators import (
     export_actuators,
     get_actuators,
@@ -34,6 +35,7 @@ from jaxmor.build.builder import load_mjcf, load_urdf
 from jaxmor.build.checkpoint import load_checkpoint, save_checkpoint
 from jaxmor.build.compose import add_free_body, combine
 from jaxmor.build.height_field import with_height_field
+from jaxmor.build.learned import residual_network, with_residual
 from jaxmor.build.scene import (
     add_ground,
     with_battery,
@@ -137,6 +139,7 @@ __all__ = [
     "MujocoDifferenceWarning",
     "Options",
     "Poses",
+    "ResidualNetwork",
     "Sensors",
     "Sites",
     "State",
@@ -198,6 +201,7 @@ __all__ = [
     "point_jacobian",
     "randomize",
     "read_sensors",
+    "residual_network",
     "reset_actuator_state",
     "robots",
     "rollout",
@@ -232,6 +236,7 @@ __all__ = [
     "with_height_field",
     "with_ground_contact",
     "with_options",
+    "with_residual",
     "with_self_collision",
     "with_sensors",
     "with_terrain",

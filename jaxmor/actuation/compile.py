@@ -14,6 +14,7 @@ import numpy as np
 
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
+from jaxmor.actuation.residual import no_residual
 from jaxmor.checks import model_dtype, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
@@ -177,4 +178,5 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
             [d.cogging for d in definitions],
             [d.lugre for d in definitions],
         ),
+        residual=no_residual(len(definitions)),
     )

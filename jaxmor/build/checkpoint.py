@@ -36,6 +36,7 @@ from jax.experimental import multihost_utils
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
+from jaxmor.actuation.residual import ResidualNetwork
 from jaxmor.build.checkpoint_format import Decoder
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
@@ -62,7 +63,9 @@ from jaxmor.types import (
 
 #: The format's name and version, written into every checkpoint.
 FORMAT = "jaxmor-checkpoint"
-FORMAT_VERSION = 3  # 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints
+#: 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints; 4: the learned
+#: residual (Model.actuators.residual, State.actuator_history).
+FORMAT_VERSION = 4
 _META = "jaxmor_checkpoint"
 #: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
 _TYPES = {
@@ -85,6 +88,7 @@ _TYPES = {
         ActuatorState,
         MotorDynamics,
         MotorState,
+        ResidualNetwork,
         JointType,
         GeomType,
     )

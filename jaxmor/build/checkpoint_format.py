@@ -75,6 +75,17 @@ _MODEL_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
     "DcMotorParameters": (_NA, {}),
     "MotorDynamics": (_NA, {}),
     "Battery": ((), {}),
+    "ResidualNetwork": (
+        None,
+        {
+            "input_scale": (3,),
+            **dict.fromkeys(("output_scale", "b_out"), ()),
+            "w_in": ("nf", "width"),
+            **dict.fromkeys(("b_in", "w_out"), ("width",)),
+            "w_hidden": ("extra", "width", "width"),
+            "b_hidden": ("extra", "width"),
+        },
+    ),
     "AffineActuators": (("nu",), {}),
     "Sites": (("ns", 3), {"rotation": ("ns", 3, 3)}),
     "Sensors": (("nsensor",), {"inertial_translation": ("ni", 3), "magnetic": (3,)}),
@@ -129,6 +140,7 @@ _COUNTS: dict[str, Callable[[dict], dict[str, int]]] = {
     },
     "MotorActuators": lambda v: {"na": len(v["names"]), "nk": len(v["coupling_actuator"])},
     "AffineActuators": lambda v: {"nu": len(v["names"])},
+    "ResidualNetwork": lambda v: {"nf": 3 * v["history"]},
     "Sites": lambda v: {"ns": len(v["names"])},
     "Sensors": lambda v: {"nsensor": len(v["names"]), "ni": len(v["inertial_link"])},
     "Equalities": _pairs,
@@ -156,6 +168,7 @@ _LENGTHS: dict[str, dict[str, str]] = {
         "nv": "nv",
     },
     "MotorDynamics": dict.fromkeys(_FLAGS, "na"),
+    "ResidualNetwork": {"active": "na"},
     "AffineActuators": dict.fromkeys(("q_index", "v_index"), "nu"),
     "Sites": dict.fromkeys(("link", "shape"), "ns"),
     "Sensors": dict.fromkeys(("kinds", "dims", "obj_type", "obj_id", "ref_type", "ref_id"), "nsensor"),
@@ -299,6 +312,8 @@ class Decoder:
 
     def _leaf(self, node: dict, owner: str, path: str, counts: dict):
         kind, dims = self._expected(owner, path)
+        if not isinstance(node, dict):
+            raise self.fail(path, f"expected an array node, got {_short(node)}")
         if set(node) == {"value"} and not dims:  # a Python number kept as one
             value = node["value"]
             ok = isinstance(value, bool) if kind == "b" else type(value) in ((int, float) if kind == "f" else (int,))
