@@ -25,6 +25,7 @@ from jaxmor.actuation.motor import (
     motor_torque_bounds_from_constants,
 )
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, MotorState, ThermalModel
+from jaxmor.actuation.residual import ResidualNetwork
 from jaxmor.build.actuators import (
     export_actuators,
     get_actuators,
@@ -36,6 +37,7 @@ from jaxmor.build.builder import load_mjcf, load_urdf
 from jaxmor.build.checkpoint import load_checkpoint, save_checkpoint
 from jaxmor.build.compose import add_free_body, combine
 from jaxmor.build.height_field import with_height_field
+from jaxmor.build.learned import residual_network, with_residual
 from jaxmor.build.scene import (
     add_ground,
     with_battery,
@@ -142,6 +144,7 @@ __all__ = [
     "MujocoDifferenceWarning",
     "Options",
     "Poses",
+    "ResidualNetwork",
     "Sensors",
     "Sites",
     "State",
@@ -203,6 +206,7 @@ __all__ = [
     "point_jacobian",
     "randomize",
     "read_sensors",
+    "residual_network",
     "reset_actuator_state",
     "robots",
     "rollout",
@@ -240,6 +244,7 @@ __all__ = [
     "with_command_delay",
     "with_drive_controller",
     "with_options",
+    "with_residual",
     "with_self_collision",
     "with_sensors",
     "with_terrain",

@@ -19,9 +19,10 @@ from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor import motor_problem
 from jaxmor.actuation.motor_dynamics import ABSOLUTE_ZERO, MotorState, initial_motor_state
+from jaxmor.actuation.residual import SIGNALS, history_length, signals
 from jaxmor.checks import as_array, as_stored, as_vector, check_real_dtype, concrete, refuse_traced
 from jaxmor.errors import ArgumentError
-from jaxmor.model import ball_joints, neutral_q, resolve_actuator
+from jaxmor.model import ball_joints, joint_coordinates, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
 from jaxmor.sim.kinematics import point_jacobian
 from jaxmor.types import ActuatorState, Model, State
@@ -96,6 +97,7 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         equality_impulse=jnp.zeros((model.equality.rows,), dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
         motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
+        actuator_history=initial_history(model, q, u),
         nonfinite=jnp.asarray(False),
         invalid=jnp.asarray(False),
         step_count=jnp.zeros((), jnp.int32),
@@ -111,6 +113,18 @@ def delay_slots(model: Model) -> int:
     return model.max_delay + 1 if model.max_delay > 0 else 0
 
 
+def initial_history(model: Model, q: jax.Array, u: jax.Array) -> jax.Array:
+    """(na, history - 1, 3) the learned residual's history before the first step: no command, the motors at the
+    speeds and angles of ``q`` and ``u``, as if held there (:mod:`jaxmor.actuation.residual`)."""
+    act = model.actuators
+    shape = (model.na, history_length(act.residual), len(SIGNALS))
+    if not shape[1]:
+        return jnp.zeros(shape, u.dtype)
+    transmission, gear = act.transmission.astype(u.dtype), act.gear_ratio.astype(u.dtype)
+    now = signals(transmission, gear, jnp.zeros_like(gear), u, joint_coordinates(model, q))
+    return jnp.broadcast_to(now[:, None, :], shape)
+
+
 def _initial_bus_voltage(model: Model, dtype) -> jax.Array:
     """(na,) the description's bus voltages, or the battery's open-circuit voltage when the model has one."""
     if model.battery.enabled:
@@ -124,6 +138,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     counts = {"nq": model.nq, "nv": model.nv, "na": model.na, "nu": model.nu, "nc": contact_budget(model)}
     counts["ne"] = model.equality.rows
     counts["nd"] = delay_slots(model)
+    counts["nhist"] = history_length(model.actuators.residual)
     shapes = {}
     for field in dataclasses.fields(State):
         shape = tuple(counts.get(d, d) for d in field.metadata["dims"])
@@ -552,8 +567,9 @@ def reset_actuator_state(model: Model, state: State) -> State:
 
     The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
     actuator definitions', the actuator states cleared, the motors at their ambient temperature without
-    current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`), the affine controls, the command buffers
-    and the drive controllers zeroed; everything else is kept.
+    current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`), the residual's history as if held at
+    the state's speeds and angles, and the affine controls, the command buffers and the drive controllers zeroed;
+    everything else is kept.
 
     Args:
         model: the model with its new actuators (``with_actuators``, ``with_affine_actuators``).
@@ -569,6 +585,7 @@ def reset_actuator_state(model: Model, state: State) -> State:
         bus_voltage=_initial_bus_voltage(model, dtype),
         actuator_state=zero_actuator_state(model.na, dtype),
         motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
+        actuator_history=initial_history(model, state.q, state.u),
         ctrl=jnp.zeros((model.nu,), dtype),
         command_history=jnp.zeros((delay_slots(model), model.na, 3), dtype),
         ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),

@@ -26,6 +26,7 @@ from flax import struct
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
+from jaxmor.actuation.residual import ResidualNetwork, no_residual
 
 
 class JointType(enum.IntEnum):
@@ -191,6 +192,8 @@ class MotorActuators:
         delay: (na,) int32, each actuator's command delay [physics steps], in ``[0, Model.max_delay]``
             (:mod:`jaxmor.actuation.latency`).
         controller: the drive controllers at the actuators (:class:`DriveController`).
+        residual: the learned torque residual added to the commands before the region clips them
+            (:mod:`jaxmor.actuation.residual`; none unless set with ``jaxmor.with_residual``).
     """
 
     names: tuple[str, ...] = struct.field(pytree_node=False)
@@ -209,6 +212,7 @@ class MotorActuators:
     dynamics: MotorDynamics
     delay: jax.Array
     controller: DriveController
+    residual: ResidualNetwork = struct.field(default_factory=no_residual)
 
     @property
     def transmission(self) -> jax.Array:
@@ -794,7 +798,8 @@ class ActuatorState:
     Attributes:
         motor_speed: motor speed at the beginning of the step [rad/s]; the region is evaluated at it.
         average_motor_speed: motor speed averaged over the step [rad/s].
-        commanded_motor_torque: commanded actuator torque divided by the gear ratio [Nm].
+        commanded_motor_torque: commanded actuator torque divided by the gear ratio, plus the learned residual
+            where the model has one (:mod:`jaxmor.actuation.residual`) [Nm].
         motor_torque: the commanded motor torque clipped to the operating region [Nm].
         joint_loss_torque: friction and damping torque on the driven joint over the step
             [Nm or N, joint side].
@@ -891,6 +896,9 @@ class State:
         actuator_state: the actuator states of the last step.
         motor_state: the motors' dynamic state: winding and housing temperatures, current, LuGre bristles
             (:class:`jaxmor.actuation.motor_dynamics.MotorState`; ``jaxmor.set_motor_temperature``).
+        actuator_history: (na, history - 1, 3) the signals of the previous steps that the learned residual
+            reads (:mod:`jaxmor.actuation.residual`), the latest first: commanded motor torque [Nm], motor speed
+            [rad/s], motor angle [rad]; (na, 0, 3) without a residual.
         nonfinite: () bool, set when a step produced a non-finite ``q`` or ``u``, velocities beyond
             ``jaxmor.sim.guard.DIVERGENCE_BOUND`` or a joint turning more than half a turn in one step
             (``jaxmor.sim.guard.resolved``): the world ran away. It then keeps
@@ -945,6 +953,7 @@ class State:
     # Outputs of the last step.
     actuator_state: ActuatorState = _field(dims=("na",))
     motor_state: MotorState = _field(dims=("na",), guard="finite")
+    actuator_history: jax.Array = _field(dims=("na", "nhist", 3), guard="finite")
     nonfinite: jax.Array = _field(dims=())
     invalid: jax.Array = _field(dims=())
     # Command delay and drive controllers.

@@ -74,7 +74,7 @@ def test_kinematics_is_computed_once_per_traced_step(monkeypatch, quadruped, rob
 #: under ``jaxmor/sim``). A module belongs to the most specific entry that names it.
 LAYERS = [
     ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks"]),
-    ("motor laws", ["jaxmor.actuation.motor", "jaxmor.actuation.motor_dynamics"]),
+    ("motor laws", ["jaxmor.actuation.motor", "jaxmor.actuation.motor_dynamics", "jaxmor.actuation.residual"]),
     ("readers", ["jaxmor.io", "jaxmor.io."]),
     ("core types", ["jaxmor.types", "jaxmor.model"]),
     ("actuation", ["jaxmor.actuation", "jaxmor.actuation."]),

@@ -15,6 +15,7 @@ import numpy as np
 from jaxmor.actuation.controller import compile_controllers
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
+from jaxmor.actuation.residual import no_residual
 from jaxmor.checks import model_dtype, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
@@ -182,4 +183,5 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         ),
         delay=jnp.asarray(np.asarray([d.delay for d in definitions], np.int32)),
         controller=compile_controllers([d.controller for d in definitions]),
+        residual=no_residual(len(definitions)),
     )

@@ -43,6 +43,7 @@ from jaxmor.actuation.motor_dynamics import (
     resistance_factor,
     thermal_step,
 )
+from jaxmor.actuation.residual import next_history, residual_torque, signals
 from jaxmor.model import joint_coordinates
 from jaxmor.types import ActuatorState, Model, State
 
@@ -59,6 +60,7 @@ class Drive:
         lugre_offset: (na,) the LuGre friction's offset at the start [Nm or N] (zero without LuGre).
         lugre_slope: (na,) its slope on the end velocity [Nm s/rad or N s/m].
         lugre_keep: (na,) the bristles' decay factor over the step.
+        history: (na, history - 1, 3) the learned residual's history after the step (:attr:`State.actuator_history`).
     """
 
     joint_torque: jax.Array
@@ -68,6 +70,7 @@ class Drive:
     lugre_offset: jax.Array
     lugre_slope: jax.Array
     lugre_keep: jax.Array
+    history: jax.Array
 
 
 def begin(model: Model, state: State) -> Drive:
@@ -87,7 +90,10 @@ def begin(model: Model, state: State) -> Drive:
         offset, slope, keep = lugre_coefficients(dyn, state.motor_state.bristle, state.u[drive], h)
         passive = passive.at[drive].add(-offset - slope * state.u[drive])
         implicit = implicit.at[drive].add(slope)
-    return Drive(joint_torque, passive, implicit, act_state, offset, slope, keep)
+    history = state.actuator_history
+    if model.actuators.residual.enabled:
+        history = next_history(residual_signals(model, state), history)
+    return Drive(joint_torque, passive, implicit, act_state, offset, slope, keep, history)
 
 
 def end(
@@ -273,11 +279,23 @@ def commanded_actuator_torque(model: Model, state: State) -> jax.Array:
     return torque
 
 
+def residual_signals(model: Model, state: State) -> jax.Array:
+    """(na, 3) the signals the learned residual reads at the start of the step
+    (:func:`jaxmor.actuation.residual.signals`: commanded motor torque before the residual, motor speed, motor
+    angle)."""
+    act = model.actuators
+    dtype = state.u.dtype
+    command = commanded_actuator_torque(model, state)
+    joints = joint_coordinates(model, state.q)
+    return signals(act.transmission.astype(dtype), act.gear_ratio.astype(dtype), command, state.u, joints)
+
+
 def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
     """The actuation of one step, at the velocities ``u_t`` of its beginning.
 
     Motor speeds ``w = T u_t``; commanded motor torques ``tau_a / G`` (``tau_a`` the actuator torques as
-    set plus the actuator PD's, :func:`commanded_actuator_torque`); motor torques clipped to the
+    set plus the actuator PD's, :func:`commanded_actuator_torque`) plus the learned residual where the model has
+    one (:mod:`jaxmor.actuation.residual`); motor torques clipped to the
     region at ``w`` with the state's bus voltages (or as commanded in monitor mode); joint torques
     ``T^T tau_m``, constant over the step. An actuator that is not valid now (:func:`actuator_validity`:
     e.g. a negative bus voltage or a zero gear ratio set under ``jit``) applies no torque, whatever the
@@ -296,6 +314,9 @@ def actuate(model: Model, state: State) -> tuple[jax.Array, ActuatorState]:
     valid = actuator_validity(model, state)
     gear = act.gear_ratio.astype(dtype)
     commanded = jnp.where(valid, commanded_actuator_torque(model, state) / jnp.where(valid, gear, 1.0), 0.0)
+    if act.residual.enabled:
+        learned = residual_torque(act.residual, residual_signals(model, state), state.actuator_history)
+        commanded = jnp.where(valid, commanded + learned, 0.0)
     motor = _motor_now(model, state)
     motor = jax.tree.map(lambda m, s: jnp.where(valid, m, s), motor, _STAND_IN)
     bounds, derating = _region(model, state, motor, speed)

@@ -36,6 +36,7 @@ from jax.experimental import multihost_utils
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
+from jaxmor.actuation.residual import ResidualNetwork
 from jaxmor.build.checkpoint_format import Decoder
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
@@ -64,7 +65,8 @@ from jaxmor.types import (
 #: The format's name and version, written into every checkpoint.
 FORMAT = "jaxmor-checkpoint"
 #: 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints; 4: command delay
-#: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count).
+#: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count),
+#: the learned residual (Model.actuators.residual, State.actuator_history).
 FORMAT_VERSION = 4
 _META = "jaxmor_checkpoint"
 #: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
@@ -89,6 +91,7 @@ _TYPES = {
         MotorDynamics,
         DriveController,
         MotorState,
+        ResidualNetwork,
         JointType,
         GeomType,
     )

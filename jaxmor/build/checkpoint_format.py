@@ -77,6 +77,17 @@ _MODEL_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
     "MotorDynamics": (_NA, {}),
     "DriveController": (_NA, {}),
     "Battery": ((), {}),
+    "ResidualNetwork": (
+        None,
+        {
+            "input_scale": (3,),
+            **dict.fromkeys(("output_scale", "b_out"), ()),
+            "w_in": ("nf", "width"),
+            **dict.fromkeys(("b_in", "w_out"), ("width",)),
+            "w_hidden": ("extra", "width", "width"),
+            "b_hidden": ("extra", "width"),
+        },
+    ),
     "AffineActuators": (("nu",), {}),
     "Sites": (("ns", 3), {"rotation": ("ns", 3, 3)}),
     "Sensors": (("nsensor",), {"inertial_translation": ("ni", 3), "magnetic": (3,)}),
@@ -139,6 +150,7 @@ _COUNTS: dict[str, Callable[[dict], dict[str, int]]] = {
     },
     "MotorActuators": lambda v: {"na": len(v["names"]), "nk": len(v["coupling_actuator"])},
     "AffineActuators": lambda v: {"nu": len(v["names"])},
+    "ResidualNetwork": lambda v: {"nf": 3 * v["history"]},
     "Sites": lambda v: {"ns": len(v["names"])},
     "Sensors": lambda v: {"nsensor": len(v["names"]), "ni": len(v["inertial_link"])},
     "Equalities": _pairs,
@@ -167,6 +179,7 @@ _LENGTHS: dict[str, dict[str, str]] = {
     },
     "MotorDynamics": dict.fromkeys(_FLAGS, "na"),
     "DriveController": dict.fromkeys(("active", "motor_side"), "na"),
+    "ResidualNetwork": {"active": "na"},
     "AffineActuators": dict.fromkeys(("q_index", "v_index"), "nu"),
     "Sites": dict.fromkeys(("link", "shape"), "ns"),
     "Sensors": dict.fromkeys(("kinds", "dims", "obj_type", "obj_id", "ref_type", "ref_id"), "nsensor"),
@@ -310,6 +323,8 @@ class Decoder:
 
     def _leaf(self, node: dict, owner: str, path: str, counts: dict):
         kind, dims = self._expected(owner, path)
+        if not isinstance(node, dict):
+            raise self.fail(path, f"expected an array node, got {_short(node)}")
         if set(node) == {"value"} and not dims:  # a Python number kept as one
             value = node["value"]
             ok = isinstance(value, bool) if kind == "b" else type(value) in ((int, float) if kind == "f" else (int,))

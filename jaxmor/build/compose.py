@@ -28,6 +28,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
+from jaxmor.actuation.residual import no_residual
 from jaxmor.build.builder import build_model, topology_tables
 from jaxmor.build.equality import combine_equalities
 from jaxmor.build.scene import with_geom_properties
@@ -295,6 +296,7 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
             active=a.controller.active + b.controller.active,
             motor_side=a.controller.motor_side + b.controller.motor_side,
         ),
+        residual=no_residual(len(a.names) + len(b.names)),
     )
 
 
@@ -431,7 +433,8 @@ def combine(
 
     Raises:
         ArgumentError: a name of ``other`` (prefixed) that ``model`` has (the message names it), a pose of
-            the wrong shape or not finite, a zero quaternion, or a bad ``collide_with``.
+            the wrong shape or not finite, a zero quaternion, or a bad ``collide_with``; either model has a
+            learned residual (its network is the model's own: set it on the combined model).
     """
     if not isinstance(model, Model) or not isinstance(other, Model):
         raise ArgumentError(f"combine needs two Models, got {type(model).__name__} and {type(other).__name__}")
@@ -439,6 +442,10 @@ def combine(
         raise ArgumentError(f"prefix must be a str, got {prefix!r}")
     translation, quat, rotation = _pose(position, orientation)
     _check_names(model, other, prefix)
+    if model.actuators.residual.enabled or other.actuators.residual.enabled:
+        raise ArgumentError(
+            "combine: a model with a learned residual (with_residual) cannot be combined; set it on the combined model"
+        )
     nb, nl, ng = model.nb, model.nl, model.ng
 
     def shift(indices, by):

@@ -98,6 +98,7 @@ def advance(
         time_compensation=(time - state.time) - increment,
         actuator_state=act_state,
         motor_state=motor_state,
+        actuator_history=frc.drive.history,
         external_force=jnp.zeros_like(state.external_force),
         contact_impulse=impulses.contact,
         contact_key=jnp.asarray(contacts.key, jnp.int32),

@@ -28,6 +28,11 @@ from a recorded winding temperature (:attr:`Recording.temperature`), or, with no
 the current and the motion of a long run as the resistance rises; the latter are fitted over whole recordings
 (``window=None``), since a window's starting temperature is not known from the motion.
 
+A learned residual (:func:`jaxmor.with_residual`): ``"residual"`` among the parameters fits the network's
+weights jointly with the motor constants (offsets from the model's weights; :mod:`jaxmor.tools.residual_fit`);
+each window starts from the history the recording gives before it. The report then says which constants the
+network can stand in for.
+
 Methods. ``method="gauss_newton"`` (default) is Levenberg-Marquardt on the residuals, with their Jacobian by
 forward-mode differentiation (a few parameters: one pass with a handful of tangents); it converges in a few
 tens of iterations. ``method="optax"`` runs any ``optax`` optimizer on the loss's gradient (reverse mode),
@@ -51,6 +56,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.model import actuator_index, resolve_actuator
 from jaxmor.sim.pipeline import rollout
 from jaxmor.state import check_state, init_state
+from jaxmor.tools.residual_fit import RESIDUAL, flat_weights, residual_finding, window_histories, with_weights
 from jaxmor.types import Model, State
 
 #: The parameters ``fit`` can identify, per actuator.
@@ -202,12 +208,14 @@ class SysidResult:
 
     Attributes:
         actuators: the identified actuators.
-        parameters: the identified parameters (per actuator).
-        values: parameter -> (n_actuators,) fitted values (SI units).
+        parameters: the identified parameters (per actuator; ``"residual"``: the learned residual's weights).
+        values: parameter -> (n_actuators,) fitted values (SI units); ``"residual"`` -> (n_weights,) the
+            network's weights (:func:`jaxmor.tools.residual_fit.flat_weights`).
         initial: parameter -> the values the fit started from.
         relative_std: parameter -> (n_actuators,) standard deviation relative to the value; ``nan`` where the
-            parameter is not identifiable.
-        identifiable: parameter -> (n_actuators,) bool: the data determine it on its own.
+            parameter is not identifiable (and for the residual's weights).
+        identifiable: parameter -> (n_actuators,) bool: the data determine it on its own; ``"residual"`` ->
+            (n_weights,) the same per weight.
         findings: one sentence per actuator on what the data do and do not determine.
         loss_history: the loss after every iteration (the first entry: at the start).
         model: the model with the fitted values.
@@ -227,7 +235,7 @@ class SysidResult:
         """A table of the fitted values with their uncertainties, then the findings."""
         lines = [f"{'actuator':>10} {'parameter':>18} {'initial':>12} {'fitted':>12} {'rel. std':>10}"]
         for a, name in enumerate(self.actuators):
-            for p in self.parameters:
+            for p in (p for p in self.parameters if p != RESIDUAL):
                 std = self.relative_std[p][a]
                 shown = "not ident." if not self.identifiable[p][a] else f"{100 * std:.3g}%"
                 lines.append(f"{name:>10} {p:>18} {self.initial[p][a]:12.6g} {self.values[p][a]:12.6g} {shown:>10}")
@@ -338,11 +346,16 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _check_parameters(parameters: Sequence[str], ideal_motor: bool) -> None:
+def _check_parameters(model: Model, parameters: Sequence[str], ideal_motor: bool) -> None:
     parameters = _names(parameters, "parameters")
-    bad = [p for p in parameters if p not in PARAMETERS]
+    bad = [p for p in parameters if p not in PARAMETERS + (RESIDUAL,)]
     if bad or not parameters:
-        raise ArgumentError(f"parameters must be among {PARAMETERS}, got {list(parameters)}")
+        raise ArgumentError(f"parameters must be among {PARAMETERS + (RESIDUAL,)}, got {list(parameters)}")
+    if RESIDUAL in parameters and not model.actuators.residual.enabled:
+        raise ArgumentError(
+            f"parameters name {RESIDUAL!r}, but the model has no learned residual: set one with "
+            "jaxmor.with_residual(model, jaxmor.residual_network(model, key))"
+        )
     if ideal_motor and not {"torque_constant", "velocity_constant"} <= set(parameters):
         raise ArgumentError("ideal_motor ties torque_constant = 1 / velocity_constant: fit both")
 
@@ -430,7 +443,8 @@ def residual_function(
         simulated windows (coordinates, velocities and, when recorded, currents (if used) and winding
         temperatures) for the
         log-parameters ``theta`` (``p = p0 exp(theta)``, shape (size,), zero at the model's values; with
-        ``ideal_motor`` the torque constant has no entry); ``unpack(theta)`` gives the model with those
+        ``ideal_motor`` the torque constant has no entry; with ``"residual"`` the network's weights follow as
+        offsets from the model's, :mod:`jaxmor.tools.residual_fit`); ``unpack(theta)`` gives the model with those
         values. The loss of :func:`fit` is ``0.5 * mean(residuals(theta) ** 2)``.
 
     Raises:
@@ -440,7 +454,7 @@ def residual_function(
     names, index = _actuator_indices(model, actuators)
     ideal_motor = as_bool(ideal_motor, "ideal_motor")
     use_currents = as_bool(use_currents, "use_currents")
-    _check_parameters(parameters, ideal_motor)
+    _check_parameters(model, parameters, ideal_motor)
     recordings = _checked_recordings(model, recordings)
     if state is not None:
         check_state(model, state, "sysid")
@@ -456,17 +470,21 @@ def residual_function(
     scale_q, scale_u = _scale(data.q), _scale(data.u)
     scale_i = _scale(data.current[..., index]) if currents else None
     scale_t = _scale(data.temperature[..., index]) if temperatures else None
-    initial = {p: _get(model, p, index) for p in parameters}
-    free = [p for p in parameters if not (ideal_motor and p == "torque_constant")]
+    initial = {p: _get(model, p, index) for p in parameters if p != RESIDUAL}
+    free = _free(parameters, ideal_motor)
+    constants = len(free) * len(names)
+    weights = flat_weights(model) if RESIDUAL in parameters else None
+    histories = window_histories(model, template, recordings, window) if model.actuators.residual.enabled else None
 
     def unpack(theta: jax.Array) -> Model:
         out = model
-        theta = theta.reshape(len(free), len(names))
         for row, p in enumerate(free):
-            out = _set(out, p, index, initial[p] * jnp.exp(theta[row]))
+            out = _set(out, p, index, initial[p] * jnp.exp(theta[row * len(names) : (row + 1) * len(names)]))
         if ideal_motor:
             kv = _get(out, "velocity_constant", index)
             out = _set(out, "torque_constant", index, 1.0 / kv)
+        if weights is not None:
+            out = with_weights(out, weights + theta[constants:])
         return out
 
     def residuals(theta: jax.Array) -> jax.Array:
@@ -475,15 +493,17 @@ def residual_function(
         if "bus_voltage" in parameters:
             voltage = voltage.at[index].set(_get(m, "bus_voltage", index))
 
-        def one(q0, u0, torque, temperature0):
+        def one(q0, u0, torque, temperature0, history0):
             s = template.replace(q=q0, u=u0, bus_voltage=voltage)
+            if history0 is not None:
+                s = s.replace(actuator_history=history0)
             if temperature0 is not None:
                 thermal_on = np.asarray(m.actuators.dynamics.thermal, bool)
                 winding = jnp.where(thermal_on, temperature0, s.motor_state.winding_temperature)
                 s = s.replace(motor_state=s.motor_state.replace(winding_temperature=winding))
             return rollout(m, s, torque)[1]
 
-        traj = jax.vmap(one)(data.q0, data.u0, data.torque, data.temperature0)
+        traj = jax.vmap(one)(data.q0, data.u0, data.torque, data.temperature0, histories)
         parts = [((traj.q - data.q) / scale_q).reshape(-1), ((traj.u - data.u) / scale_u).reshape(-1)]
         if currents:
             simulated = traj.actuator_state.current[..., index]
@@ -493,7 +513,13 @@ def residual_function(
             parts.append(((simulated - data.temperature[..., index]) / scale_t).reshape(-1))
         return jnp.concatenate(parts)
 
-    return residuals, unpack, len(free) * len(names)
+    return residuals, unpack, constants + (0 if weights is None else weights.size)
+
+
+def _free(parameters: Sequence[str], ideal_motor: bool) -> list[str]:
+    """The per-actuator parameters with entries of their own in the fitted vector (in log space): all but the
+    residual's weights and, with ``ideal_motor``, the torque constant."""
+    return [p for p in parameters if p != RESIDUAL and not (ideal_motor and p == "torque_constant")]
 
 
 def fit(
@@ -517,7 +543,9 @@ def fit(
         model: the model, whose values of the identified parameters are the starting point.
         recordings: one :class:`Recording` or several (fitted together).
         actuators: names of the actuators whose parameters are identified; the others keep the model's.
-        parameters: which of :data:`PARAMETERS` to identify, for each of those actuators.
+        parameters: which of :data:`PARAMETERS` to identify, for each of those actuators, and ``"residual"``
+            for the weights of the model's learned residual (:func:`jaxmor.with_residual`; fitted jointly, as
+            offsets, best with ``method="gauss_newton"`` for a small network).
         state: the template of a window's initial state (its ``q`` and ``u`` are replaced by the recorded
             ones): PD gains, limits, the monitor flag. Default ``init_state(model)``.
         window: steps per window (multiple shooting): short enough to keep the gradient well conditioned,
@@ -644,9 +672,11 @@ def _result(model, actuators, parameters, unpack, res, jac, theta, history, idea
     names = tuple(actuators)
     index = np.array([resolve_actuator(model, a) for a in names], dtype=np.int64)
     fitted = unpack(theta)
-    values = {p: np.asarray(_get(fitted, p, index), np.float64) for p in parameters}
-    initial = {p: np.asarray(_get(model, p, index), np.float64) for p in parameters}
-    free = [p for p in parameters if not (ideal_motor and p == "torque_constant")]
+    values = {p: np.asarray(_get(fitted, p, index), np.float64) for p in parameters if p != RESIDUAL}
+    initial = {p: np.asarray(_get(model, p, index), np.float64) for p in parameters if p != RESIDUAL}
+    if RESIDUAL in parameters:
+        values[RESIDUAL], initial[RESIDUAL] = (np.asarray(flat_weights(m), np.float64) for m in (fitted, model))
+    free = _free(parameters, ideal_motor)
 
     # Gauss-Newton: J^T J at the optimum, its near-null directions, and the covariance sigma^2 (J^T J)^-1.
     j = np.asarray(jac(theta), np.float64)
@@ -665,8 +695,8 @@ def _result(model, actuators, parameters, unpack, res, jac, theta, history, idea
     exposure = (vectors[:, null] ** 2).sum(axis=1) if null.any() else np.zeros(p)
     alone = exposure < 1e-6  # not involved in any unidentified direction
 
-    relative_std = {q: np.full(len(names), np.nan) for q in parameters}
-    identifiable = {q: np.zeros(len(names), bool) for q in parameters}
+    relative_std = {q: np.full(len(names), np.nan) for q in parameters if q != RESIDUAL}
+    identifiable = {q: np.zeros(len(names), bool) for q in parameters if q != RESIDUAL}
     for row, q in enumerate(free):
         for a in range(len(names)):
             k = row * len(names) + a
@@ -676,7 +706,12 @@ def _result(model, actuators, parameters, unpack, res, jac, theta, history, idea
     if ideal_motor:  # Kt = 1 / Kv: the same relative uncertainty
         identifiable["torque_constant"] = identifiable["velocity_constant"].copy()
         relative_std["torque_constant"] = relative_std["velocity_constant"].copy()
-    findings = _findings(names, free, vectors[:, null], alone)
+    constants = len(free) * len(names)
+    findings = _findings(names, free, vectors[:constants, null], alone)
+    if RESIDUAL in parameters:
+        relative_std[RESIDUAL] = np.full(p - constants, np.nan)
+        identifiable[RESIDUAL] = alone[constants:].copy()
+        findings.append(residual_finding(alone[constants:]))
     return SysidResult(
         names, tuple(parameters), values, initial, relative_std, identifiable, findings, np.asarray(history), fitted
     )

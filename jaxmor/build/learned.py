@@ -1,0 +1,164 @@
+"""Learned torque residuals on a model's motor actuators: making a network for a model and setting it.
+
+The network and its place in the step are :mod:`jaxmor.actuation.residual`'s; it is fitted with
+:func:`jaxmor.sysid.fit` (``"residual"`` among the parameters) and saved with the model
+(:func:`jaxmor.save_checkpoint`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmor.actuation.residual import SIGNALS, ResidualNetwork, init_residual, no_residual
+from jaxmor.checks import as_key, as_positive_int, as_stored, concrete
+from jaxmor.errors import ArgumentError
+from jaxmor.model import resolve_actuator
+from jaxmor.types import Model
+
+#: The shapes of a network's leaves, by name, in terms of ``F`` (inputs), ``W`` (width) and ``L`` (extra layers).
+_SHAPES = {
+    "input_scale": ("S",),
+    "output_scale": (),
+    "w_in": ("F", "W"),
+    "b_in": ("W",),
+    "w_hidden": ("L", "W", "W"),
+    "b_hidden": ("L", "W"),
+    "w_out": ("W",),
+    "b_out": (),
+}
+
+
+def residual_network(
+    model: Model,
+    key: Any,
+    *,
+    history: int = 3,
+    width: int = 16,
+    layers: int = 1,
+    actuators: Sequence[str | int] | None = None,
+) -> ResidualNetwork:
+    """A residual network for ``model``'s motor actuators that starts as no residual (zero output layer).
+
+    The input scales are the model's: the largest torque any active motor can make (its stall torque, capped
+    by its peak) [Nm], the largest no-load speed [rad/s], and the angle that speed covers over the history's
+    steps [rad]; one unit of output is that torque.
+
+    Args:
+        model: the model (its motor actuators and dtype).
+        key: a ``jax.random`` key for the hidden layers' weights.
+        history: steps of history the network reads, the current one included (``>= 1``).
+        width: units per hidden layer (``>= 1``).
+        layers: hidden layers (``>= 1``).
+        actuators: names or indices of the actuators the residual acts on (default: all of them).
+
+    Returns:
+        The :class:`~jaxmor.actuation.residual.ResidualNetwork`; set it with :func:`with_residual`.
+
+    Raises:
+        ArgumentError: a count that is not a positive int, a bad key, an unknown actuator, or a model without
+            motor actuators.
+    """
+    if model.na == 0:
+        raise ArgumentError("residual_network: the model has no motor actuators")
+    history = as_positive_int(history, "history")
+    width = as_positive_int(width, "width")
+    layers = as_positive_int(layers, "layers")
+    active = _active(model, actuators)
+    motor = model.actuators.motor
+    torque = np.minimum(np.asarray(motor.stall_torque()), np.asarray(motor.peak_torque))[active]
+    speed = np.asarray(motor.no_load_speed())[active]
+    dtype = model.body_mass.dtype
+    step = float(np.asarray(model.opt.timestep))
+    return init_residual(
+        as_key(key, "residual_network"),
+        model.na,
+        history=history,
+        width=width,
+        layers=layers,
+        input_scale=(float(torque.max()), float(speed.max()), float(speed.max() * step * max(history - 1, 1))),
+        output_scale=float(torque.max()),
+        active=active,
+        dtype=dtype,
+    )
+
+
+def _active(model: Model, actuators: Sequence[str | int] | None) -> np.ndarray:
+    """(na,) bool: the actuators named (all for ``None``)."""
+    if actuators is None:
+        return np.ones(model.na, bool)
+    if isinstance(actuators, (str, int)) or not isinstance(actuators, Sequence) or not actuators:
+        raise ArgumentError(f"actuators must be a non-empty list of actuator names or indices, got {actuators!r}")
+    active = np.zeros(model.na, bool)
+    active[[resolve_actuator(model, a) for a in actuators]] = True
+    return active
+
+
+def with_residual(model: Model, residual: ResidualNetwork | None) -> Model:
+    """A copy of ``model`` whose motor actuators add ``residual``'s torque to their commands, before the motor
+    region clips them (:mod:`jaxmor.actuation.residual`); ``None`` removes it.
+
+    States made for the model before (their :attr:`~jaxmor.State.actuator_history` has the old length) do not fit
+    it: make new ones (:func:`jaxmor.init_state`).
+
+    Args:
+        model: the model.
+        residual: a :class:`~jaxmor.actuation.residual.ResidualNetwork` (:func:`residual_network`), or ``None``.
+
+    Returns:
+        The model with the residual.
+
+    Raises:
+        ArgumentError: not a ResidualNetwork; ``active`` not one bool per motor actuator; a leaf of the wrong
+            shape (the message names it and the expected shape) or, when concrete, not finite or not held by the
+            model's dtype; input scales that are not positive.
+    """
+    if residual is None:
+        return model.replace(actuators=model.actuators.replace(residual=no_residual(model.na)))
+    if not isinstance(residual, ResidualNetwork):
+        raise ArgumentError(f"residual must be a ResidualNetwork (residual_network), got {type(residual).__name__}")
+    if len(residual.active) != model.na or not all(isinstance(a, bool) for a in residual.active):
+        raise ArgumentError(
+            f"residual.active must hold one bool per motor actuator ({model.na}), got {residual.active!r}"
+        )
+    as_positive_int(residual.history, "residual.history")
+    dtype = model.body_mass.dtype
+    leaves = {name: _leaf(residual, name, dtype) for name in _SHAPES}
+    _check_shapes(leaves, len(SIGNALS) * residual.history)
+    scale = concrete(leaves["input_scale"])
+    if scale is not None and not np.all(scale > 0):
+        raise ArgumentError(f"residual.input_scale must be positive, got {scale}")
+    return model.replace(actuators=model.actuators.replace(residual=residual.replace(**leaves)))
+
+
+def _leaf(residual: ResidualNetwork, name: str, dtype) -> jax.Array:
+    value = getattr(residual, name)
+    if concrete(value) is not None:
+        array = np.asarray(value)
+        if not np.all(np.isfinite(array)):
+            raise ArgumentError(f"residual.{name} must be finite")
+        as_stored(array, f"residual.{name}", dtype)
+    return jnp.asarray(value, dtype)
+
+
+def _check_shapes(leaves: dict[str, jax.Array], features: int) -> None:
+    """Check every leaf's shape against :data:`_SHAPES` (``F = features``, ``S = 3``; ``W`` and ``L`` bound by the
+    first leaf that has them).
+
+    Raises:
+        ArgumentError: naming the leaf, its shape and the expected one.
+    """
+    sizes: dict[str, int] = {"F": features, "S": len(SIGNALS)}
+    for name, dims in _SHAPES.items():
+        shape = leaves[name].shape
+        ok = len(shape) == len(dims) and all(sizes.setdefault(d, n) == n for d, n in zip(dims, shape, strict=True))
+        if not ok:
+            expected = ", ".join(str(sizes.get(d, d)) for d in dims)
+            raise ArgumentError(
+                f"residual.{name} must have shape ({expected}) (F = 3 history inputs, W units, L extra layers), "
+                f"got {shape}"
+            )
