@@ -4,7 +4,8 @@ The notebooks live in ``notebooks/``, outside ``docs_dir``: :func:`on_files` add
 ``notebooks/<name>.ipynb``, which mkdocs-jupyter renders from the file as stored (``execute: false``). The API
 page, ``api.md``, is written here from ``jaxmor.__all__``, read statically from ``jaxmor/__init__.py`` (JAX is
 not imported): one mkdocstrings block per name, grouped by the package the name is imported from, so the list
-has one source. docs/design/docs-site.md describes the site.
+has one source. :class:`ReSTRoles`, a griffe extension that mkdocstrings loads from this file, shows the
+docstrings' Sphinx roles as code. docs/design/docs-site.md describes the site.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import ast
 import re
 from pathlib import Path
 
+import griffe
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
@@ -22,6 +24,8 @@ PACKAGE = "jaxmor"
 API_PAGE = "api.md"
 #: The group of the names that are modules (``jaxmor.envs``, ``jaxmor.sysid``, ...), placed last.
 MODULES_GROUP = "Modules"
+#: A Sphinx cross-reference role in a docstring: ``:func:`name```, ``:class:`~name```, ...
+ROLE = re.compile(r":(?:func|class|mod|attr|data|meth|exc|obj):`(~?)([^`]+)`")
 
 
 @event_priority(100)  # first: mkdocs-jupyter's on_files must see the notebooks to render them
@@ -77,8 +81,22 @@ def summary(root: Path, dotted: str) -> str:
     """The first paragraph of module ``dotted``'s docstring, on one line ("" without one)."""
     path = module_path(root, dotted)
     docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) if path else None
-    paragraph = " ".join((docstring or "").split("\n\n")[0].split())
-    return re.sub(r"(?::\w+:)?``?~?([^`]+)``?", r"`\1`", paragraph)  # reST literals and roles as Markdown code
+    return markdown_roles(" ".join((docstring or "").split("\n\n")[0].split()))
+
+
+def markdown_roles(text: str) -> str:
+    """``text`` with its Sphinx roles (``:func:`jaxmor.step```, ``:class:`~jaxmor.State```) as Markdown code of
+    their targets; ``~`` keeps the target's last name, as Sphinx shows it."""
+    return ROLE.sub(lambda match: f"`{match[2].rsplit('.', 1)[-1] if match[1] else match[2]}`", text)
+
+
+class ReSTRoles(griffe.Extension):
+    """A griffe extension (``extensions`` in ``mkdocs.yml``): the docstrings' Sphinx roles as Markdown code,
+    rewritten before mkdocstrings parses them (Markdown would show ``:func:`` as text)."""
+
+    def on_object(self, *, obj: griffe.Object, **kwargs) -> None:
+        if obj.docstring is not None:
+            obj.docstring.value = markdown_roles(obj.docstring.value)
 
 
 def api_markdown(root: Path) -> str:
