@@ -20,7 +20,7 @@ import jaxmor  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: An output area of a notebook cell as mkdocs-jupyter (nbconvert's lab template) renders it.
-OUTPUT_AREA = re.compile(r'class="jp-OutputArea-output[ "]')
+OUTPUT_AREA = re.compile(r'class="jp-OutputArea-child[ "]')
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,10 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
-def stored_outputs(notebook: Path) -> int:
-    """How many outputs the notebook's cells store."""
+def stored_outputs(notebook: Path) -> list[dict]:
+    """The outputs the notebook's cells store."""
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    return sum(len(cell.get("outputs", ())) for cell in cells)
+    return [output for cell in cells for output in cell.get("outputs", ())]
 
 
 def test_api_page_documents_every_public_name(site):
@@ -59,6 +59,10 @@ def test_notebook_pages_show_stored_outputs(site, notebook):
     assert page.is_file(), f"no page for {notebook.name}"
     html = page.read_text(encoding="utf-8")
     assert "jp-Notebook" in html, f"{notebook.name} is not rendered as a notebook"
-    assert len(OUTPUT_AREA.findall(html)) >= stored_outputs(notebook), f"{notebook.name}: outputs missing"
+    outputs = stored_outputs(notebook)
+    assert outputs, f"{notebook.name} stores no outputs; the site shows them (docs/design/docs-site.md: storing them)"
+    assert len(OUTPUT_AREA.findall(html)) >= len(outputs), f"{notebook.name}: outputs missing from its page"
+    images = sum("image/png" in output.get("data", {}) for output in outputs)
+    assert html.count('src="data:image/png;base64,') >= images, f"{notebook.name}: figures missing from its page"
     home = (site / "index.html").read_text(encoding="utf-8")
     assert f"notebooks/{notebook.stem}/" in home, f"{notebook.name} is not in the site's navigation"
