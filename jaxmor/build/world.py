@@ -159,7 +159,8 @@ def export_world(
         model: an unbatched model loaded from a file (``model.source``).
         state: an unbatched state of it.
         path: the world file to write.
-        package_dirs, actuator_dirs: as for the loader, where the description needs them.
+        package_dirs: as for the loader, where the description needs them.
+        actuator_dirs: as for the loader, where the description needs them.
 
     Raises:
         ArgumentError: a batched model or state, a model loaded from a string, or a model the world file cannot
@@ -238,7 +239,8 @@ def load_world(
 
     Args:
         path: the world file.
-        package_dirs, actuator_dirs: as for the loader, where the description needs them.
+        package_dirs: as for the loader, where the description needs them.
+        actuator_dirs: as for the loader, where the description needs them.
 
     Returns:
         ``(model, state)``.
@@ -449,7 +451,8 @@ def export_package(
         description_path: the robot's URDF or MJCF file.
         out_dir: the folder to write (created; files of the same names are replaced); not the description's own
             folder.
-        package_dirs, actuator_dirs: as for the loader.
+        package_dirs: as for the loader.
+        actuator_dirs: as for the loader.
 
     Returns:
         The path of the copied description.

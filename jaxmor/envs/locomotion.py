@@ -166,7 +166,8 @@ class Locomotion(Env):
             :func:`jaxmor.robots.quadruped_standing_q`; required for another model).
         motor_model: ``"em"`` (the motor region enforced) or ``"box"`` (Box-MOR, see the module docstring).
         action_mode: ``"torque"`` or ``"pd"``.
-        kp, kd: PD gains of ``"pd"`` mode at the gear outputs [Nm/rad, Nm s/rad].
+        kp: proportional gain of ``"pd"`` mode at the gear outputs [Nm/rad].
+        kd: derivative gain of ``"pd"`` mode at the gear outputs [Nm s/rad].
         action_scale: position-target range of ``"pd"`` mode [rad].
         timestep: physics time step [s] (replaces the model's).
         substeps: physics steps per control step.
@@ -221,7 +222,7 @@ class Locomotion(Env):
         timestep: float = 0.004,
         substeps: int = 5,
         episode_steps: int = 1000,
-        command_ranges=DEFAULT_COMMAND_RANGES,
+        command_ranges: Sequence[tuple[float, float]] = DEFAULT_COMMAND_RANGES,
         reward_weights: Mapping[str, float] | None = None,
         randomization: Mapping[str, Distribution] | None = None,
         randomization_pool: int = 1024,

@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -435,7 +435,7 @@ def residual_function(
     window: int | None = 50,
     use_currents: bool = True,
     ideal_motor: bool = False,
-):
+) -> tuple[Callable[[jax.Array], jax.Array], Callable[[jax.Array], Model], int]:
     """The fit's residuals as a function of the log-parameters (see :func:`fit` for the arguments).
 
     Returns:
