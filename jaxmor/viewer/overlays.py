@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation.motor import MotorSaturation, motor_torque_bounds
 from jaxmor.sim.collision import collide
 from jaxmor.sim.collision.budget import select
 from jaxmor.sim.kinematics import body_poses
-from jaxmor.actuation.motor import MotorSaturation, motor_torque_bounds
 from jaxmor.types import Model
 from jaxmor.viewer.frames import Frames, world_model
 

@@ -27,7 +27,11 @@ GROUND_COLOUR = (200, 200, 195)
 HEIGHT_FIELD_COLOUR = (170, 150, 120)
 VISUAL_COLOUR = (160, 165, 175)
 #: Half width [m] and thickness [m] of the box that draws the ground plane around the worlds.
-GROUND_MARGIN = 1.5
+GROUND_MARGIN = 1.0
+#: Radius [m], colour and the shortest drawn rod [m] of the skeleton (:func:`skeleton_parts`).
+SKELETON_RADIUS = 0.012
+SKELETON_COLOUR = (90, 90, 100)
+SKELETON_MIN_LENGTH = 0.01
 GROUND_THICKNESS = 0.01
 
 
@@ -92,6 +96,32 @@ def collision_parts(model: Model) -> list[Part]:
                 np.asarray(model.geom_translation[g], float),
             )
         )
+    return parts
+
+
+def _rod(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(rotation, centre, half length)`` of a rod from ``start`` to ``end`` (its axis the local ``z``)."""
+    axis = end - start
+    length = float(np.linalg.norm(axis))
+    z = axis / length
+    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = np.cross(helper, z)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(z, x), z]), (start + end) / 2, length / 2
+
+
+def skeleton_parts(model: Model) -> list[Part]:
+    """Thin rods that show the kinematic tree where there are no visuals: from each body's origin to each child's
+    joint origin and to the centre of each of its geoms (a foot sphere at the end of a shin)."""
+    ends = [(p, np.asarray(model.body_tree_translation[b], float)) for b, p in enumerate(model.body_parent) if p >= 0]
+    ends += [(b, np.asarray(model.geom_translation[g], float)) for g, b in enumerate(model.geom_body) if b >= 0]
+    parts = []
+    for k, (body, end) in enumerate(ends):
+        if np.linalg.norm(end) < SKELETON_MIN_LENGTH:
+            continue
+        rotation, centre, half = _rod(np.zeros(3), end)
+        vertices, faces = shapes.cylinder(SKELETON_RADIUS, half)
+        parts.append(Part(f"skeleton/{k}", vertices, faces, SKELETON_COLOUR, 1.0, body, -1, rotation, centre))
     return parts
 
 
