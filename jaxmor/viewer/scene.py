@@ -196,7 +196,11 @@ class _Panel:
                 font_scene_height=0.025,
             )
         server.scene.add_line_segments(
-            "/actuators/regions", np.concatenate(segments).astype(np.float32), (60, 60, 60), line_width=1.5
+            "/actuators/regions",
+            np.concatenate(segments).astype(np.float32),
+            (60, 60, 60),
+            thickness=1.5,
+            thickness_units="screen",
         )
         self.cloud = server.scene.add_point_cloud(
             "/actuators/points", self._points(0), self._colours(0), point_size=0.02, point_shape="circle"
