@@ -57,6 +57,43 @@ def browser():
         pytest.skip(f"Chromium did not start: {exc}")
 
 
+# Stills and videos launch their own browser: they run before the module's browser opens (Playwright's sync
+# API runs one at a time in a thread).
+
+
+def test_demo_writes_a_gif(tmp_path, capsys):
+    _browser_or_skip()
+    from PIL import Image
+
+    from jaxmor.tools import cli
+
+    out = tmp_path / "demo.gif"
+    code = cli.main(["demo", "--worlds", "2", "--seconds", "0.04", "--out", str(tmp_path), "--video", str(out)])
+    assert code == 0, capsys.readouterr()
+    with Image.open(out) as gif:
+        assert gif.size == capture.DEFAULT_SIZE
+        assert gif.n_frames >= 10
+        frames = []
+        for k in (0, gif.n_frames - 1):
+            gif.seek(k)
+            frames.append(np.asarray(gif.convert("RGB")))
+    _drawn(frames[0])
+
+
+def test_still_and_trajectory_file_round_trip(quadruped, tmp_path):
+    _browser_or_skip()
+    from PIL import Image
+
+    model, trajectory = quadruped
+    saved = viewer.save_trajectory(tmp_path / "run.npz", model, trajectory)
+    loaded_model, states = viewer.load_trajectory(saved)
+    assert loaded_model.ground and np.allclose(states.q, trajectory.q)
+    png = viewer.write_image(loaded_model, states, tmp_path / "still.png", size=SIZE)
+    with Image.open(png) as image:
+        assert image.size == SIZE
+        _drawn(np.asarray(image.convert("RGB")))
+
+
 def _open(context, path: Path):
     """The page, with its script errors and console errors collected in ``page.problems``."""
     problems = []
@@ -152,42 +189,9 @@ def test_meshed_robots_draw_their_visual_meshes(robot, browser, tmp_path):
     model = jaxmor.add_ground(model)
     parts = viewer.scene.scene_parts(model, viewer.ViewOptions())
     meshes = [p for p in parts if p.name.startswith("visual/")]
-    assert len(meshes) >= 10 and all(len(p.faces) > 20 for p in meshes)  # the files' meshes, not primitives
+    assert sum(len(p.faces) > 100 for p in meshes) >= 10  # the files' meshes, not primitives
     page = viewer.write_html(model, _static(model), tmp_path / "robot.html", geometry="visual")
     _check_page(browser, page)
-
-
-def test_demo_writes_a_gif(tmp_path, capsys):
-    _browser_or_skip()
-    from PIL import Image
-
-    from jaxmor.tools import cli
-
-    out = tmp_path / "demo.gif"
-    code = cli.main(["demo", "--worlds", "2", "--seconds", "0.04", "--out", str(tmp_path), "--video", str(out)])
-    assert code == 0, capsys.readouterr()
-    with Image.open(out) as gif:
-        assert gif.size == capture.DEFAULT_SIZE
-        assert gif.n_frames >= 10
-        frames = []
-        for k in (0, gif.n_frames - 1):
-            gif.seek(k)
-            frames.append(np.asarray(gif.convert("RGB")))
-    _drawn(frames[0])
-
-
-def test_still_and_trajectory_file_round_trip(quadruped, tmp_path):
-    _browser_or_skip()
-    from PIL import Image
-
-    model, trajectory = quadruped
-    saved = viewer.save_trajectory(tmp_path / "run.npz", model, trajectory)
-    loaded_model, states = viewer.load_trajectory(saved)
-    assert loaded_model.ground and np.allclose(states.q, trajectory.q)
-    png = viewer.write_image(loaded_model, states, tmp_path / "still.png", size=SIZE)
-    with Image.open(png) as image:
-        assert image.size == SIZE
-        _drawn(np.asarray(image.convert("RGB")))
 
 
 def test_bad_input_is_an_argument_error(quadruped, tmp_path):

@@ -122,6 +122,12 @@ def open_trajectory(context, path: Path):
     pause = page.locator("button:has(svg.tabler-icon-player-pause-filled)")
     if pause.count():
         pause.first.dispatch_event("click")  # no actionability wait: software WebGL keeps the page busy
+    viewport = page.viewport_size
+    canvas = page.locator("canvas[data-engine]").bounding_box()
+    if canvas and round(canvas["height"]) < viewport["height"]:  # the playback bar's room: the canvas gets the size
+        extra = viewport["height"] - round(canvas["height"])
+        page.set_viewport_size({"width": viewport["width"], "height": viewport["height"] + extra})
+        page.wait_for_timeout(SEEK_MS)
     return page
 
 
@@ -156,8 +162,18 @@ def _frames(model: Model, states: State, size, options, which) -> tuple[list[np.
         images = []
         for t in chosen:
             seek(page, float((starts[t] + ends[t]) / 2))
-            images.append(capture(page))
+            images.append(_fitted(capture(page), size))
     return images, starts
+
+
+def _fitted(image: np.ndarray, size) -> np.ndarray:
+    """The capture at exactly ``size``: cropped where the canvas came out a pixel larger, scaled where smaller."""
+    width, height = size
+    if image.shape[0] >= height and image.shape[1] >= width:
+        return image[:height, :width]
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(image).resize((width, height)))
 
 
 def _checked_size(size) -> tuple[int, int]:

@@ -85,7 +85,10 @@ def load_trajectory(path: str | os.PathLike) -> tuple[Model, State]:
     if bool(data["ground"]) and not model.ground:
         model = jaxmor.add_ground(model)
     model = jaxmor.with_options(model, timestep=float(data["timestep"]))
-    template = jaxmor.init_state(model)
+    if "state.q" not in data or data["state.q"].shape[-1:] != (model.nq,):
+        raise ArgumentError(f"{str(path)!r}: its q does not fit the robot {robot!r} (nq = {model.nq})")
+    lead = data["state.q"].shape[:-1]
+    template = jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), lead + np.shape(x)), jaxmor.init_state(model))
     state_fields = {k[6:]: v for k, v in data.items() if k.startswith("state.")}
     motor_fields = {k[15:]: v for k, v in data.items() if k.startswith("actuator_state.")}
     try:
