@@ -76,6 +76,31 @@ class Geom:
 
 
 @dataclass
+class Visual:
+    """A shape a link is drawn with (a URDF ``<visual>``; an MJCF geom of a group MuJoCo shows by default, 0 to 2):
+    read for :mod:`jaxmor.viewer` only, never simulated.
+
+    Attributes:
+        kind: ``"box"``, ``"sphere"``, ``"cylinder"``, ``"capsule"``, ``"ellipsoid"`` or ``"mesh"``.
+        size: (3,) box half sizes; sphere ``(r, 0, 0)``; cylinder and capsule ``(r, half length, 0)``; ellipsoid
+            radii [m].
+        rotation: (3, 3) orientation in the link frame.
+        translation: (3,) centre in the link frame [m].
+        mesh: the resolved path of a ``"mesh"`` visual's file, ``""`` when it was not found (then it is not drawn).
+        scale: (3,) the mesh's scale factors [-].
+        rgba: its colour, red, green, blue and opacity in [0, 1], ``None`` where the description gives none.
+    """
+
+    kind: str
+    size: np.ndarray
+    rotation: np.ndarray
+    translation: np.ndarray
+    mesh: str = ""
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))
+    rgba: tuple[float, float, float, float] | None = None
+
+
+@dataclass
 class Link:
     """A link: a frame with optional mass properties and collision geoms.
 
@@ -84,12 +109,14 @@ class Link:
         line: the line of its element in the description.
         inertial: its mass properties, ``None`` for a massless frame.
         geoms: its collision geoms.
+        visuals: the shapes it is drawn with (:class:`Visual`; not simulated).
     """
 
     name: str
     line: int
     inertial: Inertial | None
     geoms: list[Geom]
+    visuals: list[Visual] = field(default_factory=list)
 
 
 @dataclass

@@ -134,6 +134,7 @@ from jaxmor.io.mjcf_pairs import pair_elements, read_pair
 from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.mjcf_tendons import read_tendons
+from jaxmor.io.mjcf_visual import material_colours, read_visual
 from jaxmor.io.xml import STRING_SOURCE, tag
 
 #: MuJoCo's default time step [s], a model's without <option timestep>.
@@ -212,6 +213,7 @@ class _Reader:
         self.options = _Options()
         self.classes: dict[str, ClassDefaults] = {}
         self.mesh_files: dict[str, _MeshAsset] = {}
+        self.materials: dict | None = None  # material colours, read at the first visual (mjcf_visual)
         self.links: list[Link] = []
         self.joints: list[Joint] = []
         self.joint_kinds: dict[str, str] = {}  # MJCF joint name -> "hinge" | "slide" | "ball" | "free", MuJoCo's order
@@ -855,6 +857,8 @@ class _Reader:
         if kind == "hfield":
             self._read_hfield_geom(v, name, world, (rotation, translation), collides, mu)
             return
+        if not world:
+            self._add_visual(v, kind, size, (rotation, translation), link)
         if world and not collides:
             return
         if not world:
@@ -885,6 +889,19 @@ class _Reader:
         if any(g.name == name for lk in self.links for g in lk.geoms):
             raise v.error(f"duplicate geom name {name!r}")
         owner.geoms.append(geom)
+
+    def _add_visual(self, v: Values, kind: str, size: np.ndarray, pose, link: str) -> None:
+        """Record the geom as one of its body's visuals when MuJoCo would draw it (:mod:`jaxmor.io.mjcf_visual`)."""
+        if self.materials is None:
+            self.materials = material_colours(self.doc.root)
+
+        def mesh_path():
+            asset = self._mesh_asset(v, "visual")
+            return self._mesh_path(asset), asset.scale
+
+        visual = read_visual(v, kind, size, pose, mesh_path, self.materials)
+        if visual is not None:
+            next(lk for lk in reversed(self.links) if lk.name == link).visuals.append(visual)
 
     def _geom_shape(self, v: Values, kind: str, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Orientation, centre and size (jaxmor's: radius and half length, or half sizes) of a geom."""

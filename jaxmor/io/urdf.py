@@ -64,6 +64,7 @@ from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.description import JOINT_TYPES, Geom, Inertial, Joint, Link, RobotDescription
 from jaxmor.io.mesh import MAX_HULL_VERTICES, check_max_vertices, convex_hull, resolve_mesh
+from jaxmor.io.urdf_visual import parse_visuals, robot_materials
 from jaxmor.io.xml import STRING_SOURCE, nonnegative, parse_float, parse_vector, parse_xml
 
 #: Most links a robot description may have. Loading is linear in the file's size: the largest file the
@@ -392,6 +393,10 @@ def parse_urdf(
     if resource_dir is None and source != STRING_SOURCE:
         resource_dir = str(Path(source).resolve().parent)
     mesh_options = _mesh_options(meshes, resource_dir, package_dirs, max_hull_vertices)
+    materials = robot_materials(root, source)
+
+    def resolve(uri: str, line: int):
+        return resolve_mesh(uri, mesh_options.resource_dir, mesh_options.package_dirs, source, line)
 
     links: dict[str, Link] = {}
     inertia_lines: dict[str, int] = {}
@@ -405,6 +410,7 @@ def parse_urdf(
             raise ModelError(source, el.sourceline, f"duplicate link name '{name}'")
         inertial, inertia_lines[name] = _parse_inertial(el, name, source)
         links[name] = Link(name, el.sourceline, inertial, _parse_geoms(el, name, source, mesh_options))
+        links[name].visuals = parse_visuals(el, name, source, _origin, resolve, materials)
     if not links:
         raise ModelError(source, root.sourceline, "the robot has no links")
     _check_inertias(links, inertia_lines, source, strict)

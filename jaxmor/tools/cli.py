@@ -3,6 +3,9 @@
 * ``jaxmor demo [--worlds N] [--seconds S] [--out DIR]``: the shipped quadruped in N parallel worlds
   (:mod:`jaxmor.tools.demo`); prints the device, the compile time, world-steps per second and the shares of
   actuator-steps limited by the voltage and by the peak torque, and writes ``DIR/demo_regions.png``.
+* ``jaxmor view PATH [--out PAGE.html]``: one self-contained HTML page (:mod:`jaxmor.viewer`) of a robot file in
+  its default pose, or playing a trajectory file (``.npz``, :func:`jaxmor.viewer.save_trajectory`).
+  ``jaxmor demo --video FILE.gif`` also writes a video of the demo's first worlds.
 * ``jaxmor info ROBOT.urdf [--dt SECONDS]``: joints and actuators as tables, at the motor and at the
   output, and each actuator's time-step bound ``2 I R Kv / (G^2 Kt)``.
 * ``jaxmor plot-region ROBOT.urdf [--actuator NAME] [--side motor|joint] -o FILE.png``: the operating
@@ -268,6 +271,24 @@ def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
     return 0
 
 
+def _view(path: str, out: str | None) -> int:
+    """``jaxmor view``: a robot file shows its default pose, a trajectory file (``.npz``) plays."""
+    from pathlib import Path
+
+    import jaxmor
+    from jaxmor import viewer
+
+    if path.lower().endswith(".npz"):
+        model, states = viewer.load_trajectory(path)
+    else:
+        model = _load(path)
+        states = jaxmor.init_state(model)
+    target = Path(out) if out is not None else Path(Path(path).name).with_suffix(".html")
+    viewer.write_html(model, states, target)
+    print(f"wrote {target}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxmor", description="jaxmor: batched rigid-body simulation with DC-motor operating regions."
@@ -279,6 +300,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--worlds", type=int, default=None, help="parallel worlds (default 1024 on a CPU, 8192 else)")
     demo.add_argument("--seconds", type=float, default=None, help="simulated time [s] (default 0.5)")
     demo.add_argument("--out", default=".", help="folder for demo_regions.png (default: the current folder)")
+    demo.add_argument("--video", default=None, help="also write a video of the first 4 worlds (.gif or .mp4)")
+    view = sub.add_parser("view", help="write a 3D page of a robot file (.urdf, .xml) or a trajectory file (.npz)")
+    view.add_argument("path")
+    view.add_argument("--out", default=None, help="the HTML page to write (default: PATH's name with .html)")
     info = sub.add_parser("info", help="joints, actuators and time-step bounds of a URDF or an MJCF (.xml)")
     info.add_argument("urdf")
     info.add_argument("--dt", type=float, default=None, help="time step to check [s] (default: the model's)")
@@ -300,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
             from jaxmor.tools import demo
 
             seconds = demo.DEFAULT_SECONDS if args.seconds is None else args.seconds
-            return demo.main(args.worlds, seconds, args.out)
+            return demo.main(args.worlds, seconds, args.out, args.video)
+        if args.command == "view":
+            return _view(args.path, args.out)
         if args.command == "info":
             return _info(args.urdf, args.dt)
         return _plot_region(args.urdf, args.actuator, args.side, args.output)

@@ -261,8 +261,42 @@ def run_demo(worlds: int, seconds: float, progress: bool = True) -> DemoResult:
     )
 
 
-def main(worlds: int | None, seconds: float, out: str) -> int:
-    """``jaxmor demo``: run, print the figures, write ``out/demo_regions.png``; returns the exit code."""
+#: Worlds a demo video shows, and the most frames it has.
+VIDEO_WORLDS = 4
+VIDEO_FRAMES = 50
+
+
+def video_trajectory(worlds: int, seconds: float):
+    """The first ``min(worlds, VIDEO_WORLDS)`` demo worlds run for ``seconds``, every k-th state kept (at most
+    :data:`VIDEO_FRAMES`): ``(model, states (T, W, ...))``."""
+    import jax
+
+    model = demo_model()
+    shown = min(worlds, VIDEO_WORLDS)
+    states, params, world_step = _world_controller(model, shown)
+    n_steps = max(1, round(seconds / TIMESTEP))
+    stride = -(-n_steps // VIDEO_FRAMES)
+
+    def frame(s, _):
+        s = jax.lax.fori_loop(0, stride, lambda _, x: jax.vmap(world_step)(x, params), s)
+        return s, s
+
+    _, frames = jax.jit(lambda s: jax.lax.scan(frame, s, None, length=-(-n_steps // stride)))(states)
+    return model, frames
+
+
+def write_demo_video(worlds: int, seconds: float, path: str) -> None:
+    """Write the demo's first worlds as a video (:func:`jaxmor.viewer.write_video`; ``.gif`` or ``.mp4``)."""
+    from jaxmor import viewer
+
+    model, frames = video_trajectory(worlds, seconds)
+    viewer.write_video(model, frames, path, world_axis=1, actuators=True)
+    print(f"video:               {path} ({frames.q.shape[0]} frames of {frames.q.shape[1]} worlds)")
+
+
+def main(worlds: int | None, seconds: float, out: str, video: str | None = None) -> int:
+    """``jaxmor demo``: run, print the figures, write ``out/demo_regions.png`` (and the video ``video``, a ``.gif``
+    or ``.mp4``, of the first worlds); returns the exit code."""
     from jaxmor.errors import ArgumentError
 
     if worlds is None:
@@ -274,12 +308,16 @@ def main(worlds: int | None, seconds: float, out: str) -> int:
     out_dir = Path(out)
     if not out_dir.is_dir():
         raise ArgumentError(f"--out {out!r} is not a folder")
+    if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
+        raise ArgumentError(f"--video must name a .gif or .mp4 file, got {video!r}")
 
     print(
         f"jaxmor demo: the shipped quadruped, standing, {worlds:,} worlds x {seconds:g} s"
         f" at dt = {TIMESTEP * 1e3:g} ms, each with its own PD targets sent as actuator torques"
     )
     result = run_demo(worlds, seconds)
+    if video is not None:
+        write_demo_video(worlds, seconds, video)
     print(f"device:              {result.device}")
     print(f"worlds:              {result.worlds:,} x {result.steps} steps ({result.steps * result.timestep:g} s)")
     print(f"compile time:        {result.compile_seconds:.1f} s")

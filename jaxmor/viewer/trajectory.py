@@ -1,0 +1,98 @@
+"""The trajectory file: a ``.npz`` of the stacked State fields and the path of the robot file, which
+``jaxmor view`` plays.
+
+Format (version 1): ``jaxmor_trajectory`` (int, 1), ``robot`` (str, the robot file's path as given), ``ground``
+(bool: add :func:`jaxmor.add_ground` on loading), ``timestep`` (float [s], the model's time step), and one array
+``state.<field>`` per array field of :class:`jaxmor.State` (``actuator_state.<field>`` for its actuator states),
+each with the trajectory's leading axes (T, ...) or (W, T, ...). Fields of the State's nested motor state are not
+stored; a loaded State takes them from :func:`jaxmor.init_state`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxmor.errors import ArgumentError
+from jaxmor.types import Model, State
+
+#: The format's version.
+VERSION = 1
+
+
+def _flat(state: State) -> dict[str, np.ndarray]:
+    out = {}
+    for f in dataclasses.fields(state):
+        value = getattr(state, f.name)
+        if f.name == "actuator_state":
+            out.update({f"actuator_state.{k}": np.asarray(v) for k, v in vars(value).items() if hasattr(v, "shape")})
+        elif hasattr(value, "shape"):
+            out[f"state.{f.name}"] = np.asarray(value)
+    return out
+
+
+def save_trajectory(path: str | os.PathLike, model: Model, states: State, robot: str | os.PathLike | None = None):
+    """Save a trajectory for ``jaxmor view`` (module docstring).
+
+    Args:
+        path: the ``.npz`` file to write.
+        model: the model (its ground and time step are stored; its robot file is ``robot`` or ``model.source``).
+        states: the stacked States.
+        robot: the robot file to store (default ``model.source``).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ArgumentError: no robot file (a model loaded from a string: pass ``robot=``), or a path that cannot be
+            written.
+    """
+    from jaxmor.io.files import writing
+
+    robot = str(robot if robot is not None else model.source)
+    if robot == "<string>" or not Path(robot).is_file():
+        raise ArgumentError(f"save_trajectory needs the robot's file; {robot!r} is not one (pass robot=)")
+    target = Path(path)
+    fields = _flat(jax.device_get(states))
+    meta = {"jaxmor_trajectory": np.int64(VERSION), "robot": np.str_(str(Path(robot).resolve()))}
+    meta.update(ground=np.bool_(model.ground), timestep=np.float64(np.asarray(model.opt.timestep)))
+    with writing("jaxmor.viewer.save_trajectory", "path", target), open(target, "wb") as file:
+        np.savez_compressed(file, **meta, **fields)
+    return target
+
+
+def load_trajectory(path: str | os.PathLike) -> tuple[Model, State]:
+    """The model (its robot file loaded, the ground added where saved, the saved time step) and the stacked
+    States of a trajectory file.
+
+    Raises:
+        ArgumentError: not a trajectory file of this version, or a field the State does not have.
+    """
+    import jaxmor
+
+    try:
+        data = dict(np.load(path, allow_pickle=False))
+    except (OSError, ValueError) as exc:
+        raise ArgumentError(f"{str(path)!r} is not a trajectory file: {exc}") from None
+    if int(data.get("jaxmor_trajectory", -1)) != VERSION:
+        raise ArgumentError(f"{str(path)!r} is not a jaxmor trajectory file of version {VERSION}")
+    robot = str(data["robot"])
+    model = jaxmor.load_mjcf(robot) if robot.lower().endswith(".xml") else jaxmor.load_urdf(robot)
+    if bool(data["ground"]) and not model.ground:
+        model = jaxmor.add_ground(model)
+    model = jaxmor.with_options(model, timestep=float(data["timestep"]))
+    if "state.q" not in data or data["state.q"].shape[-1:] != (model.nq,):
+        raise ArgumentError(f"{str(path)!r}: its q does not fit the robot {robot!r} (nq = {model.nq})")
+    lead = data["state.q"].shape[:-1]
+    template = jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), lead + np.shape(x)), jaxmor.init_state(model))
+    state_fields = {k[6:]: v for k, v in data.items() if k.startswith("state.")}
+    motor_fields = {k[15:]: v for k, v in data.items() if k.startswith("actuator_state.")}
+    try:
+        states = template.replace(**state_fields, actuator_state=template.actuator_state.replace(**motor_fields))
+    except TypeError as exc:
+        raise ArgumentError(f"{str(path)!r}: a field this jaxmor's State does not have: {exc}") from None
+    return model, states
