@@ -133,8 +133,10 @@ def with_drive_controller(
 
     Args:
         model: the model (unbatched).
-        p_gain, i_gain, d_gain: the gains (:class:`jaxmor.DriveController`'s units), a number or one per selected
+        p_gain: the proportional gain (:class:`jaxmor.DriveController`'s units), a number or one per selected
             actuator, finite and ``>= 0``.
+        i_gain: the integral gain, likewise.
+        d_gain: the derivative gain, likewise.
         period: the controllers' period [physics steps], an int or one per selected actuator, ``>= 1``.
         actuators: the names of the actuators that get it (``None``: all), in the order of the per-actuator values.
         side: ``"joint"`` or ``"motor"``.
