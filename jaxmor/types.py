@@ -141,7 +141,8 @@ class DriveController:
             Nm of motor torque per rad of motor angle].
         i_gain: (na,) integral gain [Nm/(rad s) or N/(m s); motor side Nm/(rad s)].
         d_gain: (na,) derivative gain, on the velocity error [Nm s/rad or N s/m; motor side Nm s/rad].
-        period: (na,) int32, the controller's period in physics steps (``>= 1``; 1 updates every step).
+        period: (na,) the controller's period in physics steps (``>= 1``; 1 updates every step), a whole
+            number (a float, rounded where used).
         active: which actuators run a controller (static); the others ignore their gains.
         motor_side: per actuator, whether its controller works on the motor angle ``G q_j`` and outputs a motor
             torque (static); else on the joint, at the gear output.
@@ -163,7 +164,7 @@ class DriveController:
 def no_controllers(na: int, dtype=None) -> DriveController:
     """Drive controllers for ``na`` actuators, none active (zero gains, period 1)."""
     zero = jnp.zeros((na,), dtype)
-    return DriveController(zero, zero, zero, jnp.ones((na,), jnp.int32), (False,) * na, (False,) * na)
+    return DriveController(zero, zero, zero, jnp.ones((na,), dtype), (False,) * na, (False,) * na)
 
 
 @struct.dataclass
@@ -189,7 +190,8 @@ class MotorActuators:
         dynamics: the motors' optional dynamic features (winding temperature, inductance, cogging, LuGre
             friction; :mod:`jaxmor.actuation.motor_dynamics`), their constants (na,) leaves, which actuators have them
             static.
-        delay: (na,) int32, each actuator's command delay [physics steps], in ``[0, Model.max_delay]``
+        delay: (na,) each actuator's command delay [physics steps], in ``[0, Model.max_delay]``, a whole
+            number (a float, rounded where used)
             (:mod:`jaxmor.actuation.latency`).
         controller: the drive controllers at the actuators (:class:`DriveController`).
         residual: the learned torque residual added to the commands before the region clips them
@@ -241,7 +243,8 @@ class AffineActuators:
         bias_v: coefficient on the joint velocity [actuator force per rad/s or m/s].
         ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
         force_lower, force_upper: actuator-force clamp, before the gear; ``-inf``/``+inf`` where unlimited.
-        delay: int32, each control's delay [physics steps], in ``[0, Model.max_delay]``
+        delay: (nu,) each control's delay [physics steps], in ``[0, Model.max_delay]``, a whole number (a
+            float, rounded where used)
             (:mod:`jaxmor.actuation.latency`).
         names: actuator names, in order (static).
         q_index: index into ``q`` of each driven joint's coordinate, ``-1`` for an actuator on a tendon (static).

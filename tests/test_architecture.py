@@ -83,7 +83,7 @@ LAYERS = [
     ("tools", ["jaxmor.tools", "jaxmor.tools."]),
     ("environments", ["jaxmor.envs", "jaxmor.envs."]),
     ("public API", ["jaxmor"]),
-    ("applications", ["jaxmor.tools.cli", "jaxmor.tools.demo"]),
+    ("applications", ["jaxmor.tools.cli", "jaxmor.tools.demo", "jaxmor.viewer", "jaxmor.viewer."]),
 ]
 
 

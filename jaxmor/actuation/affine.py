@@ -315,7 +315,7 @@ def compile_affine(
         ctrl_upper=column([r[1] for r in ctrl]),
         force_lower=column([r[0] for r in force]),
         force_upper=column([r[1] for r in force]),
-        delay=jnp.asarray(np.asarray([getattr(d, "delay", 0) for d in definitions], np.int32)),
+        delay=jnp.asarray(np.asarray([getattr(d, "delay", 0) for d in definitions], np.float64)),
         names=tuple(d.name for d in definitions),
         q_index=tuple(q_index),
         v_index=tuple(v_index),

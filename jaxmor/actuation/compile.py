@@ -70,7 +70,7 @@ def empty_actuators(nv: int) -> MotorActuators:
         output_damping=zero,
         output_friction=zero,
         dynamics=compile_dynamics([], [], [], []),
-        delay=jnp.zeros((0,), jnp.int32),
+        delay=jnp.zeros((0,)),
         controller=no_controllers(0),
     )
 
@@ -181,7 +181,7 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
             [d.cogging for d in definitions],
             [d.lugre for d in definitions],
         ),
-        delay=jnp.asarray(np.asarray([d.delay for d in definitions], np.int32)),
+        delay=jnp.asarray(np.asarray([d.delay for d in definitions], np.float64)),
         controller=compile_controllers([d.controller for d in definitions]),
         residual=no_residual(len(definitions)),
     )

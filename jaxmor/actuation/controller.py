@@ -45,7 +45,7 @@ def compile_controllers(definitions: Sequence[DriveControllerDefinition | None])
         p_gain=col("p_gain"),
         i_gain=col("i_gain"),
         d_gain=col("d_gain"),
-        period=jnp.asarray(np.asarray([d.period for d in present], np.int32)),
+        period=jnp.asarray(np.asarray([d.period for d in present], np.float64)),
         active=tuple(d is not None for d in definitions),
         motor_side=tuple(d.side == "motor" for d in present),
     )
@@ -80,7 +80,7 @@ def update(model: Model, state: State) -> State:
     u_j = state.u[np.asarray(model.actuators.joint_v_index, dtype=np.int32)]
     error = scale * (state.actuator_position_target - q_j)
     rate_error = scale * (state.actuator_velocity_target - u_j)
-    period = jnp.maximum(ctl.period.astype(jnp.int32), 1)
+    period = jnp.maximum(jnp.round(ctl.period).astype(jnp.int32), 1)
     interval = period.astype(dtype) * jnp.asarray(model.opt.timestep, dtype)
     kp, ki, kd = (jnp.asarray(g, dtype) for g in (ctl.p_gain, ctl.i_gain, ctl.d_gain))
 

@@ -6,10 +6,11 @@ A DC-motor actuator's torque ``State.actuator_torque`` and its PD targets (``act
 as set are written to slot ``k % nd`` of a ring buffer of ``nd = Model.max_delay + 1`` slots
 (``State.command_history``, ``State.ctrl_history``) and the step acts on the commands of step ``k - d``, read from
 slot ``(k - d) % nd`` with ``d = min(clip(delay, 0, max_delay), k)``: before ``d`` commands were written, the first
-one is repeated. The buffer's length is static, the delays are traced (int32 leaves: per world, drawn by
-:func:`jaxmor.randomize`). The state the step returns keeps the commands as set (they hold until set again); only
-the step itself sees the delayed ones (the drive controllers, the actuator PD, the motor region, the affine forces).
-A model with ``max_delay == 0`` has no buffers and steps exactly as without this module.
+one is repeated. The buffer's length is static, the delays are traced (float leaves holding whole numbers, rounded
+where used, so that ``jax.grad`` of a whole model works; per world, drawn by :func:`jaxmor.randomize`). The state
+the step returns keeps the commands as set (they hold until set again); only the step itself sees the delayed ones
+(the drive controllers, the actuator PD, the motor region, the affine forces). A model with ``max_delay == 0`` has
+no buffers and steps exactly as without this module.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _ring(history: jax.Array, current: jax.Array, delay: jax.Array, count: jax.A
     slots = history.shape[0]
     write = count % slots
     history = jax.lax.dynamic_update_index_in_dim(history, current.astype(history.dtype), write, axis=0)
-    lag = jnp.minimum(jnp.clip(delay.astype(jnp.int32), 0, max_delay), count)
+    lag = jnp.minimum(jnp.clip(jnp.round(delay).astype(jnp.int32), 0, max_delay), count)
     read = (write - lag) % slots
     return history, history[read, np.arange(current.shape[0])]
 
@@ -117,8 +118,8 @@ def with_command_delay(
             f"got {brief_repr(max_delay)}"
         )
     return model.replace(
-        actuators=model.actuators.replace(delay=jnp.asarray(motor)),
-        affine=model.affine.replace(delay=jnp.asarray(ctrl)),
+        actuators=model.actuators.replace(delay=jnp.asarray(motor, model.actuators.delay.dtype)),
+        affine=model.affine.replace(delay=jnp.asarray(ctrl, model.affine.delay.dtype)),
         max_delay=int(max_delay),
     )
 

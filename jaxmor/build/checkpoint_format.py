@@ -13,8 +13,7 @@ Each array leaf is checked against its expected dtype kind and trailing shape:
   give (:data:`_COUNTS`: ``nb`` the bodies' names, ``nv`` the ``nv`` field, ``na`` the motor actuators' names,
   ...; a parent's counts hold in its children); a name no count defines (a mesh's padded vertex count, a height
   field's rows) is bound by the first leaf that uses it within its dataclass and must agree in the others. Every
-  model leaf is a float except the terrain grids' indices (int) and filter (bool), the command delays and the drive
-  controllers' periods (int).
+  model leaf is a float except the terrain grids' indices (int) and filter (bool).
 * State leaves: the dims :func:`jaxmor.state.state_shapes` gives for the decoded model (the State's declared
   ``dims``), and the kinds of :data:`_STATE_KINDS` (float otherwise), which are :func:`jaxmor.init_state`'s.
 
@@ -113,9 +112,6 @@ _MODEL_KINDS = {
     "TerrainGrid.world": "i",
     "TerrainGrid.cells": "i",
     "TerrainGrid.allowed": "b",
-    "MotorActuators.delay": "i",
-    "AffineActuators.delay": "i",
-    "DriveController.period": "i",
 }
 #: State leaves that are not floats (:func:`jaxmor.init_state`'s dtypes), by their path below ``state``.
 _STATE_KINDS = {

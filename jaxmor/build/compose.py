@@ -42,7 +42,7 @@ from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.sim.collision import check_pairs
-from jaxmor.types import AffineActuators, GeomType, JointType, Keyframe, Model, MotorActuators
+from jaxmor.types import AffineActuators, DriveController, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
 _KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")
@@ -291,8 +291,10 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
         output_damping=cat(a.output_damping, b.output_damping),
         output_friction=cat(a.output_friction, b.output_friction),
         dynamics=concatenate_dynamics(a.dynamics, b.dynamics),
-        delay=jnp.concatenate([jnp.asarray(a.delay, jnp.int32), jnp.asarray(b.delay, jnp.int32)]),
-        controller=jax.tree.map(cat, a.controller, b.controller).replace(
+        delay=cat(a.delay, b.delay),
+        controller=DriveController(
+            **{k: cat(getattr(a.controller, k), getattr(b.controller, k)) for k in ("p_gain", "i_gain", "d_gain")},
+            period=cat(a.controller.period, b.controller.period),
             active=a.controller.active + b.controller.active,
             motor_side=a.controller.motor_side + b.controller.motor_side,
         ),
