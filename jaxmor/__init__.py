@@ -14,6 +14,7 @@ from jaxmor.actuation.affine import (
 )
 from jaxmor.actuation.controller import with_drive_controller
 from jaxmor.actuation.drive import actuate, actuator_torque_bounds, motor_speeds
+from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.latency import with_command_delay
 from jaxmor.actuation.motor import (
     DcMotorParameters,
@@ -98,6 +99,7 @@ from jaxmor.tools.randomization import Distribution, integers, log_uniform, norm
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
+    Backlash,
     Battery,
     DriveController,
     Equalities,
@@ -123,6 +125,7 @@ __all__ = [
     "AffineActuatorDefinition",
     "AffineActuators",
     "ArgumentError",
+    "Backlash",
     "Battery",
     "CoggingModel",
     "Contacts",
@@ -237,6 +240,7 @@ __all__ = [
     "uniform",
     "with_actuators",
     "with_affine_actuators",
+    "with_backlash",
     "with_battery",
     "with_geom_properties",
     "with_height_field",

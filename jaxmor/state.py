@@ -105,6 +105,8 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
         controller_integral=jnp.zeros((model.na,), dtype),
         controller_torque=jnp.zeros((model.na,), dtype),
+        backlash_play=jnp.zeros((model.na,), dtype),
+        backlash_rate=jnp.zeros((model.na,), dtype),
     )
 
 
@@ -568,8 +570,8 @@ def reset_actuator_state(model: Model, state: State) -> State:
     The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
     actuator definitions', the actuator states cleared, the motors at their ambient temperature without
     current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`), the residual's history as if held at
-    the state's speeds and angles, and the affine controls, the command buffers and the drive controllers zeroed;
-    everything else is kept.
+    the state's speeds and angles, the affine controls, the command buffers and the drive controllers zeroed, and
+    the rotors at the centre of their gears' play, moving with their joints; everything else is kept.
 
     Args:
         model: the model with its new actuators (``with_actuators``, ``with_affine_actuators``).
@@ -591,6 +593,8 @@ def reset_actuator_state(model: Model, state: State) -> State:
         ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
         controller_integral=jnp.zeros((model.na,), dtype),
         controller_torque=jnp.zeros((model.na,), dtype),
+        backlash_play=jnp.zeros((model.na,), dtype),
+        backlash_rate=jnp.zeros((model.na,), dtype),
     )
 
 

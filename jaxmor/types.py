@@ -168,6 +168,38 @@ def no_controllers(na: int, dtype=None) -> DriveController:
 
 
 @struct.dataclass
+class Backlash:
+    """The gears' backlash: a dead band between each actuator's motor and its driven joint
+    (:mod:`jaxmor.actuation.backlash`).
+
+    With backlash an actuator's rotor is a degree of freedom of its own, on the joint side of the gear: its angle
+    leads the joint's by the play ``s`` (``State.backlash_play``), and the gear's teeth touch when ``|s| = width / 2``.
+    The motor torque, cogging, LuGre friction and the actuator PD act on the rotor; the joint feels the actuator only
+    through the teeth's contact, a row of the constraint solver.
+
+    Attributes:
+        width: (na,) the dead band's full width at the joint [rad or m], ``>= 0``.
+        inertia: (na,) the rotor's inertia reflected to the joint, ``G^2 J_rotor`` [kg m^2 or kg], ``> 0`` where
+            active.
+        active: which actuators have backlash (static); the others ignore ``width`` and ``inertia``.
+    """
+
+    width: jax.Array
+    inertia: jax.Array
+    active: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def any_active(self) -> bool:
+        """Whether any actuator has backlash."""
+        return any(self.active)
+
+
+def no_backlash(na: int = 0, dtype=None) -> Backlash:
+    """Backlash of ``na`` actuators, none active (zero width, unit inertia)."""
+    return Backlash(jnp.zeros((na,), dtype), jnp.ones((na,), dtype), (False,) * na)
+
+
+@struct.dataclass
 class MotorActuators:
     """DC-motor actuators compiled for the step (``na`` actuators, ``nv`` velocities, ``nk`` couplings).
 
@@ -196,6 +228,8 @@ class MotorActuators:
         controller: the drive controllers at the actuators (:class:`DriveController`).
         residual: the learned torque residual added to the commands before the region clips them
             (:mod:`jaxmor.actuation.residual`; none unless set with ``jaxmor.with_residual``).
+        backlash: the gears' backlash (:class:`Backlash`; none unless set with ``jaxmor.with_backlash`` or a
+            file).
     """
 
     names: tuple[str, ...] = struct.field(pytree_node=False)
@@ -215,6 +249,7 @@ class MotorActuators:
     delay: jax.Array
     controller: DriveController
     residual: ResidualNetwork = struct.field(default_factory=no_residual)
+    backlash: Backlash = struct.field(default_factory=no_backlash)
 
     @property
     def transmission(self) -> jax.Array:
@@ -918,6 +953,9 @@ class State:
             rad s of motor angle] (:class:`jaxmor.DriveController`).
         controller_torque: (na,) the drive controllers' torque held since their last update [Nm or N, at the
             gear outputs].
+        backlash_play: (na,) each rotor's angle minus its driven joint's, on the joint side of the gear [rad or m],
+            in ``[-width/2, width/2]`` (:class:`Backlash`; zero without backlash).
+        backlash_rate: (na,) its rate, the rotor's velocity minus the joint's [rad/s or m/s].
         invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
             ``jit``, where the setters cannot check values): a time step that is not positive and finite
             (the world does not advance, as for ``nonfinite``), or an actuator that is not valid (it
@@ -965,3 +1003,6 @@ class State:
     ctrl_history: jax.Array = _field(dims=("nd", "nu"), guard="finite")
     controller_integral: jax.Array = _field(dims=("na",), guard="finite")
     controller_torque: jax.Array = _field(dims=("na",), guard="finite")
+    # Backlash: the rotors' play in the gears.
+    backlash_play: jax.Array = _field(dims=("na",), guard="bounded")
+    backlash_rate: jax.Array = _field(dims=("na",), guard="bounded")

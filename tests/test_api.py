@@ -10,7 +10,7 @@ import jaxmor
 
 PUBLIC = [
     "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
-    "ArgumentError", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "DriveController",
+    "ArgumentError", "Backlash", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "DriveController",
     "DriveControllerDefinition", "Equalities",
     "GeomType", "HeightField",
     "JaxmorError", "JointType", "Keyframe", "LugreModel", "Model", "ModelError", "MotorActuators", "MotorSaturation",
@@ -32,7 +32,7 @@ PUBLIC = [
     "set_bus_voltage", "set_ctrl", "set_external_force", "set_generalized_force", "set_keyframe",
     "set_motor_operating_region_enforced", "set_motor_temperature", "set_pd_gains", "set_pd_targets", "shard_worlds",
     "step", "summary", "sysid", "terrain", "transmission_matrix", "uniform", "with_actuators", "with_affine_actuators",
-    "with_battery", "with_command_delay",
+    "with_backlash", "with_battery", "with_command_delay",
     "with_drive_controller", "with_geom_properties", "with_ground_contact", "with_height_field", "with_options",
     "with_residual",
     "with_self_collision",

@@ -19,7 +19,7 @@ from jaxmor.actuation.residual import no_residual
 from jaxmor.checks import model_dtype, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
-from jaxmor.types import Model, MotorActuators, no_controllers
+from jaxmor.types import Model, MotorActuators, no_backlash, no_controllers
 
 
 def check_representable(
@@ -72,6 +72,7 @@ def empty_actuators(nv: int) -> MotorActuators:
         dynamics=compile_dynamics([], [], [], []),
         delay=jnp.zeros((0,)),
         controller=no_controllers(0),
+        backlash=no_backlash(0),
     )
 
 
@@ -184,4 +185,5 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         delay=jnp.asarray(np.asarray([d.delay for d in definitions], np.float64)),
         controller=compile_controllers([d.controller for d in definitions]),
         residual=no_residual(len(definitions)),
+        backlash=no_backlash(len(definitions)),
     )

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.backlash import rotor_coordinates, rotor_view
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_pd, actuator_torque_bounds
 from jaxmor.checks import concrete, is_traced
 from jaxmor.errors import ArgumentError, brief_repr
@@ -78,6 +79,10 @@ def update(model: Model, state: State) -> State:
     scale = jnp.where(np.asarray(ctl.motor_side, bool), model.actuators.gear_ratio.astype(dtype), 1.0)
     q_j = state.q[actuator_joint_q_index(model)]
     u_j = state.u[np.asarray(model.actuators.joint_v_index, dtype=np.int32)]
+    if model.actuators.backlash.any_active:  # a motor-side controller reads the rotor, past the gear's play
+        rotor_q, rotor_u = rotor_coordinates(model, state)
+        q_j = jnp.where(np.asarray(ctl.motor_side, bool), rotor_q, q_j)
+        u_j = jnp.where(np.asarray(ctl.motor_side, bool), rotor_u, u_j)
     error = scale * (state.actuator_position_target - q_j)
     rate_error = scale * (state.actuator_velocity_target - u_j)
     period = jnp.maximum(jnp.round(ctl.period).astype(jnp.int32), 1)
@@ -89,7 +94,7 @@ def update(model: Model, state: State) -> State:
 
     integral = state.controller_integral + interval * error
     lower, upper = actuator_torque_bounds(model, state)
-    total = state.actuator_torque + actuator_pd(model, state) + law(integral)
+    total = state.actuator_torque + actuator_pd(model, rotor_view(model, state)) + law(integral)
     hold = ((total > upper) & (error > 0)) | ((total < lower) & (error < 0))
     integral = jnp.where(hold, state.controller_integral, integral)
     due = (state.step_count % period == 0) & np.asarray(ctl.active, bool)

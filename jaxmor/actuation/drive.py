@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.actuation.backlash import rotor_view
 from jaxmor.actuation.motor import (
     DcMotorParameters,
     MotorSaturation,
@@ -220,12 +221,13 @@ def motor_speeds(model: Model, u: jax.Array) -> jax.Array:
 
 def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
     """Admissible actuator torques now, at the gear outputs: the motor region at the current motor
-    speeds times the gear ratio. Exactly the bounds the next step clips to; ``(-inf, inf)`` in
-    monitor mode; ``(0, 0)`` for an actuator that is not valid now (it applies no torque).
+    speeds (a rotor's where the actuator has backlash) times the gear ratio. Exactly the bounds the next step clips
+    to; ``(-inf, inf)`` in monitor mode; ``(0, 0)`` for an actuator that is not valid now (it applies no torque).
 
     Returns:
         ``(lower, upper)``, each (na,) [Nm or N].
     """
+    state = rotor_view(model, state)
     bounds, _ = _region(model, state, _motor_now(model, state), motor_speeds(model, state.u))
     gear = model.actuators.gear_ratio.astype(state.u.dtype)
     inf = jnp.asarray(jnp.inf, state.u.dtype)

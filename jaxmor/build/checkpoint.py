@@ -45,6 +45,7 @@ from jaxmor.state import state_shapes
 from jaxmor.types import (
     ActuatorState,
     AffineActuators,
+    Backlash,
     Battery,
     DriveController,
     Equalities,
@@ -66,8 +67,9 @@ from jaxmor.types import (
 FORMAT = "jaxmor-checkpoint"
 #: 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints; 4: command delay
 #: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count),
-#: the learned residual (Model.actuators.residual, State.actuator_history).
-FORMAT_VERSION = 4
+#: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
+#: State.backlash_play and backlash_rate).
+FORMAT_VERSION = 5
 _META = "jaxmor_checkpoint"
 #: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
 _TYPES = {
@@ -90,6 +92,7 @@ _TYPES = {
         ActuatorState,
         MotorDynamics,
         DriveController,
+        Backlash,
         MotorState,
         ResidualNetwork,
         JointType,

@@ -75,6 +75,7 @@ _MODEL_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
     "DcMotorParameters": (_NA, {}),
     "MotorDynamics": (_NA, {}),
     "DriveController": (_NA, {}),
+    "Backlash": (_NA, {}),
     "Battery": ((), {}),
     "ResidualNetwork": (
         None,
@@ -175,6 +176,7 @@ _LENGTHS: dict[str, dict[str, str]] = {
     },
     "MotorDynamics": dict.fromkeys(_FLAGS, "na"),
     "DriveController": dict.fromkeys(("active", "motor_side"), "na"),
+    "Backlash": {"active": "na"},
     "ResidualNetwork": {"active": "na"},
     "AffineActuators": dict.fromkeys(("q_index", "v_index"), "nu"),
     "Sites": dict.fromkeys(("link", "shape"), "ns"),

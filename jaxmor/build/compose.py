@@ -42,7 +42,7 @@ from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.sim.collision import check_pairs
-from jaxmor.types import AffineActuators, DriveController, GeomType, JointType, Keyframe, Model, MotorActuators
+from jaxmor.types import AffineActuators, Backlash, DriveController, GeomType, JointType, Keyframe, Model, MotorActuators
 
 #: The Model fields :func:`combine` keeps from the first model.
 _KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")
@@ -299,6 +299,11 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
             motor_side=a.controller.motor_side + b.controller.motor_side,
         ),
         residual=no_residual(len(a.names) + len(b.names)),
+        backlash=Backlash(
+            width=cat(a.backlash.width, b.backlash.width),
+            inertia=cat(a.backlash.inertia, b.backlash.inertia),
+            active=a.backlash.active + b.backlash.active,
+        ),
     )
 
 

@@ -35,6 +35,10 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
 * **fixed tendons** (one row per tendon, after those; its Jacobian the tendon's, :mod:`jaxmor.sim.tendon`): the
   tendon's friction loss and its length limits, a joint row's law on the tendon's length ``L``. Their impulses are
   not kept in the State (the warm start of these rows is zero).
+* **gear teeth** (one row per actuator with backlash, after those; :mod:`jaxmor.actuation.backlash`): a limit row
+  on the play ``s`` between the rotor and its joint, ``|s| <= width / 2``, speculative like a joint's; its Jacobian
+  is ``-1`` at the joint, its rotor is a degree of freedom outside ``u`` (its inverse inertia added to the row's
+  diagonal of ``A``, its free velocity to the row's). Not kept in the State either.
 * **equality constraints** (``Model.equality.rows`` rows, last; :mod:`jaxmor.sim.equality`): bilateral, their
   impulses unbounded, each row's velocity driven to ``-EQUALITY_CORRECTION e / h`` for its residual ``e``
   (Baumgarte: a violation shrinks by that fraction per step; the target enters as a shift of the row's free
@@ -68,6 +72,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.actuation.backlash import backlash_dofs, gap_jacobian, gap_limits
 from jaxmor.math import quat_angle_axis
 from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
@@ -96,10 +101,11 @@ class Impulses:
     Attributes:
         contact: (nc, 3) normal, tangent 1 and tangent 2 impulse of each contact slot [N s] (a
             frictionless problem's tangential impulses are zero).
-        friction: (nj + 6 nf + 4 nb + nt,) friction impulse of each 1-DoF joint, then of each free joint's friction
-            rows, of each ball joint's rows, of each tendon's row (:func:`friction_dofs`) [Nm s or N s].
-        limit: (nj + 6 nf + 4 nb + nt,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF
-            joints', the ball joints' cone-limit and the tendons' rows, :func:`limit_dofs`).
+        friction: (nj + 6 nf + 4 nb + nt + ng,) friction impulse of each 1-DoF joint, then of each free joint's
+            friction rows, of each ball joint's rows, of each tendon's row, of each gear teeth row
+            (:func:`friction_dofs`) [Nm s or N s].
+        limit: (nj + 6 nf + 4 nb + nt + ng,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF
+            joints', the ball joints' cone-limit, the tendons' and the teeth rows, :func:`limit_dofs`).
         equality: (ne,) impulse of each equality constraint row (``Model.equality.rows``) [N s or Nm s].
     """
 
@@ -237,10 +243,10 @@ def friction_dofs(model: Model) -> np.ndarray:
     """Where ``State.friction_impulse`` keeps each joint row's friction impulse, in row order (int32 velocity
     indices, ``nv`` for a row without friction): the 1-DoF joints' velocities, the six of each free joint with
     friction-loss rows (``Model.free_friction_u``), then per ball joint its three velocities and ``nv`` (its
-    cone-limit row), then ``nv`` for each tendon row (not kept)."""
+    cone-limit row), then ``nv`` for each tendon row and each gear teeth row (not kept)."""
     free = [np.arange(v, v + 6) for v in model.free_friction_u]
     ball = [np.array([v, v + 1, v + 2, model.nv]) for _, _, v in ball_joints(model)]
-    tendons = np.full(model.tendons.nt, model.nv)
+    tendons = np.full(model.tendons.nt + backlash_dofs(model).size, model.nv)
     return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball, tendons]).astype(np.int32)
 
 
@@ -248,10 +254,10 @@ def limit_dofs(model: Model) -> np.ndarray:
     """Where ``State.limit_impulse`` keeps each joint row's limit impulse, in row order (int32 velocity indices,
     ``nv`` for a row without a limit): the 1-DoF joints' velocities, ``nv`` for the free joints' friction rows and
     the ball joints' friction rows, a ball joint's first velocity for its cone-limit row, ``nv`` for the tendon
-    rows (not kept)."""
+    and gear teeth rows (not kept)."""
     free = [np.full(6, model.nv) for _ in model.free_friction_u]
     ball = [np.array([model.nv] * 3 + [v]) for _, _, v in ball_joints(model)]
-    tendons = np.full(model.tendons.nt, model.nv)
+    tendons = np.full(model.tendons.nt + backlash_dofs(model).size, model.nv)
     return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball, tendons]).astype(np.int32)
 
 
@@ -372,9 +378,13 @@ def constraints(
     m_inv = free.inverse_mass
     # M_eff^-1 J^T and A of the contact rows, the joint rows, then the rows with their own Jacobians (if any).
     ball, angle = ball_jacobian(model, state.q)
-    extra = _general_rows(model, kin, state.q, frc, h, ball, angle)
+    extra = _general_rows(model, kin, state, free, frc, h, ball, angle)
     response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], m_inv @ extra.jacobian.T], axis=1)
     delassus = jnp.concatenate([rows @ response, response[dofs], extra.jacobian @ response])
+    gaps = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + model.tendons.nt
+    gaps = gaps + np.arange(backlash_dofs(model).size)
+    if gaps.size:  # the rotors' own share of the teeth rows
+        delassus = delassus.at[gaps, gaps].add(free.rotor_inverse_inertia)
     gap = contacts.distance
     approach = rows[::3] @ state.u
     target = restitution_targets(-jnp.maximum(gap, 0.0) / h, gap, approach, contacts.restitution.astype(dtype), h)
@@ -394,13 +404,14 @@ def constraints(
         limit_high=jnp.concatenate([joint_speculative[1], extra.high]),
         equality_rows=model.equality.rows,
     )
-    # The position pass: normal, joint, cone-limit and tendon rows, frictionless, targets from the penetration and
+    # The position pass: normal, joint, cone-limit, tendon and teeth rows, frictionless, targets from the penetration and
     # violation.
     cones = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * np.arange(angle.shape[0]) + 3
     tendons = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + np.arange(model.tendons.nt)
-    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones, tendons]).astype(np.int32)
+    keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones, tendons, gaps]).astype(np.int32)
     cone_low, cone_high = _ball_bounds(model, angle, h, position=True)
     tendon_low, tendon_high = _tendon_bounds(model, state.q, h, position=True)
+    gap_low, gap_high = _position_bounds(*gap_limits(model, state), h)
     depth = jnp.maximum(-gap - PENETRATION_ALLOWANCE, 0.0)
     joint_low, joint_high = _position_bounds(lower, upper, q_joint, h)
     position = Problem(
@@ -408,9 +419,9 @@ def constraints(
         free_velocity=jnp.zeros(keep.size, dtype),
         contact_target=POSITION_CORRECTION * depth / h - jnp.maximum(gap, 0.0) / h,  # a gap may close, not open
         friction=jnp.zeros(nc, dtype),
-        friction_bound=jnp.zeros(nj + cones.size + tendons.size, dtype),
-        limit_low=jnp.concatenate([joint_low, cone_low, tendon_low]),
-        limit_high=jnp.concatenate([joint_high, cone_high, tendon_high]),
+        friction_bound=jnp.zeros(nj + cones.size + tendons.size + gaps.size, dtype),
+        limit_low=jnp.concatenate([joint_low, cone_low, tendon_low, gap_low]),
+        limit_high=jnp.concatenate([joint_high, cone_high, tendon_high, gap_high]),
         rows_per_contact=1,
     )
     start = warm_start(model, state, contacts)
@@ -436,18 +447,28 @@ class _GeneralRows(NamedTuple):
 
 
 def _general_rows(
-    model: Model, kin: Kinematics, q: jax.Array, frc: Forces, h: jax.Array, ball: jax.Array, angle: jax.Array
+    model: Model,
+    kin: Kinematics,
+    state: State,
+    free: FreeMotion,
+    frc: Forces,
+    h: jax.Array,
+    ball: jax.Array,
+    angle: jax.Array,
 ) -> _GeneralRows:
     """The free joints' friction rows (:func:`free_friction_jacobian`), the ball joints' rows (``ball``, ``angle``
-    from :func:`ball_jacobian`), the fixed tendons' rows, then the equality constraints'
+    from :func:`ball_jacobian`), the fixed tendons' rows, the gear teeth's rows of the actuators with backlash
+    (:mod:`jaxmor.actuation.backlash`: their rotors' velocity enters as the shift), then the equality constraints'
     (:mod:`jaxmor.sim.equality`)."""
+    q = state.q
     dtype = q.dtype
     friction_jac = free_friction_jacobian(model, kin)
     equality_jac, residual = equality_rows(model, kin.body, q)
-    nt = model.tendons.nt
+    nt, nb = model.tendons.nt, backlash_dofs(model).size
     n_free = friction_jac.shape[0] + ball.shape[0] + nt
     ball_low, ball_high = _ball_bounds(model, angle, h, position=False)
     tendon_low, tendon_high = _tendon_bounds(model, q, h, position=False)
+    gap_low, gap_high = _speculative_bounds(*gap_limits(model, state), h)
     unlimited = jnp.full(friction_jac.shape[0], jnp.inf, dtype)
     bilateral = jnp.full(residual.shape, jnp.inf, dtype)
     joint_bounds = frc.friction.at[friction_dofs(model)[model.nj : model.nj + n_free - nt]].get(
@@ -455,11 +476,11 @@ def _general_rows(
     )
     tendon_bounds = model.tendons.friction.astype(dtype)
     return _GeneralRows(
-        jacobian=jnp.concatenate([friction_jac, ball, tendon_jacobian(model, dtype), equality_jac]),
-        shift=jnp.concatenate([jnp.zeros(n_free, dtype), -EQUALITY_CORRECTION * residual / h]),
-        bound=jnp.concatenate([joint_bounds * h, tendon_bounds * h, bilateral]),
-        low=jnp.concatenate([-unlimited, ball_low, tendon_low, -bilateral]),
-        high=jnp.concatenate([unlimited, ball_high, tendon_high, bilateral]),
+        jacobian=jnp.concatenate([friction_jac, ball, tendon_jacobian(model, dtype), gap_jacobian(model, dtype), equality_jac]),
+        shift=jnp.concatenate([jnp.zeros(n_free, dtype), -free.rotor_velocity, -EQUALITY_CORRECTION * residual / h]),
+        bound=jnp.concatenate([joint_bounds * h, tendon_bounds * h, jnp.zeros(nb, dtype), bilateral]),
+        low=jnp.concatenate([-unlimited, ball_low, tendon_low, gap_low, -bilateral]),
+        high=jnp.concatenate([unlimited, ball_high, tendon_high, gap_high, bilateral]),
     )
 
 
@@ -510,6 +531,14 @@ def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impuls
     """The velocities the solved problems give: ``(du, u_pos)``, the velocity problem's change of velocity
     (:func:`velocity_change`) and the position problem's pseudo-velocity (:func:`position_change`), (nv,) each."""
     return velocity_change(cons, impulses), position_change(cons, correction)
+
+
+def teeth_impulse(model: Model, impulses: Impulses) -> jax.Array:
+    """(nb,) the gear teeth rows' impulses (the last joint rows before the equality rows) [Nm s or N s], of either
+    problem; what the rotor feels, ``+lam``, its joint ``-lam`` (:mod:`jaxmor.actuation.backlash`)."""
+    nb = backlash_dofs(model).size
+    rows = impulses.friction + impulses.limit
+    return rows[rows.shape[0] - nb :]
 
 
 def velocity_change(cons: Constraints, impulses: Impulses) -> jax.Array:

@@ -22,6 +22,9 @@ region clips only actuator torques; the effort limits clamp only the feed-forwar
 The actuator PD (``State.actuator_p_gain`` etc.) is a different controller: it commands the motors
 (:func:`jaxmor.actuation.drive.actuator_pd`), and the region clips its torque with the actuator torque as set.
 
+An actuator with backlash (:mod:`jaxmor.actuation.backlash`) computes all of this at its rotor's angle and speed and
+applies it to the rotor (:attr:`Forces.rotor_torque`); its joint feels it through the gear's teeth, a constraint row.
+
 Output damping and friction are kept per actuator and added to the driven joint's own damping and
 friction here (:func:`joint_damping`, :func:`joint_friction`), so replacing the actuators never leaves
 stale losses on a joint.
@@ -35,6 +38,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force
+from jaxmor.actuation.backlash import rotor_view, take_rotor_part
 from jaxmor.actuation.drive import Drive, actuate, begin
 from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
@@ -56,7 +60,11 @@ class Forces:
             times it [N s/m, Nm s/rad].
         damping: (nv,) viscous damping of each joint, its actuator's output damping included.
         friction: (nv,) Coulomb friction of each joint, its actuator's output friction included.
-        drive: the motors' part of the step (:class:`jaxmor.actuation.drive.Drive`).
+        drive: the motors' part of the step (:class:`jaxmor.actuation.drive.Drive`), computed at the rotors'
+            angles and speeds where actuators have backlash (:func:`jaxmor.actuation.backlash.rotor_view`).
+        rotor_torque: (nb,) the actuators' torque on the rotors of those with backlash, their motor torque, cogging
+            and explicit LuGre friction (which their joints do not get) [Nm or N, joint side].
+        rotor_slope: (nb,) the LuGre slope on those rotors [Nm s/rad or N s/m].
     """
 
     applied: jax.Array
@@ -64,6 +72,8 @@ class Forces:
     damping: jax.Array
     friction: jax.Array
     drive: Drive
+    rotor_torque: jax.Array
+    rotor_slope: jax.Array
     coupled: jax.Array | None = None
 
     @property
@@ -153,11 +163,12 @@ def generalized_force(model: Model, state: State) -> jax.Array:
     """What the spec's ``getGeneralizedForce()`` returns (nv,) [N, Nm].
 
     The effort-clamped feed-forward force plus the explicit built-in PD torque, plus the actuator
-    torques clipped to their regions at the current motor speeds (mapped by ``T^T``), plus the
-    affine actuators' force. Passive damping, springs, friction and contacts are excluded; the PD
+    torques clipped to their regions at the current motor speeds (mapped by ``T^T``; an actuator with backlash
+    pushes its rotor, not its joint), plus the affine actuators' force. Passive damping, springs, friction and contacts are excluded; the PD
     part is approximate because the PD is integrated implicitly.
     """
-    joint_torque, _ = actuate(model, state)
+    joint_torque, _ = actuate(model, rotor_view(model, state))
+    (joint_torque,), _ = take_rotor_part(model, joint_torque)
     return clamped_force(model, state) + actuator_joint_force(model, state, joint_torque)
 
 
@@ -173,17 +184,19 @@ def forces(model: Model, state: State) -> Forces:
     """
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
-    drive = begin(model, state)
+    drive = begin(model, rotor_view(model, state))
+    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
+    (motor, passive, slope), rotor = take_rotor_part(model, motor, passive, slope)
     damping = joint_damping(model).astype(dtype)
-    actuated = actuator_joint_force(model, state, drive.joint_torque)
+    actuated = actuator_joint_force(model, state, motor)
     applied = clamped_force(model, state) + actuated + state.external_force
     applied = applied + joint_spring(model, state) - damping * state.u
     pd = (state.pd_d_gain + h * state.pd_p_gain) * joint_mask(model, dtype)
     implicit = pd + h * spring_stiffness(model, dtype) + 0.5 * damping
     dyn = model.actuators.dynamics
     if dyn.any_cogging or dyn.any_lugre:
-        applied = applied + drive.passive_torque
-        implicit = implicit + drive.implicit
+        applied = applied + passive
+        implicit = implicit + slope
     coupled = None
     if model.tendons.nt:
         tendon_force, coupled = tendon_passive(model, state.q, state.u)
@@ -195,4 +208,6 @@ def forces(model: Model, state: State) -> Forces:
         damping=damping,
         friction=joint_friction(model).astype(dtype),
         drive=drive,
+        rotor_torque=rotor[0] + rotor[1],
+        rotor_slope=rotor[2],
     )

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.backlash import next_play, rotor_velocity_view, rotor_view
 from jaxmor.actuation.drive import end
 from jaxmor.checks import as_vector
 from jaxmor.math import quat_integrate, quat_integrate_local
@@ -65,6 +66,7 @@ def advance(
     u_pos: jax.Array,
     impulses: Impulses,
     contacts: Contacts,
+    rotor: tuple[jax.Array, jax.Array] | None = None,
 ) -> State:
     """The state at the end of the step, as computed: the step's last stage before :func:`accept`.
 
@@ -80,6 +82,9 @@ def advance(
         u_pos: (nv,) the position-correction pseudo-velocity.
         impulses: the velocity problem's impulses.
         contacts: the step's contact slots (their keys and the budget's overflow are kept).
+        rotor: ``(w_next, w_pos)`` (nb,) the end-of-step velocity and the pseudo-velocity of the rotors of actuators
+            with backlash (:func:`jaxmor.actuation.backlash.rotor_velocities`); ``None`` (the default) for a model
+            without backlash.
     """
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
@@ -87,7 +92,11 @@ def advance(
     friction_impulse = jnp.zeros(model.nv, dtype).at[friction_dofs(model)].set(impulses.friction, mode="drop")
     limit_impulse = jnp.zeros(model.nv, dtype).at[limit_dofs(model)].set(impulses.limit, mode="drop")
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h
-    act_state, motor_state, bus_voltage = end(model, state, frc.drive, u_next, loss)
+    if rotor is None:
+        rotor = (jnp.zeros(0, dtype), jnp.zeros(0, dtype))
+    motors = rotor_velocity_view(model, u_next, rotor[0])
+    act_state, motor_state, bus_voltage = end(model, rotor_view(model, state), frc.drive, motors, loss)
+    play, rate = next_play(model, state, u_next, u_pos, rotor)
     increment = h - state.time_compensation
     time = state.time + increment
     return state.replace(
@@ -107,4 +116,6 @@ def advance(
         limit_impulse=limit_impulse,
         equality_impulse=impulses.equality,
         invalid=state.invalid | ~jnp.all(frc.actuator_state.valid),
+        backlash_play=play,
+        backlash_rate=rate,
     )

@@ -19,7 +19,8 @@ stages before it produced, lives in the module of :mod:`jaxmor.sim` named after 
    problem;
 6. :func:`~jaxmor.sim.solver.solve_step`: projected Gauss-Seidel on both problems;
 7. :func:`~jaxmor.sim.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
-   the next warm start, the actuator states of the completed step;
+   the next warm start, the gears' play (:mod:`jaxmor.actuation.backlash`), the actuator states of the completed
+   step;
 8. :func:`~jaxmor.sim.guard.accept`: the guard that keeps a world that could not run or whose step went
    non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", and
    :func:`~jaxmor.sim.guard.shielded` masks the derivatives of a step it rejects, so they are zero rather than NaN).
@@ -34,11 +35,12 @@ import jax
 import jax.numpy as jnp
 
 from jaxmor.actuation import controller, latency
+from jaxmor.actuation.backlash import rotor_velocities
 from jaxmor.checks import as_array_leaves, as_int, check_options, check_real_dtype
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision import Contacts, collide
 from jaxmor.sim.collision.budget import select
-from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_velocities
+from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_velocities, teeth_impulse
 from jaxmor.sim.dynamics import Dynamics, dynamics
 from jaxmor.sim.forces import Forces, forces
 from jaxmor.sim.free_motion import FreeMotion, free_motion
@@ -134,7 +136,10 @@ def stages(model: Model, state: State) -> Stages:
         impulses, correction = solve_step(model, state, cons)
     with jax.named_scope("integrator"):
         du, u_pos = impulse_velocities(cons, impulses, correction)
-        end = latency.restored(model, given, advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts))
+        teeth = (teeth_impulse(model, impulses), teeth_impulse(model, correction))
+        rotor = rotor_velocities(free.rotor_velocity, free.rotor_inverse_inertia, *teeth)
+        end = advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts, rotor)
+        end = latency.restored(model, given, end)
     return Stages(kin, dyn, frc, free, contacts, cons, impulses, correction, end)
 
 

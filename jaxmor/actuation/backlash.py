@@ -1,0 +1,228 @@
+"""Backlash: a dead band in each gear between the motor and the joint it drives.
+
+An actuator with backlash (:class:`jaxmor.types.Backlash`) has a rotor of its own: a degree of freedom on the joint
+side of the gear, at angle ``q_j + s`` and velocity ``u_j + r``, with ``s`` the play (``State.backlash_play``), ``r``
+its rate (``State.backlash_rate``) and the inertia ``I_r`` (``Backlash.inertia``, the rotor's ``G^2 J_rotor``).
+The actuator acts on the rotor: its motor torque, clipped to the region at the rotor's speed, cogging at the rotor's
+angle, LuGre friction, the actuator PD and a motor-side drive controller (which read the motor's encoder); the
+actuator's output damping and friction, and a joint-side drive controller, stay on the joint. The rotor reaches the
+joint only through the gear's teeth: a limit row of the constraint solver on the play, ``|s| <= width / 2``, solved
+with the contacts and joint limits (:mod:`jaxmor.sim.constraint`). With ``h`` the time step and ``c`` the LuGre slope::
+
+    m = I_r + h c,    w_free = (u_j + r) + h tau_rotor / m
+    row velocity v = w_rotor - u_j (Jacobian -1 at the joint, +1 on the rotor),  A_rr += 1 / m
+    (-width/2 - s) / h <= v <= (width/2 - s) / h    (speculative, at most 0 / at least 0, as a joint limit's)
+    w_next = w_free + lam / m,   s' = s + h (w_next + w_pos - u_next_j - u_pos_j),   r' = w_next - u_next_j
+
+The teeth therefore meet without bouncing (the speculative bound lands the play exactly at the edge: a perfectly
+inelastic impact at take-up, solved together with everything else the step constrains) and push only while the
+rotor drives the joint into them. ``docs/design/backlash.md`` has the derivation and the limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from jaxmor.checks import as_stored, concrete
+from jaxmor.errors import ArgumentError, brief_repr
+from jaxmor.model import joint_coordinates
+from jaxmor.types import Model, State
+
+
+def backlash_actuators(model: Model) -> np.ndarray:
+    """(nb,) int32 indices of the actuators with backlash (static)."""
+    return np.flatnonzero(np.asarray(model.actuators.backlash.active, bool)).astype(np.int32)
+
+
+def backlash_dofs(model: Model) -> np.ndarray:
+    """(nb,) int32 velocity indices of their driven joints (static)."""
+    return np.asarray(model.actuators.joint_v_index, np.int32)[backlash_actuators(model)]
+
+
+def _active(model: Model, dtype) -> jax.Array:
+    """(na,) 1 where an actuator has backlash, else 0."""
+    return jnp.asarray(np.asarray(model.actuators.backlash.active, bool), dtype)
+
+
+def rotor_coordinates(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
+    """``(angle, velocity)`` (na,) of each actuator's motor on the joint side of its gear [rad or m, rad/s or m/s]:
+    its driven joint's, plus the play and its rate where the actuator has backlash."""
+    dofs = np.asarray(model.actuators.joint_v_index, np.int32)
+    active = _active(model, state.u.dtype)
+    angle = joint_coordinates(model, state.q)[dofs]
+    return angle + active * state.backlash_play, state.u[dofs] + active * state.backlash_rate
+
+
+def rotor_view(model: Model, state: State) -> State:
+    """The state as the actuators see it: each backlash joint's coordinate and velocity replaced by its rotor's
+    (:func:`rotor_coordinates`); ``state`` itself without backlash."""
+    if not model.actuators.backlash.any_active:
+        return state
+    angle, velocity = rotor_coordinates(model, state)
+    act = backlash_actuators(model)
+    q_of_v = dict(zip(model.joint_u, model.joint_q, strict=True))
+    q_index = np.array([q_of_v[v] for v in backlash_dofs(model)], dtype=np.int32)
+    return state.replace(
+        q=state.q.at[q_index].set(angle[act]), u=state.u.at[backlash_dofs(model)].set(velocity[act])
+    )
+
+
+def rotor_inertia(model: Model, dtype) -> jax.Array:
+    """(nb,) the rotors' inertia on the joint side [kg m^2 or kg]."""
+    return jnp.asarray(model.actuators.backlash.inertia, dtype)[backlash_actuators(model)]
+
+
+def take_rotor_part(model: Model, *joint_arrays: jax.Array) -> tuple[list[jax.Array], list[jax.Array]]:
+    """Each (nv,) array with the backlash joints' entries moved out: ``(joint_parts, rotor_parts)``, the arrays with
+    those entries zeroed and their (nb,) entries (the actuators' torques and slopes go to the rotors)."""
+    dofs = backlash_dofs(model)
+    if not dofs.size:
+        return list(joint_arrays), [a[:0] for a in joint_arrays]
+    return [a.at[dofs].set(0.0) for a in joint_arrays], [a[dofs] for a in joint_arrays]
+
+
+def free_rotor_velocity(model: Model, state: State, torque: jax.Array, slope: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(w_free, 1/m)`` (nb,) of the rotors: their end-of-step velocity without the teeth's impulse and the inverse
+    of their effective inertia ``m = I_r + h c`` (``torque`` the actuators' torque on them, ``slope`` ``c``)."""
+    dtype = state.u.dtype
+    h = jnp.asarray(model.opt.timestep, dtype)
+    _, velocity = rotor_coordinates(model, state)
+    inverse = 1.0 / (rotor_inertia(model, dtype) + h * slope)
+    return velocity[backlash_actuators(model)] + h * torque * inverse, inverse
+
+
+def gap_jacobian(model: Model, dtype) -> jax.Array:
+    """(nb, nv) the joint side of the teeth rows' Jacobian: ``-1`` at each backlash joint's velocity."""
+    dofs = backlash_dofs(model)
+    return jnp.zeros((dofs.size, model.nv), dtype).at[np.arange(dofs.size), dofs].set(-1.0)
+
+
+def gap_limits(model: Model, state: State) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(lower, upper, play)`` (nb,) of the teeth rows: ``-+width/2`` and the play at the step's start [rad or m]."""
+    dtype = state.u.dtype
+    act = backlash_actuators(model)
+    half = 0.5 * jnp.asarray(model.actuators.backlash.width, dtype)[act]
+    return -half, half, state.backlash_play[act]
+
+
+def rotor_velocities(
+    free_velocity: jax.Array, inverse_inertia: jax.Array, impulse: jax.Array, correction: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """``(w_next, w_pos)`` (nb,): the rotors' end-of-step velocity and position-correction pseudo-velocity from the
+    teeth rows' impulses of the velocity and the position problems."""
+    return free_velocity + inverse_inertia * impulse, inverse_inertia * correction
+
+
+def next_play(
+    model: Model, state: State, u_next: jax.Array, u_pos: jax.Array, rotor: tuple[jax.Array, jax.Array]
+) -> tuple[jax.Array, jax.Array]:
+    """``(backlash_play, backlash_rate)`` (na,) at the end of the step, from the joints' ``u_next``, ``u_pos`` and
+    the rotors' ``(w_next, w_pos)`` (:func:`rotor_velocities`)."""
+    if not model.actuators.backlash.any_active:
+        return state.backlash_play, state.backlash_rate
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    act, dofs = backlash_actuators(model), backlash_dofs(model)
+    w_next, w_pos = rotor
+    rate = w_next - u_next[dofs]
+    play = state.backlash_play[act] + h * (rate + w_pos - u_pos[dofs])
+    return state.backlash_play.at[act].set(play), state.backlash_rate.at[act].set(rate)
+
+
+def rotor_velocity_view(model: Model, u: jax.Array, w: jax.Array) -> jax.Array:
+    """(nv,) ``u`` with each backlash joint's velocity replaced by its rotor's ``w`` (nb,)."""
+    return u.at[backlash_dofs(model)].set(w) if model.actuators.backlash.any_active else u
+
+
+def with_backlash(
+    model: Model,
+    width: ArrayLike,
+    inertia: ArrayLike | None = None,
+    *,
+    actuators: Sequence[str] | None = None,
+) -> Model:
+    """A model whose selected actuators have backlash in their gears (module docstring).
+
+    Args:
+        model: the model (unbatched).
+        width: the dead band's full width at the joint [rad or m], a number or one per selected actuator, finite and
+            ``>= 0`` (0: the teeth touch on both sides, a rigid gear through the solver).
+        inertia: the rotor's inertia reflected to the joint, ``G^2 J_rotor`` [kg m^2 or kg], a number or one per
+            selected actuator, finite and ``> 0``. ``None`` moves each driven joint's armature (``dof_armature``,
+            the reflected rotor inertia of MJCF ``armature`` and URDF ``rotor_inertia``) to its rotor; a number
+            leaves the armature on the joint, which then stands for the joint side alone.
+        actuators: the names of the actuators that get it (``None``: all), in the order of the per-actuator values.
+
+    Returns:
+        The model with ``actuators.backlash`` set for the selected actuators (the others keep theirs). A State made
+        for the old model fits it (the play starts at 0, centred).
+
+    Raises:
+        ArgumentError: an unknown actuator; an actuator with couplings, or whose joint another actuator drives too;
+            a width or inertia of the wrong shape, not finite, out of range or not held by the model's dtype; no
+            inertia given for a joint without armature.
+    """
+    act = model.actuators
+    names = list(act.names if actuators is None else actuators)
+    if isinstance(actuators, str) or any(n not in act.names for n in names):
+        raise ArgumentError(f"with_backlash: unknown actuators {brief_repr(actuators)}; the actuators are {list(act.names)}")
+    index = np.array([act.names.index(n) for n in names], dtype=np.int64)
+    _check_transmission(model, index)
+    dtype = act.backlash.width.dtype
+    widths = _per_actuator(width, len(names), "width", dtype, positive=False)
+    dofs = np.asarray(act.joint_v_index, np.int64)[index]
+    armature = model.dof_armature
+    if inertia is None:
+        inertias = np.asarray(concrete(armature), np.float64)[dofs]
+        if np.any(inertias <= 0):
+            bad = [names[i] for i in np.flatnonzero(inertias <= 0)]
+            raise ArgumentError(
+                f"with_backlash: the joints of {bad} have no armature to move to the rotor; pass inertia= "
+                "(the rotor's inertia reflected to the joint, kg m^2 or kg, > 0)"
+            )
+        armature = armature.at[dofs].set(0.0)
+    else:
+        inertias = _per_actuator(inertia, len(names), "inertia", dtype, positive=True)
+    old = act.backlash
+    active = list(old.active)
+    for i in index:
+        active[i] = True
+    backlash = old.replace(
+        width=jnp.asarray(old.width).at[index].set(jnp.asarray(widths, dtype)),
+        inertia=jnp.asarray(old.inertia).at[index].set(jnp.asarray(inertias, dtype)),
+        active=tuple(active),
+    )
+    return model.replace(actuators=act.replace(backlash=backlash), dof_armature=armature)
+
+
+def _check_transmission(model: Model, index: np.ndarray) -> None:
+    """Backlash needs an actuator that alone drives one joint, without couplings."""
+    act = model.actuators
+    coupled = sorted({act.names[a] for a in act.coupling_actuator} & {act.names[i] for i in index})
+    shared = [act.names[i] for i in index if list(act.joint_v_index).count(act.joint_v_index[i]) > 1]
+    if coupled or shared:
+        raise ArgumentError(
+            f"with_backlash: backlash needs an actuator that alone drives one joint; {coupled + shared} have "
+            "couplings or share their joint with another actuator"
+        )
+
+
+def _per_actuator(value: ArrayLike, n: int, name: str, dtype, positive: bool) -> np.ndarray:
+    """``value`` as (n,) float64 values, finite and ``>= 0`` (``> 0`` when ``positive``), held by ``dtype``."""
+    found = concrete(value)
+    if found is None:
+        raise ArgumentError(f"with_backlash: {name} must be concrete (it sets the model), got a traced value")
+    if found.dtype.kind not in "fiu" or found.ndim > 1 or (found.ndim == 1 and found.shape != (n,)):
+        raise ArgumentError(f"with_backlash: {name} must be a number or ({n},) numbers, got {brief_repr(value)}")
+    values = np.broadcast_to(found.astype(np.float64), (n,))
+    bad = ~np.isfinite(values) | ((values <= 0) if positive else (values < 0))
+    if bad.any():
+        bound = "> 0" if positive else ">= 0"
+        raise ArgumentError(f"with_backlash: {name} must be finite and {bound}, got {brief_repr(value)}")
+    as_stored(values, f"with_backlash: {name}", dtype)
+    return values
+
