@@ -12,9 +12,9 @@ from jaxmor.actuation.affine import (
     affine_generalized_force,
     clamp_ctrl,
 )
+from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.controller import with_drive_controller
 from jaxmor.actuation.drive import actuate, actuator_torque_bounds, motor_speeds
-from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.latency import with_command_delay
 from jaxmor.actuation.motor import (
     DcMotorParameters,

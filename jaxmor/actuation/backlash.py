@@ -67,9 +67,7 @@ def rotor_view(model: Model, state: State) -> State:
     act = backlash_actuators(model)
     q_of_v = dict(zip(model.joint_u, model.joint_q, strict=True))
     q_index = np.array([q_of_v[v] for v in backlash_dofs(model)], dtype=np.int32)
-    return state.replace(
-        q=state.q.at[q_index].set(angle[act]), u=state.u.at[backlash_dofs(model)].set(velocity[act])
-    )
+    return state.replace(q=state.q.at[q_index].set(angle[act]), u=state.u.at[backlash_dofs(model)].set(velocity[act]))
 
 
 def rotor_inertia(model: Model, dtype) -> jax.Array:
@@ -169,7 +167,9 @@ def with_backlash(
     act = model.actuators
     names = list(act.names if actuators is None else actuators)
     if isinstance(actuators, str) or any(n not in act.names for n in names):
-        raise ArgumentError(f"with_backlash: unknown actuators {brief_repr(actuators)}; the actuators are {list(act.names)}")
+        raise ArgumentError(
+            f"with_backlash: unknown actuators {brief_repr(actuators)}; the actuators are {list(act.names)}"
+        )
     index = np.array([act.names.index(n) for n in names], dtype=np.int64)
     _check_transmission(model, index)
     dtype = act.backlash.width.dtype
@@ -225,4 +225,3 @@ def _per_actuator(value: ArrayLike, n: int, name: str, dtype, positive: bool) ->
         raise ArgumentError(f"with_backlash: {name} must be finite and {bound}, got {brief_repr(value)}")
     as_stored(values, f"with_backlash: {name}", dtype)
     return values
-

@@ -42,7 +42,16 @@ from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.sim.collision import check_pairs
-from jaxmor.types import AffineActuators, Backlash, DriveController, GeomType, JointType, Keyframe, Model, MotorActuators
+from jaxmor.types import (
+    AffineActuators,
+    Backlash,
+    DriveController,
+    GeomType,
+    JointType,
+    Keyframe,
+    Model,
+    MotorActuators,
+)
 
 #: The Model fields :func:`combine` keeps from the first model.
 _KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")

@@ -404,8 +404,8 @@ def constraints(
         limit_high=jnp.concatenate([joint_speculative[1], extra.high]),
         equality_rows=model.equality.rows,
     )
-    # The position pass: normal, joint, cone-limit, tendon and teeth rows, frictionless, targets from the penetration and
-    # violation.
+    # The position pass: normal, joint, cone-limit, tendon and teeth rows, frictionless, targets from the penetration
+    # and violation.
     cones = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * np.arange(angle.shape[0]) + 3
     tendons = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + np.arange(model.tendons.nt)
     keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones, tendons, gaps]).astype(np.int32)
@@ -476,7 +476,9 @@ def _general_rows(
     )
     tendon_bounds = model.tendons.friction.astype(dtype)
     return _GeneralRows(
-        jacobian=jnp.concatenate([friction_jac, ball, tendon_jacobian(model, dtype), gap_jacobian(model, dtype), equality_jac]),
+        jacobian=jnp.concatenate(
+            [friction_jac, ball, tendon_jacobian(model, dtype), gap_jacobian(model, dtype), equality_jac]
+        ),
         shift=jnp.concatenate([jnp.zeros(n_free, dtype), -free.rotor_velocity, -EQUALITY_CORRECTION * residual / h]),
         bound=jnp.concatenate([joint_bounds * h, tendon_bounds * h, jnp.zeros(nb, dtype), bilateral]),
         low=jnp.concatenate([-unlimited, ball_low, tendon_low, gap_low, -bilateral]),

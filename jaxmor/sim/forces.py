@@ -164,8 +164,8 @@ def generalized_force(model: Model, state: State) -> jax.Array:
 
     The effort-clamped feed-forward force plus the explicit built-in PD torque, plus the actuator
     torques clipped to their regions at the current motor speeds (mapped by ``T^T``; an actuator with backlash
-    pushes its rotor, not its joint), plus the affine actuators' force. Passive damping, springs, friction and contacts are excluded; the PD
-    part is approximate because the PD is integrated implicitly.
+    pushes its rotor, not its joint), plus the affine actuators' force. Passive damping, springs, friction and
+    contacts are excluded; the PD part is approximate because the PD is integrated implicitly.
     """
     joint_torque, _ = actuate(model, rotor_view(model, state))
     (joint_torque,), _ = take_rotor_part(model, joint_torque)
