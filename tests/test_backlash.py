@@ -1,0 +1,233 @@
+"""Backlash: the gear's dead band between a rotor and its joint (:mod:`jaxmor.actuation.backlash`).
+
+References, written out here (float64, tests/conftest.py enables x64): a rotor of inertia ``J`` driven by a constant
+torque ``tau`` across the play into a free load of inertia ``I`` (the turntable's disc about its vertical axis, so
+gravity does no work) takes up at ``t1 = sqrt(2 (b/2) J / tau)`` with speed ``w1 = tau t1 / J``; the teeth meet
+inelastically, both then turn at ``v = J w1 / (J + I)`` and accelerate at ``tau / (J + I)``, and the impact loses
+``J w1^2 I / (2 (J + I))``. The angular momentum of rotor and load, ``I u + J w``, equals ``tau t`` whatever the
+teeth do (they are internal). A passive rattle (spring on the joint, no torque) may not gain energy.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from models import HOUND_URDF, TURNTABLE_URDF
+
+import jaxmor
+from jaxmor import ArgumentError
+
+H = 1e-4  # [s], small enough that the one-step uncertainty of the take-up is far below the tolerances below
+J_ROTOR = 0.002  # the turntable's rotor_inertia [kg m^2], moved to the rotor
+I_DISC = 0.04  # the disc's izz [kg m^2]
+WIDTH = 0.1  # [rad]
+TAU = 0.5  # [Nm] at the gear output: far inside the region (15 Nm at rest, 9.5 Nm motor side at 50 rad/s)
+
+
+@pytest.fixture(scope="module")
+def turntable():
+    return jaxmor.with_options(jaxmor.load_urdf(TURNTABLE_URDF), timestep=H)
+
+
+@pytest.fixture(scope="module")
+def geared(turntable):
+    return jaxmor.with_backlash(turntable, width=WIDTH)
+
+
+@pytest.fixture(scope="module")
+def run():
+    return jax.jit(lambda m, s, torque: jaxmor.rollout(m, s, torque)[1])
+
+
+def _torque_run(run, model, torque):
+    state = jaxmor.init_state(model)
+    return run(model, state, jnp.asarray(torque, jnp.float64)[:, None])
+
+
+def test_the_armature_moves_to_the_rotor(turntable, geared):
+    assert float(turntable.dof_armature[0]) == J_ROTOR
+    assert float(geared.dof_armature[0]) == 0.0
+    assert geared.actuators.backlash.active == (True,)
+    np.testing.assert_array_equal(geared.actuators.backlash.inertia, [J_ROTOR])
+    np.testing.assert_array_equal(geared.actuators.backlash.width, [WIDTH])
+
+
+@pytest.fixture(scope="module")
+def take_up(geared, run):
+    n = 1000
+    return _torque_run(run, geared, np.full(n, TAU)), (np.arange(n) + 1) * H
+
+
+def test_a_rigid_load_through_the_gap_follows_the_closed_form(take_up):
+    traj, t = take_up
+    t1 = np.sqrt(2 * (WIDTH / 2) * J_ROTOR / TAU)
+    w1 = TAU * t1 / J_ROTOR
+    v = J_ROTOR * w1 / (J_ROTOR + I_DISC)
+    a = TAU / (J_ROTOR + I_DISC)
+    after = np.clip(t - t1, 0.0, None)
+    q_ref = v * after + 0.5 * a * after**2
+    q, u = np.asarray(traj.q[:, 0]), np.asarray(traj.u[:, 0])
+    # Before the take-up the joint feels nothing (the crossing step excluded).
+    np.testing.assert_array_equal(q[t < t1 - H], 0.0)
+    # After it: the discrete take-up is off by at most a step, and the semi-implicit rotor leads the continuous one
+    # by h w / 2; each shifts the load's motion by about a step: |q - q_ref| <= 2 h max(u).
+    assert np.max(np.abs(q - q_ref)) <= 2 * H * u.max()
+    np.testing.assert_allclose(u[-1], v + a * (t[-1] - t1), rtol=1e-9)
+
+
+def test_the_teeth_conserve_momentum_and_stay_engaged_without_bouncing(take_up):
+    traj, t = take_up
+    u, rate, play = np.asarray(traj.u[:, 0]), np.asarray(traj.backlash_rate[:, 0]), np.asarray(traj.backlash_play[:, 0])
+    momentum = I_DISC * u + J_ROTOR * (u + rate)
+    np.testing.assert_allclose(momentum, TAU * t, rtol=1e-12, atol=1e-15)
+    t1 = np.sqrt(2 * (WIDTH / 2) * J_ROTOR / TAU)
+    engaged = t > t1 + H
+    # An impulse at take-up, then no chatter: the play sits at the edge and the rotor moves with the load.
+    np.testing.assert_allclose(play[engaged], WIDTH / 2, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rate[engaged], 0.0, atol=1e-12)
+    assert np.all(play <= WIDTH / 2 + 1e-12)
+
+
+def test_the_take_up_loses_the_inelastic_impact_energy(take_up):
+    traj, t = take_up
+    u, rate, play = (np.asarray(x[:, 0]) for x in (traj.u, traj.backlash_rate, traj.backlash_play))
+    q = np.asarray(traj.q[:, 0])
+    rotor_angle = q + play  # the torque's work is tau times the rotor's angle (from 0)
+    kinetic = 0.5 * I_DISC * u**2 + 0.5 * J_ROTOR * (u + rate) ** 2
+    t1 = np.sqrt(2 * (WIDTH / 2) * J_ROTOR / TAU)
+    w1 = TAU * t1 / J_ROTOR
+    loss = 0.5 * J_ROTOR * w1**2 * I_DISC / (J_ROTOR + I_DISC)
+    lost = TAU * rotor_angle[-1] - kinetic[-1]
+    # Semi-implicit Euler's energy error under a constant torque is O(h tau w) per unit time: 1 % here.
+    np.testing.assert_allclose(lost, loss, rtol=0.01)
+
+
+def test_a_reversal_shows_the_dead_band(geared, run):
+    n = 6000  # 0.6 s of a 2.5 Hz torque: the rotor crosses the play at every reversal
+    t = np.arange(n) * H
+    traj = _torque_run(run, geared, 0.2 * np.cos(2 * np.pi * 2.5 * t))
+    play = np.asarray(traj.backlash_play[:, 0])
+    rotor = np.asarray(traj.q[:, 0]) + play
+    # The motor-joint angle spans the band, edge to edge, and never leaves it.
+    assert play.max() == pytest.approx(WIDTH / 2, abs=1e-12)
+    assert play.min() == pytest.approx(-WIDTH / 2, abs=1e-12)
+    assert rotor.max() - rotor.min() > np.ptp(np.asarray(traj.q[:, 0]))  # the motor swings further than the joint
+    # While the rotor crosses the play the joint coasts: no torque reaches it, its velocity holds.
+    inside = (np.abs(play[1:]) < WIDTH / 2 - 1e-9) & (np.abs(play[:-1]) < WIDTH / 2 - 1e-9)
+    assert inside.sum() > 100
+    u = np.asarray(traj.u[:, 0])
+    np.testing.assert_allclose(u[2:][inside[1:]], u[1:-1][inside[1:]], rtol=0, atol=1e-12)
+
+
+def test_a_passive_rattle_never_gains_energy(turntable, run):
+    stiffness = 2.0  # [Nm/rad], a spring on the joint: the load swings, the free rotor rattles in the play
+    model = jaxmor.with_backlash(turntable.replace(dof_stiffness=jnp.array([stiffness])), width=WIDTH)
+    model = jaxmor.with_options(model, timestep=1e-3)
+    state = jaxmor.init_state(model, u=np.array([1.0]))
+    traj = run(model, state, jnp.zeros((3000, 1)))
+    q, u, rate = (np.asarray(x[:, 0]) for x in (traj.q, traj.u, traj.backlash_rate))
+    energy = 0.5 * I_DISC * u**2 + 0.5 * stiffness * q**2 + 0.5 * J_ROTOR * (u + rate) ** 2
+    start = 0.5 * (I_DISC + J_ROTOR) * 1.0**2
+    assert np.all(np.diff(np.concatenate([[start], energy])) <= 1e-12 * start)
+    assert energy[-1] < 0.99 * start  # the impacts dissipate
+
+
+def test_zero_width_is_a_rigid_gear(turntable, run):
+    n = 300
+    torque = 0.5 * np.sin(np.arange(n) * 0.05)
+    rigid = _torque_run(run, turntable, torque)
+    geared = _torque_run(run, jaxmor.with_backlash(turntable, width=0.0), torque)
+    np.testing.assert_allclose(geared.q, rigid.q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(geared.u, rigid.u, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(geared.actuator_state.motor_torque, rigid.actuator_state.motor_torque, atol=1e-10)
+    np.testing.assert_allclose(geared.backlash_play, 0.0, atol=1e-12)
+
+
+def _with_width(model, width):
+    """``model`` with its backlash width replaced by ``width`` (a number, possibly traced)."""
+    backlash = model.actuators.backlash.replace(width=jnp.reshape(jnp.asarray(width, jnp.float64), (1,)))
+    return model.replace(actuators=model.actuators.replace(backlash=backlash))
+
+
+def test_per_world_widths_batch_equals_each_alone(geared, run):
+    widths = np.array([0.0, 0.03, 0.1])
+    models = jax.vmap(lambda w: _with_width(geared, w))(jnp.asarray(widths))
+    torque = jnp.full((200, 1), TAU)
+    state = jaxmor.init_state(geared)
+    batch = jax.jit(jax.vmap(lambda m: jaxmor.rollout(m, state, torque)[1]))(models)
+    for i, w in enumerate(widths):
+        alone = run(_with_width(geared, w), state, torque)
+        np.testing.assert_array_equal(batch.q[i], alone.q)
+        np.testing.assert_array_equal(batch.backlash_play[i], alone.backlash_play)
+
+
+def test_the_final_angle_is_differentiable_in_the_width(geared):
+    torque = jnp.full((400, 1), TAU)
+    state = jaxmor.init_state(geared)
+
+    def final_angle(width):
+        return jaxmor.rollout(_with_width(geared, width), state, torque)[0].q[0]
+
+    grad = jax.jit(jax.grad(final_angle))(WIDTH)
+    eps = 1e-6
+    central = (jax.jit(final_angle)(WIDTH + eps) - jax.jit(final_angle)(WIDTH - eps)) / (2 * eps)
+    # Closed form: dq/db at t after take-up, q = v (t - t1) + a (t - t1)^2 / 2 with t1 ~ sqrt(b): negative.
+    assert float(grad) < 0
+    np.testing.assert_allclose(grad, central, rtol=1e-4)
+
+
+def test_a_checkpoint_keeps_the_backlash_and_the_play(geared, run, tmp_path):
+    state = jaxmor.init_state(geared)
+    mid = run(geared, state, jnp.full((150, 1), TAU))
+    state = jax.tree.map(lambda x: x[-1], mid)
+    path = tmp_path / "backlash.npz"
+    jaxmor.save_checkpoint(path, geared, state)
+    model, loaded = jaxmor.load_checkpoint(path)
+    assert model.actuators.backlash.active == (True,)
+    torque = jnp.full((100, 1), TAU)
+    np.testing.assert_array_equal(run(model, loaded, torque).q, run(geared, state, torque).q)
+
+
+def test_a_motor_side_controller_reads_the_rotor(geared):
+    model = jaxmor.with_drive_controller(geared, p_gain=0.01, side="motor")
+    state = jaxmor.init_state(model).replace(backlash_play=jnp.array([0.03]))
+    stepped = jaxmor.step(model, state)
+    gear = 10.0
+    # First update: motor-side error G (target - (q + s)) = -0.3 rad of motor angle, torque G kp error at the output.
+    np.testing.assert_allclose(stepped.controller_torque, [gear * 0.01 * gear * (0.0 - 0.03)], rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"width": -0.1}, r"width must be finite and >= 0"),
+        ({"width": np.nan}, r"width must be finite and >= 0"),
+        ({"width": [0.1, 0.2]}, r"width must be a number or \(1,\) numbers"),
+        ({"width": 0.1, "inertia": 0.0}, r"inertia must be finite and > 0"),
+        ({"width": 0.1, "actuators": ["nope"]}, r"unknown actuators \['nope'\]"),
+        ({"width": 0.1, "actuators": "spin"}, r"unknown actuators 'spin'"),
+    ],
+)
+def test_bad_arguments_are_refused(turntable, kwargs, message):
+    with pytest.raises(ArgumentError, match=message):
+        jaxmor.with_backlash(turntable, **kwargs)
+
+
+def test_a_joint_without_armature_needs_an_inertia(turntable):
+    bare = turntable.replace(dof_armature=jnp.zeros(1))
+    with pytest.raises(ArgumentError, match=r"no armature to move to the rotor; pass inertia="):
+        jaxmor.with_backlash(bare, width=0.1)
+    assert jaxmor.with_backlash(bare, width=0.1, inertia=1e-3).actuators.backlash.active == (True,)
+
+
+def test_coupled_actuators_are_refused():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the bare leg moves no mass: irrelevant to the check
+        hound = jaxmor.load_urdf(HOUND_URDF)
+    coupled = hound.actuators.names[hound.actuators.coupling_actuator[0]]
+    with pytest.raises(ArgumentError, match=r"alone drives one joint"):
+        jaxmor.with_backlash(hound, width=0.01, inertia=1e-3, actuators=[coupled])
