@@ -10,13 +10,11 @@ teeth do (they are internal). A passive rattle (spring on the joint, no torque) 
 
 from __future__ import annotations
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from models import HOUND_URDF, TURNTABLE_URDF
+from models import TURNTABLE_URDF
 
 import jaxmor
 from jaxmor import ArgumentError
@@ -224,10 +222,52 @@ def test_a_joint_without_armature_needs_an_inertia(turntable):
     assert jaxmor.with_backlash(bare, width=0.1, inertia=1e-3).actuators.backlash.active == (True,)
 
 
-def test_coupled_actuators_are_refused():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the bare leg moves no mass: irrelevant to the check
-        hound = jaxmor.load_urdf(HOUND_URDF)
-    coupled = hound.actuators.names[hound.actuators.coupling_actuator[0]]
-    with pytest.raises(ArgumentError, match=r"alone drives one joint"):
-        jaxmor.with_backlash(hound, width=0.01, inertia=1e-3, actuators=[coupled])
+def test_coupled_knees_read_their_rotors_through_the_transmission():
+    """The quadruped's knee motors are coupled to the hip joints (``T`` has a hip column): with a rigid gear (width 0)
+    every rotor turns with its gear output ``T_a u / G_a``, so each motor's speed is the transmission's, ``T u``.
+    200 solver sweeps converge the teeth rows with the feet's contacts to round-off (the default 20 leave rates of
+    about 1e-5 rad/s: measured)."""
+    quadruped = jaxmor.envs.Locomotion().model
+    assert quadruped.actuators.coupling_actuator  # the premise
+    model = jaxmor.with_backlash(jaxmor.with_options(quadruped, solver_iterations=200), width=0.0)
+    state = jaxmor.init_state(model, q=jaxmor.robots.quadruped_standing_q(model))
+    state = jaxmor.set_actuator_pd_gains(model, state, np.full(12, 30.0), np.full(12, 0.5))
+    state = jaxmor.set_actuator_pd_targets(model, state, state.q[7:] + 0.1)  # the 12 leg joints after the base's 7 coordinates
+    traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=60)[1])(state)
+    transmission = np.asarray(model.actuators.transmission)
+    speeds = np.einsum("an,tn->ta", transmission, np.asarray(traj.u))
+    assert np.abs(speeds).max() > 1.0  # the legs move
+    np.testing.assert_allclose(traj.actuator_state.motor_speed[1:], speeds[:-1], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(traj.backlash_play, 0.0, atol=1e-9)
+
+
+def test_randomize_draws_widths_and_inertias_per_world(geared, turntable):
+    spec = {"backlash.width": jaxmor.uniform(0.0, 0.02), "backlash.inertia": jaxmor.scale(0.5, 2.0)}
+    models, axes = jaxmor.randomize(geared, jax.random.PRNGKey(0), 5, spec)
+    widths, inertias = np.asarray(models.actuators.backlash.width), np.asarray(models.actuators.backlash.inertia)
+    assert widths.shape == (5, 1) and np.all((widths >= 0) & (widths <= 0.02)) and np.ptp(widths) > 0
+    assert np.all((inertias >= 0.5 * J_ROTOR) & (inertias <= 2 * J_ROTOR))
+    assert axes.actuators.backlash.width == 0 and axes.actuators.backlash.active == (True,)
+    with pytest.raises(ArgumentError, match=r"backlash.width: actuators \['spin'\] have no backlash"):
+        jaxmor.randomize(turntable, jax.random.PRNGKey(0), 2, {"backlash.width": jaxmor.uniform(0.0, 0.01)})
+    with pytest.raises(ArgumentError, match=r"backlash.inertia.*positive|> 0"):
+        jaxmor.randomize(geared, jax.random.PRNGKey(0), 2, {"backlash.inertia": jaxmor.uniform(-1.0, 0.0)})
+
+
+def test_locomotion_draws_backlash_per_episode_and_none_without_randomization():
+    from jaxmor import envs
+
+    spec = envs.default_randomization()
+    assert spec["backlash.width"] == jaxmor.uniform(0.0, 0.01)
+    env = envs.Locomotion(randomization=spec, randomization_pool=8, seed=1, substeps=2)
+    assert all(env._pool_model.actuators.backlash.active)
+    assert not any(envs.Locomotion().model.actuators.backlash.active)
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(3), 4))
+    widths = np.asarray(states.data.world.actuators.backlash.width)
+    assert widths.shape == (4, 12) and np.all((widths >= 0) & (widths <= 0.01)) and np.ptp(widths) > 0
+    step = jax.jit(jax.vmap(env.step))
+    for _ in range(5):
+        states = step(states, jnp.zeros((4, env.action_size)))
+    assert np.isfinite(np.asarray(states.obs)).all() and np.isfinite(np.asarray(states.reward)).all()
+    play = np.asarray(states.sim.backlash_play)
+    assert np.all(np.abs(play) <= widths / 2 + 1e-6) and np.any(play != 0)

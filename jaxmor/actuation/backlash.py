@@ -22,16 +22,22 @@ rotor drives the joint into them. ``docs/design/backlash.md`` has the derivation
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.motor_dynamics import cogging_torque
 from jaxmor.checks import as_stored, concrete
 from jaxmor.errors import ArgumentError, brief_repr
+from jaxmor.math import gauss_jordan
 from jaxmor.model import joint_coordinates
 from jaxmor.types import Model, State
+
+if TYPE_CHECKING:
+    from jaxmor.actuation.drive import Drive
 
 
 def backlash_actuators(model: Model) -> np.ndarray:
@@ -49,25 +55,40 @@ def _active(model: Model, dtype) -> jax.Array:
     return jnp.asarray(np.asarray(model.actuators.backlash.active, bool), dtype)
 
 
-def rotor_coordinates(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
-    """``(angle, velocity)`` (na,) of each actuator's motor on the joint side of its gear [rad or m, rad/s or m/s]:
-    its driven joint's, plus the play and its rate where the actuator has backlash."""
-    dofs = np.asarray(model.actuators.joint_v_index, np.int32)
-    active = _active(model, state.u.dtype)
-    angle = joint_coordinates(model, state.q)[dofs]
-    return angle + active * state.backlash_play, state.u[dofs] + active * state.backlash_rate
+def _view_shift(model: Model, play: jax.Array) -> jax.Array:
+    """(nb,) what the view adds to the backlash joints' coordinates (or velocities) for a play (or its rate) ``play``
+    (na,): the ``d`` with ``T_b[:, joints_b] d = G_b play_b``, so that each motor's transmission ``T_a`` reads its
+    rotor, ``G_a`` times its gear output plus its play, also where it is coupled to another backlash joint (without
+    couplings ``d = play``). Solved by :func:`jaxmor.math.gauss_jordan` (no LAPACK)."""
+    act, dofs = backlash_actuators(model), backlash_dofs(model)
+    transmission = model.actuators.transmission.astype(play.dtype)[act][:, dofs]
+    gear = model.actuators.gear_ratio.astype(play.dtype)[act]
+    if not model.actuators.coupling_actuator:
+        return play[act]
+    return gauss_jordan(transmission, (gear * play[act])[:, None])[:, 0]
 
 
 def rotor_view(model: Model, state: State) -> State:
-    """The state as the actuators see it: each backlash joint's coordinate and velocity replaced by its rotor's
-    (:func:`rotor_coordinates`); ``state`` itself without backlash."""
+    """The state as the actuators see it (their motors' encoders): each backlash joint's coordinate and velocity
+    shifted so that every motor's transmission gives its rotor's angle and speed (:func:`_view_shift`; the joint's
+    plus the play and its rate, without couplings); ``state`` itself without backlash."""
     if not model.actuators.backlash.any_active:
         return state
-    angle, velocity = rotor_coordinates(model, state)
-    act = backlash_actuators(model)
+    dofs = backlash_dofs(model)
     q_of_v = dict(zip(model.joint_u, model.joint_q, strict=True))
-    q_index = np.array([q_of_v[v] for v in backlash_dofs(model)], dtype=np.int32)
-    return state.replace(q=state.q.at[q_index].set(angle[act]), u=state.u.at[backlash_dofs(model)].set(velocity[act]))
+    q_index = np.array([q_of_v[v] for v in dofs], dtype=np.int32)
+    return state.replace(
+        q=state.q.at[q_index].add(_view_shift(model, state.backlash_play)),
+        u=state.u.at[dofs].add(_view_shift(model, state.backlash_rate)),
+    )
+
+
+def rotor_coordinates(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
+    """``(angle, velocity)`` (na,) of each actuator's driven joint as its motor reads it (:func:`rotor_view`) [rad or
+    m, rad/s or m/s]: the joint's own where the actuator has no backlash."""
+    view = rotor_view(model, state)
+    dofs = np.asarray(model.actuators.joint_v_index, np.int32)
+    return joint_coordinates(model, view.q)[dofs], view.u[dofs]
 
 
 def rotor_inertia(model: Model, dtype) -> jax.Array:
@@ -75,13 +96,45 @@ def rotor_inertia(model: Model, dtype) -> jax.Array:
     return jnp.asarray(model.actuators.backlash.inertia, dtype)[backlash_actuators(model)]
 
 
-def take_rotor_part(model: Model, *joint_arrays: jax.Array) -> tuple[list[jax.Array], list[jax.Array]]:
-    """Each (nv,) array with the backlash joints' entries moved out: ``(joint_parts, rotor_parts)``, the arrays with
-    those entries zeroed and their (nb,) entries (the actuators' torques and slopes go to the rotors)."""
-    dofs = backlash_dofs(model)
-    if not dofs.size:
-        return list(joint_arrays), [a[:0] for a in joint_arrays]
-    return [a.at[dofs].set(0.0) for a in joint_arrays], [a[dofs] for a in joint_arrays]
+def split_drive(model: Model, view: State, drive: Drive) -> tuple[tuple[jax.Array, ...], tuple[jax.Array, jax.Array]]:
+    """The drive's generalized forces without the actuators that have backlash, and what those put on their rotors.
+
+    Args:
+        model: the model.
+        view: the state as the actuators see it (:func:`rotor_view`).
+        drive: the step's drive, computed at ``view``.
+
+    Returns:
+        ``((motor, passive, slope), (rotor_torque, rotor_slope))``: the (nv,) motor torque ``T^T tau_m``, cogging plus
+        explicit LuGre friction, and LuGre slope of the other actuators, then the (nb,) torque and LuGre slope on the
+        rotors, joint side (``G`` times the motor torque and cogging, plus the LuGre friction of the driven joint).
+    """
+    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
+    act, dofs = backlash_actuators(model), backlash_dofs(model)
+    if not act.size:
+        return (motor, passive, slope), (motor[:0], slope[:0])
+    dtype = view.u.dtype
+    transmission = model.actuators.transmission.astype(dtype)
+    rotor = _active(model, dtype) > 0
+    torque = drive.actuator_state.motor_torque
+    dyn = model.actuators.dynamics
+    cogging = jnp.zeros_like(torque)
+    if dyn.any_cogging:
+        cogging = cogging_torque(dyn, transmission @ joint_coordinates(model, view.q))
+    motor = transmission.T @ jnp.where(rotor, 0.0, torque)
+    passive = passive - transmission.T @ jnp.where(rotor, cogging, 0.0)
+    gear = model.actuators.gear_ratio.astype(dtype)[act]
+    lugre = passive[dofs] if dyn.any_lugre else jnp.zeros(act.size, dtype)
+    rotor_torque = gear * (torque + cogging)[act] + lugre
+    return (motor, passive.at[dofs].set(0.0), slope.at[dofs].set(0.0)), (rotor_torque, slope[dofs])
+
+
+def _output_matrix(model: Model, dtype) -> jax.Array:
+    """(nb, nv) the gear outputs' Jacobian ``T_b / G_b`` of the actuators with backlash: the velocity of the joint
+    side of each gear (the driven joint's, plus its couplings' share)."""
+    act = backlash_actuators(model)
+    transmission = model.actuators.transmission.astype(dtype)[act]
+    return transmission / model.actuators.gear_ratio.astype(dtype)[act][:, None]
 
 
 def free_rotor_velocity(model: Model, state: State, torque: jax.Array, slope: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -89,15 +142,15 @@ def free_rotor_velocity(model: Model, state: State, torque: jax.Array, slope: ja
     of their effective inertia ``m = I_r + h c`` (``torque`` the actuators' torque on them, ``slope`` ``c``)."""
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
-    _, velocity = rotor_coordinates(model, state)
+    velocity = _output_matrix(model, dtype) @ state.u + state.backlash_rate[backlash_actuators(model)]
     inverse = 1.0 / (rotor_inertia(model, dtype) + h * slope)
-    return velocity[backlash_actuators(model)] + h * torque * inverse, inverse
+    return velocity + h * torque * inverse, inverse
 
 
 def gap_jacobian(model: Model, dtype) -> jax.Array:
-    """(nb, nv) the joint side of the teeth rows' Jacobian: ``-1`` at each backlash joint's velocity."""
-    dofs = backlash_dofs(model)
-    return jnp.zeros((dofs.size, model.nv), dtype).at[np.arange(dofs.size), dofs].set(-1.0)
+    """(nb, nv) the joint side of the teeth rows' Jacobian: ``-T_b / G_b``, minus each gear output's velocity
+    (``-1`` at the driven joint's velocity, without couplings)."""
+    return -_output_matrix(model, dtype)
 
 
 def gap_limits(model: Model, state: State) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -124,16 +177,19 @@ def next_play(
     if not model.actuators.backlash.any_active:
         return state.backlash_play, state.backlash_rate
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
-    act, dofs = backlash_actuators(model), backlash_dofs(model)
+    act = backlash_actuators(model)
+    output = _output_matrix(model, state.u.dtype)
     w_next, w_pos = rotor
-    rate = w_next - u_next[dofs]
-    play = state.backlash_play[act] + h * (rate + w_pos - u_pos[dofs])
+    rate = w_next - output @ u_next
+    play = state.backlash_play[act] + h * (rate + w_pos - output @ u_pos)
     return state.backlash_play.at[act].set(play), state.backlash_rate.at[act].set(rate)
 
 
-def rotor_velocity_view(model: Model, u: jax.Array, w: jax.Array) -> jax.Array:
-    """(nv,) ``u`` with each backlash joint's velocity replaced by its rotor's ``w`` (nb,)."""
-    return u.at[backlash_dofs(model)].set(w) if model.actuators.backlash.any_active else u
+def rotor_velocity_view(model: Model, u: jax.Array, rate: jax.Array) -> jax.Array:
+    """(nv,) ``u`` as the actuators see it (:func:`rotor_view`) for the plays' rates ``rate`` (na,)."""
+    if not model.actuators.backlash.any_active:
+        return u
+    return u.at[backlash_dofs(model)].add(_view_shift(model, rate))
 
 
 def with_backlash(
@@ -200,14 +256,13 @@ def with_backlash(
 
 
 def _check_transmission(model: Model, index: np.ndarray) -> None:
-    """Backlash needs an actuator that alone drives one joint, without couplings."""
+    """Backlash needs an actuator that alone drives its joint (its play is that of one gear)."""
     act = model.actuators
-    coupled = sorted({act.names[a] for a in act.coupling_actuator} & {act.names[i] for i in index})
     shared = [act.names[i] for i in index if list(act.joint_v_index).count(act.joint_v_index[i]) > 1]
-    if coupled or shared:
+    if shared:
         raise ArgumentError(
-            f"with_backlash: backlash needs an actuator that alone drives one joint; {coupled + shared} have "
-            "couplings or share their joint with another actuator"
+            f"with_backlash: backlash needs an actuator that alone drives its joint; {shared} share theirs with "
+            "another actuator"
         )
 
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
@@ -64,11 +65,13 @@ DEFAULT_COMMAND_RANGES = ((-0.5, 1.5), (-0.5, 0.5), (-1.0, 1.0))
 
 def default_randomization() -> dict[str, Distribution]:
     """A moderate per-episode randomization: motor resistance and torque constant +-10 %, bus voltage
-    +-10 %, ground friction 0.5-1.25, link masses +-10 %, and a command delay of 0, 1 or 2 physics steps per
-    actuator (:mod:`jaxmor.actuation.latency`; the ``randomization`` of :class:`Locomotion`). Without a
-    ``randomization`` the step has no delay."""
+    +-10 %, ground friction 0.5-1.25, link masses +-10 %, a command delay of 0, 1 or 2 physics steps per
+    actuator (:mod:`jaxmor.actuation.latency`) and a gear backlash of 0-0.01 rad (0-0.6 deg) per actuator
+    (:mod:`jaxmor.actuation.backlash`; the ``randomization`` of :class:`Locomotion`). Without a ``randomization``
+    the step has neither delay nor backlash."""
     return {
         "actuator.delay": integers(0, 2),
+        "backlash.width": uniform(0.0, 0.01),
         "motor.resistance": scale(0.9, 1.1),
         "motor.torque_constant": scale(0.9, 1.1),
         "motor.bus_voltage": scale(0.9, 1.1, shared=True),
@@ -300,6 +303,7 @@ class Locomotion(Env):
         self.randomization = dict(randomization) if randomization else None
         if self.randomization:
             pool = as_positive_int(randomization_pool, "randomization_pool")
+            self.model = _with_drawn_backlash(self.model, self.randomization)
             models, axes = randomize(self.model, jax.random.PRNGKey(seed), pool, self.randomization)
             self._pool_model, self._pool_axes, self._pool_size = models, axes, pool
         else:
@@ -497,6 +501,15 @@ class Locomotion(Env):
         }
         metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
         return metrics
+
+
+def _with_drawn_backlash(model: Model, randomization: Mapping[str, Distribution]) -> Model:
+    """``model`` with backlash (width 0, each driven joint's armature moved to its rotor) on the actuators that have
+    none, when the randomization draws a backlash parameter; else ``model``."""
+    if not any(name.startswith("backlash.") for name in randomization):
+        return model
+    bare = [n for n, on in zip(model.actuators.names, model.actuators.backlash.active, strict=True) if not on]
+    return with_backlash(model, width=0.0, actuators=bare) if bare else model
 
 
 def _physical_parameters(kp, kd, action_scale, timestep, joint_noise) -> tuple[float, ...]:

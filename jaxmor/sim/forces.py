@@ -38,7 +38,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force
-from jaxmor.actuation.backlash import rotor_view, take_rotor_part
+from jaxmor.actuation.backlash import rotor_view, split_drive
 from jaxmor.actuation.drive import Drive, actuate, begin
 from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
@@ -167,8 +167,13 @@ def generalized_force(model: Model, state: State) -> jax.Array:
     pushes its rotor, not its joint), plus the affine actuators' force. Passive damping, springs, friction and
     contacts are excluded; the PD part is approximate because the PD is integrated implicitly.
     """
-    joint_torque, _ = actuate(model, rotor_view(model, state))
-    (joint_torque,), _ = take_rotor_part(model, joint_torque)
+    view = rotor_view(model, state)
+    joint_torque, act_state = actuate(model, view)
+    if model.actuators.backlash.any_active:
+        rotor = np.asarray(model.actuators.backlash.active, bool)
+        joint_torque = model.actuators.transmission.astype(view.u.dtype).T @ jnp.where(
+            rotor, 0.0, act_state.motor_torque
+        )
     return clamped_force(model, state) + actuator_joint_force(model, state, joint_torque)
 
 
@@ -184,9 +189,9 @@ def forces(model: Model, state: State) -> Forces:
     """
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
-    drive = begin(model, rotor_view(model, state))
-    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
-    (motor, passive, slope), rotor = take_rotor_part(model, motor, passive, slope)
+    view = rotor_view(model, state)
+    drive = begin(model, view)
+    (motor, passive, slope), rotor = split_drive(model, view, drive)
     damping = joint_damping(model).astype(dtype)
     actuated = actuator_joint_force(model, state, motor)
     applied = clamped_force(model, state) + actuated + state.external_force
@@ -208,6 +213,6 @@ def forces(model: Model, state: State) -> Forces:
         damping=damping,
         friction=joint_friction(model).astype(dtype),
         drive=drive,
-        rotor_torque=rotor[0] + rotor[1],
-        rotor_slope=rotor[2],
+        rotor_torque=rotor[0],
+        rotor_slope=rotor[1],
     )

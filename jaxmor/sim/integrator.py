@@ -94,9 +94,9 @@ def advance(
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h
     if rotor is None:
         rotor = (jnp.zeros(0, dtype), jnp.zeros(0, dtype))
-    motors = rotor_velocity_view(model, u_next, rotor[0])
-    act_state, motor_state, bus_voltage = end(model, rotor_view(model, state), frc.drive, motors, loss)
     play, rate = next_play(model, state, u_next, u_pos, rotor)
+    motors = rotor_velocity_view(model, u_next, rate)
+    act_state, motor_state, bus_voltage = end(model, rotor_view(model, state), frc.drive, motors, loss)
     increment = h - state.time_compensation
     time = state.time + increment
     return state.replace(

@@ -49,6 +49,9 @@ name                                       what                                 
 ``controller.p_gain``, ``.i_gain``,        the drive controllers' gains (used by     actuator name
 ``.d_gain``                                the actuators that have one)
 ``controller.period``                      their period [steps] (an integer ``>= 1``) actuator name
+``backlash.width``, ``backlash.inertia``   the gears' play [rad or m] and the rotors' actuator name
+                                           inertia (``jaxmor.with_backlash``; only
+                                           actuators that have backlash)
 =========================================  ======================================  ===================
 
 Integer parameters (the delays and the periods) take each draw rounded to the nearest integer (``numpy.rint``,
@@ -275,6 +278,8 @@ PARAMETERS: dict[str, _Parameter] = {
     "controller.i_gain": _Parameter(("actuators", "controller", "i_gain"), _actuators, "non-negative"),
     "controller.d_gain": _Parameter(("actuators", "controller", "d_gain"), _actuators, "non-negative"),
     "controller.period": _Parameter(("actuators", "controller", "period"), _actuators, "period"),
+    "backlash.width": _Parameter(("actuators", "backlash", "width"), _actuators, "non-negative"),
+    "backlash.inertia": _Parameter(("actuators", "backlash", "inertia"), _actuators, "positive"),
     "gravity": _Parameter(("opt", "gravity"), lambda m: ("x", "y", "z"), "finite"),
     "timestep": _Parameter(("opt", "timestep"), _none, "positive"),
     "ground.friction": _Parameter(("ground_friction",), _none, "non-negative"),
@@ -319,6 +324,19 @@ def _selection(model: Model, name: str, parameter: _Parameter, dist: Distributio
     if unknown:
         raise ArgumentError(f"randomize: {name}: unknown element(s) {unknown}; the elements are {list(names)}")
     return np.array(sorted({lookup[s] for s in dist.select}), dtype=np.int64)
+
+
+def _check_backlash(model: Model, name: str, index: np.ndarray) -> None:
+    """A backlash parameter is drawn only for actuators that have backlash (else the draw would act on nothing)."""
+    if not name.startswith("backlash."):
+        return
+    active = model.actuators.backlash.active
+    bare = [model.actuators.names[i] for i in index if not active[i]]
+    if bare:
+        raise ArgumentError(
+            f"randomize: {name}: actuators {bare} have no backlash; give them one first with jaxmor.with_backlash "
+            "(width 0 for a gear without play) or select the others"
+        )
 
 
 def _check(name: str, parameter: _Parameter, values: np.ndarray, labels: Sequence[str]) -> None:
@@ -521,6 +539,7 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
             )
         _check_distribution(name, dist)
         index = _selection(model, name, parameter, dist, nominal.size)
+        _check_backlash(model, name, index)
         _check_broadcast(name, dist, (n, index.size))
         labels = [parameter.names(model)[i] for i in index] if parameter.names(model) else []
         slots = np.asarray(model.joint_u, dtype=np.int64)[index] if name.startswith("joint.") else index
