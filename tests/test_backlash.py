@@ -10,6 +10,10 @@ teeth do (they are internal). A passive rattle (spring on the joint, no torque) 
 
 from __future__ import annotations
 
+import re
+import shutil
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -232,7 +236,9 @@ def test_coupled_knees_read_their_rotors_through_the_transmission():
     model = jaxmor.with_backlash(jaxmor.with_options(quadruped, solver_iterations=200), width=0.0)
     state = jaxmor.init_state(model, q=jaxmor.robots.quadruped_standing_q(model))
     state = jaxmor.set_actuator_pd_gains(model, state, np.full(12, 30.0), np.full(12, 0.5))
-    state = jaxmor.set_actuator_pd_targets(model, state, state.q[7:] + 0.1)  # the 12 leg joints after the base's 7 coordinates
+    state = jaxmor.set_actuator_pd_targets(
+        model, state, state.q[7:] + 0.1
+    )  # the 12 leg joints after the base's 7 coordinates
     traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=60)[1])(state)
     transmission = np.asarray(model.actuators.transmission)
     speeds = np.einsum("an,tn->ta", transmission, np.asarray(traj.u))
@@ -271,3 +277,54 @@ def test_locomotion_draws_backlash_per_episode_and_none_without_randomization():
     assert np.isfinite(np.asarray(states.obs)).all() and np.isfinite(np.asarray(states.reward)).all()
     play = np.asarray(states.sim.backlash_play)
     assert np.all(np.abs(play) <= widths / 2 + 1e-6) and np.any(play != 0)
+
+
+def _turntable_with(tmp_path, actuator_children: str, rotor_inertia: str = "0.002"):
+    """A copy of the turntable whose ``<actuator>`` element holds ``actuator_children``; the model and its URDF."""
+    folder = tmp_path / "turntable"
+    shutil.copytree(Path(TURNTABLE_URDF).parent, folder)
+    urdf = folder / "turntable.urdf"
+    text = urdf.read_text()
+    text = text.replace('rotor_inertia="0.002"', f'rotor_inertia="{rotor_inertia}"')
+    text = text.replace(
+        '<actuator joint="spin" file="spin_actuator.xml"/>',
+        f'<actuator joint="spin" file="spin_actuator.xml">\n    {actuator_children}\n  </actuator>',
+    )
+    urdf.write_text(text)
+    return urdf
+
+
+def test_an_actuator_file_gives_the_backlash(tmp_path, geared):
+    model = jaxmor.load_urdf(_turntable_with(tmp_path, '<backlash width="0.1"/>'))
+    model = jaxmor.with_options(model, timestep=H)
+    assert model.actuators.backlash.active == (True,)
+    np.testing.assert_array_equal(model.dof_armature, geared.dof_armature)
+    for a, b in zip(jax.tree.leaves(model.actuators.backlash), jax.tree.leaves(geared.actuators.backlash), strict=True):
+        np.testing.assert_array_equal(a, b)
+    explicit = jaxmor.load_urdf(_turntable_with(tmp_path / "b", '<backlash width="0.05" inertia="0.001"/>'))
+    assert float(explicit.actuators.backlash.inertia[0]) == 0.001 and float(explicit.dof_armature[0]) == J_ROTOR
+    # Exported and read back onto the model it came from: the same backlash.
+    state = jaxmor.init_state(model)
+    again, _ = jaxmor.import_actuators(model, state, jaxmor.export_actuators(model, state))
+    assert again.actuators.backlash.active == (True,)
+    np.testing.assert_array_equal(again.actuators.backlash.width, [WIDTH])
+    np.testing.assert_array_equal(again.actuators.backlash.inertia, [J_ROTOR])
+    np.testing.assert_array_equal(again.dof_armature, [0.0])
+
+
+@pytest.mark.parametrize(
+    ("children", "rotor_inertia", "message"),
+    [
+        ("<backlash/>", "0.002", r"<backlash> needs width"),
+        ('<backlash width="-0.1"/>', "0.002", r"width"),
+        ('<backlash width="0.1" inertia="0"/>', "0.002", r"inertia must be finite and > 0"),
+        ('<backlash width="0.1"/><backlash width="0.2"/>', "0.002", r"second <backlash>"),
+        ('<backlash width="0.1" gap="1"/>', "0.002", r"gap"),
+        ('<backlash width="0.1"/>', "0", r"no armature to move to the rotor"),
+    ],
+)
+def test_a_bad_backlash_element_names_its_file_and_line(tmp_path, children, rotor_inertia, message):
+    urdf = _turntable_with(tmp_path, children, rotor_inertia)
+    with pytest.raises(jaxmor.ModelError, match=message) as error:
+        jaxmor.load_urdf(urdf)
+    assert "turntable.urdf" in str(error.value) and re.search(r":\d+", str(error.value))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.controller import compile_controllers
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
@@ -187,3 +188,21 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
         residual=no_residual(len(definitions)),
         backlash=no_backlash(len(definitions)),
     )
+
+
+def with_backlash_definitions(model: Model, definitions: Sequence[ActuatorDefinition]) -> Model:
+    """``model`` (its actuators compiled from ``definitions``) with each definition's backlash set
+    (:func:`jaxmor.actuation.backlash.with_backlash`).
+
+    Raises:
+        ModelError: a backlash the model refuses (no inertia for a joint without rotor inertia, a joint driven by two
+            actuators), naming the definition's file and line.
+    """
+    for d in definitions:
+        if d.backlash is None:
+            continue
+        try:
+            model = with_backlash(model, d.backlash.width, d.backlash.inertia, actuators=[d.label])
+        except ArgumentError as error:
+            raise ModelError(d.source or API_SOURCE, d.backlash.line or d.line, str(error)) from None
+    return model

@@ -16,13 +16,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine
-from jaxmor.actuation.compile import compile_actuators
+from jaxmor.actuation.compile import compile_actuators, with_backlash_definitions
 from jaxmor.actuation.controller import controller_definition
 from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import features_of
 from jaxmor.errors import ArgumentError
-from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, actuators_from_xml, actuators_to_xml
+from jaxmor.io.actuators import (
+    ActuatorCoupling,
+    ActuatorDefinition,
+    BacklashDefinition,
+    actuators_from_xml,
+    actuators_to_xml,
+)
 from jaxmor.io.xml import looks_like_xml
 from jaxmor.state import reset_actuator_state
 from jaxmor.types import Model, State
@@ -47,7 +53,8 @@ def with_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -> M
         ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven by
             an affine actuator.
     """
-    return fitted_max_delay(model.replace(actuators=compile_actuators(model, definitions)))
+    model = model.replace(actuators=compile_actuators(model, definitions))
+    return fitted_max_delay(with_backlash_definitions(model, definitions))
 
 
 def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefinition]:
@@ -84,9 +91,17 @@ def get_actuators(model: Model, state: State | None = None) -> list[ActuatorDefi
                 **features_of(act.dynamics, i),
                 delay=int(np.asarray(act.delay)[i]),
                 controller=controller_definition(act.controller, i),
+                backlash=_backlash_definition(act, i),
             )
         )
     return out
+
+
+def _backlash_definition(act, i: int) -> BacklashDefinition | None:
+    """Actuator ``i``'s backlash, its rotor inertia explicit, or ``None``."""
+    if not act.backlash.active[i]:
+        return None
+    return BacklashDefinition(float(act.backlash.width[i]), float(act.backlash.inertia[i]))
 
 
 def export_actuators(model: Model, state: State) -> str:

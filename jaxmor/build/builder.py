@@ -31,7 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine, empty_affine
-from jaxmor.actuation.compile import check_representable, compile_actuators, empty_actuators
+from jaxmor.actuation.compile import (
+    check_representable,
+    compile_actuators,
+    empty_actuators,
+    with_backlash_definitions,
+)
 from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.build.equality import compile_equalities
 from jaxmor.build.height_field import with_height_field
@@ -443,6 +448,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         model = model.replace(affine=_compile_affine(model, description))
     if description.actuators:
         model = model.replace(actuators=compile_actuators(model, description.actuators))
+        model = with_backlash_definitions(model, description.actuators)
     model = fitted_max_delay(model)
     if description.keyframes:
         model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))

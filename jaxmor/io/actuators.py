@@ -62,6 +62,11 @@ optional ``model`` name and one ``<motor>`` child)::
     ``<controller p_gain [i_gain d_gain period side]/>`` (at most one) a drive controller at the actuator
     (:mod:`jaxmor.actuation.controller`): gains ``>= 0`` (``p_gain`` required, the others default 0), ``period``
     in physics steps (an integer ``>= 1``, default 1), ``side`` ``"joint"`` (default) or ``"motor"``.
+``<backlash width [inertia]/>`` (optional, at most one, on the ``<actuator>`` element)
+    the gear's dead band (:mod:`jaxmor.actuation.backlash`): ``width`` its full width at the joint [rad or m]
+    (required, ``>= 0``), ``inertia`` the rotor's inertia reflected to the joint [kg m^2 or kg] (``> 0``). Without
+    ``inertia`` the driven joint's rotor inertia (URDF ``rotor_inertia``, MJCF ``armature``) moves to the rotor;
+    with it the joint keeps its own (exported files give it, for the model they were written from).
 ``<coupling>``
     ``joint`` (required) another revolute or prismatic joint the motor also turns with; ``ratio``
     (required, finite, any sign): motor speed per unit speed of that joint.
@@ -110,7 +115,9 @@ line on which the start tag ends.) :func:`parse_actuators` rejects:
   and the others: non-positive resistances or capacities, a limit without a finite peak torque or with
   ``limit_start >= max_temperature``, an unknown ``limit``, ``static < coulomb``);
 * a ``delay`` that is not an integer ``>= 0``; a second ``<controller>``, one without ``p_gain``, a negative gain, a
-  ``period`` that is not an integer ``>= 1``, a ``side`` other than ``joint`` and ``motor``;
+  ``period`` that is not an integer ``>= 1``, a ``side`` other than ``joint`` and ``motor``; a second ``<backlash>``,
+  one without ``width``, a negative width, a non-positive inertia, or (when the model is built) no inertia for a
+  joint without rotor inertia, or a joint that another actuator drives too;
 * any attribute value that is not a finite number where a number is expected; unknown attributes and
   unknown child elements.
 
@@ -231,6 +238,34 @@ class DriveControllerDefinition:
 
 
 @dataclass(frozen=True)
+class BacklashDefinition:
+    """One actuator's gear backlash as a description gives it (an actuator file's ``<backlash>``;
+    :func:`jaxmor.with_backlash`).
+
+    Attributes:
+        width: the dead band's full width at the joint [rad or m], finite and ``>= 0``.
+        inertia: the rotor's inertia reflected to the joint [kg m^2 or kg], finite and ``> 0``; ``None`` moves the
+            driven joint's rotor inertia (URDF ``rotor_inertia``, MJCF ``armature``) to the rotor.
+        line: the line of its element, ``None`` when unknown (not compared).
+    """
+
+    width: float
+    inertia: float | None = None
+    line: int | None = field(default=None, compare=False)
+
+    def problem(self) -> str | None:
+        """Why the definition is invalid, or ``None``."""
+        if not isinstance(self.width, (int, float)) or not math.isfinite(self.width) or self.width < 0:
+            return f"the backlash width must be finite and >= 0 [rad or m], got {self.width!r}"
+        inertia = self.inertia
+        if inertia is not None and (
+            not isinstance(inertia, (int, float)) or not math.isfinite(inertia) or inertia <= 0
+        ):
+            return f"the backlash inertia must be finite and > 0 [kg m^2 or kg], got {inertia!r}"
+        return None
+
+
+@dataclass(frozen=True)
 class ActuatorCoupling:
     """A joint, other than the driven one, that an actuator's motor also turns with.
 
@@ -275,6 +310,7 @@ class ActuatorDefinition:
         delay: the delay of its commands [physics steps], an int ``>= 0`` (:mod:`jaxmor.actuation.latency`).
         controller: its drive controller (:class:`DriveControllerDefinition`), or
             ``None``.
+        backlash: its gear's backlash (:class:`BacklashDefinition`), or ``None``.
         source: where the definition came from (a file path or ``"<string>"``); ``None`` for
             definitions made in Python (not compared).
         line: line of its ``<actuator>`` element in ``source``, or ``None`` (not compared).
@@ -295,6 +331,7 @@ class ActuatorDefinition:
     lugre: LugreModel | None = None
     delay: int = 0
     controller: DriveControllerDefinition | None = None
+    backlash: BacklashDefinition | None = None
     source: str | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
@@ -617,7 +654,7 @@ def parse_actuators(
             continue
         line = element.sourceline
         check_attributes(element, _ACTUATOR_ATTRIBUTES, source)
-        check_children(element, ("motor", "coupling", "controller", *_FEATURES), source)
+        check_children(element, ("motor", "coupling", "controller", "backlash", *_FEATURES), source)
         joint = element.get("joint")
         if not joint:
             raise ModelError(source, line, "<actuator> needs a joint attribute")
@@ -658,6 +695,7 @@ def parse_actuators(
                 lugre=model.lugre,
                 delay=_delay(element, source),
                 controller=_controller(element, source),
+                backlash=_backlash(element, source),
                 source=source,
                 line=line,
             )
@@ -704,6 +742,27 @@ def _controller(element, source: str) -> DriveControllerDefinition | None:
     defn = DriveControllerDefinition(
         p_gain, *gains, period=_whole(el, "period", source, 1, 1), side=side, line=el.sourceline
     )
+    problem = defn.problem()
+    if problem is not None:
+        raise ModelError(source, el.sourceline, problem)
+    return defn
+
+
+def _backlash(element, source: str) -> BacklashDefinition | None:
+    """The ``<backlash>`` child of an ``<actuator>`` (at most one), or ``None``."""
+    found = [child for child in element if tag(child) == "backlash"]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise ModelError(source, found[1].sourceline, "<actuator> has a second <backlash>; give at most one")
+    el = found[0]
+    check_attributes(el, frozenset({"width", "inertia"}), source)
+    check_children(el, (), source, _MISPLACED)
+    if el.get("width") is None:
+        raise ModelError(source, el.sourceline, "<backlash> needs width (the dead band at the joint, rad or m)")
+    width = nonnegative(el, "width", source, 0.0)
+    inertia = nonnegative(el, "inertia", source, 0.0) if el.get("inertia") is not None else None
+    defn = BacklashDefinition(width, inertia, line=el.sourceline)
     problem = defn.problem()
     if problem is not None:
         raise ModelError(source, el.sourceline, problem)
@@ -864,6 +923,9 @@ def actuators_to_xml(
         lines.extend(f'    <coupling joint="{c.joint}" ratio="{_number_text(c.ratio)}"/>' for c in d.couplings)
         if d.controller is not None:
             lines.append(_controller_xml(d.controller))
+        if d.backlash is not None:
+            inertia = "" if d.backlash.inertia is None else f' inertia="{_number_text(d.backlash.inertia)}"'
+            lines.append(f'    <backlash width="{_number_text(d.backlash.width)}"{inertia}/>')
         lines.append("  </actuator>")
     lines.append("</actuators>")
     return "\n".join(lines) + "\n"
