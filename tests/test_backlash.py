@@ -328,3 +328,13 @@ def test_a_bad_backlash_element_names_its_file_and_line(tmp_path, children, roto
     with pytest.raises(jaxmor.ModelError, match=message) as error:
         jaxmor.load_urdf(urdf)
     assert "turntable.urdf" in str(error.value) and re.search(r":\d+", str(error.value))
+
+
+def test_info_shows_the_backlash(tmp_path, capsys):
+    from jaxmor.tools.cli import main
+
+    assert main(["info", str(_turntable_with(tmp_path, '<backlash width="0.01"/>'))]) == 0
+    out = capsys.readouterr().out
+    header, row = out.split("\nbacklash")[1].splitlines()[1:3]
+    assert header.split()[:3] == ["name", "width[rad", "or"]
+    assert row.split() == ["spin", "0.01", "0.572958", "0.002"]

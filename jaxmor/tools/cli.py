@@ -141,6 +141,7 @@ def _actuator_tables(model) -> None:
     ]
     print(_table(headers, rows))
     _drive_table(model)
+    _backlash_table(model)
 
 
 def _drive_table(model) -> None:
@@ -166,6 +167,21 @@ def _drive_table(model) -> None:
     affine = np.asarray(model.affine.delay)
     rows += [[name, int(affine[i]), affine[i] * h] + ["-"] * 6 for i, name in enumerate(model.affine.names)]
     print(_table(headers, rows))
+
+
+def _backlash_table(model) -> None:
+    """Each gear's backlash (printed when any actuator has one): its width and its rotor's inertia."""
+    backlash = model.actuators.backlash
+    if not backlash.any_active:
+        return
+    width, inertia = (np.asarray(x, dtype=np.float64) for x in (backlash.width, backlash.inertia))
+    print("\nbacklash (the gears' dead band at the joint, the rotor's inertia reflected to the joint):")
+    rows = [
+        [name, width[a], np.degrees(width[a]), inertia[a]]
+        for a, name in enumerate(model.actuators.names)
+        if backlash.active[a]
+    ]
+    print(_table(["name", "width[rad or m]", "width[deg]", "rotor inertia[kg m^2 or kg]"], rows))
 
 
 def _timestep_report(model, dt: float | None) -> None:
