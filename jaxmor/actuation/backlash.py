@@ -22,22 +22,17 @@ rotor drives the joint into them. ``docs/design/backlash.md`` has the derivation
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxmor.actuation.motor_dynamics import cogging_torque
 from jaxmor.checks import as_stored, concrete
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.math import gauss_jordan
 from jaxmor.model import joint_coordinates
 from jaxmor.types import Model, State
-
-if TYPE_CHECKING:
-    from jaxmor.actuation.drive import Drive
 
 
 def backlash_actuators(model: Model) -> np.ndarray:
@@ -50,7 +45,7 @@ def backlash_dofs(model: Model) -> np.ndarray:
     return np.asarray(model.actuators.joint_v_index, np.int32)[backlash_actuators(model)]
 
 
-def _active(model: Model, dtype) -> jax.Array:
+def active_mask(model: Model, dtype) -> jax.Array:
     """(na,) 1 where an actuator has backlash, else 0."""
     return jnp.asarray(np.asarray(model.actuators.backlash.active, bool), dtype)
 
@@ -94,39 +89,6 @@ def rotor_coordinates(model: Model, state: State) -> tuple[jax.Array, jax.Array]
 def rotor_inertia(model: Model, dtype) -> jax.Array:
     """(nb,) the rotors' inertia on the joint side [kg m^2 or kg]."""
     return jnp.asarray(model.actuators.backlash.inertia, dtype)[backlash_actuators(model)]
-
-
-def split_drive(model: Model, view: State, drive: Drive) -> tuple[tuple[jax.Array, ...], tuple[jax.Array, jax.Array]]:
-    """The drive's generalized forces without the actuators that have backlash, and what those put on their rotors.
-
-    Args:
-        model: the model.
-        view: the state as the actuators see it (:func:`rotor_view`).
-        drive: the step's drive, computed at ``view``.
-
-    Returns:
-        ``((motor, passive, slope), (rotor_torque, rotor_slope))``: the (nv,) motor torque ``T^T tau_m``, cogging plus
-        explicit LuGre friction, and LuGre slope of the other actuators, then the (nb,) torque and LuGre slope on the
-        rotors, joint side (``G`` times the motor torque and cogging, plus the LuGre friction of the driven joint).
-    """
-    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
-    act, dofs = backlash_actuators(model), backlash_dofs(model)
-    if not act.size:
-        return (motor, passive, slope), (motor[:0], slope[:0])
-    dtype = view.u.dtype
-    transmission = model.actuators.transmission.astype(dtype)
-    rotor = _active(model, dtype) > 0
-    torque = drive.actuator_state.motor_torque
-    dyn = model.actuators.dynamics
-    cogging = jnp.zeros_like(torque)
-    if dyn.any_cogging:
-        cogging = cogging_torque(dyn, transmission @ joint_coordinates(model, view.q))
-    motor = transmission.T @ jnp.where(rotor, 0.0, torque)
-    passive = passive - transmission.T @ jnp.where(rotor, cogging, 0.0)
-    gear = model.actuators.gear_ratio.astype(dtype)[act]
-    lugre = passive[dofs] if dyn.any_lugre else jnp.zeros(act.size, dtype)
-    rotor_torque = gear * (torque + cogging)[act] + lugre
-    return (motor, passive.at[dofs].set(0.0), slope.at[dofs].set(0.0)), (rotor_torque, slope[dofs])
 
 
 def _output_matrix(model: Model, dtype) -> jax.Array:

@@ -38,8 +38,9 @@ import numpy as np
 from flax import struct
 
 from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force
-from jaxmor.actuation.backlash import rotor_view, split_drive
+from jaxmor.actuation.backlash import active_mask, backlash_actuators, backlash_dofs, rotor_view
 from jaxmor.actuation.drive import Drive, actuate, begin
+from jaxmor.actuation.motor_dynamics import cogging_torque
 from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
 from jaxmor.sim.tendon import actuator_coordinates, actuator_moment, tendon_passive
@@ -216,3 +217,36 @@ def forces(model: Model, state: State) -> Forces:
         rotor_torque=rotor[0],
         rotor_slope=rotor[1],
     )
+
+
+def split_drive(model: Model, view: State, drive: Drive) -> tuple[tuple[jax.Array, ...], tuple[jax.Array, jax.Array]]:
+    """The drive's generalized forces without the actuators that have backlash, and what those put on their rotors.
+
+    Args:
+        model: the model.
+        view: the state as the actuators see it (:func:`rotor_view`).
+        drive: the step's drive, computed at ``view``.
+
+    Returns:
+        ``((motor, passive, slope), (rotor_torque, rotor_slope))``: the (nv,) motor torque ``T^T tau_m``, cogging plus
+        explicit LuGre friction, and LuGre slope of the other actuators, then the (nb,) torque and LuGre slope on the
+        rotors, joint side (``G`` times the motor torque and cogging, plus the LuGre friction of the driven joint).
+    """
+    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
+    act, dofs = backlash_actuators(model), backlash_dofs(model)
+    if not act.size:
+        return (motor, passive, slope), (motor[:0], slope[:0])
+    dtype = view.u.dtype
+    transmission = model.actuators.transmission.astype(dtype)
+    rotor = active_mask(model, dtype) > 0
+    torque = drive.actuator_state.motor_torque
+    dyn = model.actuators.dynamics
+    cogging = jnp.zeros_like(torque)
+    if dyn.any_cogging:
+        cogging = cogging_torque(dyn, transmission @ joint_coordinates(model, view.q))
+    motor = transmission.T @ jnp.where(rotor, 0.0, torque)
+    passive = passive - transmission.T @ jnp.where(rotor, cogging, 0.0)
+    gear = model.actuators.gear_ratio.astype(dtype)[act]
+    lugre = passive[dofs] if dyn.any_lugre else jnp.zeros(act.size, dtype)
+    rotor_torque = gear * (torque + cogging)[act] + lugre
+    return (motor, passive.at[dofs].set(0.0), slope.at[dofs].set(0.0)), (rotor_torque, slope[dofs])

@@ -33,6 +33,15 @@ weights jointly with the motor constants (offsets from the model's weights; :mod
 each window starts from the history the recording gives before it. The report then says which constants the
 network can stand in for.
 
+Backlash (:data:`BACKLASH_PARAMETERS`, for actuators with :func:`jaxmor.with_backlash`): its width and the rotor's
+inertia, from the joint's motion through reversals. The play is not recorded, so every window starts with it
+centred and the rotor moving with its joint (``jaxmor.init_state``): fit whole recordings that start so
+(``window`` the recordings' length, e.g. from rest), or windows long enough that the start's play matters little.
+Still data say nothing of either, and the report says so. Width and inertia trade off (a wider play and a lighter
+rotor take up at about the same time), so fit the width with the rotor's inertia known where you can. The width
+enters through the take-ups; steps that straddle one make the loss piecewise smooth, so start within a factor of
+about two.
+
 Methods. ``method="gauss_newton"`` (default) is Levenberg-Marquardt on the residuals, with their Jacobian by
 forward-mode differentiation (a few parameters: one pass with a handful of tangents); it converges in a few
 tens of iterations. ``method="optax"`` runs any ``optax`` optimizer on the loss's gradient (reverse mode),
@@ -76,7 +85,13 @@ PARAMETERS = (
     "housing_thermal_resistance",
     "housing_heat_capacity",
     "resistance_tempco",
+    # The gear's backlash (jaxmor.with_backlash; actuators that have it): its width and the rotor's inertia.
+    "backlash_width",
+    "backlash_inertia",
 )
+
+#: The parameters of the gears' backlash, by their name in :data:`PARAMETERS` (``Backlash`` field).
+BACKLASH_PARAMETERS = {"backlash_width": "width", "backlash_inertia": "inertia"}
 
 #: The parameters of the thermal network, fitted over whole recordings (the temperatures of a window's start are
 #: not known from the motion).
@@ -254,6 +269,8 @@ def _get(model: Model, name: str, index: np.ndarray) -> jax.Array:
         return getattr(act, name)[index]
     if name in THERMAL_PARAMETERS:
         return getattr(act.dynamics, name)[index]
+    if name in BACKLASH_PARAMETERS:
+        return getattr(act.backlash, BACKLASH_PARAMETERS[name])[index]
     return getattr(act.motor, name)[index]
 
 
@@ -267,6 +284,10 @@ def _set(model: Model, name: str, index: np.ndarray, value: jax.Array) -> Model:
     if name in THERMAL_PARAMETERS:
         dynamics = act.dynamics.replace(**{name: getattr(act.dynamics, name).at[index].set(value)})
         return model.replace(actuators=act.replace(dynamics=dynamics))
+    if name in BACKLASH_PARAMETERS:
+        field = BACKLASH_PARAMETERS[name]
+        backlash = act.backlash.replace(**{field: getattr(act.backlash, field).at[index].set(value)})
+        return model.replace(actuators=act.replace(backlash=backlash))
     motor = act.motor.replace(**{name: getattr(act.motor, name).at[index].set(value)})
     return model.replace(actuators=act.replace(motor=motor))
 
@@ -344,6 +365,18 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
     if twice:
         raise ArgumentError(f"{what} names {twice} more than once")
     return tuple(value)
+
+
+def _check_backlash(model: Model, names: Sequence[str], index: np.ndarray, parameters: Sequence[str]) -> None:
+    """Backlash parameters are fitted only for actuators that have backlash."""
+    if not set(parameters) & set(BACKLASH_PARAMETERS):
+        return
+    bare = [n for n, i in zip(names, index, strict=True) if not model.actuators.backlash.active[int(i)]]
+    if bare:
+        raise ArgumentError(
+            f"parameters name backlash, but actuators {bare} have none: give them one with jaxmor.with_backlash (the "
+            "fit starts from its width and inertia) or fit them separately"
+        )
 
 
 def _check_parameters(model: Model, parameters: Sequence[str], ideal_motor: bool) -> None:
@@ -455,6 +488,7 @@ def residual_function(
     ideal_motor = as_bool(ideal_motor, "ideal_motor")
     use_currents = as_bool(use_currents, "use_currents")
     _check_parameters(model, parameters, ideal_motor)
+    _check_backlash(model, names, index, parameters)
     recordings = _checked_recordings(model, recordings)
     if state is not None:
         check_state(model, state, "sysid")
