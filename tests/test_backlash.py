@@ -370,3 +370,22 @@ def test_sysid_refuses_backlash_parameters_without_backlash(reversing_recording)
     model, recording = reversing_recording
     with pytest.raises(ArgumentError, match=r"actuators \['spin'\] have none"):
         jaxmor.sysid.fit(model, recording, ["spin"], ["backlash_width"], window=400, progress=False)
+
+
+def test_the_mjcf_extension_gives_the_backlash(tmp_path):
+    """The MJCF extension (``<custom><text name="jaxmor:actuators" data="FILE"/>``) reads the same actuator
+    files: a ``<backlash>`` there moves the joint's ``armature`` to the rotor."""
+    (tmp_path / "motors.xml").write_text(
+        '<actuators><actuator joint="hinge" name="m" gear_ratio="10"><motor resistance="0.5" torque_constant="0.1"'
+        ' velocity_constant="10" bus_voltage="24" peak_torque="2"/><backlash width="0.02"/></actuator></actuators>'
+    )
+    (tmp_path / "arm.xml").write_text(
+        '<mujoco><worldbody><body name="arm"><joint name="hinge" type="hinge" axis="0 0 1" armature="0.003"/>'
+        '<geom type="box" size=".1 .02 .02" mass="1"/></body></worldbody>'
+        '<custom><text name="jaxmor:actuators" data="motors.xml"/></custom></mujoco>'
+    )
+    model = jaxmor.load_mjcf(tmp_path / "arm.xml")
+    assert model.actuators.backlash.active == (True,)
+    np.testing.assert_array_equal(model.actuators.backlash.width, [0.02])
+    np.testing.assert_array_equal(model.actuators.backlash.inertia, [0.003])
+    np.testing.assert_array_equal(model.dof_armature, [0.0])
