@@ -368,7 +368,7 @@ def test_sysid_reports_a_width_that_still_data_cannot_show(reversing_recording):
 
 def test_sysid_refuses_backlash_parameters_without_backlash(reversing_recording):
     model, recording = reversing_recording
-    with pytest.raises(ArgumentError, match=r"actuators \['spin'\] have none"):
+    with pytest.raises(ArgumentError, match=r"actuators \[.spin.\] have none"):
         jaxmor.sysid.fit(model, recording, ["spin"], ["backlash_width"], window=400, progress=False)
 
 

@@ -42,6 +42,10 @@ rotor take up at about the same time), so fit the width with the rotor's inertia
 enters through the take-ups; steps that straddle one make the loss piecewise smooth, so start within a factor of
 about two.
 
+Drive controllers (:data:`CONTROLLER_PARAMETERS`, for actuators that run one, :func:`jaxmor.with_drive_controller`):
+their gains, from nonzero starts. Command delays and controller periods are whole numbers of steps, not fitted by
+gradient: compare fits at each candidate delay.
+
 Methods. ``method="gauss_newton"`` (default) is Levenberg-Marquardt on the residuals, with their Jacobian by
 forward-mode differentiation (a few parameters: one pass with a handful of tangents); it converges in a few
 tens of iterations. ``method="optax"`` runs any ``optax`` optimizer on the loss's gradient (reverse mode),
@@ -88,10 +92,17 @@ PARAMETERS = (
     # The gear's backlash (jaxmor.with_backlash; actuators that have it): its width and the rotor's inertia.
     "backlash_width",
     "backlash_inertia",
+    # The drive controllers (jaxmor.with_drive_controller; actuators that run one): their gains.
+    "controller_p_gain",
+    "controller_i_gain",
+    "controller_d_gain",
 )
 
 #: The parameters of the gears' backlash, by their name in :data:`PARAMETERS` (``Backlash`` field).
 BACKLASH_PARAMETERS = {"backlash_width": "width", "backlash_inertia": "inertia"}
+
+#: The drive controllers' gains, by their name in :data:`PARAMETERS` (``DriveController`` field).
+CONTROLLER_PARAMETERS = {"controller_p_gain": "p_gain", "controller_i_gain": "i_gain", "controller_d_gain": "d_gain"}
 
 #: The parameters of the thermal network, fitted over whole recordings (the temperatures of a window's start are
 #: not known from the motion).
@@ -271,6 +282,8 @@ def _get(model: Model, name: str, index: np.ndarray) -> jax.Array:
         return getattr(act.dynamics, name)[index]
     if name in BACKLASH_PARAMETERS:
         return getattr(act.backlash, BACKLASH_PARAMETERS[name])[index]
+    if name in CONTROLLER_PARAMETERS:
+        return getattr(act.controller, CONTROLLER_PARAMETERS[name])[index]
     return getattr(act.motor, name)[index]
 
 
@@ -288,6 +301,10 @@ def _set(model: Model, name: str, index: np.ndarray, value: jax.Array) -> Model:
         field = BACKLASH_PARAMETERS[name]
         backlash = act.backlash.replace(**{field: getattr(act.backlash, field).at[index].set(value)})
         return model.replace(actuators=act.replace(backlash=backlash))
+    if name in CONTROLLER_PARAMETERS:
+        field = CONTROLLER_PARAMETERS[name]
+        controller = act.controller.replace(**{field: getattr(act.controller, field).at[index].set(value)})
+        return model.replace(actuators=act.replace(controller=controller))
     motor = act.motor.replace(**{name: getattr(act.motor, name).at[index].set(value)})
     return model.replace(actuators=act.replace(motor=motor))
 
@@ -368,15 +385,24 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
 
 
 def _check_backlash(model: Model, names: Sequence[str], index: np.ndarray, parameters: Sequence[str]) -> None:
-    """Backlash parameters are fitted only for actuators that have backlash."""
-    if not set(parameters) & set(BACKLASH_PARAMETERS):
-        return
-    bare = [n for n, i in zip(names, index, strict=True) if not model.actuators.backlash.active[int(i)]]
-    if bare:
-        raise ArgumentError(
-            f"parameters name backlash, but actuators {bare} have none: give them one with jaxmor.with_backlash (the "
-            "fit starts from its width and inertia) or fit them separately"
-        )
+    """Backlash parameters are fitted only for actuators that have backlash, controller gains only for actuators that
+    run a controller, from a nonzero start (the fit is in log space: a zero stays zero)."""
+    act = model.actuators
+    for group, active, how in (
+        (BACKLASH_PARAMETERS, act.backlash.active, "jaxmor.with_backlash"),
+        (CONTROLLER_PARAMETERS, act.controller.active, "jaxmor.with_drive_controller"),
+    ):
+        asked = [p for p in parameters if p in group]
+        bare = [n for n, i in zip(names, index, strict=True) if not active[int(i)]]
+        if asked and bare:
+            raise ArgumentError(
+                f"parameters name {asked}, but actuators {bare} have none: give them one with {how} (the fit starts "
+                "from its values) or fit them separately"
+            )
+        for p in asked:
+            zero = [n for n, v in zip(names, np.asarray(_get(model, p, index)), strict=True) if v == 0]
+            if zero:
+                raise ArgumentError(f"{p} of {zero} starts at 0: the fit is in log space, give a nonzero start")
 
 
 def _check_parameters(model: Model, parameters: Sequence[str], ideal_motor: bool) -> None:
