@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.actuation.backlash import with_backlash
+from jaxmor.actuation.backlash import rotor_view, with_backlash
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
@@ -402,7 +402,7 @@ class Locomotion(Env):
                 data.command,
                 sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype),
                 sim.u[self.v_index],
-                motor_speeds(model, sim.u) / no_load,
+                motor_speeds(model, rotor_view(model, sim).u) / no_load,  # the rotors' (with backlash)
                 data.saturated,
                 data.last_action,
                 *scan,
