@@ -1,18 +1,20 @@
 """Backlash: a dead band in each gear between the motor and the joint it drives.
 
 An actuator with backlash (:class:`jaxmor.types.Backlash`) has a rotor of its own: a degree of freedom on the joint
-side of the gear, at angle ``q_j + s`` and velocity ``u_j + r``, with ``s`` the play (``State.backlash_play``), ``r``
-its rate (``State.backlash_rate``) and the inertia ``I_r`` (``Backlash.inertia``, the rotor's ``G^2 J_rotor``).
-The actuator acts on the rotor: its motor torque, clipped to the region at the rotor's speed, cogging at the rotor's
-angle, LuGre friction, the actuator PD and a motor-side drive controller (which read the motor's encoder); the
+side of the gear, at angle ``y + s`` and velocity ``dy/dt + r``, with ``y = T_a q / G_a`` the gear output's coordinate
+(the driven joint's, plus its couplings' share), ``s`` the play (``State.backlash_play``), ``r`` its rate
+(``State.backlash_rate``) and the inertia ``I_r`` (``Backlash.inertia``, the rotor's ``G^2 J_rotor``). The actuator
+acts on the rotor: its motor torque, clipped to the region at the rotor's speed, cogging at the rotor's angle, LuGre
+friction, the actuator PD and a motor-side drive controller (which read the motor's encoder, :func:`rotor_view`); the
 actuator's output damping and friction, and a joint-side drive controller, stay on the joint. The rotor reaches the
 joint only through the gear's teeth: a limit row of the constraint solver on the play, ``|s| <= width / 2``, solved
-with the contacts and joint limits (:mod:`jaxmor.sim.constraint`). With ``h`` the time step and ``c`` the LuGre slope::
+with the contacts and joint limits (:mod:`jaxmor.sim.constraint`). With ``h`` the time step and ``c`` the LuGre
+slope::
 
-    m = I_r + h c,    w_free = (u_j + r) + h tau_rotor / m
-    row velocity v = w_rotor - u_j (Jacobian -1 at the joint, +1 on the rotor),  A_rr += 1 / m
+    m = I_r + h c,    w_free = (T_a u / G_a + r) + h tau_rotor / m
+    row velocity v = w_rotor - T_a u / G_a (Jacobian -T_a / G_a on u, +1 on the rotor),  A_rr += 1 / m
     (-width/2 - s) / h <= v <= (width/2 - s) / h    (speculative, at most 0 / at least 0, as a joint limit's)
-    w_next = w_free + lam / m,   s' = s + h (w_next + w_pos - u_next_j - u_pos_j),   r' = w_next - u_next_j
+    w_next = w_free + lam / m,   r' = w_next - T_a u_next / G_a,   s' = s + h (r' + w_pos - T_a u_pos / G_a)
 
 The teeth therefore meet without bouncing (the speculative bound lands the play exactly at the edge: a perfectly
 inelastic impact at take-up, solved together with everything else the step constrains) and push only while the
