@@ -363,3 +363,71 @@ def test_envs_api_is_pinned():
     ]
     for name in envs.__all__:
         assert getattr(envs, name).__doc__ or name.isupper(), name
+
+
+# --------------------------------------------------------------------------------------------------
+# Observation delay.
+
+
+@pytest.fixture(scope="module")
+def delayed_runs():
+    """The same 4 worlds, actions and keys without and with a 2-step observation delay, 8 steps, no auto reset
+    (so the sequences are comparable end to end)."""
+    keys = jax.random.split(jax.random.PRNGKey(5), 4)
+    actions = 0.3 * jax.random.normal(jax.random.PRNGKey(6), (8, 4, 12))
+
+    def run(env):
+        states = jax.vmap(env.reset)(keys)
+        step = jax.jit(jax.vmap(env.step))
+        seen = [np.asarray(states.obs)]
+        for a in actions:
+            states = step(states, a)
+            seen.append(np.asarray(states.obs))
+        return np.stack(seen), states
+
+    plain = envs.Locomotion(episode_steps=50, auto_reset=False, substeps=2)
+    late = envs.Locomotion(episode_steps=50, auto_reset=False, substeps=2, observation_delay=2)
+    return run(plain), run(late)
+
+
+def test_a_delayed_observation_is_the_undelayed_one_shifted(delayed_runs):
+    (plain, plain_state), (late, late_state) = delayed_runs
+    np.testing.assert_array_equal(late[2:], plain[:-2])  # shifted by 2 control steps, exactly
+    np.testing.assert_array_equal(late[:2], np.broadcast_to(plain[0], late[:2].shape))  # the reset's, repeated
+    np.testing.assert_array_equal(late_state.sim.q, plain_state.sim.q)  # the simulation itself is not delayed
+    assert late_state.observations.shape == (4, 3, plain.shape[-1]) and plain_state.observations.shape[1] == 0
+
+
+def test_per_world_observation_delays_are_drawn_at_reset_and_batch_like_each_alone():
+    env = envs.Locomotion(episode_steps=50, auto_reset=False, substeps=2, observation_delay=(0, 3))
+    keys = jax.random.split(jax.random.PRNGKey(11), 6)
+    states = jax.vmap(env.reset)(keys)
+    lags = np.asarray(states.observation_lag)
+    assert set(lags.tolist()) <= {0, 1, 2, 3} and len(set(lags.tolist())) > 1
+    actions = 0.3 * jax.random.normal(jax.random.PRNGKey(12), (5, 6, 12))
+    step = jax.jit(jax.vmap(env.step))
+    for a in actions:
+        states = step(states, a)
+    one = jax.jit(env.step)
+    for i, key in enumerate(keys):
+        alone = env.reset(key)
+        for a in actions:
+            alone = one(alone, a[i])
+        np.testing.assert_allclose(states.obs[i], alone.obs, rtol=0, atol=1e-12)
+        assert int(alone.observation_lag) == lags[i]
+
+
+def test_an_auto_reset_refills_the_observation_ring():
+    env = envs.Locomotion(episode_steps=2, substeps=1, observation_delay=1)
+    state = env.reset(jax.random.PRNGKey(0))
+    step = jax.jit(env.step)
+    state = step(step(state, jnp.zeros(12)), jnp.zeros(12))  # the time limit: reset inside the second step
+    assert bool(state.done)
+    np.testing.assert_array_equal(state.observations[0], state.observations[1])  # filled with the new start's
+    np.testing.assert_array_equal(state.obs, state.observations[0])
+
+
+@pytest.mark.parametrize("bad", [-1, (2, 1), (0, 1.5), True, "1", (1, 2, 3)])
+def test_a_bad_observation_delay_is_refused(bad):
+    with pytest.raises(ArgumentError, match="observation_delay must be an int >= 0 or a"):
+        envs.Locomotion(observation_delay=bad)

@@ -10,6 +10,12 @@ finished episode in ``info["terminal_observation"]``.
 A task subclasses :class:`Env` and provides ``observation_size``, ``action_size``, ``metric_names`` and
 three functions of the world: ``_start`` (a new episode's state), ``_transition`` (one control step) and
 ``_observe``.
+
+Observation delay (``observation_delay``): the policy sees the observation of ``k`` control steps ago, ``k`` fixed or
+drawn per world at every reset among the integers of a range. ``EnvState.observations`` keeps the last
+``max + 1`` observations, the latest first (static length; empty without delay); a reset fills it with the reset's
+observation, so the first ``k`` steps of an episode repeat it. ``info["terminal_observation"]`` is delayed too (what
+the policy would have seen). The simulation is not delayed: the task's rewards and terminations see the present.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ class EnvState:
         key: the ``jax.random`` key of the next automatic reset.
         steps: () int32, steps taken in the current episode.
         episode_return: () sum of the current episode's rewards.
+        observations: (max_delay + 1, observation_size) the last observations, the latest first ((0,
+            observation_size) without an observation delay; see the module docstring).
+        observation_lag: () int32, this episode's observation delay [control steps].
     """
 
     sim: State
@@ -58,6 +67,8 @@ class EnvState:
     key: jax.Array
     steps: jax.Array
     episode_return: jax.Array
+    observations: jax.Array
+    observation_lag: jax.Array
 
 
 class Env:
@@ -66,6 +77,8 @@ class Env:
     Args:
         episode_steps: the time limit, in control steps (``>= 1``).
         auto_reset: reset a world inside ``step`` when its episode ends.
+        observation_delay: the observation's delay [control steps]: an int ``>= 0``, or ``(low, high)`` ints
+            (``0 <= low <= high``) to draw it per world at every reset, uniformly among ``low .. high``.
 
     Attributes (set by the task):
         observation_size: length of the observation vector.
@@ -77,9 +90,10 @@ class Env:
     action_size: int
     metric_names: tuple[str, ...]
 
-    def __init__(self, episode_steps: int, auto_reset: bool = True):
+    def __init__(self, episode_steps: int, auto_reset: bool = True, observation_delay: int | tuple[int, int] = 0):
         self.episode_steps = as_positive_int(episode_steps, "episode_steps")
         self.auto_reset = bool(auto_reset)
+        self.observation_delay = _delay_range(observation_delay)
 
     # The task's part.
     def _start(self, key: jax.Array) -> tuple[State, Any]:
@@ -117,6 +131,11 @@ class Env:
             sim, data = self._next_start(*ended, sim, data)
         obs = self._observe(sim, data)
         zero = jnp.zeros((), obs.dtype)
+        low, high = self.observation_delay
+        lag = jnp.asarray(low, jnp.int32)
+        if high > low:
+            lag = jax.random.randint(jax.random.fold_in(episode_key, 1), (), low, high + 1, jnp.int32)
+        slots = high + 1 if high else 0
         return EnvState(
             sim=sim,
             data=data,
@@ -134,6 +153,8 @@ class Env:
             key=next_key,
             steps=jnp.zeros((), jnp.int32),
             episode_return=zero,
+            observations=jnp.broadcast_to(obs, (slots, obs.shape[0])),
+            observation_lag=lag,
         )
 
     def step(self, env_state: EnvState, action: jax.Array) -> EnvState:
@@ -163,7 +184,7 @@ class Env:
         finite = jnp.isfinite(action)
         action = jnp.where(finite, action, jnp.zeros_like(action))
         sim, data, reward, terminated, metrics = self._transition(env_state.sim, env_state.data, action)
-        obs = self._observe(sim, data)
+        observations, obs = _delayed(env_state, self._observe(sim, data))
         steps = env_state.steps + 1
         truncated = (steps >= self.episode_steps) & ~terminated
         done = terminated | truncated
@@ -185,6 +206,8 @@ class Env:
             key=env_state.key,
             steps=steps,
             episode_return=episode_return,
+            observations=observations,
+            observation_lag=env_state.observation_lag,
         )
         if not self.auto_reset:
             return stepped
@@ -200,6 +223,8 @@ class Env:
             key=pick(fresh.key, env_state.key),
             steps=pick(fresh.steps, steps),
             episode_return=pick(fresh.episode_return, episode_return),
+            observations=pick(fresh.observations, observations),
+            observation_lag=pick(fresh.observation_lag, env_state.observation_lag),
         )
 
 
@@ -214,3 +239,24 @@ def resetting_env(env: Any, adapter: str) -> Env:
     if not env.auto_reset:
         raise ArgumentError(f"{adapter} needs an environment with auto_reset=True (jaxmor resets the worlds)")
     return env
+
+
+def _delayed(env_state: EnvState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(observations, seen)``: the ring with ``obs`` pushed in front, and the observation ``observation_lag``
+    steps back (``obs`` itself without a delay)."""
+    if env_state.observations.shape[0] == 0:
+        return env_state.observations, obs
+    observations = jnp.concatenate([obs[None], env_state.observations[:-1]])
+    return observations, observations[env_state.observation_lag]
+
+
+def _delay_range(value: Any) -> tuple[int, int]:
+    """``observation_delay`` as ``(low, high)`` ints, ``0 <= low <= high``."""
+    pair = value if isinstance(value, (tuple, list)) else (value, value)
+    ints = len(pair) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
+    if not ints or not 0 <= pair[0] <= pair[1]:
+        raise ArgumentError(
+            f"observation_delay must be an int >= 0 or a (low, high) pair of ints with 0 <= low <= high [control "
+            f"steps], got {value!r}"
+        )
+    return int(pair[0]), int(pair[1])

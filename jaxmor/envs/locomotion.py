@@ -192,6 +192,9 @@ class Locomotion(Env):
         curriculum: start every world on the terrain's first level and move it a level up or down at each
             automatic reset by how far it walked (:meth:`_next_start`); without it, starts are uniform over
             the cells.
+        observation_delay: the policy's observation delay [control steps], an int or a ``(low, high)`` range drawn
+            per world at every reset (:class:`jaxmor.envs.Env`; the sensors' latency, beside the command delay of
+            the randomization's ``actuator.delay``); 0 (the default): none.
 
     Raises:
         ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
@@ -237,8 +240,9 @@ class Locomotion(Env):
         terrain: Terrain | None = None,
         height_scan: tuple[int, int, float] | None = None,
         curriculum: bool = False,
+        observation_delay: int | tuple[int, int] = 0,
     ):
-        super().__init__(episode_steps, auto_reset)
+        super().__init__(episode_steps, auto_reset, observation_delay)
         kp, kd, action_scale, timestep, joint_noise = _physical_parameters(kp, kd, action_scale, timestep, joint_noise)
         if min_base_height is not None:
             min_base_height = as_nonnegative(min_base_height, "min_base_height")
