@@ -48,6 +48,7 @@ from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
 from jaxmor.io.mesh import MAX_HULL_VERTICES, padded
 from jaxmor.io.mjcf import parse_mjcf
+from jaxmor.io.mjcf_actuators import delay_steps
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_line
 from jaxmor.io.mjcf_pairs import difference_line
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
@@ -754,6 +755,7 @@ def _compile_affine(model: Model, description: RobotDescription):
     v_index = dict(zip(model.joint_names, model.joint_u, strict=True))
     tendons = {name: i for i, name in enumerate(model.tendons.names)}
     seen: dict[str, str] = {}
+    delays: list[int] = []
     for a in description.affine_actuators:
         try:
             if a.joint and a.joint in seen:
@@ -768,9 +770,11 @@ def _compile_affine(model: Model, description: RobotDescription):
                 )
             )
             compile_affine(definitions[-1:], q_index, v_index, tendons)
+            delays.append(delay_steps(a, float(np.asarray(model.opt.timestep))))
         except ArgumentError as err:
             raise ModelError(description.source, a.line, f"actuator '{a.name}': {err}") from None
-    return compile_affine(definitions, q_index, v_index, tendons)
+    affine = compile_affine(definitions, q_index, v_index, tendons)
+    return affine.replace(delay=jnp.asarray(np.asarray(delays, np.float64), affine.delay.dtype))
 
 
 def _initial_q(description: RobotDescription, bodies, tables: dict, dof) -> np.ndarray:

@@ -339,6 +339,10 @@ class AffineActuator:
         bias: ``biasprm[0:3]``.
         ctrl_range, force_range: ``(lower, upper)``, ``None`` where unlimited.
         tendon: the pulled fixed tendon (``""`` for an actuator on a joint).
+        delay: MuJoCo's ``delay`` of its control [s] (``>= 0``; whole steps when the model is built,
+            :func:`jaxmor.io.mjcf_actuators.delay_steps`).
+        nsample: MuJoCo's ``nsample``, the control history's length [samples] (``>= 0``).
+        interp: MuJoCo's ``interp``: ``"zoh"``, ``"linear"`` or ``"cubic"``.
     """
 
     name: str
@@ -350,6 +354,9 @@ class AffineActuator:
     ctrl_range: tuple[float, float] | None
     force_range: tuple[float, float] | None
     tendon: str = ""
+    delay: float = 0.0
+    nsample: int = 0
+    interp: str = "zoh"
 
 
 @dataclass

@@ -43,13 +43,14 @@ positive, LuGre constants jaxmor's model refuses (``F_S < F_C``, ``v_S <= 0``), 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
-from jaxmor.errors import brief_repr
+from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.io.actuators import ActuatorDefinition
 from jaxmor.io.description import AffineActuator
 from jaxmor.io.mjcf_document import (
@@ -139,7 +140,8 @@ def read_actuators(
         tendon = v.text("tendon")
         if tendon is not None and kind != "dcmotor":
             inherited = _inherited(doc, classes, el, v, name) if kind == "position" else False
-            out.append(_on_tendon(v, kind, name, (tendon, joint), tendon_ranges or {}, compiler.autolimits, inherited))
+            actuator = _on_tendon(v, kind, name, (tendon, joint), tendon_ranges or {}, compiler.autolimits, inherited)
+            out.append(_with_delay(v, actuator))
             continue
         if not joint:
             raise v.error(f"actuator {name!r} needs a joint or a fixed tendon (the transmissions jaxmor supports)")
@@ -164,8 +166,51 @@ def read_actuators(
         else:
             ctrl = limited_range(v, "ctrl", name, compiler.autolimits)
         force = limited_range(v, "force", name, compiler.autolimits)
-        out.append(AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force))
+        out.append(_with_delay(v, AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force)))
     return out
+
+
+#: MuJoCo's interpolations of a delayed control between its samples.
+INTERPOLATIONS = ("zoh", "linear", "cubic")
+
+
+def _with_delay(v: Values, actuator: AffineActuator) -> AffineActuator:
+    """``actuator`` with the element's ``delay`` [s], ``nsample`` and ``interp`` (checked here; turned into whole
+    steps with the model's time step by :func:`delay_steps`)."""
+    delay = v.number("delay", 0.0)
+    nsample = v.integer("nsample", 0)
+    interp = v.text("interp", "zoh")
+    if not (math.isfinite(delay) and delay >= 0):
+        raise v.error(f"actuator {actuator.name!r}: delay must be finite and >= 0 [s], got {delay!r}")
+    if nsample < 0:
+        raise v.error(f"actuator {actuator.name!r}: nsample must be >= 0, got {nsample}")
+    if interp not in INTERPOLATIONS:
+        raise v.error(f"actuator {actuator.name!r}: interp must be one of {INTERPOLATIONS}, got {interp!r}")
+    if delay > 0 and nsample < 1:
+        raise v.error(f"actuator {actuator.name!r}: a delay needs a history: nsample >= 1 (MuJoCo's rule)")
+    return dataclasses.replace(actuator, delay=delay, nsample=nsample, interp=interp)
+
+
+def delay_steps(actuator: AffineActuator, timestep: float) -> int:
+    """The whole physics steps that MuJoCo delays ``actuator``'s control by at ``timestep`` [s]: with ``interp="zoh"``
+    the sample at or before ``t - delay``, ``ceil(delay / timestep)`` steps, at most ``nsample`` (the history's
+    length; measured against MuJoCo 4.0, tests/test_drive_train.py).
+
+    Raises:
+        ArgumentError: a delay between two steps with ``interp`` ``"linear"`` or ``"cubic"`` (MuJoCo then blends
+            two samples; jaxmor delays by whole steps).
+    """
+    if actuator.delay == 0:
+        return 0
+    ratio = actuator.delay / timestep
+    whole = round(ratio)
+    on_step = abs(ratio - whole) <= 1e-9 * max(ratio, 1.0)
+    if not on_step and actuator.interp != "zoh":
+        raise ArgumentError(
+            f"delay {actuator.delay!r} s is {ratio:.6g} time steps: interp={actuator.interp!r} would blend two "
+            'samples, and jaxmor delays by whole steps; give a multiple of the time step or interp="zoh"'
+        )
+    return min(whole if on_step else math.ceil(ratio), actuator.nsample)
 
 
 def _on_tendon(v: Values, kind: str, name: str, target, tendon_ranges, autolimits: bool, inherited: bool):

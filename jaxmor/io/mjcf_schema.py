@@ -215,7 +215,9 @@ SPECS: dict[str, ElementSpec] = {
 }
 
 #: Attributes of every affine actuator element: the transmission, the common ones, and the refused ones.
-_ACTUATOR_COMMON = "name class joint jointinparent tendon gear ctrlrange ctrllimited forcerange forcelimited"
+_ACTUATOR_COMMON = (
+    "name class joint jointinparent tendon gear ctrlrange ctrllimited forcerange forcelimited delay nsample interp"
+)
 _ACTUATOR_IGNORED = "group user lengthrange"
 _TRANSMISSION = "only joint and fixed-tendon transmissions (joint=..., tendon=...) are supported"
 _ACTUATOR_REFUSED = {
@@ -227,9 +229,6 @@ _ACTUATOR_REFUSED = {
     "cranklength": (zero, "slider-crank transmissions are not supported: " + _TRANSMISSION),
     "armature": (zero, "actuator armature is not supported: give the joint's armature"),
     "damping": (zero, "actuator damping is not supported: give the joint's damping"),
-    "delay": (zero, "actuator delays are not supported"),
-    "nsample": (zero, "actuator delays are not supported"),
-    "interp": (value("zoh"), "actuator delays are not supported"),
 }
 
 
