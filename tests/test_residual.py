@@ -160,8 +160,6 @@ def test_the_residual_is_refused_where_it_cannot_go(rig, tmp_path):
     learned = jaxmor.with_residual(model, rig["net"])
     with pytest.raises(ArgumentError, match="learned residual"):
         jaxmor.combine(learned, model, prefix="b_")
-    with pytest.raises(ArgumentError):
-        jaxmor.export_world(tmp_path / "w.xml", learned, jaxmor.init_state(learned))
     assert not jaxmor.with_residual(learned, None).actuators.residual.enabled
 
 
@@ -216,3 +214,48 @@ def test_every_prediction_of_the_fitted_model_stays_in_the_region(lugre_fits):
         lower, upper = jax.vmap(lambda s: jaxmor.actuator_torque_bounds(model, s))(before)
         applied = GEAR * np.asarray(traj.actuator_state.motor_torque)
         assert np.all(applied <= np.asarray(upper) + 1e-12) and np.all(applied >= np.asarray(lower) - 1e-12)
+
+
+def test_a_world_file_saves_and_loads_the_residual(rig, tmp_path):
+    """``export_world`` writes the weights beside the world file (``<residual file=.../>``), ``load_world`` reads them
+    back: the loaded world steps bitwise as the one saved, mid-run (the residual's history is in the state)."""
+    learned = jaxmor.with_residual(rig["model"], rig["acting"])
+    run, torques = rig["run"], rig["torques"]
+    state, _ = run(learned, jaxmor.init_state(learned), torques[:20])
+    path = tmp_path / "turntable_world.xml"
+    jaxmor.export_world(learned, state, path)
+    assert (tmp_path / "turntable_world.residual.npz").is_file()
+    model, loaded = jaxmor.load_world(path)
+    assert model.actuators.residual.active == (True,) and model.actuators.residual.history == 3
+    np.testing.assert_array_equal(loaded.actuator_history, state.actuator_history)
+    _, want = run(learned, state, torques[20:])
+    _, got = run(model, loaded, torques[20:])
+    np.testing.assert_array_equal(got.q, want.q)
+    np.testing.assert_array_equal(got.actuator_state.motor_torque, want.actuator_state.motor_torque)
+
+
+def test_a_bad_residual_file_names_the_world_file_and_line(rig, tmp_path):
+    learned = jaxmor.with_residual(rig["model"], rig["acting"])
+    path = tmp_path / "w.xml"
+    jaxmor.export_world(learned, jaxmor.init_state(learned), path)
+    text = path.read_text()
+    line = text[: text.index("<residual")].count("\n") + 1
+    weights = tmp_path / "w.residual.npz"
+    good = dict(np.load(weights))
+    cases = [
+        (text.replace('file="w.residual.npz"', 'file="../w.residual.npz"'), None, "inside the world file's folder"),
+        (text, {**good, "actuators": np.asarray(["elbow"])}, r"acts on actuators \['elbow'\]"),
+        (text, {**good, "w_in": good["w_in"][:2]}, r"residual.w_in must have shape"),
+        (text, {k: v for k, v in good.items() if k != "b_out"}, r"a residual file holds"),
+    ]
+    for world, arrays, message in cases:
+        path.write_text(world)
+        if arrays is not None:
+            np.savez(weights, **arrays)
+        with pytest.raises(jaxmor.ModelError, match=message) as err:
+            jaxmor.load_world(path)
+        assert str(err.value).startswith(f"{path}:{line}:")
+    weights.write_bytes(b"not a zip")
+    path.write_text(text)
+    with pytest.raises(jaxmor.ModelError, match="is not a residual weights file"):
+        jaxmor.load_world(path)

@@ -162,3 +162,41 @@ def _check_shapes(leaves: dict[str, jax.Array], features: int) -> None:
                 f"residual.{name} must have shape ({expected}) (F = 3 history inputs, W units, L extra layers), "
                 f"got {shape}"
             )
+
+
+def residual_arrays(model: Model) -> dict[str, np.ndarray]:
+    """The model's residual as plain arrays for a weights file (``numpy.savez``): its leaves, ``history`` and the names
+    of the actuators it acts on (:func:`residual_from_arrays` reads them back)."""
+    net = model.actuators.residual
+    arrays = {name: np.asarray(getattr(net, name)) for name in _SHAPES}
+    active = [n for n, on in zip(model.actuators.names, net.active, strict=True) if on]
+    return {**arrays, "history": np.asarray(net.history, np.int64), "actuators": np.asarray(active, dtype=str)}
+
+
+def residual_from_arrays(model: Model, arrays: Any) -> Model:
+    """``model`` with the residual a weights file holds (:func:`residual_arrays`' layout; ``arrays`` maps names to
+    arrays, e.g. an ``np.load`` of it with ``allow_pickle=False``).
+
+    Raises:
+        ArgumentError: a missing or extra entry, a history that is not one int ``>= 1``, an actuator the model does
+            not have, or a leaf :func:`with_residual` refuses (shape, finiteness, dtype range).
+    """
+    names = {*_SHAPES, "history", "actuators"}
+    found = set(arrays)
+    if found != names:
+        raise ArgumentError(f"a residual file holds {sorted(names)}, got {sorted(found)}")
+    history = np.asarray(arrays["history"])
+    if history.shape != () or history.dtype.kind not in "iu" or int(history) < 1:
+        raise ArgumentError(f"the residual's history must be one int >= 1, got {history!r}")
+    acting = [str(a) for a in np.asarray(arrays["actuators"]).reshape(-1)]
+    unknown = [a for a in acting if a not in model.actuators.names]
+    if unknown:
+        raise ArgumentError(
+            f"the residual acts on actuators {unknown}, not in the model's {list(model.actuators.names)}"
+        )
+    leaves = {name: np.asarray(arrays[name]) for name in _SHAPES}
+    bad = [name for name, leaf in leaves.items() if leaf.dtype.kind != "f"]
+    if bad:
+        raise ArgumentError(f"the residual's {bad} must be floating-point arrays")
+    active = tuple(n in acting for n in model.actuators.names)
+    return with_residual(model, ResidualNetwork(**leaves, history=int(history), active=active))

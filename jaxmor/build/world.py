@@ -13,6 +13,7 @@ A world file (the actuator spec's world export) is XML::
       <actuators motor_operating_region_enforced="true">                   <!-- jaxmor.export_actuators -->
         <actuator name="LF_HFE" joint="LF_HFE" gear_ratio="10.0" ... torque="3.5"> <motor .../> </actuator>
       </actuators>
+      <residual file="world.residual.npz"/>      <!-- a learned residual: its weights, beside the world file -->
       <state dtype="float64">
         <value name="q" shape="19">0.0 0.0 0.52 1.0 ...</value>             <!-- every field of the State -->
       </state>
@@ -36,6 +37,7 @@ import math
 import os
 import shutil
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +48,7 @@ from lxml import etree
 
 from jaxmor.build.actuators import export_actuators, get_actuators, with_actuators
 from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
+from jaxmor.build.learned import residual_arrays, residual_from_arrays
 from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, locate_actuator_file
@@ -173,6 +176,8 @@ def export_world(
     fmt = _format(model)
     options, base = _loading_options(model, fmt, package_dirs, actuator_dirs)
     expected = _world_model(base, model, state)
+    if model.actuators.residual.enabled:
+        expected = residual_from_arrays(expected, residual_arrays(model))
     voltages = model.actuators.motor.replace(bus_voltage=jnp.asarray(state.bus_voltage, model.body_mass.dtype))
     current = model.replace(actuators=model.actuators.replace(motor=voltages)) if model.na else model
     difference = _first_difference(expected, current)
@@ -203,6 +208,11 @@ def export_world(
             f'internal_resistance="{_text(model.battery.internal_resistance)}"/>'
         )
     lines += ["  " + line for line in export_actuators(model, state).splitlines()]
+    if model.actuators.residual.enabled:
+        weights = Path(path).with_suffix(".residual.npz")
+        with writing("export_world", "path", weights):
+            np.savez(weights, **residual_arrays(model))
+        lines.append(f'  <residual file="{weights.name}"/>')
     lines.append(f'  <state dtype="{np.dtype(state.q.dtype).name}">')
     for name, value in _state_fields(state):
         if name in _IN_ACTUATORS:
@@ -262,7 +272,7 @@ def load_world(
         name = tag(el)
         if name is None:
             continue
-        if name not in ("robot", "options", "ground", "battery", "actuators", "state") or name in children:
+        if name not in ("robot", "options", "ground", "battery", "actuators", "residual", "state") or name in children:
             raise ModelError(source, el.sourceline, f"unexpected element <{name}> in <jaxmor_world>")
         children[name] = el
     for needed in ("robot", "options", "state"):
@@ -283,7 +293,29 @@ def load_world(
             bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),  # as written (a battery's sag too)
             mor_enforced=jnp.asarray(enforced),
         )
+    if "residual" in children:
+        model = _read_residual(children["residual"], source, folder, model)
+        state = state.replace(actuator_history=init_state(model).actuator_history)
     return model, _read_state(children["state"], source, model, state)
+
+
+def _read_residual(el, source: str, folder: Path, model: Model) -> Model:
+    """The model with the learned residual of a ``<residual file="..."/>`` element: a weights file in the world
+    file's folder (:func:`jaxmor.build.learned.residual_arrays`), read without pickles."""
+    check_attributes(el, ("file",), source)
+    file = el.get("file")
+    path = (folder / file).resolve() if file else None
+    if path is None or folder not in path.parents or not readable_file(path):
+        raise ModelError(
+            source, el.sourceline, f"<residual> needs a file inside the world file's folder; {shortened(file)!r} is not"
+        )
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            return residual_from_arrays(model, {k: arrays[k] for k in arrays.files})
+    except ArgumentError as err:
+        raise ModelError(source, el.sourceline, f"the residual in {shortened(file)!r}: {err}") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
+        raise ModelError(source, el.sourceline, f"{shortened(file)!r} is not a residual weights file ({err})") from None
 
 
 def _load_robot(el, source: str, folder: Path, package_dirs, actuator_dirs) -> Model:
