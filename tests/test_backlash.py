@@ -389,3 +389,19 @@ def test_the_mjcf_extension_gives_the_backlash(tmp_path):
     np.testing.assert_array_equal(model.actuators.backlash.width, [0.02])
     np.testing.assert_array_equal(model.actuators.backlash.inertia, [0.003])
     np.testing.assert_array_equal(model.dof_armature, [0.0])
+
+
+def test_a_world_file_keeps_a_file_given_backlash_and_the_play(tmp_path):
+    model = jaxmor.load_urdf(_turntable_with(tmp_path, '<backlash width="0.1"/>'))
+    state = jaxmor.set_actuator_torques(model, jaxmor.init_state(model), [TAU])
+    run = jax.jit(lambda m, s: jaxmor.rollout(m, s, n_steps=30))
+    state, _ = run(model, state)
+    assert float(state.backlash_play[0]) != 0.0
+    jaxmor.export_world(model, state, tmp_path / "world.xml")
+    loaded_model, loaded = jaxmor.load_world(tmp_path / "world.xml")
+    assert loaded_model.actuators.backlash.active == (True,)
+    np.testing.assert_array_equal(loaded.backlash_play, state.backlash_play)
+    np.testing.assert_array_equal(run(loaded_model, loaded)[1].q, run(model, state)[1].q)
+    edited = jaxmor.with_backlash(jaxmor.load_urdf(_turntable_with(tmp_path / "b", "")), width=0.1)
+    with pytest.raises(ArgumentError, match="dof_armature differs"):  # set in Python: a checkpoint holds it
+        jaxmor.export_world(edited, jaxmor.init_state(edited), tmp_path / "edited.xml")
