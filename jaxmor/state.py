@@ -105,8 +105,8 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
         controller_integral=jnp.zeros((model.na,), dtype),
         controller_torque=jnp.zeros((model.na,), dtype),
-        backlash_play=jnp.zeros((model.na,), dtype),
-        backlash_rate=jnp.zeros((model.na,), dtype),
+        backlash_play=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
+        backlash_rate=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
     )
 
 
@@ -141,6 +141,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     counts["ne"] = model.equality.rows
     counts["nd"] = delay_slots(model)
     counts["nhist"] = history_length(model.actuators.residual)
+    counts["nbl"] = sum(model.actuators.backlash.active)
     shapes = {}
     for field in dataclasses.fields(State):
         shape = tuple(counts.get(d, d) for d in field.metadata["dims"])
@@ -593,8 +594,8 @@ def reset_actuator_state(model: Model, state: State) -> State:
         ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
         controller_integral=jnp.zeros((model.na,), dtype),
         controller_torque=jnp.zeros((model.na,), dtype),
-        backlash_play=jnp.zeros((model.na,), dtype),
-        backlash_rate=jnp.zeros((model.na,), dtype),
+        backlash_play=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
+        backlash_rate=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
     )
 
 

@@ -873,7 +873,8 @@ def _field(dims: tuple, guard: str | None = None, control: bool = False):
     """A State field and what the code derives from its declaration (``dataclasses.fields(State)`` metadata):
 
     * ``dims``: the shape of one world's value, in the model's counts (``"nq"``, ``"nv"``, ``"na"``, ``"nu"``,
-      ``"nc"`` the contact slots of the budget, ``"nd"`` the command buffers' slots) and integers; every leaf of a
+      ``"nc"`` the contact slots of the budget, ``"nd"`` the command buffers' slots, ``"nbl"`` the actuators with
+      backlash) and integers; every leaf of a
       nested field (ActuatorState, MotorState) has it;
     * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
       ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
@@ -953,9 +954,9 @@ class State:
             rad s of motor angle] (:class:`jaxmor.DriveController`).
         controller_torque: (na,) the drive controllers' torque held since their last update [Nm or N, at the
             gear outputs].
-        backlash_play: (na,) each rotor's angle minus its driven joint's, on the joint side of the gear [rad or m],
-            in ``[-width/2, width/2]`` (:class:`Backlash`; zero without backlash).
-        backlash_rate: (na,) its rate, the rotor's velocity minus the joint's [rad/s or m/s].
+        backlash_play: (nbl,) for each actuator with backlash (:class:`Backlash`, in actuator order; none without),
+            its rotor's angle minus its gear output's, on the joint side [rad or m], in ``[-width/2, width/2]``.
+        backlash_rate: (nbl,) its rate, the rotor's velocity minus the gear output's [rad/s or m/s].
         invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
             ``jit``, where the setters cannot check values): a time step that is not positive and finite
             (the world does not advance, as for ``nonfinite``), or an actuator that is not valid (it
@@ -1004,5 +1005,5 @@ class State:
     controller_integral: jax.Array = _field(dims=("na",), guard="finite")
     controller_torque: jax.Array = _field(dims=("na",), guard="finite")
     # Backlash: the rotors' play in the gears.
-    backlash_play: jax.Array = _field(dims=("na",), guard="bounded")
-    backlash_rate: jax.Array = _field(dims=("na",), guard="bounded")
+    backlash_play: jax.Array = _field(dims=("nbl",), guard="bounded")
+    backlash_rate: jax.Array = _field(dims=("nbl",), guard="bounded")

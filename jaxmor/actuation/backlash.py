@@ -54,15 +54,15 @@ def active_mask(model: Model, dtype) -> jax.Array:
 
 def _view_shift(model: Model, play: jax.Array) -> jax.Array:
     """(nb,) what the view adds to the backlash joints' coordinates (or velocities) for a play (or its rate) ``play``
-    (na,): the ``d`` with ``T_b[:, joints_b] d = G_b play_b``, so that each motor's transmission ``T_a`` reads its
+    (nb,): the ``d`` with ``T_b[:, joints_b] d = G_b play_b``, so that each motor's transmission ``T_a`` reads its
     rotor, ``G_a`` times its gear output plus its play, also where it is coupled to another backlash joint (without
     couplings ``d = play``). Solved by :func:`jaxmor.math.gauss_jordan` (no LAPACK)."""
     act, dofs = backlash_actuators(model), backlash_dofs(model)
     transmission = model.actuators.transmission.astype(play.dtype)[act][:, dofs]
     gear = model.actuators.gear_ratio.astype(play.dtype)[act]
     if not model.actuators.coupling_actuator:
-        return play[act]
-    return gauss_jordan(transmission, (gear * play[act])[:, None])[:, 0]
+        return play
+    return gauss_jordan(transmission, (gear * play)[:, None])[:, 0]
 
 
 def rotor_view(model: Model, state: State) -> State:
@@ -105,8 +105,10 @@ def free_rotor_velocity(model: Model, state: State, torque: jax.Array, slope: ja
     """``(w_free, 1/m)`` (nb,) of the rotors: their end-of-step velocity without the teeth's impulse and the inverse
     of their effective inertia ``m = I_r + h c`` (``torque`` the actuators' torque on them, ``slope`` ``c``)."""
     dtype = state.u.dtype
+    if not model.actuators.backlash.any_active:  # no operation in the compiled step
+        return jnp.zeros(0, dtype), jnp.zeros(0, dtype)
     h = jnp.asarray(model.opt.timestep, dtype)
-    velocity = _output_matrix(model, dtype) @ state.u + state.backlash_rate[backlash_actuators(model)]
+    velocity = _output_matrix(model, dtype) @ state.u + state.backlash_rate
     inverse = 1.0 / (rotor_inertia(model, dtype) + h * slope)
     return velocity + h * torque * inverse, inverse
 
@@ -120,9 +122,11 @@ def gap_jacobian(model: Model, dtype) -> jax.Array:
 def gap_limits(model: Model, state: State) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(lower, upper, play)`` (nb,) of the teeth rows: ``-+width/2`` and the play at the step's start [rad or m]."""
     dtype = state.u.dtype
+    if not model.actuators.backlash.any_active:
+        return jnp.zeros(0, dtype), jnp.zeros(0, dtype), jnp.zeros(0, dtype)
     act = backlash_actuators(model)
     half = 0.5 * jnp.asarray(model.actuators.backlash.width, dtype)[act]
-    return -half, half, state.backlash_play[act]
+    return -half, half, state.backlash_play
 
 
 def rotor_velocities(
@@ -130,27 +134,27 @@ def rotor_velocities(
 ) -> tuple[jax.Array, jax.Array]:
     """``(w_next, w_pos)`` (nb,): the rotors' end-of-step velocity and position-correction pseudo-velocity from the
     teeth rows' impulses of the velocity and the position problems."""
+    if not free_velocity.shape[0]:
+        return free_velocity, free_velocity
     return free_velocity + inverse_inertia * impulse, inverse_inertia * correction
 
 
 def next_play(
     model: Model, state: State, u_next: jax.Array, u_pos: jax.Array, rotor: tuple[jax.Array, jax.Array]
 ) -> tuple[jax.Array, jax.Array]:
-    """``(backlash_play, backlash_rate)`` (na,) at the end of the step, from the joints' ``u_next``, ``u_pos`` and
+    """``(backlash_play, backlash_rate)`` (nb,) at the end of the step, from the joints' ``u_next``, ``u_pos`` and
     the rotors' ``(w_next, w_pos)`` (:func:`rotor_velocities`)."""
     if not model.actuators.backlash.any_active:
         return state.backlash_play, state.backlash_rate
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
-    act = backlash_actuators(model)
     output = _output_matrix(model, state.u.dtype)
     w_next, w_pos = rotor
     rate = w_next - output @ u_next
-    play = state.backlash_play[act] + h * (rate + w_pos - output @ u_pos)
-    return state.backlash_play.at[act].set(play), state.backlash_rate.at[act].set(rate)
+    return state.backlash_play + h * (rate + w_pos - output @ u_pos), rate
 
 
 def rotor_velocity_view(model: Model, u: jax.Array, rate: jax.Array) -> jax.Array:
-    """(nv,) ``u`` as the actuators see it (:func:`rotor_view`) for the plays' rates ``rate`` (na,)."""
+    """(nv,) ``u`` as the actuators see it (:func:`rotor_view`) for the plays' rates ``rate`` (nb,)."""
     if not model.actuators.backlash.any_active:
         return u
     return u.at[backlash_dofs(model)].add(_view_shift(model, rate))

@@ -539,6 +539,8 @@ def teeth_impulse(model: Model, impulses: Impulses) -> jax.Array:
     """(nb,) the gear teeth rows' impulses (the last joint rows before the equality rows) [Nm s or N s], of either
     problem; what the rotor feels, ``+lam``, its joint ``-lam`` (:mod:`jaxmor.actuation.backlash`)."""
     nb = backlash_dofs(model).size
+    if not nb:
+        return jnp.zeros(0, impulses.friction.dtype)
     rows = impulses.friction + impulses.limit
     return rows[rows.shape[0] - nb :]
 
