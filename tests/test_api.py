@@ -10,8 +10,8 @@ import jaxmor
 
 PUBLIC = [
     "ActuatorCoupling", "ActuatorDefinition", "ActuatorState", "AffineActuatorDefinition", "AffineActuators",
-    "ArgumentError", "Backlash", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution", "DriveController",
-    "DriveControllerDefinition", "Equalities",
+    "ArgumentError", "Backlash", "Battery", "CoggingModel", "Contacts", "DcMotorParameters", "Distribution",
+    "DriveController", "DriveControllerDefinition", "Equalities",
     "GeomType", "HeightField",
     "JaxmorError", "JointType", "Keyframe", "LugreModel", "Model", "ModelError", "MotorActuators", "MotorSaturation",
     "MotorState", "MotorTorqueBounds", "MujocoDifferenceWarning", "Options", "Poses", "ResidualNetwork",
