@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -21,15 +22,17 @@ from jaxmor.actuation.controller import controller_definition
 from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import features_of
+from jaxmor.build.learned import residual_from_file, save_residual
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import (
     ActuatorCoupling,
     ActuatorDefinition,
     BacklashDefinition,
-    actuators_from_xml,
+    actuators_from_element,
     actuators_to_xml,
 )
-from jaxmor.io.xml import looks_like_xml
+from jaxmor.io.residual_file import read_residual
+from jaxmor.io.xml import looks_like_xml, parse_xml
 from jaxmor.state import reset_actuator_state
 from jaxmor.types import Model, State
 
@@ -104,7 +107,7 @@ def _backlash_definition(act, i: int) -> BacklashDefinition | None:
     return BacklashDefinition(float(act.backlash.width[i]), float(act.backlash.inertia[i]))
 
 
-def export_actuators(model: Model, state: State) -> str:
+def export_actuators(model: Model, state: State, residual_file: str | os.PathLike | None = None) -> str:
     """The current actuators as an ``<actuators>`` XML element (the spec's world export).
 
     It holds every actuator with its model inline (including actuators set with
@@ -114,10 +117,23 @@ def export_actuators(model: Model, state: State) -> str:
     Args:
         model: an unbatched model.
         state: an unbatched state of a world of it.
+        residual_file: where to write the model's learned residual (a weights file, ``.npz``:
+            :mod:`jaxmor.io.residual_file`); the element then names it by its file name
+            (``<residual file="go2_residual.npz"/>``), so save the XML in the same folder. ``None``: the
+            residual is not written.
+
+    Raises:
+        ArgumentError: a ``residual_file`` for a model without a residual, or one that cannot be written.
     """
     torques = np.asarray(state.actuator_torque, dtype=float)
     enforced = bool(np.asarray(state.mor_enforced))
-    return actuators_to_xml(get_actuators(model, state), torques, enforced)
+    name = None
+    if residual_file is not None:
+        if not model.actuators.residual.enabled:
+            raise ArgumentError("export_actuators: the model has no learned residual to write to residual_file")
+        save_residual(model, residual_file, "export_actuators")
+        name = Path(residual_file).name
+    return actuators_to_xml(get_actuators(model, state), torques, enforced, name)
 
 
 def import_actuators(
@@ -130,10 +146,11 @@ def import_actuators(
 ) -> tuple[Model, State]:
     """Replace a model's actuators with those of an ``<actuators>`` element (see :func:`export_actuators`).
 
-    The element holds both model data (the actuators) and state data (bus voltages, commanded torques,
-    the monitor mode), so the result is the new model and the state that goes with it: the state's actuator
-    inputs are reset for the new actuators (:func:`jaxmor.reset_actuator_state`: actuator PD gains and targets
-    zeroed, motors at ambient), then the element's voltages, torques and mode are set; affine controls are kept.
+    The element holds both model data (the actuators, a learned residual's weights file) and state data (bus
+    voltages, commanded torques, the monitor mode), so the result is the new model and the state that goes with
+    it: the state's actuator inputs are reset for the new actuators (:func:`jaxmor.reset_actuator_state`: actuator
+    PD gains and targets zeroed, motors at ambient), then the element's voltages, torques and mode are set; affine
+    controls are kept. The model has the element's residual (``<residual file>``), or none.
 
     Args:
         model: the model.
@@ -144,14 +161,19 @@ def import_actuators(
         actuator_dirs: more directory trees where linked actuator files may be read.
 
     Raises:
-        ModelError: an invalid element or actuator (file and line named), or actuators that do not fit
-            the model's joints.
+        ModelError: an invalid element or actuator (file and line named), actuators that do not fit the model's
+            joints, or a residual file that is missing or does not fit them.
     """
     base_dir = resource_dir
     if base_dir is None and not (isinstance(path_or_xml, str) and looks_like_xml(path_or_xml)):
         base_dir = os.path.dirname(os.path.abspath(path_or_xml))
-    definitions, torques, enforced = actuators_from_xml(path_or_xml, base_dir=base_dir, extra_dirs=actuator_dirs)
+    root, source = parse_xml(path_or_xml)
+    dirs = {"base_dir": base_dir, "extra_dirs": actuator_dirs}
+    definitions, torques, enforced = actuators_from_element(root, source, **dirs)
+    residual = read_residual(root, source, **dirs)
     new_model = with_actuators(model, definitions)
+    if residual is not None:
+        new_model = residual_from_file(new_model, residual)
     dtype = state.actuator_torque.dtype
     new_state = reset_actuator_state(new_model, state).replace(
         ctrl=state.ctrl,  # the affine actuators are not replaced

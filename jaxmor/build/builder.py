@@ -40,6 +40,7 @@ from jaxmor.actuation.compile import (
 from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.build.equality import compile_equalities
 from jaxmor.build.height_field import with_height_field
+from jaxmor.build.learned import residual_from_file
 from jaxmor.build.sensors import compile_sensors, compile_sites
 from jaxmor.build.tendons import compile_tendons, with_tendon_couplings
 from jaxmor.build.terrain import binned
@@ -451,6 +452,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         model = model.replace(actuators=compile_actuators(model, description.actuators))
         model = with_backlash_definitions(model, description.actuators)
     model = fitted_max_delay(model)
+    if description.residual is not None:
+        model = residual_from_file(model, description.residual)
     if description.keyframes:
         model = model.replace(keyframes=tuple(_keyframe(model, description, k) for k in description.keyframes))
     model = model.replace(sites=compile_sites(description, link_names, arr.dtype))

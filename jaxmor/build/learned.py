@@ -2,11 +2,13 @@
 
 The network and its place in the step are :mod:`jaxmor.actuation.residual`'s; it is fitted with
 :func:`jaxmor.sysid.fit` (``"residual"`` among the parameters) and saved with the model
-(:func:`jaxmor.save_checkpoint`).
+(:func:`jaxmor.save_checkpoint`), or as a weights file that a description, an actuator file or a world file names
+(:mod:`jaxmor.io.residual_file`; :func:`residual_arrays`, :func:`residual_from_file`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +18,9 @@ import numpy as np
 
 from jaxmor.actuation.residual import SIGNALS, ResidualNetwork, init_residual, no_residual
 from jaxmor.checks import as_key, as_positive_int, as_stored, concrete
-from jaxmor.errors import ArgumentError
+from jaxmor.errors import ArgumentError, ModelError, brief_repr
+from jaxmor.io.files import shortened, writing
+from jaxmor.io.residual_file import ResidualFile
 from jaxmor.model import resolve_actuator
 from jaxmor.types import Model
 
@@ -178,8 +182,8 @@ def residual_from_arrays(model: Model, arrays: Any) -> Model:
     arrays, e.g. an ``np.load`` of it with ``allow_pickle=False``).
 
     Raises:
-        ArgumentError: a missing or extra entry, a history that is not one int ``>= 1``, an actuator the model does
-            not have, or a leaf :func:`with_residual` refuses (shape, finiteness, dtype range).
+        ArgumentError: a missing or extra entry, a history that is not one int ``>= 1``, no actuator names or one
+            the model does not have, or a leaf :func:`with_residual` refuses (shape, finiteness, dtype range).
     """
     names = {*_SHAPES, "history", "actuators"}
     found = set(arrays)
@@ -188,7 +192,12 @@ def residual_from_arrays(model: Model, arrays: Any) -> Model:
     history = np.asarray(arrays["history"])
     if history.shape != () or history.dtype.kind not in "iu" or int(history) < 1:
         raise ArgumentError(f"the residual's history must be one int >= 1, got {history!r}")
-    acting = [str(a) for a in np.asarray(arrays["actuators"]).reshape(-1)]
+    names_array = np.asarray(arrays["actuators"])
+    if names_array.dtype.kind != "U" or names_array.ndim != 1 or names_array.size == 0:
+        raise ArgumentError(
+            f"the residual's actuators must be a non-empty list of actuator names, got {brief_repr(names_array)}"
+        )
+    acting = [str(a) for a in names_array]
     unknown = [a for a in acting if a not in model.actuators.names]
     if unknown:
         raise ArgumentError(
@@ -200,3 +209,27 @@ def residual_from_arrays(model: Model, arrays: Any) -> Model:
         raise ArgumentError(f"the residual's {bad} must be floating-point arrays")
     active = tuple(n in acting for n in model.actuators.names)
     return with_residual(model, ResidualNetwork(**leaves, history=int(history), active=active))
+
+
+def residual_from_file(model: Model, residual: ResidualFile) -> Model:
+    """``model`` with the residual a description's ``<residual file>`` element names (:mod:`jaxmor.io.residual_file`).
+
+    Raises:
+        ModelError: at the element's file and line, naming the weights file: what :func:`residual_from_arrays`
+            refuses (an unknown actuator, a history that does not match ``w_in``, a leaf of the wrong shape).
+    """
+    try:
+        return residual_from_arrays(model, residual.arrays)
+    except ArgumentError as err:
+        message = f"the residual in {shortened(residual.file)!r}: {err}"
+        raise ModelError(residual.source, residual.line, message) from None
+
+
+def save_residual(model: Model, path: str | os.PathLike, where: str) -> None:
+    """Write ``model``'s residual to the weights file ``path`` (:func:`residual_arrays`, ``numpy.savez``).
+
+    Raises:
+        ArgumentError: ``path`` cannot be written (the system's reason; ``where`` names the caller).
+    """
+    with writing(where, "the residual's weights file", path), open(path, "wb") as out:
+        np.savez(out, **residual_arrays(model))

@@ -37,7 +37,6 @@ import math
 import os
 import shutil
 import warnings
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,12 +47,14 @@ from lxml import etree
 
 from jaxmor.build.actuators import export_actuators, get_actuators, with_actuators
 from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
-from jaxmor.build.learned import residual_arrays, residual_from_arrays
+from jaxmor.build.learned import residual_arrays, residual_from_arrays, residual_from_file, save_residual
 from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, locate_actuator_file
 from jaxmor.io.files import readable_file, shortened, writing
 from jaxmor.io.mesh import resolve_mesh
+from jaxmor.io.mjcf import ACTUATORS_TEXT
+from jaxmor.io.residual_file import weights_file
 from jaxmor.io.xml import check_attributes, parse_float, parse_vector, parse_xml, tag
 from jaxmor.state import check_state, init_state, reset_actuator_state
 from jaxmor.types import Model, State
@@ -210,8 +211,7 @@ def export_world(
     lines += ["  " + line for line in export_actuators(model, state).splitlines()]
     if model.actuators.residual.enabled:
         weights = Path(path).with_suffix(".residual.npz")
-        with writing("export_world", "path", weights):
-            np.savez(weights, **residual_arrays(model))
+        save_residual(model, weights, "export_world")
         lines.append(f'  <residual file="{weights.name}"/>')
     lines.append(f'  <state dtype="{np.dtype(state.q.dtype).name}">')
     for name, value in _state_fields(state):
@@ -280,23 +280,30 @@ def load_world(
             raise ModelError(source, root.sourceline, f"the world file has no <{needed}>")
     model = _load_robot(children["robot"], source, folder, package_dirs, actuator_dirs)
     model = _apply_options(model, children, source)
-    dtype = model.body_mass.dtype
     state = init_state(model)
     if "actuators" in children:
-        element = children["actuators"]
-        definitions, torques, enforced = actuators_from_element(
-            element, source, base_dir=folder, extra_dirs=actuator_dirs
-        )
-        model = with_actuators(model, definitions)
-        state = reset_actuator_state(model, state).replace(
-            actuator_torque=jnp.asarray(np.asarray(torques, dtype=np.float64).reshape(model.na), dtype),
-            bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),  # as written (a battery's sag too)
-            mor_enforced=jnp.asarray(enforced),
-        )
+        model, state = _read_actuators(children["actuators"], source, folder, actuator_dirs, model, state)
     if "residual" in children:
         model = _read_residual(children["residual"], source, folder, model)
         state = state.replace(actuator_history=init_state(model).actuator_history)
     return model, _read_state(children["state"], source, model, state)
+
+
+def _read_actuators(element, source: str, folder: Path, actuator_dirs, model: Model, state: State):
+    """``(model, state)`` with the world's ``<actuators>``: the model's actuators replaced, the state's torques, bus
+    voltages and monitor mode the element's."""
+    inside = [c for c in element if tag(c) == "residual"]
+    if inside:
+        raise ModelError(source, inside[0].sourceline, "a world file's <residual> belongs at its top level")
+    definitions, torques, enforced = actuators_from_element(element, source, base_dir=folder, extra_dirs=actuator_dirs)
+    model = with_actuators(model, definitions)
+    dtype = model.body_mass.dtype
+    state = reset_actuator_state(model, state).replace(
+        actuator_torque=jnp.asarray(np.asarray(torques, dtype=np.float64).reshape(model.na), dtype),
+        bus_voltage=jnp.asarray(model.actuators.motor.bus_voltage, dtype),  # as written (a battery's sag too)
+        mor_enforced=jnp.asarray(enforced),
+    )
+    return model, state
 
 
 def _read_residual(el, source: str, folder: Path, model: Model) -> Model:
@@ -309,13 +316,7 @@ def _read_residual(el, source: str, folder: Path, model: Model) -> Model:
         raise ModelError(
             source, el.sourceline, f"<residual> needs a file inside the world file's folder; {shortened(file)!r} is not"
         )
-    try:
-        with np.load(path, allow_pickle=False) as arrays:
-            return residual_from_arrays(model, {k: arrays[k] for k in arrays.files})
-    except ArgumentError as err:
-        raise ModelError(source, el.sourceline, f"the residual in {shortened(file)!r}: {err}") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as err:
-        raise ModelError(source, el.sourceline, f"{shortened(file)!r} is not a residual weights file ({err})") from None
+    return residual_from_file(model, weights_file(file, path, source, el))
 
 
 def _load_robot(el, source: str, folder: Path, package_dirs, actuator_dirs) -> Model:
@@ -474,6 +475,9 @@ def export_package(
     the copied URDF names them there. MJCF: its includes are written into the one copied file; the files of its
     assets (meshes, textures, height fields, skins) go to ``out_dir/assets/`` (``<compiler assetdir="assets">``);
     jaxmor's actuator file (``jaxmor:actuators``) and the actuator files it links go to ``out_dir/actuators/``.
+    The model's learned residual (not the description's weights file) is written to ``out_dir/actuators/`` too and
+    referenced from the URDF or that actuator file (one made for an MJCF without it); a model without one gets a
+    package without one.
     Only files the loaders may read are copied: each must lie in the model's folders or the search path
     (:mod:`jaxmor.io.mesh`, :func:`jaxmor.io.actuators.resolve_actuator_file`); any other linked file refuses
     the export. The package is then loaded and checked against ``model``'s structure.
@@ -506,22 +510,30 @@ def export_package(
     with writing("export_package", "out_dir", out):
         out.mkdir(parents=True, exist_ok=True)
         if source.suffix.lower() == ".xml":
-            written = _package_mjcf(source, out, package_dirs, actuator_dirs)
+            written = _package_mjcf(source, out, package_dirs, actuator_dirs, model)
         else:
-            written = _package_urdf(source, out, package_dirs, actuator_dirs)
+            written = _package_urdf(source, out, package_dirs, actuator_dirs, model)
+    _check_package(model, written, out)
+    return written
+
+
+def _check_package(model: Model, written: Path, out: Path) -> None:
+    """Refuse (ArgumentError) a package that does not load into ``model``'s joints, actuators and residual."""
     load = load_mjcf if written.suffix.lower() == ".xml" else load_urdf
     with warnings.catch_warnings():  # the description's own warnings were given when it was loaded
         warnings.simplefilter("ignore")
         loaded = load(written, meshes="ignore" if model.mesh_geoms else "convex_hull")
-    if loaded.joint_names != model.joint_names or loaded.actuators.names != model.actuators.names:
-        raise ArgumentError(f"export_package: the package in {out} does not load into the model's joints and actuators")
-    return written
+    same = loaded.joint_names == model.joint_names and loaded.actuators.names == model.actuators.names
+    if not same or _first_difference(loaded.actuators.residual, model.actuators.residual):
+        raise ArgumentError(
+            f"export_package: the package in {out} does not load into the model's joints, actuators and residual"
+        )
 
 
-def _destination(out: Path, relative: str, path: Path) -> Path:
-    """``out / relative``, refused if writing it would overwrite ``path`` (a file of the source)."""
+def _destination(out: Path, relative: str, path: Path | None) -> Path:
+    """``out / relative``, refused if writing it would overwrite ``path`` (a file of the source; ``None``: none)."""
     target = out / relative
-    if target.resolve() == path.resolve():
+    if path is not None and target.resolve() == path.resolve():
         raise ArgumentError(
             f"export_package: writing {str(target)!r} would overwrite the source file; choose another out_dir"
         )
@@ -535,17 +547,32 @@ class _Copier:
     def __init__(self, out: Path, folder: str):
         self.out, self.folder, self.done = out, folder, {}
 
+    def _unique(self, name: str) -> str:
+        """``name``, or ``stem_1.suffix``, ``stem_2.suffix``, ... when a file of the folder has it."""
+        stem, suffix = Path(name).stem, Path(name).suffix
+        unique, k = name, 1
+        while unique in self.done.values():
+            unique, k = f"{stem}_{k}{suffix}", k + 1
+        return unique
+
     def __call__(self, path: Path) -> str:
         path = path.resolve()
         if path not in self.done:
-            name, k = path.name, 1
-            while any(n == name for n in self.done.values()):
-                name, k = f"{path.stem}_{k}{path.suffix}", k + 1
+            name = self._unique(path.name)
             target = _destination(self.out, f"{self.folder}/{name}", path)
             target.parent.mkdir(exist_ok=True)
             shutil.copyfile(path, target)
             self.done[path] = name
         return f"{self.folder}/{self.done[path]}"
+
+    def new_file(self, name: str, replaces: Path | None) -> Path:
+        """Where to write a file the export makes (not a copy), under a name no other file of the folder has;
+        refused where it would overwrite ``replaces`` (the source's file it stands for, ``None``: none)."""
+        name = self._unique(name)
+        target = _destination(self.out, f"{self.folder}/{name}", replaces)
+        target.parent.mkdir(exist_ok=True)
+        self.done[target.resolve()] = name
+        return target
 
 
 def _write(root, path: Path) -> Path:
@@ -553,7 +580,7 @@ def _write(root, path: Path) -> Path:
     return path
 
 
-def _package_urdf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
+def _package_urdf(source: Path, out: Path, package_dirs, actuator_dirs, model: Model) -> Path:
     root, name = parse_xml(source)
     base = source.resolve().parent
     actuators, meshes = _Copier(out, "actuators"), _Copier(out, "meshes")
@@ -563,6 +590,7 @@ def _package_urdf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
         elif tag(el) == "mesh" and el.get("filename"):
             found = resolve_mesh(el.get("filename"), str(base), package_dirs, name, el.sourceline)
             el.set("filename", meshes(found))
+    _package_residual(root, (name, base, actuator_dirs), model, actuators, f"{source.stem}_residual.npz")
     return _write(root, _destination(out, source.name, source))
 
 
@@ -575,7 +603,7 @@ _ASSET_FILES = {
 }
 
 
-def _package_mjcf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
+def _package_mjcf(source: Path, out: Path, package_dirs, actuator_dirs, model: Model) -> Path:
     from jaxmor.io.mjcf_document import read_document
 
     doc = read_document(source, None)
@@ -588,6 +616,7 @@ def _package_mjcf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
             for attr in ("meshdir", "texturedir", "assetdir"):
                 el.attrib.pop(attr, None)
     assets, actuators = _Copier(out, "assets"), _Copier(out, "actuators")
+    extension = False
     for el in list(root.iter()):
         where = (doc.source(el), el.sourceline)
         for attr in [a for a in el.attrib if a.startswith("{")]:  # the reader's source markers
@@ -597,25 +626,56 @@ def _package_mjcf(source: Path, out: Path, package_dirs, actuator_dirs) -> Path:
         for attr in [a for a in attributes if el.get(a)]:
             found = resolve_mesh(el.get(attr), folder, package_dirs, *where, trees=[doc.main_dir], kind=tag(el))
             el.set(attr, assets(found).split("/", 1)[1])
-        _package_mjcf_actuators(el, where, out, actuators, actuator_dirs)
+        extension |= _package_mjcf_actuators(el, where, actuators, actuator_dirs, model)
+    if model.actuators.residual.enabled and not extension:  # a file for the residual alone
+        motors = etree.Element("actuators")
+        _package_residual(motors, None, model, actuators, f"{source.stem}_residual.npz")
+        target = actuators.new_file(f"{source.stem}_actuators.xml", None)
+        _write(motors, target)
+        custom = etree.SubElement(root, "custom")
+        etree.SubElement(custom, "text", name=ACTUATORS_TEXT, data=f"actuators/{target.name}")
     root.insert(0, etree.Element("compiler", assetdir="assets"))
     etree.cleanup_namespaces(root)  # the reader's source markers' namespace, now unused
     return _write(root, _destination(out, source.name, source))
 
 
-def _package_mjcf_actuators(el, where: tuple[str, int], out: Path, actuators: _Copier, actuator_dirs) -> None:
-    """Copy jaxmor's actuator file of a ``<text name="jaxmor:actuators">`` element, and the files it links."""
-    from jaxmor.io.mjcf import ACTUATORS_TEXT
-
+def _package_mjcf_actuators(el, where: tuple[str, int], actuators: _Copier, actuator_dirs, model: Model) -> bool:
+    """Copy jaxmor's actuator file of a ``<text name="jaxmor:actuators">`` element and the files it links, with
+    ``model``'s residual in place of the file's; whether ``el`` is that element."""
     if tag(el) != "text" or el.get("name") != ACTUATORS_TEXT:
-        return
+        return False
     path = locate_actuator_file(el.get("data", ""), Path(where[0]).resolve().parent, actuator_dirs, where[0], el)
     motors, _ = parse_xml(path)
     for actuator in motors.iter("actuator"):
         if actuator.get("file"):
             linked = locate_actuator_file(actuator.get("file"), path.parent, actuator_dirs, str(path), actuator)
             actuator.set("file", Path(actuators(linked)).name)
-    target = _destination(out, f"actuators/{path.name}", path)
-    target.parent.mkdir(exist_ok=True)
-    el.set("data", f"actuators/{path.name}")
+    _package_residual(motors, (str(path), path.parent, actuator_dirs), model, actuators, f"{path.stem}_residual.npz")
+    target = actuators.new_file(path.name, path)
+    el.set("data", f"actuators/{target.name}")
     _write(motors, target)
+    return True
+
+
+def _package_residual(root, found: tuple | None, model: Model, files: _Copier, name: str) -> None:
+    """Put ``model``'s residual in place of the ``<residual>`` of ``root`` (a URDF's ``<robot>`` or an
+    ``<actuators>`` root): its weights written into ``files``' folder (under the name the file had, else
+    ``name``) and referenced from ``root``, the element removed when the model has none.
+
+    Args:
+        found: ``(source, base_dir, actuator_dirs)``, where the element's file is looked up (confined as on load).
+    """
+    old = [c for c in root if tag(c) == "residual"]
+    source_file = None
+    if old and found is not None and old[0].get("file"):
+        source, base_dir, dirs = found
+        source_file = locate_actuator_file(old[0].get("file"), base_dir, dirs, source, old[0], kind="residual file")
+        name = source_file.name
+    for el in old:
+        root.remove(el)
+    if not model.actuators.residual.enabled:
+        return
+    target = files.new_file(name, source_file)
+    save_residual(model, target, "export_package")
+    reference = target.name if tag(root) == "actuators" else f"{files.folder}/{target.name}"
+    etree.SubElement(root, "residual", file=reference).tail = "\n"

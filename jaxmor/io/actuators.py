@@ -67,6 +67,9 @@ optional ``model`` name and one ``<motor>`` child)::
     (required, ``>= 0``), ``inertia`` the rotor's inertia reflected to the joint [kg m^2 or kg] (``> 0``). Without
     ``inertia`` the driven joint's rotor inertia (URDF ``rotor_inertia``, MJCF ``armature``) moves to the rotor;
     with it the joint keeps its own (exported files give it, for the model they were written from).
+``<residual file/>`` (optional, at most one, a direct child of ``<robot>`` or of an ``<actuators>`` root)
+    a learned torque residual: ``file`` its weights file, looked up like an actuator file
+    (:mod:`jaxmor.io.residual_file`, which reads it; the model's build checks it against the actuators).
 ``<coupling>``
     ``joint`` (required) another revolute or prismatic joint the motor also turns with; ``ratio``
     (required, finite, any sign): motor speed per unit speed of that joint.
@@ -133,6 +136,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
@@ -594,13 +598,20 @@ def _read_model_file(path: Path) -> _Model:
 
 
 def locate_actuator_file(
-    file: str, base_dir: str | os.PathLike | None, extra_dirs: Sequence[str | os.PathLike], source: str, element
+    file: str,
+    base_dir: str | os.PathLike | None,
+    extra_dirs: Sequence[str | os.PathLike],
+    source: str,
+    element,
+    *,
+    kind: str = "actuator file",
 ) -> Path:
-    """The actuator file :func:`resolve_actuator_file` finds.
+    """The actuator file (or another file an actuator file names) :func:`resolve_actuator_file` finds.
 
     Args:
         file: the file as written; base_dir, extra_dirs: as for :func:`resolve_actuator_file`.
         source: the description that names the file, and ``element`` the element naming it (for messages).
+        kind: what the file is, in the message (``"residual file"``: :mod:`jaxmor.io.residual_file`).
 
     Returns:
         The resolved path.
@@ -617,7 +628,7 @@ def locate_actuator_file(
     raise ModelError(
         source,
         element.sourceline,
-        f"actuator file {shortened(file)!r} not found or not readable in the allowed directories (searched: {where}; "
+        f"{kind} {shortened(file)!r} not found or not readable in the allowed directories (searched: {where}; "
         "files are read only within the robot's directory tree and the search path, or actuator_dirs)",
     )
 
@@ -876,7 +887,10 @@ def _controller_xml(c: DriveControllerDefinition) -> str:
 
 
 def actuators_to_xml(
-    definitions: Sequence[ActuatorDefinition], torques: Sequence[float] | None = None, enforced: bool = True
+    definitions: Sequence[ActuatorDefinition],
+    torques: Sequence[float] | None = None,
+    enforced: bool = True,
+    residual_file: str | None = None,
 ) -> str:
     """Write actuators as an ``<actuators>`` element: each ``<actuator>`` with its model inline.
 
@@ -888,6 +902,7 @@ def actuators_to_xml(
         definitions: the actuators, in order.
         torques: the commanded actuator torques at the gear outputs, one per actuator, or ``None``.
         enforced: whether the motor operating regions are enforced.
+        residual_file: a learned residual's weights file to name (:mod:`jaxmor.io.residual_file`), or ``None``.
 
     Returns:
         The XML text.
@@ -927,6 +942,8 @@ def actuators_to_xml(
             inertia = "" if d.backlash.inertia is None else f' inertia="{_number_text(d.backlash.inertia)}"'
             lines.append(f'    <backlash width="{_number_text(d.backlash.width)}"{inertia}/>')
         lines.append("  </actuator>")
+    if residual_file is not None:
+        lines.append(f"  <residual file={quoteattr(residual_file)}/>")
     lines.append("</actuators>")
     return "\n".join(lines) + "\n"
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxmor.io.actuators import ActuatorDefinition
 from jaxmor.io.mesh import Hull
+from jaxmor.io.residual_file import ResidualFile
 
 #: Joint types of a description, with the URDF's names.
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -480,6 +481,8 @@ class RobotDescription:
         height_field: (MJCF ``<hfield>``) the ground's height field, ``None`` without one.
         mujoco_differences: (MJCF) what MuJoCo does differently with the file, one line each
             (:func:`jaxmor.io.mjcf_differences.differences`).
+        residual: the learned residual an actuator file names (``<residual file>``,
+            :mod:`jaxmor.io.residual_file`), ``None`` without one.
     """
 
     name: str
@@ -508,6 +511,7 @@ class RobotDescription:
     height_field: HeightFieldDescription | None = None
     mujoco_differences: list[str] = field(default_factory=list)
     options_line: int | None = None
+    residual: ResidualFile | None = None
 
 
 def combine_masses(parts) -> tuple[float, np.ndarray, np.ndarray]:

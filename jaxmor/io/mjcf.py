@@ -70,7 +70,9 @@ What is read
   elements with an inline model or an actuator file, :mod:`jaxmor.io.actuators`), read with the actuator
   files' search path and safety rules from the MJCF's folder. Its actuators replace the MJCF actuators on
   the same joints, ``<dcmotor>`` ones included (those are dropped, and so are their controls in the keyframes);
-  the model's DC motors are the MJCF's dcmotors in document order, then the extension's.
+  the model's DC motors are the MJCF's dcmotors in document order, then the extension's. A ``<residual
+  file="go2_residual.npz"/>`` in that file gives the model a learned torque residual on any of them
+  (:mod:`jaxmor.io.residual_file`).
 
 * ``<site>`` (a named frame on its body: ``pos``, an orientation or ``fromto``) and ``<sensor>``: the kinds
   :func:`jaxmor.read_sensors` reads, with their objects, reference frames, ``noise`` and ``cutoff``; the others
@@ -96,7 +98,7 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io import mjcf_geometry as geo
-from jaxmor.io.actuators import ActuatorDefinition, actuators_from_xml, resolve_actuator_file
+from jaxmor.io.actuators import ActuatorDefinition, actuators_from_element, resolve_actuator_file
 from jaxmor.io.description import (
     AffineActuator,
     ContactPair,
@@ -135,7 +137,8 @@ from jaxmor.io.mjcf_schema import IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, Ele
 from jaxmor.io.mjcf_sensors import read_magnetic, read_sensors, read_site
 from jaxmor.io.mjcf_tendons import read_tendons
 from jaxmor.io.mjcf_visual import material_colours, read_visual
-from jaxmor.io.xml import STRING_SOURCE, tag
+from jaxmor.io.residual_file import ResidualFile, read_residual
+from jaxmor.io.xml import STRING_SOURCE, parse_xml, tag
 
 #: MuJoCo's default time step [s], a model's without <option timestep>.
 MUJOCO_TIMESTEP = 0.002
@@ -313,7 +316,7 @@ class _Reader:
             )
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
-        motors = self._read_custom(sections.get("custom", []))
+        motors, residual = self._read_custom(sections.get("custom", []))
         names = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
         affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
@@ -351,6 +354,7 @@ class _Reader:
             tendons=tendons,
             height_field=None if "contact" in self.options.disabled else self.height_field,
             mujoco_differences=differences(doc),
+            residual=residual,
         )
         self._apply_disabled(description)
         return description
@@ -1154,8 +1158,9 @@ class _Reader:
             out.append((ends[0], ends[1], el.sourceline))
         return out
 
-    def _read_custom(self, sections) -> list:
-        """jaxmor's DC-motor actuators, from the file a ``<text name="jaxmor:actuators">`` names."""
+    def _read_custom(self, sections) -> tuple[list, ResidualFile | None]:
+        """jaxmor's DC-motor actuators and learned residual, from the file a ``<text name="jaxmor:actuators">``
+        names."""
         found = []
         for section in sections:
             for el in section:
@@ -1163,7 +1168,7 @@ class _Reader:
                     check_known(self.doc, el, SPECS["text"])
                     found.append(el)
         if not found:
-            return []
+            return [], None
         if len(found) > 1:
             raise self.doc.error(found[1], f"more than one <text name={ACTUATORS_TEXT!r}>")
         el = found[0]
@@ -1180,7 +1185,9 @@ class _Reader:
                 f"actuator file {shortened(file)!r} not found or not readable in the allowed directories (from {base}; "
                 "files are read only within the model's directory tree and the search path, or actuator_dirs)",
             )
-        definitions, torques, enforced = actuators_from_xml(path, base_dir=path.parent, extra_dirs=self.actuator_dirs)
+        root, motors_source = parse_xml(path)
+        dirs = {"base_dir": path.parent, "extra_dirs": self.actuator_dirs}
+        definitions, torques, enforced = actuators_from_element(root, motors_source, **dirs)
         if any(t != 0 for t in torques) or not enforced:
             raise ModelError(
                 str(path),
@@ -1188,7 +1195,7 @@ class _Reader:
                 "a model's actuator file holds no torques and no monitor mode (they are "
                 "a world's state: jaxmor.import_actuators sets them)",
             )
-        return definitions
+        return definitions, read_residual(root, motors_source, **dirs)
 
     def _read_keyframes(self, section, actuators: list[str], dropped: set[str]) -> list[KeyframeDescription]:
         """Keyframes in jaxmor's conventions: MuJoCo's free-joint angular velocity (body frame) turned into the

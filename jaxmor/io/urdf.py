@@ -20,8 +20,8 @@ What is read:
 * ``<disable_collisions link1="a" link2="b"/>`` (the SRDF element, accepted in the URDF; each side a link
   or geom name or an ``fnmatch`` pattern): :func:`jaxmor.with_self_collision` never pairs a geom of one
   side with a geom of the other (``Model.collision_exclude``).
-* ``<actuator>`` elements (see :mod:`jaxmor.io.actuators`). ROS ``<transmission>`` and
-  ``<gazebo>`` elements are ignored.
+* ``<actuator>`` elements (see :mod:`jaxmor.io.actuators`) and one ``<residual file="..."/>``, a learned torque
+  residual's weights (:mod:`jaxmor.io.residual_file`). ROS ``<transmission>`` and ``<gazebo>`` elements are ignored.
 
 Structure: the reader checks that the links form one tree (one root, no cycle, one parent per
 link, ``world`` only at the root). Merging fixed joints, choosing a fixed or floating base and
@@ -64,6 +64,7 @@ from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io.actuators import parse_actuators
 from jaxmor.io.description import JOINT_TYPES, Geom, Inertial, Joint, Link, RobotDescription
 from jaxmor.io.mesh import MAX_HULL_VERTICES, check_max_vertices, convex_hull, resolve_mesh
+from jaxmor.io.residual_file import read_residual
 from jaxmor.io.urdf_visual import parse_visuals, robot_materials
 from jaxmor.io.xml import STRING_SOURCE, nonnegative, parse_float, parse_vector, parse_xml
 
@@ -422,6 +423,7 @@ def parse_urdf(
     description = RobotDescription(
         robot_name, source, root.sourceline, list(links.values()), list(joints.values()), root_link, actuators
     )
+    description.residual = read_residual(root, source, base_dir=resource_dir, extra_dirs=actuator_dirs)
     _parse_ground_contact(root, source, description)
     _parse_disable_collisions(root, source, description)
     return description
