@@ -13,33 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from models import PENDULUM_URDF
+from models import PENDULUM_URDF, SERVO_MJCF
 
 import jaxmor
 from jaxmor import ArgumentError
 
 N_STEPS = 40
-
-#: A hinge hanging at rest under gravity with a position servo (``ctrl``: the target angle) and a motor (``ctrl``:
-#: the torque).
-SERVO_MJCF = """
-<mujoco model="servo">
-  <worldbody>
-    <body name="arm" pos="0 0 1">
-      <joint name="hinge" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/>
-      <body name="tip" pos="0 0 -0.5">
-        <joint name="wrist" type="hinge" axis="0 1 0"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.5"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <position name="servo" joint="hinge" kp="20"/>
-    <motor name="wrist_motor" joint="wrist" gear="2"/>
-  </actuator>
-</mujoco>
-"""
 
 
 @pytest.fixture(scope="module")
