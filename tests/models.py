@@ -24,6 +24,27 @@ QUADRUPED_URDF = jaxmor.robots.path("quadruped")
 PENDULUM_URDF = jaxmor.robots.path("pendulum")
 HOUND_URDF = Path(__file__).resolve().parent / "data" / "actuators" / "hound" / "hound.urdf"
 
+#: A hinge hanging at rest under gravity with a position servo (``ctrl``: the target angle) and, below it, a wrist
+#: with a motor (``ctrl``: the torque): affine actuators only (test_drive_train.py, test_cli.py).
+SERVO_MJCF = """
+<mujoco model="servo">
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/>
+      <body name="tip" pos="0 0 -0.5">
+        <joint name="wrist" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="hinge" kp="20"/>
+    <motor name="wrist_motor" joint="wrist" gear="2"/>
+  </actuator>
+</mujoco>
+"""
+
 # The quadruped's documented layout (its README): four legs, the joints (and their actuators) in this order,
 # spherical feet of radius 0.025 m.
 QUADRUPED_LEGS = ("LF", "RF", "LH", "RH")

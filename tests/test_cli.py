@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models import QUADRUPED_URDF, ROOT, TURNTABLE_URDF
+from models import QUADRUPED_URDF, ROOT, SERVO_MJCF, TURNTABLE_URDF
 
 import jaxmor.tools.demo
 from jaxmor.actuation.motor import MotorSaturation
@@ -135,6 +135,24 @@ def test_info_warns_when_the_step_exceeds_the_bound(capsys):
     assert main(["info", str(TURNTABLE_URDF), "--dt", str(1.1 * bound_ms / 1e3)]) == 0
     (warning,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
     assert "spin" in warning and "16.8 ms" in warning
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_info_shows_affine_delays_without_dc_motors(tmp_path, capsys):
+    """A model whose actuators are all affine lists their control delays (the wrist motor's 3 steps of MuJoCo's
+    default 2 ms: 6 ms); without a delay there is no drive-train table."""
+    path = tmp_path / "servo.xml"
+    path.write_text(SERVO_MJCF.replace('joint="wrist"', 'joint="wrist" delay="0.006" nsample="3"'))
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "no DC-motor actuators" in out and "max_delay 3 steps" in out
+    drive = section(tables(out), "drive train")
+    assert [drive[name]["delay[steps]"] for name in ("servo", "wrist_motor")] == ["0", "3"]
+    assert float(drive["wrist_motor"]["delay[s]"]) == pytest.approx(0.006)
+    assert drive["wrist_motor"]["controller"] == "-"
+    path.write_text(SERVO_MJCF)
+    assert main(["info", str(path)]) == 0
+    assert "drive train" not in capsys.readouterr().out
 
 
 def one_line_error(proc: subprocess.CompletedProcess) -> str:

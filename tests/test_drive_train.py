@@ -13,33 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from models import PENDULUM_URDF
+from models import PENDULUM_URDF, SERVO_MJCF
 
 import jaxmor
 from jaxmor import ArgumentError
 
 N_STEPS = 40
-
-#: A hinge hanging at rest under gravity with a position servo (``ctrl``: the target angle) and a motor (``ctrl``:
-#: the torque).
-SERVO_MJCF = """
-<mujoco model="servo">
-  <worldbody>
-    <body name="arm" pos="0 0 1">
-      <joint name="hinge" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/>
-      <body name="tip" pos="0 0 -0.5">
-        <joint name="wrist" type="hinge" axis="0 1 0"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02" mass="0.5"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <position name="servo" joint="hinge" kp="20"/>
-    <motor name="wrist_motor" joint="wrist" gear="2"/>
-  </actuator>
-</mujoco>
-"""
 
 
 @pytest.fixture(scope="module")
@@ -440,6 +419,8 @@ DELAYED_MJCF = """
         ('delay="0.005" nsample="4"', 3),  # between steps, zero-order hold: the sample before, ceil(2.5)
         ('delay="0.008" nsample="2"', 2),  # the history holds 2 samples: MuJoCo delays by 2
         ('delay="0.004" nsample="2" interp="linear"', 2),  # on a step, every interpolation is the sample
+        ('delay="0.00600000000001" nsample="5"', 4),  # 1e-14 s past 3 steps: the sample before (MuJoCo's 1e-15 s)
+        ('delay="0.0005" nsample="2"', 1),  # under a step: one (MuJoCo reads the history before it writes it)
     ],
 )
 def test_an_mjcf_control_delay_matches_mujoco(delay, steps):
@@ -469,6 +450,29 @@ def test_an_mjcf_control_delay_matches_mujoco(delay, steps):
     undelayed = jaxmor.with_command_delay(model, 0, ctrl_steps=0)
     moved = _run(undelayed, jaxmor.init_state(undelayed), {"ctrl": ctrl[:, None]})
     assert np.max(np.abs(np.asarray(moved.q[:, 0]) - angles)) > 20 * 2e-5  # the delay shows (measured ~1e-3)
+
+
+def test_mujocos_zoh_delay_slips_a_step_with_its_clock():
+    """Why the comparison above stops at 60 steps: MuJoCo 4.0 reads a delayed control from its history at
+    ``data.time - delay``, matching sample times to 1e-15 s, and ``data.time`` is a running sum whose round-off
+    outgrows that. A delay of exactly 5 steps of 0.01 s then reads 6 steps back from step 204 on (zero-order hold),
+    or blends two samples with a weight off by round-off (linear: within 1e-9 of the 5-step sample here, measured
+    4e-11). jaxmor's delay stays 5 steps (docs/design/drive-train.md)."""
+    mujoco = pytest.importorskip("mujoco")
+    ctrl = np.random.default_rng(0).normal(size=400)
+    lags = {}
+    for interp in ("zoh", "linear"):
+        text = DELAYED_MJCF.format(delay=f'delay="0.05" nsample="7" interp="{interp}"')
+        mj_model = mujoco.MjModel.from_xml_string(text.replace('timestep="0.002"', 'timestep="0.01"'))
+        data, forces = mujoco.MjData(mj_model), []
+        for c in ctrl:
+            data.ctrl[0] = c
+            mujoco.mj_step(mj_model, data)
+            forces.append(data.actuator_force[0])
+        lags[interp] = np.asarray(forces)[5:] - ctrl[:-5]
+    slipped = np.flatnonzero(lags["zoh"] != 0) + 5
+    assert slipped.size and 150 < slipped[0] < 300  # exact 5 steps for the first 1.5 s, then a step late at times
+    np.testing.assert_allclose(lags["linear"], 0.0, atol=1e-9)
 
 
 @pytest.mark.parametrize(

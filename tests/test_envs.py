@@ -427,6 +427,60 @@ def test_an_auto_reset_refills_the_observation_ring():
     np.testing.assert_array_equal(state.obs, state.observations[0])
 
 
+def test_the_default_randomization_draws_an_observation_delay_of_0_or_1_and_none_without():
+    """``default_randomization()``'s ``"observation.delay"`` (0 or 1 control steps) is the environment's: drawn per
+    world at every reset (a two-slot ring filled with the reset's observation), not by ``jaxmor.randomize``; without a
+    randomization there is none (an empty ring, the observation the present one)."""
+    spec = envs.default_randomization()
+    assert spec["observation.delay"] == jaxmor.integers(0, 1)
+    env = envs.Locomotion(randomization=spec, randomization_pool=4, seed=1, substeps=1)
+    assert env.observation_delay == (0, 1) and "observation.delay" not in env.randomization
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(4), 8))
+    assert set(np.asarray(states.observation_lag).tolist()) == {0, 1}
+    assert states.observations.shape == (8, 2, env.observation_size)
+    np.testing.assert_array_equal(states.observations[:, 0], states.obs)  # filled with the reset's observation
+    np.testing.assert_array_equal(states.observations[:, 1], states.obs)
+    bare = envs.Locomotion(substeps=1)
+    assert bare.observation_delay == (0, 0) and bare.reset(jax.random.PRNGKey(0)).observations.shape[0] == 0
+
+
+def test_drawn_observation_delays_hold_in_a_scanned_batch():
+    """An episode's drawn delay (0 or 1 here) under ``jit(vmap)`` and ``lax.scan``: each world sees the present
+    observation (the ring's newest entry) of ``observation_lag`` control steps ago, exactly, the reset's before."""
+    env = envs.Locomotion(
+        randomization={"observation.delay": jaxmor.integers(0, 1)}, substeps=1, episode_steps=50, auto_reset=False
+    )
+    actions = 0.3 * jax.random.normal(jax.random.PRNGKey(8), (6, 6, env.action_size))
+
+    def run(keys, actions):
+        def one(states, action):
+            states = jax.vmap(env.step)(states, action)
+            return states, (states.obs, states.observations[:, 0])
+
+        first = jax.vmap(env.reset)(keys)
+        last, (seen, present) = jax.lax.scan(one, first, actions)
+        return first, last, seen, present
+
+    first, last, seen, present = jax.jit(run)(jax.random.split(jax.random.PRNGKey(7), 6), actions)
+    lags = np.asarray(first.observation_lag)
+    assert set(lags.tolist()) == {0, 1} and np.array_equal(np.asarray(last.observation_lag), lags)
+    present = np.concatenate([np.asarray(first.obs)[None], np.asarray(present)])  # (7, worlds, size), t = 0..6
+    for w, lag in enumerate(lags):
+        want = present[np.maximum(np.arange(1, 7) - lag, 0), w]
+        np.testing.assert_array_equal(np.asarray(seen)[:, w], want)
+
+
+def test_an_observation_delay_given_twice_or_badly_drawn_is_refused():
+    spec = {"observation.delay": jaxmor.integers(0, 1)}
+    with pytest.raises(ArgumentError, match=r"observation delay is given twice: observation_delay=2 and rand"):
+        envs.Locomotion(randomization=spec, observation_delay=2)
+    for bad in (jaxmor.uniform(0.0, 1.0), jaxmor.integers([0, 1], [1, 2]), jaxmor.integers(0, 1, select=["a"]), 1):
+        with pytest.raises(ArgumentError, match=r"randomization\['observation.delay'\] must be jaxmor.integers"):
+            envs.Locomotion(randomization={"observation.delay": bad})
+    with pytest.raises(ArgumentError, match=r"low must be >= 0 \[control steps\], got -1"):
+        envs.Locomotion(randomization={"observation.delay": jaxmor.integers(-1, 1)})
+
+
 @pytest.mark.parametrize("bad", [-1, (2, 1), (0, 1.5), True, "1", (1, 2, 3)])
 def test_a_bad_observation_delay_is_refused(bad):
     with pytest.raises(ArgumentError, match="observation_delay must be an int >= 0 or a"):

@@ -759,6 +759,7 @@ def _compile_affine(model: Model, description: RobotDescription):
     tendons = {name: i for i, name in enumerate(model.tendons.names)}
     seen: dict[str, str] = {}
     delays: list[int] = []
+    timestep = float(description.timestep or DEFAULT_TIMESTEP)  # the file's, in float64 whatever the model's dtype
     for a in description.affine_actuators:
         try:
             if a.joint and a.joint in seen:
@@ -773,7 +774,7 @@ def _compile_affine(model: Model, description: RobotDescription):
                 )
             )
             compile_affine(definitions[-1:], q_index, v_index, tendons)
-            delays.append(delay_steps(a, float(np.asarray(model.opt.timestep))))
+            delays.append(delay_steps(a, timestep))
         except ArgumentError as err:
             raise ModelError(description.source, a.line, f"actuator '{a.name}': {err}") from None
     affine = compile_affine(definitions, q_index, v_index, tendons)

@@ -30,7 +30,7 @@ from jaxmor.build.builder import load_urdf
 from jaxmor.build.scene import add_ground, with_options
 from jaxmor.checks import as_finite, as_int, as_nonnegative, as_positive, as_positive_int
 from jaxmor.envs.core import Env
-from jaxmor.errors import ArgumentError
+from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.math import quat_to_rotation
 from jaxmor.robots import path as robot_path
 from jaxmor.robots import quadruped_standing_q
@@ -63,13 +63,22 @@ DEFAULT_REWARD_WEIGHTS = {
 DEFAULT_COMMAND_RANGES = ((-0.5, 1.5), (-0.5, 0.5), (-1.0, 1.0))
 
 
+#: The randomization entry that is the environment's, not the model's: the observation delay [control steps], an
+#: :func:`~jaxmor.integers` distribution drawn per world at every reset (:class:`jaxmor.envs.Env`), not pooled by
+#: :func:`jaxmor.randomize`.
+OBSERVATION_DELAY = "observation.delay"
+
+
 def default_randomization() -> dict[str, Distribution]:
     """A moderate per-episode randomization: motor resistance and torque constant +-10 %, bus voltage
     +-10 %, ground friction 0.5-1.25, link masses +-10 %, a command delay of 0, 1 or 2 physics steps per
-    actuator (:mod:`jaxmor.actuation.latency`) and a gear backlash of 0-0.01 rad (0-0.6 deg) per actuator
-    (:mod:`jaxmor.actuation.backlash`; the ``randomization`` of :class:`Locomotion`). Without a ``randomization``
-    the step has neither delay nor backlash."""
+    actuator (:mod:`jaxmor.actuation.latency`), a gear backlash of 0-0.01 rad (0-0.6 deg) per actuator
+    (:mod:`jaxmor.actuation.backlash`) and an observation delay of 0 or 1 control steps per world
+    (``"observation.delay"``, the environment's own entry: :class:`Locomotion` draws it at every reset and passes
+    the rest to :func:`jaxmor.randomize`). Without a ``randomization`` the step has neither delay nor backlash and
+    the policy sees the present."""
     return {
+        OBSERVATION_DELAY: integers(0, 1),
         "actuator.delay": integers(0, 2),
         "backlash.width": uniform(0.0, 0.01),
         "motor.resistance": scale(0.9, 1.1),
@@ -177,7 +186,9 @@ class Locomotion(Env):
         episode_steps: time limit in control steps.
         command_ranges: three ``(low, high)`` ranges (forward, lateral [m/s], yaw rate [rad/s]).
         reward_weights: weights replacing some of :data:`DEFAULT_REWARD_WEIGHTS`.
-        randomization: ``jaxmor.randomize`` spec (e.g. :func:`default_randomization`), or ``None``.
+        randomization: ``jaxmor.randomize`` spec (e.g. :func:`default_randomization`), or ``None``; its
+            ``"observation.delay"`` entry, ``jaxmor.integers(low, high)`` [control steps], is the observation delay
+            drawn per world at every reset (the rest is drawn into the pool).
         randomization_pool: number of models drawn for the episodes to pick from.
         seed: seed of the randomization pool.
         min_base_height: termination height of the base origin [m] (default: 60 % of the standing height).
@@ -194,11 +205,14 @@ class Locomotion(Env):
             the cells.
         observation_delay: the policy's observation delay [control steps], an int or a ``(low, high)`` range drawn
             per world at every reset (:class:`jaxmor.envs.Env`; the sensors' latency, beside the command delay of
-            the randomization's ``actuator.delay``); 0 (the default): none.
+            the randomization's ``actuator.delay``); ``None`` (the default): the randomization's
+            ``"observation.delay"`` range, else 0 (none).
 
     Raises:
         ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
-            ground, a missing ``standing_q``, a bad range, (Box-MOR) an effort limit that is not positive
+            ground, a missing ``standing_q``, a bad range, an observation delay given both as ``observation_delay``
+            and in the randomization, or there not as ``jaxmor.integers`` of two whole numbers ``>= 0``,
+            (Box-MOR) an effort limit that is not positive
             and finite, an ``observation_sensors`` name that is not one of the model's sensors, or a numeric
             parameter out of its range, naming it: ``kp``, ``kd``, ``joint_noise`` and ``min_base_height``
             finite and ``>= 0``; ``action_scale`` and ``timestep`` finite and ``> 0``; the reward weights
@@ -240,8 +254,9 @@ class Locomotion(Env):
         terrain: Terrain | None = None,
         height_scan: tuple[int, int, float] | None = None,
         curriculum: bool = False,
-        observation_delay: int | tuple[int, int] = 0,
+        observation_delay: int | tuple[int, int] | None = None,
     ):
+        observation_delay, randomization = _observation_delay(observation_delay, randomization)
         super().__init__(episode_steps, auto_reset, observation_delay)
         kp, kd, action_scale, timestep, joint_noise = _physical_parameters(kp, kd, action_scale, timestep, joint_noise)
         if min_base_height is not None:
@@ -505,6 +520,36 @@ class Locomotion(Env):
         }
         metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
         return metrics
+
+
+def _observation_delay(
+    given: int | tuple[int, int] | None, randomization: Mapping[str, Distribution] | None
+) -> tuple[int | tuple[int, int], dict[str, Distribution] | None]:
+    """``(observation_delay, model_randomization)``: the observation delay given, else the randomization's
+    ``"observation.delay"`` as a ``(low, high)`` range, else 0; and the randomization without that entry.
+
+    Raises:
+        ArgumentError: both given, or an entry that is not ``jaxmor.integers`` of two whole numbers ``>= 0``.
+    """
+    spec = dict(randomization or {})
+    drawn = spec.pop(OBSERVATION_DELAY, None)
+    if drawn is None:
+        return (0 if given is None else given), spec or None
+    if given is not None:
+        raise ArgumentError(
+            f"the observation delay is given twice: observation_delay={given!r} and "
+            f"randomization[{OBSERVATION_DELAY!r}]; give one"
+        )
+    bounds = [np.asarray(x) for x in (drawn.a, drawn.b)] if isinstance(drawn, Distribution) else []
+    if not bounds or drawn.kind != "integers" or drawn.select is not None or any(b.size != 1 for b in bounds):
+        raise ArgumentError(
+            f"randomization[{OBSERVATION_DELAY!r}] must be jaxmor.integers(low, high) with 0 <= low <= high "
+            f"[control steps] and no select, got {brief_repr(drawn)}"
+        )
+    low, high = (int(b.item()) for b in bounds)
+    if low < 0:
+        raise ArgumentError(f"randomization[{OBSERVATION_DELAY!r}]: low must be >= 0 [control steps], got {low}")
+    return (low, high), spec or None
 
 
 def _with_drawn_backlash(model: Model, randomization: Mapping[str, Distribution]) -> Model:

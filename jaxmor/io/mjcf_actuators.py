@@ -191,10 +191,20 @@ def _with_delay(v: Values, actuator: AffineActuator) -> AffineActuator:
     return dataclasses.replace(actuator, delay=delay, nsample=nsample, interp=interp)
 
 
+#: MuJoCo's ``mjMINVAL`` [s]: its history read takes two times closer than this for one sample's. A delay within it
+#: of a whole number ``k`` of time steps reads the sample of ``k`` steps back (checked in float64); one further past
+#: it reads the sample before (measured against MuJoCo 4.0: ``1.5e-15 s`` past ``k`` steps already reads ``k + 1``).
+WHOLE_STEP_TOLERANCE = 1e-15
+
+
 def delay_steps(actuator: AffineActuator, timestep: float) -> int:
-    """The whole physics steps that MuJoCo delays ``actuator``'s control by at ``timestep`` [s]: with ``interp="zoh"``
-    the sample at or before ``t - delay``, ``ceil(delay / timestep)`` steps, at most ``nsample`` (the history's
-    length; measured against MuJoCo 4.0, tests/test_drive_train.py).
+    """The whole physics steps that MuJoCo delays ``actuator``'s control by at ``timestep`` [s] (the file's, float64).
+
+    A delay within :data:`WHOLE_STEP_TOLERANCE` of ``k`` time steps is ``k`` steps with every ``interp``; between
+    steps, ``interp="zoh"`` holds the sample before ``t - delay``: ``ceil(delay / timestep)`` steps. Any positive delay
+    is at least one step (MuJoCo reads before it writes), at most ``nsample`` (the history's oldest sample). Measured
+    against MuJoCo 4.0 (tests/test_drive_train.py; where MuJoCo's clock makes it differ,
+    docs/design/drive-train.md).
 
     Raises:
         ArgumentError: a delay between two steps with ``interp`` ``"linear"`` or ``"cubic"`` (MuJoCo then blends
@@ -204,13 +214,15 @@ def delay_steps(actuator: AffineActuator, timestep: float) -> int:
         return 0
     ratio = actuator.delay / timestep
     whole = round(ratio)
-    on_step = abs(ratio - whole) <= 1e-9 * max(ratio, 1.0)
-    if not on_step and actuator.interp != "zoh":
-        raise ArgumentError(
-            f"delay {actuator.delay!r} s is {ratio:.6g} time steps: interp={actuator.interp!r} would blend two "
-            'samples, and jaxmor delays by whole steps; give a multiple of the time step or interp="zoh"'
-        )
-    return min(whole if on_step else math.ceil(ratio), actuator.nsample)
+    if abs(actuator.delay - whole * timestep) > WHOLE_STEP_TOLERANCE:
+        if actuator.interp != "zoh":
+            raise ArgumentError(
+                f"delay {actuator.delay!r} s is {ratio:.6g} time steps: interp={actuator.interp!r} would blend two "
+                "samples, and jaxmor delays by whole steps; give a multiple of the time step (within "
+                f'{WHOLE_STEP_TOLERANCE:g} s) or interp="zoh"'
+            )
+        whole = math.ceil(ratio)
+    return min(max(whole, 1), actuator.nsample)
 
 
 def _on_tendon(v: Values, kind: str, name: str, target, tendon_ranges, autolimits: bool, inherited: bool):

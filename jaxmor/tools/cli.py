@@ -82,6 +82,7 @@ def _info(path: str, dt: float | None) -> int:
     _joints_table(model)
     if not model.na:
         print("\nno DC-motor actuators")
+        _drive_table(model)  # the affine actuators' control delays
         return 0
     _actuator_tables(model)
     _dynamics_table(model)
@@ -145,7 +146,8 @@ def _actuator_tables(model) -> None:
 
 
 def _drive_table(model) -> None:
-    """Each actuator's command delay and drive controller (printed when any has one)."""
+    """Each actuator's command delay and drive controller, the DC motors' then the affine actuators' (printed when any
+    has one, with or without DC motors)."""
     act, ctl = model.actuators, model.actuators.controller
     delay = np.asarray(act.delay)
     if not (delay.any() or ctl.any_active or np.asarray(model.affine.delay).any()):
