@@ -398,7 +398,9 @@ def test_a_delayed_observation_is_the_undelayed_one_shifted(delayed_runs):
     assert late_state.observations.shape == (4, 3, plain.shape[-1]) and plain_state.observations.shape[1] == 0
 
 
+@pytest.mark.slow
 def test_per_world_observation_delays_are_drawn_at_reset_and_batch_like_each_alone():
+    """Slow: two more compiles of the quadruped's environment step (68 s on the 2-core machine)."""
     env = envs.Locomotion(episode_steps=50, auto_reset=False, substeps=2, observation_delay=(0, 3))
     keys = jax.random.split(jax.random.PRNGKey(11), 6)
     states = jax.vmap(env.reset)(keys)
