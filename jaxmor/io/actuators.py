@@ -735,14 +735,19 @@ def _delay(element, source: str) -> int:
     return _whole(element, "delay", source, 0, 0)
 
 
+def _single_child(element, name: str, source: str):
+    """The ``<name>`` child of an ``<actuator>``, ``None`` without one; a second one is a ModelError at its line."""
+    found = [child for child in element if tag(child) == name]
+    if len(found) > 1:
+        raise ModelError(source, found[1].sourceline, f"<actuator> has a second <{name}>; give at most one")
+    return found[0] if found else None
+
+
 def _controller(element, source: str) -> DriveControllerDefinition | None:
     """The ``<controller>`` child of an ``<actuator>`` (at most one), or ``None``."""
-    found = [child for child in element if tag(child) == "controller"]
-    if not found:
+    el = _single_child(element, "controller", source)
+    if el is None:
         return None
-    if len(found) > 1:
-        raise ModelError(source, found[1].sourceline, "<actuator> has a second <controller>; give at most one")
-    el = found[0]
     check_attributes(el, _CONTROLLER_ATTRIBUTES, source)
     check_children(el, (), source, _MISPLACED)
     gains = [nonnegative(el, name, source, 0.0) for name in ("i_gain", "d_gain")]
@@ -761,12 +766,9 @@ def _controller(element, source: str) -> DriveControllerDefinition | None:
 
 def _backlash(element, source: str) -> BacklashDefinition | None:
     """The ``<backlash>`` child of an ``<actuator>`` (at most one), or ``None``."""
-    found = [child for child in element if tag(child) == "backlash"]
-    if not found:
+    el = _single_child(element, "backlash", source)
+    if el is None:
         return None
-    if len(found) > 1:
-        raise ModelError(source, found[1].sourceline, "<actuator> has a second <backlash>; give at most one")
-    el = found[0]
     check_attributes(el, frozenset({"width", "inertia"}), source)
     check_children(el, (), source, _MISPLACED)
     if el.get("width") is None:
