@@ -384,7 +384,7 @@ def _names(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _check_backlash(model: Model, names: Sequence[str], index: np.ndarray, parameters: Sequence[str]) -> None:
+def _check_drive_parts(model: Model, names: Sequence[str], index: np.ndarray, parameters: Sequence[str]) -> None:
     """Backlash parameters are fitted only for actuators that have backlash, controller gains only for actuators that
     run a controller, from a nonzero start (the fit is in log space: a zero stays zero)."""
     act = model.actuators
@@ -514,7 +514,7 @@ def residual_function(
     ideal_motor = as_bool(ideal_motor, "ideal_motor")
     use_currents = as_bool(use_currents, "use_currents")
     _check_parameters(model, parameters, ideal_motor)
-    _check_backlash(model, names, index, parameters)
+    _check_drive_parts(model, names, index, parameters)
     recordings = _checked_recordings(model, recordings)
     if state is not None:
         check_state(model, state, "sysid")
