@@ -118,13 +118,26 @@ def _transport(parent: jax.Array | None, body: tuple[jax.Array, jax.Array]) -> j
     return own if parent is None else x @ parent + own
 
 
-def _local_transform(model: Model, kin: Kinematics) -> jax.Array:
-    """(nv, nv) matrix ``T`` with ``nu_local = T u``: the free bases' velocities in their own frames."""
-    t = jnp.eye(model.nv, dtype=kin.relative.position.dtype)
+def _rotate_free(model: Model, kin: Kinematics, x: jax.Array, axis: int, to_local: bool) -> jax.Array:
+    """``x`` with each free base's two 3-blocks of velocity coordinates along ``axis`` rotated: by ``R^T``
+    (``to_local``, world to base frame: ``T x`` along axis 0, ``x T^T`` along axis 1) or by ``R`` (``T^T x``
+    along axis 0, ``x T`` along axis 1). ``T = blockdiag(R^T, R^T, I)`` is never formed: its products cost
+    (nv, nv, nv) multiply-adds, these a few (3, 3) blocks."""
+    if not model.free_body:
+        return x
+    x = jnp.moveaxis(x, axis, 0)
+    pieces, start = [], 0
     for b, v in zip(model.free_body, model.free_u, strict=True):
-        rt = kin.relative.rotation[b].T  # a free body is a root: its relative pose is its world pose
-        t = t.at[v : v + 3, v : v + 3].set(rt).at[v + 3 : v + 6, v + 3 : v + 6].set(rt)
-    return t
+        r = kin.relative.rotation[b]  # a free body is a root: its relative pose is its world pose
+        r = r.T if to_local else r
+        pieces += [x[start:v], jnp.tensordot(r, x[v : v + 3], 1), jnp.tensordot(r, x[v + 3 : v + 6], 1)]
+        start = v + 6
+    return jnp.moveaxis(jnp.concatenate([*pieces, x[start:]]), 0, axis)
+
+
+def _to_world(model: Model, kin: Kinematics, x: jax.Array) -> jax.Array:
+    """``T^T x T`` for an (nv, nv) ``x`` in local velocity coordinates (see :func:`_rotate_free`)."""
+    return _rotate_free(model, kin, _rotate_free(model, kin, x, 0, False), 1, False)
 
 
 def _cross_motion(v: jax.Array, m: jax.Array) -> jax.Array:
@@ -139,21 +152,23 @@ def _cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.cross(w, f[..., :3]) + jnp.cross(lin, f[..., 3:]), jnp.cross(w, f[..., 3:])], -1)
 
 
-def _motion_cross_matrix(v: jax.Array) -> jax.Array:
-    """(..., 6, 6) matrix of ``m -> v x m`` for motion vectors ``v`` (..., 6)."""
-    w, lin = skew(v[..., :3]), skew(v[..., 3:])
-    return jnp.concatenate([jnp.concatenate([w, jnp.zeros_like(w)], -1), jnp.concatenate([lin, w], -1)], -2)
+def _cross3(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Cross products of 3-vectors laid along axis -2 (..., 3, n), broadcasting (a column against columns)."""
+    a0, a1, a2 = a[..., 0, :], a[..., 1, :], a[..., 2, :]
+    b0, b1, b2 = b[..., 0, :], b[..., 1, :], b[..., 2, :]
+    return jnp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -2)
 
 
-def _force_cross_jacobian(v: jax.Array, inertia: jax.Array) -> jax.Array:
-    """(..., 6, 6) ``K`` with ``K dv = d(v x* I v)``: ``v x* (I dv) + dv x* (I v)`` for body velocities
-    ``v`` (..., 6) and spatial inertias ``I`` (..., 6, 6)."""
-    h = jnp.einsum("...kl,...l->...k", inertia, v)
-    ha, hl = skew(h[..., :3]), skew(h[..., 3:])
-    # dv x* h = [-[h_a]x dw - [h_l]x dl; -[h_l]x dw]
-    bar = jnp.concatenate([jnp.concatenate([ha, hl], -1), jnp.concatenate([hl, jnp.zeros_like(hl)], -1)], -2)
-    # v x* f = -[v x]^T f
-    return -jnp.swapaxes(_motion_cross_matrix(v), -1, -2) @ inertia - bar
+def _cross_motion_columns(v: jax.Array, m: jax.Array) -> jax.Array:
+    """``v x m`` for the columns of ``m`` (..., 6, n), motion vectors ``v`` (..., 6, 1) or (..., 6, n)."""
+    w, lin = v[..., :3, :], v[..., 3:, :]
+    return jnp.concatenate([_cross3(w, m[..., :3, :]), _cross3(w, m[..., 3:, :]) + _cross3(lin, m[..., :3, :])], -2)
+
+
+def _cross_force_columns(v: jax.Array, f: jax.Array) -> jax.Array:
+    """``v x* f`` column by column, motion vectors ``v`` and force vectors ``f`` (..., 6, 1) or (..., 6, n)."""
+    w, lin = v[..., :3, :], v[..., 3:, :]
+    return jnp.concatenate([_cross3(w, f[..., :3, :]) + _cross3(lin, f[..., 3:, :]), _cross3(w, f[..., 3:, :])], -2)
 
 
 def _bias_local(model: Model, xs, inertia, jac, nu: jax.Array, vel: jax.Array) -> jax.Array:
@@ -175,23 +190,28 @@ def _bias_local(model: Model, xs, inertia, jac, nu: jax.Array, vel: jax.Array) -
     return jnp.einsum("bkn,bk->n", jac, force)
 
 
-def _bias_jacobian_local(model: Model, xs, inertia, jac, own, nu: jax.Array, vel: jax.Array) -> jax.Array:
-    """(nv, nv) ``D_l = d RNEA_l / d nu`` (``D = T^T D_l T``), closed form (see the module docstring)."""
+def _bias_jacobian_local(model: Model, xs, inertia, jac, inertia_jac, own, nu: jax.Array, vel: jax.Array) -> jax.Array:
+    """(nv, nv) ``D_l = d RNEA_l / d nu`` (``D = T^T D_l T``), closed form (see the module docstring), from the
+    bodies' ``I_i J_i`` (``inertia_jac``, the mass matrix's). The spatial cross products act on the (6, nv)
+    columns elementwise: as (6, 6) matrix products they were the slowest part on a CPU."""
     dtype = nu.dtype
     # d(nu_dot)/d nu: for a free base, d(-w_b x v_b) = [v_b]x dw_b - [w_b]x dv_b (rows of v_b only).
-    nu_dot_jac = jnp.zeros((model.nv, model.nv), dtype)
-    for v in model.free_u:
-        lin, ang = slice(v, v + 3), slice(v + 3, v + 6)
-        nu_dot_jac = nu_dot_jac.at[lin, lin].set(-skew(nu[ang])).at[lin, ang].set(skew(nu[lin]))
+    # Only its rows of the free bases' linear velocities are not zero: S_i d(nu_dot) reads those rows alone.
+    rows = np.array([r for v in model.free_u for r in range(v, v + 3)], dtype=int)
+    nu_dot_jac = jnp.zeros((rows.size, model.nv), dtype)
+    for k, v in enumerate(model.free_u):
+        lin, ang = slice(3 * k, 3 * k + 3), slice(v + 3, v + 6)
+        nu_dot_jac = nu_dot_jac.at[lin, v : v + 3].set(-skew(nu[ang])).at[lin, ang].set(skew(nu[v : v + 3]))
     joint_vel = jnp.einsum("bkn,n->bk", own, nu)
     # d(v_i x s_i) = v_i x S_i dnu - s_i x J_i dnu; plus S_i d(nu_dot), whose sum down the tree is J_i d(nu_dot).
-    product = (
-        _motion_cross_matrix(vel) @ own
-        - _motion_cross_matrix(joint_vel) @ jac
-        + jnp.einsum("bkn,nm->bkm", own, nu_dot_jac)
-    )
+    product = _cross_motion_columns(vel[..., None], own) - _cross_motion_columns(joint_vel[..., None], jac)
+    if rows.size:
+        product = product + jnp.einsum("bkn,nm->bkm", own[:, :, rows], nu_dot_jac)
     acc = parent_first(model, _transport, None, (xs, product))
-    force = inertia @ acc + _force_cross_jacobian(vel, inertia) @ jac
+    # K_i J_i with K_i dv = v_i x* (I_i dv) + dv x* (I_i v_i)
+    momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
+    velocity_terms = _cross_force_columns(vel[..., None], inertia_jac) + _cross_force_columns(jac, momentum[..., None])
+    force = inertia @ acc + velocity_terms
     return jnp.einsum("bkn,bkm->nm", jac, force)
 
 
@@ -208,19 +228,20 @@ def _terms(
     inertia = _spatial_inertias(model, dtype)
     own = _joint_subspaces(model, dtype)
     jac = parent_first(model, _transport, None, (xs, own))
-    t = _local_transform(model, kin)
-    m_local = jnp.einsum("bkn,bkl,blm->nm", jac, inertia, jac)
-    mass = t.T @ m_local @ t + jnp.diag(model.dof_armature.astype(dtype))
+    # Two contractions in this order: as one three-operand einsum XLA's CPU dot took 3x longer.
+    inertia_jac = inertia @ jac
+    m_local = jnp.einsum("bkn,bkm->nm", jac, inertia_jac)
+    mass = _to_world(model, kin, m_local) + jnp.diag(model.dof_armature.astype(dtype))
     if model.tendons.nt:
         mass = mass + tendon_inertia(model, dtype)
     if u is None:
         return mass, None, None
-    nu = t @ u
+    nu = _rotate_free(model, kin, u, 0, True)
     vel = jnp.einsum("bkn,n->bk", jac, nu)
-    bias = t.T @ _bias_local(model, xs, inertia, jac, nu, vel)
+    bias = _rotate_free(model, kin, _bias_local(model, xs, inertia, jac, nu, vel), 0, False)
     if not jacobian:
         return mass, bias, None
-    return mass, bias, t.T @ _bias_jacobian_local(model, xs, inertia, jac, own, nu, vel) @ t
+    return mass, bias, _to_world(model, kin, _bias_jacobian_local(model, xs, inertia, jac, inertia_jac, own, nu, vel))
 
 
 def dynamics(model: Model, kin: Kinematics, u: jax.Array) -> Dynamics:
