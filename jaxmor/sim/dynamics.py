@@ -140,18 +140,6 @@ def _to_world(model: Model, kin: Kinematics, x: jax.Array) -> jax.Array:
     return _rotate_free(model, kin, _rotate_free(model, kin, x, 0, False), 1, False)
 
 
-def _cross_motion(v: jax.Array, m: jax.Array) -> jax.Array:
-    """Batched spatial cross product ``v x m`` of motion vectors (..., 6)."""
-    w, lin = v[..., :3], v[..., 3:]
-    return jnp.concatenate([jnp.cross(w, m[..., :3]), jnp.cross(w, m[..., 3:]) + jnp.cross(lin, m[..., :3])], -1)
-
-
-def _cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
-    """Batched spatial cross product ``v x* f`` of a motion and a force vector (..., 6)."""
-    w, lin = v[..., :3], v[..., 3:]
-    return jnp.concatenate([jnp.cross(w, f[..., :3]) + jnp.cross(lin, f[..., 3:]), jnp.cross(w, f[..., 3:])], -1)
-
-
 def _cross3(a: jax.Array, b: jax.Array) -> jax.Array:
     """Cross products of 3-vectors laid along axis -2 (..., 3, n), broadcasting (a column against columns)."""
     a0, a1, a2 = a[..., 0, :], a[..., 1, :], a[..., 2, :]
@@ -179,14 +167,14 @@ def _bias_local(model: Model, xs, inertia, jac, nu: jax.Array, vel: jax.Array) -
     # Velocity of each joint alone, S_i nu_i, as the body velocity minus the transported parent's.
     above = jnp.concatenate([jnp.zeros((1, 6), dtype), vel])[np.asarray(model.body_parent) + 1]  # the world's is 0
     parent_vel = jnp.einsum("bij,bj->bi", xs, above)
-    product = _cross_motion(vel, vel - parent_vel)
+    product = _cross_motion_columns(vel[..., None], (vel - parent_vel)[..., None])[..., 0]
     # dT/dt u for a free base: the local velocity coordinates rotate with the base.
     nu_dot = jnp.zeros(model.nv, dtype)
     for v in model.free_u:
         nu_dot = nu_dot.at[v : v + 3].set(-jnp.cross(nu[v + 3 : v + 6], nu[v : v + 3]))
     acc = parent_first(model, _transport, a_world, (xs, product)) + jnp.einsum("bkn,n->bk", jac, nu_dot)
     momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
-    force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force(vel, momentum)
+    force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force_columns(vel[..., None], momentum[..., None])[..., 0]
     return jnp.einsum("bkn,bk->n", jac, force)
 
 
