@@ -679,6 +679,41 @@ def test_grad_of_a_rollout_wrt_motor_constants_and_bus_voltage(turntable):
         assert grads[k] == pytest.approx(fd, rel=1e-5), (k, grads[k], fd)
 
 
+@pytest.mark.parametrize("wrt", ["model", "state", "controls"])
+def test_a_rollouts_derivative_is_its_steps_derivatives_composed(turntable, wrt):
+    """The derivative of ``rollout`` (a scan, whose start state is given zero tangents where it has none so that
+    the step is linearized once) against that of the same steps called one after the other, with respect to the
+    model alone (the motor's resistance; reverse and forward mode, as ``sysid`` uses), the start state alone (its
+    velocity) and the controls alone: equal to round-off (1e-12 relative, float64)."""
+    n = 3
+    state = jaxmor.init_state(turntable, u=jnp.array([21.0]))
+    torques = jnp.array([[2.0], [300.0], [1000.0]])  # inside the region, then beyond it
+
+    def final_speed(resistance, u0, controls, scanned):
+        motor = turntable.actuators.motor.replace(resistance=resistance)
+        m = turntable.replace(actuators=turntable.actuators.replace(motor=motor))
+        s = state.replace(u=u0)
+        if scanned:
+            return jaxmor.rollout(m, s, controls)[0].u[0]
+        for k in range(n):
+            s = jaxmor.step(m, jaxmor.set_actuator_torques(m, s, controls[k]))
+        return s.u[0]
+
+    args = (jnp.array([TT_R]), state.u, torques)
+    k = ("model", "state", "controls").index(wrt)
+    got, want = (jax.jit(jax.grad(final_speed, argnums=k), static_argnums=3)(*args, scanned) for scanned in (1, 0))
+    assert float(jnp.max(jnp.abs(want))) > 0.0
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0.0)
+    if wrt != "model":
+        return
+    direction = jnp.ones_like(args[k])
+
+    def along(scanned):
+        return jax.jvp(lambda x: final_speed(*args[:k], x, *args[k + 1 :], scanned), (args[k],), (direction,))[1]
+
+    np.testing.assert_allclose(jax.jit(along, static_argnums=0)(1), jax.jit(along, static_argnums=0)(0), rtol=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------------
 # 9. Bad input.
 

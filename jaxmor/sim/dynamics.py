@@ -37,6 +37,8 @@ Everything is pure JAX: jit-, vmap- and grad-able, in float32 or float64 (the dt
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -140,6 +142,10 @@ def _to_world(model: Model, kin: Kinematics, x: jax.Array) -> jax.Array:
     return _rotate_free(model, kin, _rotate_free(model, kin, x, 0, False), 1, False)
 
 
+# The column-wise cross products are rematerialized under differentiation (``jax.checkpoint``): a derivative keeps
+# their two operands rather than every component slice (docs/design/performance.md, "The gradient's compile").
+
+
 def _cross3(a: jax.Array, b: jax.Array) -> jax.Array:
     """Cross products of 3-vectors laid along axis -2 (..., 3, n), broadcasting (a column against columns)."""
     a0, a1, a2 = a[..., 0, :], a[..., 1, :], a[..., 2, :]
@@ -147,12 +153,14 @@ def _cross3(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -2)
 
 
+@partial(jax.checkpoint, prevent_cse=False)
 def _cross_motion_columns(v: jax.Array, m: jax.Array) -> jax.Array:
     """``v x m`` for the columns of ``m`` (..., 6, n), motion vectors ``v`` (..., 6, 1) or (..., 6, n)."""
     w, lin = v[..., :3, :], v[..., 3:, :]
     return jnp.concatenate([_cross3(w, m[..., :3, :]), _cross3(w, m[..., 3:, :]) + _cross3(lin, m[..., :3, :])], -2)
 
 
+@partial(jax.checkpoint, prevent_cse=False)
 def _cross_force_columns(v: jax.Array, f: jax.Array) -> jax.Array:
     """``v x* f`` column by column, motion vectors ``v`` and force vectors ``f`` (..., 6, 1) or (..., 6, n)."""
     w, lin = v[..., :3, :], v[..., 3:, :]

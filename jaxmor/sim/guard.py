@@ -94,11 +94,22 @@ def accept(model: Model, state: State, candidate: State, ok: jax.Array) -> State
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
     good_step = jnp.isfinite(h) & (h > 0)
     kept = state.replace(external_force=candidate.external_force)
-    out = jax.tree.map(lambda new, old: jnp.where(ok, new, old), candidate, kept)
+    out = where_tree(ok, candidate, kept)
     return out.replace(
         nonfinite=state.nonfinite | (good_step & ~ok),
         invalid=jnp.where(ok, candidate.invalid, state.invalid) | ~good_step,
     )
+
+
+@partial(jax.checkpoint, prevent_cse=False)
+def where_tree(pred: jax.Array, on_true, on_false):
+    """``where(pred, a, b)`` leaf by leaf for two pytrees of the same structure, ``pred`` a () bool.
+
+    Rematerialized under differentiation (``jax.checkpoint``): a derivative keeps ``pred`` and broadcasts it again,
+    instead of keeping its broadcast to every leaf's shape (a rollout's gradient stores each kept value at every
+    step; docs/design/performance.md, "The gradient's compile").
+    """
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
 def shielded(fn: Callable[[Model, State], State], model: Model, state: State) -> State:
@@ -137,15 +148,24 @@ def _tied(out: State, keep: jax.Array) -> State:
     """``out``, its floating leaves passed through ``where(keep, x, x)``: the same values, batched wherever the
     verdict is, so that under ``vmap`` the values and the masked tangents of :func:`_shielded_jvp` are
     batched alike (JAX's batching of a ``custom_jvp`` gives the tangents the values' batch axes)."""
-    return jax.tree.map(lambda x: jnp.where(keep, x, x) if jnp.issubdtype(x.dtype, jnp.inexact) else x, out)
+    return _where_floating(keep, out, out)
 
 
 def _zero_zone(tree, keep: jax.Array):
     """The tangents of ``tree`` where ``keep``, else zero (integer tangents, ``float0``, as they are)."""
-    return jax.tree.map(
-        lambda t: t if t.dtype == jax.dtypes.float0 else jnp.where(keep, t, jnp.zeros_like(t)),
-        tree,
-    )
+    zeros = jax.tree.map(lambda t: jnp.zeros_like(t) if jnp.issubdtype(t.dtype, jnp.inexact) else t, tree)
+    return _where_floating(keep, tree, zeros)
+
+
+def _where_floating(keep: jax.Array, tree, other):
+    """:func:`where_tree` on the floating leaves of ``tree`` and ``other``; the other leaves of ``tree`` as they are."""
+    leaves, structure = jax.tree.flatten(tree)
+    floating = [i for i, x in enumerate(leaves) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    others = structure.flatten_up_to(other)
+    chosen = where_tree(keep, [leaves[i] for i in floating], [others[i] for i in floating])
+    for i, x in zip(floating, chosen, strict=True):
+        leaves[i] = x
+    return jax.tree.unflatten(structure, leaves)
 
 
 def _shielded_jvp(fn, primals, tangents):

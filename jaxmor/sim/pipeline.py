@@ -44,7 +44,7 @@ from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_ve
 from jaxmor.sim.dynamics import Dynamics, dynamics
 from jaxmor.sim.forces import Forces, forces
 from jaxmor.sim.free_motion import FreeMotion, free_motion
-from jaxmor.sim.guard import accept, runnable, shielded, stand_in, verdict
+from jaxmor.sim.guard import accept, runnable, shielded, stand_in, verdict, where_tree
 from jaxmor.sim.integrator import advance
 from jaxmor.sim.kinematics import Kinematics, kinematics
 from jaxmor.sim.solver import solve_step
@@ -81,7 +81,7 @@ def step(model: Model, state: State) -> State:
     check_options(model.opt, "step")
     with jax.named_scope("guard"):
         healthy = runnable(model, state)
-        safe = jax.tree.map(lambda s, f: jnp.where(healthy, s, f), state, stand_in(model, state))
+        safe = where_tree(healthy, state, stand_in(model, state))
     candidate = shielded(_end_of_step, model, safe)
     with jax.named_scope("guard"):
         return accept(model, state, candidate, healthy & verdict(model, candidate))
@@ -175,7 +175,48 @@ def rollout(
         s = step(model, s.replace(**inputs))
         return s, s
 
-    return jax.lax.scan(body, state, xs, length=n_steps)
+    return jax.lax.scan(body, _perturbed_with(state, model, xs), xs, length=n_steps)
+
+
+@jax.custom_jvp
+def _perturbed_with(state: State, model: Model, inputs: dict[str, jax.Array]) -> State:
+    """``state``, whose every floating leaf has a tangent (zero where it had none) whenever ``state``, ``model`` or
+    ``inputs`` has one: the derivative of the identity in ``state``, zero in the others.
+
+    A scan's derivative finds which carried values have tangents by linearizing its body once per guess, until
+    the guess holds. A rollout differentiated with respect to the model alone starts from a state without
+    tangents: the first guess is wrong and the step (with the guard's derivative rule) is linearized three
+    times. From a state whose floating leaves all have tangents the first guess holds.
+    """
+    del model, inputs
+    return state
+
+
+def _perturbed_with_jvp(primals, tangents):
+    zero = jax.custom_derivatives.SymbolicZero
+    given = [
+        t
+        for t in jax.tree.leaves(tangents, is_leaf=lambda t: isinstance(t, zero))
+        if not isinstance(t, zero) and t.dtype != jax.dtypes.float0
+    ]
+    state = primals[0]
+    if not given:
+        return state, tangents[0]
+    # A zero that JAX's linearization counts as a tangent: it must depend on a given tangent (a zero computed from
+    # the values alone is known, hence dropped). A select, not a product, so the transpose sends back an exact zero.
+    seed = jax.lax.select(False, jnp.ravel(given[0])[0], jnp.zeros((), given[0].dtype))
+    leaves, tree = jax.tree.flatten(state)
+    slopes = jax.tree.leaves(tangents[0], is_leaf=lambda t: isinstance(t, zero))
+    out = [
+        jnp.broadcast_to(seed.astype(x.dtype), x.shape)
+        if isinstance(t, zero) and jnp.issubdtype(x.dtype, jnp.inexact)
+        else t
+        for x, t in zip(leaves, slopes, strict=True)
+    ]
+    return state, jax.tree.unflatten(tree, out)
+
+
+_perturbed_with.defjvp(_perturbed_with_jvp, symbolic_zeros=True)
 
 
 def per_step_controls(

@@ -171,10 +171,15 @@ def _sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Ar
     row velocities alone: a row reads its velocity from them and its old impulse from the scanned impulses,
     emits its new impulse, and a change ``d`` adds ``d A[:, row]`` (a row of ``p.columns``) to the velocities.
     The impulses enter and leave as the scans' inputs and outputs, never as a carried array updated in place,
-    which XLA's CPU loops copied every iteration."""
+    which XLA's CPU loops copied every iteration.
+
+    A row's update is rematerialized under differentiation (``jax.checkpoint``): the sweep's linearization
+    (:func:`_iterate_jvp`) recomputes a row's columns and scalar steps from ``A`` and the scanned values
+    instead of stacking each of them per row (docs/design/performance.md, "The gradient's compile")."""
     c, laws, m, nc = p.columns, p.laws, p.rows_per_contact, p.nc
     v, rows, limit = it
 
+    @partial(jax.checkpoint, prevent_cse=False)
     def contact(v, inputs):
         k, old = inputs
         n = m * k
@@ -187,6 +192,7 @@ def _sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Ar
             v = v + change[j] * cols[j]
         return v, new
 
+    @partial(jax.checkpoint, prevent_cse=False)
     def joint(v, inputs):
         i, old, old_limit = inputs
         r = m * nc + i
