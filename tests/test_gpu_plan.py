@@ -197,3 +197,31 @@ def test_readme_table_is_regenerated_from_the_results():
     records = report.load_run(ROOT / results, run_id)
     assert block == f"{report.header(records, ROOT / results)}\n\n{gpu_plan.render(records)}"
     assert "| jaxmor quadruped | 8,192 |" in block
+
+
+def test_gpu_trace_counts_the_gpu_processes_launches(tmp_path):
+    """``bench.tools.gpu_trace.launches`` on a hand-written Perfetto trace: the complete events of the processes named
+    after a GPU are counted by name (a host thread's events and the metadata are not), and copies and memsets are
+    told from kernels by their names."""
+    import gzip
+    import json
+
+    from bench.tools import gpu_trace
+
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/host:CPU"}},
+        {"ph": "X", "pid": 1, "tid": 7, "name": "loop_add_fusion", "ts": 0, "dur": 1},
+        {"ph": "X", "pid": 1, "tid": 7, "name": "loop_add_fusion", "ts": 2, "dur": 1},
+        {"ph": "X", "pid": 1, "tid": 8, "name": "MemcpyDtoD", "ts": 3, "dur": 1},
+        {"ph": "X", "pid": 1, "tid": 8, "name": "Memset", "ts": 4, "dur": 1},
+        {"ph": "X", "pid": 2, "tid": 3, "name": "loop_add_fusion", "ts": 0, "dur": 9},
+        {"ph": "i", "pid": 1, "tid": 7, "name": "marker", "ts": 5},
+    ]
+    path = tmp_path / "perfetto_trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    names = gpu_trace.launches(str(path))
+    assert names == {"loop_add_fusion": 2, "MemcpyDtoD": 1, "Memset": 1}
+    assert [n for n in names if gpu_trace.is_copy(n)] == ["MemcpyDtoD", "Memset"]
+    assert gpu_trace.is_copy("copy_fusion_3") and not gpu_trace.is_copy("loop_add_fusion")
