@@ -714,6 +714,26 @@ def test_a_rollouts_derivative_is_its_steps_derivatives_composed(turntable, wrt)
     np.testing.assert_allclose(jax.jit(along, static_argnums=0)(1), jax.jit(along, static_argnums=0)(0), rtol=1e-12)
 
 
+def test_a_rollouts_gradient_builds_the_steps_derivative_once(turntable, monkeypatch):
+    """Tracing the gradient of a rollout with respect to the model alone runs the step's stages twice: once for the
+    values and once inside the guard's derivative rule. The scan's derivative guesses which carried values have
+    tangents; a start state without tangents made the first guess wrong and the rule ran three times (the stages
+    four times in all), which cost about 4 s of a 29 s compile (docs/design/performance.md, "The gradient's
+    compile")."""
+    calls = []
+    stages = jaxmor.sim.pipeline.stages
+    monkeypatch.setattr(jaxmor.sim.pipeline, "stages", lambda m, s: calls.append(1) or stages(m, s))
+    state = jaxmor.init_state(turntable, u=jnp.array([21.0]))
+
+    def final_speed(resistance):
+        motor = turntable.actuators.motor.replace(resistance=resistance)
+        m = turntable.replace(actuators=turntable.actuators.replace(motor=motor))
+        return jaxmor.rollout(m, state, jnp.full((3, 1), 300.0))[0].u[0]
+
+    jax.jit(jax.grad(final_speed)).trace(jnp.array([TT_R]))
+    assert len(calls) == 2
+
+
 # ---------------------------------------------------------------------------------------------------
 # 9. Bad input.
 

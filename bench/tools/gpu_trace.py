@@ -71,13 +71,14 @@ def run(engine: str, kind: str, n: int, calls: int) -> dict:
         found = glob.glob(f"{tmp}/**/perfetto_trace.json.gz", recursive=True)
         names = launches(found[0]) if found else collections.Counter()
     copies = sum(c for name, c in names.items() if is_copy(name))
+    median = statistics.median(times)
     return {
         "engine": engine,
         "kind": kind,
         "n_worlds": n,
         "compile_s": compile_s,
-        "ms_per_step": 1e3 * statistics.median(times),
-        "world_steps_per_s": n / statistics.median(times),
+        "ms_per_step": 1e3 * median,
+        "world_steps_per_s": n / median,
         "kernels_per_step": (sum(names.values()) - copies) / calls,
         "copies_per_step": copies / calls,
         "top_kernels": [[name, c / calls] for name, c in names.most_common(25) if not is_copy(name)],
