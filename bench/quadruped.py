@@ -5,7 +5,9 @@ for big batches) and, above one chunk, ``jaxmor-vmap`` (one ``jax.vmap`` of ``ja
 ``mujoco`` (``mujoco.rollout`` on all cores) and ``mujoco-1t`` (the calling thread); ``mjx`` (``jax.vmap`` of a
 ``lax.scan`` of ``mjx.step``, skipped above ``--mjx-max-worlds``). Then one gradient case: ``jax.value_and_grad``
 of the sum of the final joint velocities of ``--grad-worlds`` worlds x ``--grad-steps`` steps with respect to
-every motor's resistance, torque constant and velocity constant.
+every motor's resistance, torque constant and velocity constant. ``--baseline REV`` runs jaxmor at the git revision
+``REV`` too (``jaxmor@REV``, :func:`bench.runner.revision_checkouts`), right after each chunked forward case and the
+gradient case, so the speed-up over it is measured in the same run.
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def add_options(g) -> None:
         help="vmap the gradient's worlds in chunks of this many (lax.map); 0 or >= G: one vmap (the default: the step "
         "calls no LAPACK routine, so a vmap of all G cannot meet docs/design/cpu-deadlock.md's hang)",
     )
+    g.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also time jaxmor at the git revision REV (its jaxmor package with this checkout's bench, robot and "
+        "inputs), each case right after this checkout's chunked forward case of the same N and its gradient case",
+    )
 
 
 def comparison_cases(args, engines: list[str]) -> list[dict]:
@@ -98,7 +106,20 @@ def plan(args, engines: list[str]) -> list[dict]:
                 "budget_s": args.case_budget,
             }
         )
-    return cases
+    return with_baseline(cases, getattr(args, "baseline", None))
+
+
+def with_baseline(cases: list[dict], rev: str | None) -> list[dict]:
+    """``cases`` with, after each of jaxmor's chunked forward cases and its gradient case, the same case on jaxmor at
+    the git revision ``rev`` (label ``jaxmor@rev``; none without ``rev``)."""
+    if not rev:
+        return cases
+    out = []
+    for c in cases:
+        out.append(c)
+        if c["engine_label"] == "jaxmor" and (c["kind"] == "grad" or c.get("chunk")):
+            out.append({**c, "engine_label": f"jaxmor@{rev}", "jaxmor_rev": rev})
+    return out
 
 
 def prepare(args, engines: list[str]) -> dict:
@@ -145,6 +166,7 @@ def run_jaxmor_forward(spec: dict) -> dict:
     import jax.numpy as jnp
 
     n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
+    sc.check_jaxmor_source(spec)
     model = sc.jaxmor_model(dt)
     states = sc.jaxmor_states(model, n)
     controls = jnp.asarray(sc.controls(n, steps, dt), model.body_mass.dtype)
@@ -164,6 +186,7 @@ def run_jaxmor_grad(spec: dict) -> dict:
     from bench import case
 
     g, k, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
+    sc.check_jaxmor_source(spec)
     chunk = int(spec.get("grad_chunk", 0) or 0)
     chunk = chunk if 0 < chunk < g else 0  # a chunk of all G worlds is one vmap
     model = sc.jaxmor_model(dt)
@@ -268,7 +291,34 @@ def render(records: list[dict]) -> str:
                 f"| {r['engine_label']} | {gk} | {chunk} | {r['compile_s']:.2f} | {report.time_cell(r)} | "
                 f"{r['repeats']} | {report.rate_cell(r)} | {r['peak_rss_mb']:,.0f} |"
             )
-    return "\n".join(lines + report.retry_footnote(records))
+    return "\n".join(lines + baseline_table(records) + report.retry_footnote(records))
+
+
+def baseline_table(records: list[dict]) -> list[str]:
+    """This checkout's jaxmor against ``--baseline``'s revision, case by case (none without such cases): the speed-up
+    is this checkout's rate over the revision's, of the medians."""
+    theirs = [r for r in records if r.get("jaxmor_rev")]
+    if not theirs:
+        return []
+    ours = {(r["kind"], r["n_worlds"]): r for r in records if r["engine_label"] == "jaxmor"}
+    rev, commit = theirs[0]["jaxmor_rev"], (theirs[0].get("jaxmor_rev_commit") or "")[:10]
+    lines = [
+        "",
+        f"Against jaxmor at `{rev}` ({commit}), the same cases in the same run, each right after this checkout's: "
+        "world-steps/s, median (min-max), and the speed-up (this checkout's median over the revision's).",
+        "",
+        f"| case | N | this checkout | {rev} | speed-up | compile [s]: this checkout, {rev} |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in theirs:
+        mine = ours.get((r["kind"], r["n_worlds"]))
+        size = f"{r['n_worlds']:,}" + (f" x {r['n_steps']}" if r["kind"] == "grad" else "")
+        compiles = ", ".join(f"{x['compile_s']:.3g}" if report.ok(x) else "-" for x in (mine, r))
+        lines.append(
+            f"| {r['kind']} | {size} | {report.rate_cell(mine)} | {report.rate_cell(r)} | "
+            f"{report.ratio_cell(mine, r)} | {compiles} |"
+        )
+    return lines
 
 
 SCENARIO = Scenario(

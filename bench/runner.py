@@ -15,6 +15,7 @@ and regenerates the README's table from it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import importlib
 import importlib.metadata as _md
@@ -25,6 +26,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -284,6 +286,39 @@ def case_env(**extra: str) -> dict:
     return env
 
 
+@contextlib.contextmanager
+def revision_checkouts(revs: set[str]):
+    """For each git revision of ``revs``: a detached worktree of this repository at it, and the case processes'
+    ``(cwd, commit)``; the worktrees are removed on exit. The case process starts in a folder that holds only a
+    link ``jaxmor`` to the revision's package (``python -m`` puts its folder first on the path), and finds this
+    checkout's ``bench`` on ``PYTHONPATH``: the revision's jaxmor runs this checkout's cases, robot and inputs.
+
+    Raises:
+        SystemExit: a revision git cannot check out, or one without a ``jaxmor`` package.
+    """
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="bench-rev-") as tmp:
+        made = []
+        try:
+            for i, rev in enumerate(sorted(revs)):
+                tree, shim = Path(tmp) / f"tree{i}", Path(tmp) / f"cwd{i}"
+                add = ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev]
+                done = subprocess.run(add, capture_output=True, text=True)
+                if done.returncode:
+                    raise SystemExit(f"--baseline {rev}: git worktree add failed: {done.stderr.strip()}")
+                made.append(tree)
+                if not (tree / "jaxmor" / "__init__.py").is_file():
+                    raise SystemExit(f"--baseline {rev}: the revision has no jaxmor package")
+                shim.mkdir()
+                (shim / "jaxmor").symlink_to(tree / "jaxmor", target_is_directory=True)
+                out[rev] = (str(shim), git_commit(tree))
+            yield out
+        finally:
+            for tree in made:
+                remove = ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)]
+                subprocess.run(remove, capture_output=True)
+
+
 def python_json(code: str, timeout: float = 300, **env: str):
     """Run ``python -c code`` in a subprocess (the checkout on its path) and return the JSON of its last line."""
     out = subprocess.run(
@@ -349,16 +384,16 @@ def _last_phase(stderr: str) -> str | None:
     return phases[-1][len(PHASE) :].strip() if phases else None
 
 
-def run_subprocess_case(spec: dict, timeout_s: float, env: dict, hang_s: float = 0.0) -> dict:
-    """Run one case in a fresh interpreter (``python -m bench.case SPEC``); the result dict, with status
-    timeout/hung/error on failure.
+def run_subprocess_case(spec: dict, timeout_s: float, env: dict, hang_s: float = 0.0, cwd: str | None = None) -> dict:
+    """Run one case in a fresh interpreter (``python -m bench.case SPEC``, in ``cwd``: this checkout by default); the
+    result dict, with status timeout/hung/error on failure.
 
     ``hang_s`` > 0: a case process that uses (almost) no CPU for that many seconds is deadlocked and is
     killed, with status ``hung``.
     """
     cmd = [sys.executable, "-m", "bench.case", json.dumps(spec)]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd or ROOT, env=env)
     tick_s = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
     history: list[tuple[float, int]] = []  # (wall time, CPU ticks) samples of the case process
     status = None
@@ -450,24 +485,31 @@ def progress_line(i: int, total: int, rec: dict) -> str:
     )
 
 
-def run_cases(cases: list[dict], args, env: dict, out: Path, context: dict) -> list[dict]:
+def run_cases(
+    cases: list[dict], args, env: dict, out: Path, context: dict, revisions: dict | None = None
+) -> list[dict]:
     """Run the planned cases one process each, rerun a hung one once with :data:`RETRY_FLAG`, and append each
     record (``context``: run id, machine, device, versions, command; then the spec and the result) to the
-    JSON-lines file ``out``; returns the records."""
+    JSON-lines file ``out``; returns the records. A case with ``jaxmor_rev`` runs where ``revisions`` (of
+    :func:`revision_checkouts`) puts that revision's jaxmor."""
     records = []
     for i, case in enumerate(cases, 1):
         spec = {k: v for k, v in case.items() if k not in ("status", "error")}
+        cwd, commit = (revisions or {}).get(spec.get("jaxmor_rev"), (None, None))
+        if commit:
+            spec["jaxmor_rev_commit"] = commit
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         flags = env.get("XLA_FLAGS", "")
         if case.get("status") == "skipped":
             result = {"status": "skipped", "error": case["error"]}
         else:
-            result = run_subprocess_case(spec, args.case_timeout, env, args.hang_timeout)
+            result = run_subprocess_case(spec, args.case_timeout, env, args.hang_timeout, cwd)
             if result["status"] == "hung" and args.retry_hung and RETRY_FLAG not in flags:
                 print(f"[{i:2d}/{len(cases)}] {result['error']}; retrying with XLA_FLAGS+={RETRY_FLAG}", flush=True)
                 first = {k: result[k] for k in ("status", "error") if k in result}
                 flags = f"{flags} {RETRY_FLAG}".strip()
-                result = run_subprocess_case(spec, args.case_timeout, {**env, "XLA_FLAGS": flags}, args.hang_timeout)
+                retry_env = {**env, "XLA_FLAGS": flags}
+                result = run_subprocess_case(spec, args.case_timeout, retry_env, args.hang_timeout, cwd)
                 result["retried_after_hang"] = first
         if "traceback" in result:
             result["traceback"] = result["traceback"][-4000:]
@@ -519,7 +561,9 @@ def measure(sc: Scenario, args, argv: list[str]) -> tuple[list[dict], Path]:
         "device": device,
         "versions": vers,
     }
-    return run_cases(cases, args, case_env(**(sc.env or {})), out, context), out
+    env = case_env(**(sc.env or {}))
+    with revision_checkouts({c["jaxmor_rev"] for c in cases if c.get("jaxmor_rev")}) as revisions:
+        return run_cases(cases, args, env, out, context, revisions), out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,21 @@ def jaxmor_model(dt: float, dtype=None):
     return model.replace(opt=model.opt.replace(timestep=jnp.asarray(dt, dtype)))
 
 
+def check_jaxmor_source(spec: dict) -> None:
+    """In a case process: the imported ``jaxmor`` is this checkout's, or, for a case of ``spec["jaxmor_rev"]``, not
+    this checkout's (a case must never time the wrong package).
+
+    Raises:
+        RuntimeError: the package was imported from the wrong place.
+    """
+    import jaxmor
+
+    here = Path(jaxmor.__file__).resolve().is_relative_to(ROOT)
+    if here == bool(spec.get("jaxmor_rev")):
+        where = "this checkout's" if here else f"{Path(jaxmor.__file__).parent}"
+        raise RuntimeError(f"case of jaxmor_rev={spec.get('jaxmor_rev')!r} imported {where} jaxmor")
+
+
 def standing_qpos(model=None) -> np.ndarray:
     """(19,) float64 q of the drop: :func:`jaxmor.robots.quadruped_standing_q` (base level, legs in the standing
     pose, feet on z = 0) with the base DROP higher. ``model``: the jaxmor quadruped (loaded if None)."""

@@ -12,6 +12,7 @@ the fixtures here are session-scoped: loading is cheap but not free, and models 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import jax
 import pytest
@@ -30,17 +31,46 @@ import jaxmor  # noqa: E402  (after the x64 switch, so that nothing is traced be
 
 #: The notebooks that take over a minute on 2 cores (training).
 SLOW_NOTEBOOKS = ("05_train_locomotion.ipynb",)
+#: The files of the default run that took longest on 2 cores (``--durations=0``, 2026-12-04: 60-130 s each), longest
+#: first. pytest-xdist hands whole files to its two workers in collection order (``--dist loadfile
+#: --no-loadscope-reorder`` in pyproject.toml's addopts): these go out first, so that the run does not end with one
+#: worker alone on a long file while the other idles. The order changes what runs when, never what runs.
+LONGEST_FIRST = (
+    "test_envs.py",
+    "test_viewer.py",
+    "test_backlash.py",
+    "test_ball_joints.py",
+    "test_collision.py",
+    "test_drive_train.py",
+    "test_motor_dynamics.py",
+    "test_equality.py",
+    "test_dynamics.py",
+    "test_sensors.py",
+    "test_budget.py",
+    "test_mjcf_mujoco.py",
+    "test_scene_bodies.py",
+    "test_step.py",
+    "test_reliability.py",
+    "test_compiled.py",
+    "test_tendons.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The notebooks in notebooks/ (run by nbmake, ``addopts = "--nbmake"``) that train (``SLOW_NOTEBOOKS``) count
-    as slow tests; the others run by default.
+    as slow tests; the others run by default. The files of ``LONGEST_FIRST`` are collected first, in its order (a
+    stable sort: every file's tests stay together and in their order).
 
     It sees the notebooks whenever tests/ is collected too (the default).
     """
     for item in items:
         if item.path.suffix == ".ipynb" and item.path.name in SLOW_NOTEBOOKS:
             item.add_marker(pytest.mark.slow)
+    missing = [name for name in LONGEST_FIRST if not (Path(__file__).parent / name).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py: LONGEST_FIRST names files that do not exist: {missing}")
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @pytest.fixture(scope="session")

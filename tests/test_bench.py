@@ -145,10 +145,17 @@ def test_quadruped_tiny_case(tmp_path):
     args = ["quadruped", "--sizes", "2", "--steps", "5", "--repeats", "1", "--engines", engines]
     args += ["--grad-worlds", "0", "--no-mujoco-single-thread"]
     args += ["--jaxmor-chunk", "1"]  # N = 2: jaxmor.rollout_batch in two chunks of one world, and one vmap
+    args += ["--baseline", "HEAD"]  # the committed jaxmor from a worktree, right after the chunked case
     proc, records, readme = _bench(args, tmp_path, timeout=400)
-    labels = ["jaxmor", "jaxmor-vmap"] + (["mujoco"] if "mujoco" in engines else [])
+    labels = ["jaxmor", "jaxmor@HEAD", "jaxmor-vmap"] + (["mujoco"] if "mujoco" in engines else [])
     assert [r["engine_label"] for r in records] == labels
-    assert [r["settings"].get("chunk") for r in records[:2]] == [1, None]
+    assert [r["settings"].get("chunk") for r in records[:3]] == [1, 1, None]
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert records[1]["jaxmor_rev"] == "HEAD" and records[1]["jaxmor_rev_commit"].startswith(head)
+    assert "jaxmor_rev" not in records[0] and "jaxmor_rev" not in records[2]
+    row = re.search(r"^\| forward \| 2 \| [\d,.]+ \([^)]*\) \| [\d,.]+ \([^)]*\) \| ([\d.]+) \|", readme, re.M)
+    assert row and float(row.group(1)) == pytest.approx(records[0]["wsps_median"] / records[1]["wsps_median"], 1e-2)
+    records = [records[0], *records[2:]]
     for r in records:
         assert r["kind"] == "forward" and r["n_worlds"] == 2 and r["n_steps"] == 5
         assert r["repeats"] == 1 and len(r["times_s"]) == 1
@@ -159,6 +166,15 @@ def test_quadruped_tiny_case(tmp_path):
         assert records[2]["check"]["base_z_start"] == records[2]["qpos0"][2]
         assert abs(records[2]["check"]["base_z_mean"] - records[0]["check"]["base_z_mean"]) < 1e-3
     assert "<!-- bench-table:start -->" in readme and "| 2 |" in readme
+
+
+def test_a_revisions_case_refuses_this_checkouts_jaxmor():
+    """A ``--baseline`` case that imported this checkout's jaxmor would time the wrong package: it stops."""
+    from bench import scenario
+
+    with pytest.raises(RuntimeError, match="jaxmor_rev='feb919b' imported this checkout's jaxmor"):
+        scenario.check_jaxmor_source({"jaxmor_rev": "feb919b"})
+    scenario.check_jaxmor_source({})  # this checkout's case, this checkout's jaxmor
 
 
 @pytest.mark.slow

@@ -63,17 +63,20 @@ def test_random_actions_for_1000_steps_stay_finite(pd_env, pd_fns):
     scale = jnp.where(jnp.arange(N_SMALL) < N_SMALL // 2, 1.0, 0.1)[None, :, None]
     actions = jax.vmap(lambda k: jax.random.uniform(k, (N_SMALL, pd_env.action_size), minval=-1.0, maxval=1.0))(keys)
     actions = actions * scale  # (1000, N_SMALL, action_size)
-    finite, ended, largest = [], [], []
-    for a in actions:
-        states = step(states, a)
+
+    @jax.jit  # one call per step, not one per reduction
+    def summary(states):
         ok = jnp.all(jnp.isfinite(states.obs)) & jnp.all(jnp.isfinite(states.reward))
         for v in states.metrics.values():
             ok = ok & jnp.all(jnp.isfinite(v))
         truncated = states.info["truncated"]
-        finite.append(ok)
-        ended.append(jnp.stack([jnp.sum(states.done & ~truncated), jnp.sum(truncated)]))
-        largest.append(jnp.max(jnp.abs(states.obs)))
-    finite, ended, largest = np.asarray(jnp.stack(finite)), np.asarray(jnp.stack(ended)), np.asarray(jnp.stack(largest))
+        return ok, jnp.stack([jnp.sum(states.done & ~truncated), jnp.sum(truncated)]), jnp.max(jnp.abs(states.obs))
+
+    rows = []
+    for a in actions:
+        states = step(states, a)
+        rows.append(summary(states))
+    finite, ended, largest = (np.asarray(jnp.stack(x)) for x in zip(*rows, strict=True))
     assert finite.shape == (1000,)
     assert np.all(finite), f"non-finite values first at step {int(np.argmin(finite))}"
     failures, truncations = (int(x) for x in np.sum(ended, axis=0))

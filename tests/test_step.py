@@ -679,7 +679,11 @@ def test_grad_of_a_rollout_wrt_motor_constants_and_bus_voltage(turntable):
         assert grads[k] == pytest.approx(fd, rel=1e-5), (k, grads[k], fd)
 
 
-@pytest.mark.parametrize("wrt", ["model", "state", "controls"])
+# The model's case is the one whose start state has no tangents of its own (the zero tangents of
+# pipeline._perturbed_with); the state's and the controls' compile as long again and run with -m slow.
+@pytest.mark.parametrize(
+    "wrt", ["model", pytest.param("state", marks=pytest.mark.slow), pytest.param("controls", marks=pytest.mark.slow)]
+)
 def test_a_rollouts_derivative_is_its_steps_derivatives_composed(turntable, wrt):
     """The derivative of ``rollout`` (a scan, whose start state is given zero tangents where it has none so that
     the step is linearized once) against that of the same steps called one after the other, with respect to the
