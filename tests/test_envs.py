@@ -52,6 +52,7 @@ def test_environment_runs_under_jit_vmap_at_4096_worlds():
     assert float(jnp.min(states.sim.time)) == pytest.approx(2 * env.substeps * 0.004, rel=1e-5)
 
 
+@pytest.mark.slow  # 30-45 s on 2 cores: the 1,000 steps, not the compile
 def test_random_actions_for_1000_steps_stay_finite(pd_env, pd_fns):
     """1,000 control steps (5,000 physics steps) of uniform random actions on 16 worlds (in [-1, 1] on half
     of them, in [-0.1, 0.1] on the others): every observation, reward and metric finite, and both ways an
