@@ -106,7 +106,7 @@ def plan(args, engines: list[str]) -> list[dict]:
                 "budget_s": args.case_budget,
             }
         )
-    return with_baseline(cases, getattr(args, "baseline", None))
+    return with_baseline(cases, args.baseline)
 
 
 def with_baseline(cases: list[dict], rev: str | None) -> list[dict]:

@@ -2,8 +2,9 @@
 
 ``python -m bench.tools.against REV [--sizes 1024,4096] [--rounds 2] [--out FILE]``
 
-Checks ``REV`` out into a temporary git worktree and runs, for each case and round, one fresh process on
-``REV`` and one on this checkout (``PYTHONPATH`` picks the package), one after the other, so that the
+Checks ``REV`` out into a temporary git worktree (:func:`bench.runner.revision_checkouts`) and runs, for each case
+and round, one fresh process on ``REV`` and one on this checkout (``PYTHONPATH`` picks the package), one after the
+other, so that the
 machine's drift between minutes (about 1.5x on the project's shared VMs, docs/design/performance.md)
 falls on both alike. Each process runs :func:`case` below, which uses only the public API that both
 sides have (``load_urdf``, ``add_ground``, ``init_state``, ``rollout``, ``rollout_batch``) and reads its
@@ -122,31 +123,31 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "old"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.rev], check=True)
-        try:
-            inputs = Path(tmp) / "inputs.npz"
-            _inputs(inputs, max(n for _, n in cases))
-            for kind, n in cases:
-                for r in range(args.rounds):
-                    pair = {}
-                    for label, source in (("before", old), ("after", ROOT)):
-                        row = {"label": label, "rev": args.rev if label == "before" else commit, "round": r}
-                        row.update(_run(source, kind, n, inputs))
-                        pair[label] = row
-                        print(json.dumps(row), flush=True)
-                        if args.out:
-                            with open(args.out, "a") as f:
-                                f.write(json.dumps(row) + "\n")
-                    b, a = pair["before"], pair["after"]
-                    print(
-                        f"{kind} N={n} round {r}: speed after/before {b['median_s'] / a['median_s']:.2f}x, "
-                        f"compile {b['compile_s']:.1f} -> {a['compile_s']:.1f} s",
-                        flush=True,
-                    )
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+    sys.path.insert(0, str(ROOT))
+    from bench.runner import revision_checkouts
+
+    # The revision's folder holds only a link to its jaxmor package: on PYTHONPATH, it gives the case that package.
+    with tempfile.TemporaryDirectory() as tmp, revision_checkouts({args.rev}) as revisions:
+        old = Path(revisions[args.rev][0])
+        inputs = Path(tmp) / "inputs.npz"
+        _inputs(inputs, max(n for _, n in cases))
+        for kind, n in cases:
+            for r in range(args.rounds):
+                pair = {}
+                for label, source in (("before", old), ("after", ROOT)):
+                    row = {"label": label, "rev": args.rev if label == "before" else commit, "round": r}
+                    row.update(_run(source, kind, n, inputs))
+                    pair[label] = row
+                    print(json.dumps(row), flush=True)
+                    if args.out:
+                        with open(args.out, "a") as f:
+                            f.write(json.dumps(row) + "\n")
+                b, a = pair["before"], pair["after"]
+                print(
+                    f"{kind} N={n} round {r}: speed after/before {b['median_s'] / a['median_s']:.2f}x, "
+                    f"compile {b['compile_s']:.1f} -> {a['compile_s']:.1f} s",
+                    flush=True,
+                )
     return 0
 
 
