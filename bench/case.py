@@ -109,6 +109,21 @@ def jax_program(fn: Callable, args: tuple, check: Callable[[object], dict], sett
     return program
 
 
+def spread_worlds(tree, n_worlds: int, spec: dict):
+    """``tree`` (arrays with a leading world axis) split over the process's CPU devices along that axis, when the
+    case asks for several (``spec["host_devices"]``, :data:`bench.runner.HOST_DEVICES_FLAG`), JAX runs on the CPU
+    and ``n_worlds`` divides evenly; returns ``(tree, devices)``, ``devices`` 1 where nothing was split. The jit of
+    the case then runs the devices' worlds side by side (XLA partitions the vmapped or grouped world axis)."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    count = jax.device_count()
+    if int(spec.get("host_devices") or 1) < 2 or jax.default_backend() != "cpu" or count < 2 or n_worlds % count:
+        return tree, 1
+    sharding = NamedSharding(Mesh(np.array(jax.devices()), ("worlds",)), PartitionSpec("worlds"))
+    return jax.device_put(tree, sharding), count
+
+
 def mujoco_program(model, initial: np.ndarray, controls: np.ndarray, nthread: int, compile_s: float, settings=None):
     """``mujoco.rollout`` of ``model`` from the (n, state size) full-physics states ``initial`` under the (n, steps,
     nu) ``controls``, on ``nthread`` threads (0: the calling thread), into preallocated outputs. The check: the
@@ -164,10 +179,11 @@ def mujoco_states(model, qpos: np.ndarray, n: int) -> np.ndarray:
     return np.tile(s0, (n, 1))
 
 
-def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float) -> Program:
+def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float, spec: dict | None = None) -> Program:
     """MJX: ``jax.jit(jax.vmap(...))`` of ``mjx.make_data`` at each world's ``qpos`` (n, nq) and a ``lax.scan`` of
-    ``mjx.step`` setting ``ctrl`` from ``controls`` (n, steps, nu) before each step; float32. ``put_s``: the time to
-    make the MjModel and ``mjx.put_model`` it, recorded beside the compile time."""
+    ``mjx.step`` setting ``ctrl`` from ``controls`` (n, steps, nu) before each step; float32; the worlds split over
+    the CPU devices as jaxmor's are (:func:`spread_worlds`, ``spec``). ``put_s``: the time to make the MjModel and
+    ``mjx.put_model`` it, recorded beside the compile time."""
     import jax
     import jax.numpy as jnp
     from mujoco import mjx
@@ -175,8 +191,9 @@ def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float) 
     t = time.perf_counter()
     mx = mjx.put_model(mj_model)
     put_s += time.perf_counter() - t
-    qpos = jnp.asarray(qpos, jnp.float32)
-    controls = jnp.asarray(controls, jnp.float32)
+    (qpos, controls), devices = spread_worlds(
+        (jnp.asarray(qpos, jnp.float32), jnp.asarray(controls, jnp.float32)), len(qpos), spec or {}
+    )
 
     def one(q, c):
         d = mjx.make_data(mx).replace(qpos=q)
@@ -198,6 +215,7 @@ def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float) 
         **{k: int(getattr(o, k)) for k in ("integrator", "solver", "iterations", "ls_iterations", "cone")},
         "impratio": float(o.impratio),
         "dtype": "float32",
+        "devices": devices,
     }
     program = jax_program(jax.vmap(one), (qpos, controls), check, settings)
     program.timing["put_model_s"] = put_s

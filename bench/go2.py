@@ -124,7 +124,7 @@ def run_mjx(spec: dict) -> dict:
     n, steps = spec["n_worlds"], spec["n_steps"]
     mj_model, load_s, data, home_ctrl = _mujoco_start(spec)
     qpos = np.tile(data.qpos, (n, 1))
-    program = case.mjx_program(mj_model, qpos, controls(home_ctrl, n, steps, spec["dt"]), 0.0)
+    program = case.mjx_program(mj_model, qpos, controls(home_ctrl, n, steps, spec["dt"]), 0.0, spec)
     program.timing["load_s"] = load_s
     return case.run_single(program, spec)
 

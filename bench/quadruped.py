@@ -13,6 +13,7 @@ gradient case, so the speed-up over it is measured in the same run.
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import time
 
@@ -36,6 +37,13 @@ def add_comparison_options(g, jaxmor_vmap: bool) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="time MuJoCo on the calling thread too, beside all cores (default %(default)s)",
+    )
+    g.add_argument(
+        "--host-devices",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="JAX engines on the CPU: split the worlds over this many CPU devices (XLA's forced host device count), "
+        "which run side by side; 1: one device, XLA's threads inside its operations (default: the cores, %(default)s)",
     )
     g.add_argument(
         "--mjx-max-worlds",
@@ -72,6 +80,8 @@ def comparison_cases(args, engines: list[str]) -> list[dict]:
     for engine in engines:
         for n in sizes_of(args):
             base = {**common, "n_worlds": n, "engine": engine}
+            if engine in ("jaxmor", "mjx"):
+                base["host_devices"] = args.host_devices
             if engine == "jaxmor":
                 chunk = args.jaxmor_chunk
                 cases.append({**base, "engine_label": "jaxmor", "chunk": chunk})
@@ -141,8 +151,11 @@ def jaxmor_forward(model, states, controls, spec: dict, check_extra: dict | None
     from bench import case
 
     chunk = int(spec.get("chunk", 0) or 0)
+    (states, controls), devices = case.spread_worlds((states, controls), int(spec["n_worlds"]), spec)
     if chunk:
-        fn = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=chunk)[0])
+        # One group of worlds per device (a revision without the argument takes jax.device_count() itself).
+        groups = {"groups": devices} if "groups" in inspect.signature(jaxmor.rollout_batch).parameters else {}
+        fn = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=chunk, **groups)[0])
     else:
         fn = jax.jit(jax.vmap(lambda s, c: jaxmor.rollout(model, s, c)[0]))
 
@@ -158,6 +171,7 @@ def jaxmor_forward(model, states, controls, spec: dict, check_extra: dict | None
         "position_iterations": int(model.opt.position_iterations),
         "dtype": str(model.body_mass.dtype),
         "chunk": chunk or None,
+        "devices": devices,
     }
     return case.run_single(case.jax_program(fn, (states, controls), check, settings), spec)
 
@@ -254,7 +268,7 @@ def run_mjx_forward(spec: dict) -> dict:
     mj_model = sc.mujoco_spec(dt).compile()
     compile_s = time.perf_counter() - t
     qpos = np.tile(np.asarray(spec["qpos0"]), (n, 1))
-    return case.run_single(case.mjx_program(mj_model, qpos, sc.controls(n, steps, dt), compile_s), spec)
+    return case.run_single(case.mjx_program(mj_model, qpos, sc.controls(n, steps, dt), compile_s, spec), spec)
 
 
 RUNNERS = {

@@ -85,9 +85,16 @@ def engine_tables(records: list[dict], compile_label: str) -> list[str]:
     steps = fwd[0]["n_steps"]
     against = [(x, f"jaxmor / {n}") for x, n in (("mujoco", "MuJoCo"), ("mujoco-1t", "MuJoCo 1t"), ("mjx", "MJX"))]
     against = [(x, n) for x, n in against if "jaxmor" in present and x in present]
+    split = sorted({(r.get("settings") or {}).get("devices") or 1 for r in fwd if r["engine"] != "mujoco" and ok(r)})
+    devices = (
+        f" The JAX engines' worlds are split over {'/'.join(map(str, split))} CPU devices that run side by side "
+        "(`--host-devices`; 1: one device)."
+        if split and split != [1]
+        else ""
+    )
     lines = [
         f"World-steps/s, median (min-max) over the timed calls; each call is N worlds x {steps} steps. "
-        "Ratios are of the medians.",
+        f"Ratios are of the medians.{devices}",
         "",
     ]
     head = ["N"] + [names[x] for x in present] + [n for _, n in against]

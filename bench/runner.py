@@ -43,6 +43,8 @@ RESULTS = BENCH_DIR / "results"
 #: Retried with when a case deadlocks (jaxlib 0.10.2's LAPACK kernels on a small CPU thread pool; see
 #: docs/design/cpu-deadlock.md).
 RETRY_FLAG = report.RETRY_FLAG
+#: XLA's flag for the number of CPU devices; a case's ``host_devices`` above 1 sets it in the case's process.
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 #: 2: ``versions.jaxmor`` is the version of the checkout the cases import (its pyproject.toml); schema 1
 #: recorded the installed distribution's metadata, which an editable install leaves behind (see report.header).
 SCHEMA = 2
@@ -500,15 +502,18 @@ def run_cases(
             spec["jaxmor_rev_commit"] = commit
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         flags = env.get("XLA_FLAGS", "")
+        if int(spec.get("host_devices") or 1) > 1:
+            flags = f"{flags} {HOST_DEVICES_FLAG}={int(spec['host_devices'])}".strip()
+        this_env = {**env, "XLA_FLAGS": flags}
         if case.get("status") == "skipped":
             result = {"status": "skipped", "error": case["error"]}
         else:
-            result = run_subprocess_case(spec, args.case_timeout, env, args.hang_timeout, cwd)
+            result = run_subprocess_case(spec, args.case_timeout, this_env, args.hang_timeout, cwd)
             if result["status"] == "hung" and args.retry_hung and RETRY_FLAG not in flags:
                 print(f"[{i:2d}/{len(cases)}] {result['error']}; retrying with XLA_FLAGS+={RETRY_FLAG}", flush=True)
                 first = {k: result[k] for k in ("status", "error") if k in result}
                 flags = f"{flags} {RETRY_FLAG}".strip()
-                retry_env = {**env, "XLA_FLAGS": flags}
+                retry_env = {**this_env, "XLA_FLAGS": flags}
                 result = run_subprocess_case(spec, args.case_timeout, retry_env, args.hang_timeout, cwd)
                 result["retried_after_hang"] = first
         if "traceback" in result:

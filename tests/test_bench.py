@@ -146,10 +146,16 @@ def test_quadruped_tiny_case(tmp_path):
     args += ["--grad-worlds", "0", "--no-mujoco-single-thread"]
     args += ["--jaxmor-chunk", "1"]  # N = 2: jaxmor.rollout_batch in two chunks of one world, and one vmap
     args += ["--baseline", "HEAD"]  # the committed jaxmor from a worktree, right after the chunked case
+    args += ["--host-devices", "2"]  # one world per CPU device
     proc, records, readme = _bench(args, tmp_path, timeout=400)
     labels = ["jaxmor", "jaxmor@HEAD", "jaxmor-vmap"] + (["mujoco"] if "mujoco" in engines else [])
     assert [r["engine_label"] for r in records] == labels
     assert [r["settings"].get("chunk") for r in records[:3]] == [1, 1, None]
+    for r in records:
+        split = r["engine"] == "jaxmor"
+        assert ("--xla_force_host_platform_device_count=2" in r["xla_flags"]) == split
+        assert r["settings"].get("devices") == (2 if split else None)
+    assert "split over 2 CPU devices" in readme
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert records[1]["jaxmor_rev"] == "HEAD" and records[1]["jaxmor_rev_commit"].startswith(head)
     assert "jaxmor_rev" not in records[0] and "jaxmor_rev" not in records[2]
