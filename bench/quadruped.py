@@ -41,9 +41,10 @@ def add_comparison_options(g, jaxmor_vmap: bool) -> None:
     g.add_argument(
         "--host-devices",
         type=int,
-        default=os.cpu_count() or 1,
+        default=1,
         help="JAX engines on the CPU: split the worlds over this many CPU devices (XLA's forced host device count), "
-        "which run side by side; 1: one device, XLA's threads inside its operations (default: the cores, %(default)s)",
+        'which run side by side (docs/design/performance.md, "One CPU device per core"); 1: one device, XLA\'s '
+        "threads inside its operations (default %(default)s)",
     )
     g.add_argument(
         "--mjx-max-worlds",

@@ -1,6 +1,6 @@
 """This checkout against an earlier commit: the quadruped's forward rollout and the gradient, in alternating processes.
 
-``python -m bench.tools.against REV [--sizes 1024,4096] [--rounds 2] [--out FILE]``
+``python -m bench.tools.against REV [--sizes 1024,4096] [--rounds 2] [--host-devices K] [--out FILE]``
 
 Checks ``REV`` out into a temporary git worktree (:func:`bench.runner.revision_checkouts`) and runs, for each case
 and round, one fresh process on ``REV`` and one on this checkout (``PYTHONPATH`` picks the package), one after the
@@ -24,6 +24,7 @@ the lines to a results file.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -51,7 +52,16 @@ def case(kind: str, n_worlds: int, inputs: str) -> dict:
     states = jax.tree.map(lambda x: jnp.array(jnp.broadcast_to(x, (n_worlds, *x.shape))), state)
     if kind == "forward":
         controls = jnp.asarray(data["controls"][:n_worlds], jnp.float32)
-        fn, args, repeats = (lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=256)[0]), (states, controls), 3
+        groups = {}
+        if jax.device_count() > 1 and n_worlds % jax.device_count() == 0:  # --host-devices: as bench.case does
+            mesh = jax.sharding.Mesh(np.array(jax.devices()), ("worlds",))
+            states, controls = jax.device_put(
+                (states, controls), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("worlds"))
+            )
+            if "groups" in inspect.signature(jaxmor.rollout_batch).parameters:
+                groups = {"groups": jax.device_count()}
+        fn = lambda s, c: jaxmor.rollout_batch(model, s, c, chunk_size=256, **groups)[0]  # noqa: E731
+        args, repeats = (states, controls), 3
     else:
         steps, nv, na = 50, model.nv, model.na
         controls = jnp.asarray(data["controls"][:n_worlds, :steps], jnp.float32)
@@ -96,10 +106,13 @@ def _inputs(path: Path, n_worlds: int) -> None:
     np.savez(path, q=sc.standing_qpos(), controls=sc.controls(n_worlds, 100, 0.002))
 
 
-def _run(source: Path, kind: str, n: int, inputs: Path) -> dict:
+def _run(source: Path, kind: str, n: int, inputs: Path, host_devices: int = 1) -> dict:
     """:func:`case` in a fresh process that imports ``jaxmor`` from ``source`` (this file run as a script, so
-    no ``bench`` package of ``source`` is imported)."""
+    no ``bench`` package of ``source`` is imported), its forward worlds split over ``host_devices`` CPU devices."""
     env = {**os.environ, "PYTHONPATH": str(source)}
+    if host_devices > 1 and kind == "forward":
+        flag = f"--xla_force_host_platform_device_count={host_devices}"
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
     command = [sys.executable, __file__, "--case", kind, str(n), str(inputs)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -111,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="1024,4096", help="world counts of the forward case")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--no-grad", dest="grad", action="store_false")
+    p.add_argument("--host-devices", type=int, default=1, help="split the forward cases' worlds over K CPU devices")
     p.add_argument("--out", type=Path, help="append the JSON lines here")
     p.add_argument("--case", nargs=3, metavar=("KIND", "N", "INPUTS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -136,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 pair = {}
                 for label, source in (("before", old), ("after", ROOT)):
                     row = {"label": label, "rev": args.rev if label == "before" else commit, "round": r}
-                    row.update(_run(source, kind, n, inputs))
+                    row.update(_run(source, kind, n, inputs, args.host_devices))
                     pair[label] = row
                     print(json.dumps(row), flush=True)
                     if args.out:
