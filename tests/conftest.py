@@ -11,6 +11,9 @@ the fixtures here are session-scoped: loading is cheap but not free, and models 
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -54,6 +57,31 @@ LONGEST_FIRST = (
     "test_compiled.py",
     "test_tendons.py",
 )
+
+
+#: The environment variable that names the run's compilation cache (JAX reads it at import, so the notebooks' kernels
+#: and the tests' subprocesses share the cache too).
+CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+_CACHE_MADE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One persistent compilation cache for the run, in a fresh temporary folder: the same program (the quadruped's
+    step, the Go2's rollout) compiled by several modules, workers or notebooks compiles once per run. The main
+    process makes the folder before the workers start (they inherit the variable) and removes it at the end; a cache
+    the caller set is used as it is. Keys hold the program, the flags and the versions, so a hit is the same
+    executable."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None and not os.environ.get(CACHE_VARIABLE):
+        os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="jaxmor-tests-xla-cache-")
+        config.stash[_CACHE_MADE] = os.environ[CACHE_VARIABLE]
+    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_VARIABLE])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_CACHE_MADE, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(CACHE_VARIABLE, None)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
