@@ -405,3 +405,31 @@ def test_a_chain_deeper_than_the_unrolled_levels_against_pinocchio():
     model = load(text, True)
     assert len(tree_levels(tuple(model.body_parent))) > UNROLLED_LEVELS
     _check_terms("deep chain", model, PinReference(model, text), np.random.default_rng(31), 3)
+
+
+def test_each_bodys_columns_are_the_velocities_that_move_it():
+    """The dynamics keep each body's Jacobian only at the velocities of the body and its ancestors
+    (``dynamics.ancestor_columns``): on the quadruped, the base's 6 and the leg's 3 of 18. Checked against the
+    kinematics at a random pose: a joint's velocity is in a body's list exactly when its coordinate moves the body
+    (a nonzero derivative of the body's world pose), and the base's six are in every list. A chain, whose last
+    body depends on every velocity, keeps the dense columns (``None``)."""
+    from jaxmor.sim.dynamics import ancestor_columns
+
+    model = load(QUADRUPED_URDF, True)
+    widths = tuple(jaxmor.JointType(k).dof_width() for k in model.body_joint_type)
+    table = ancestor_columns(tuple(model.body_parent), tuple(model.body_v_start), widths)
+    assert table is not None and table[0].shape == (model.nb, 9)
+    q = jnp.asarray(random_state(model, np.random.default_rng(3))[0])
+
+    def pose(q):
+        bodies = kinematics(model, q).body
+        return jnp.concatenate([bodies.position, bodies.rotation.reshape(model.nb, 9)], 1)
+
+    moves = np.abs(np.asarray(jax.jacfwd(pose)(q))).max(1) > 1e-12  # (nb, nq): coordinate k moves body b
+    base = model.body_joint_type.index(jaxmor.JointType.FREE)
+    for b in range(model.nb):
+        expected = set(range(model.body_v_start[base], model.body_v_start[base] + 6))
+        expected |= {model.body_v_start[j] for j in range(model.nb) if j != base and moves[b, model.body_q_start[j]]}
+        listed = table[0][b][table[0][b] < model.nv]
+        assert set(listed.tolist()) == expected, b
+    assert ancestor_columns((-1, 0, 1), (0, 1, 2), (1, 1, 1)) is None

@@ -147,16 +147,20 @@ def _columns(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _padded(x: jax.Array) -> jax.Array:
-    """``x`` (..., nv) with a zero column appended: the value of the lists' padding index ``nv``."""
+    """``x`` (..., m) with a zero column appended: the value the tables' padding index ``m`` reads."""
     return jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (1,), x.dtype)], -1)
+
+
+def _take_per_body(table: np.ndarray, x: jax.Array) -> jax.Array:
+    """``x[i, ..., table[i]]`` for a per-body ``x`` (nb, ..., m) and a static (nb, m') index ``table`` whose
+    entries ``m`` read a zero."""
+    index = table.reshape((table.shape[0],) + (1,) * (x.ndim - 2) + (-1,))
+    return jnp.take_along_axis(_padded(x), index, -1)
 
 
 def _own_columns(cols, x: jax.Array) -> jax.Array:
     """Body ``i``'s list of columns of ``x[i]``, for a per-body ``x`` (nb, ..., nv): (nb, ..., K)."""
-    if cols is None:
-        return x
-    index = cols[0].reshape((cols[0].shape[0],) + (1,) * (x.ndim - 2) + (-1,))
-    return jnp.take_along_axis(_padded(x), index, -1)
+    return x if cols is None else _take_per_body(cols[0], x)
 
 
 def _shared_columns(cols, nb: int, x: jax.Array) -> jax.Array:
@@ -166,21 +170,17 @@ def _shared_columns(cols, nb: int, x: jax.Array) -> jax.Array:
     return jnp.moveaxis(_padded(x)[..., cols[0]], -2, 0)
 
 
-def _column_sum(cols, x: jax.Array) -> jax.Array:
-    """(nv,) ``sum_i`` of per-body values (nb, K) at their columns (the bias's sum over the bodies)."""
-    if cols is None:
-        return jnp.sum(x, 0)
-    return jnp.sum(jnp.take_along_axis(_padded(x), cols[1], -1), 0)
+def _at_velocities(cols, x: jax.Array) -> jax.Array:
+    """Per-body values on the bodies' columns (nb, ..., K) laid back at their velocities: (nb, ..., nv), zero at
+    the velocities a body does not depend on (the inverse of :func:`_own_columns`)."""
+    return x if cols is None else _take_per_body(cols[1], x)
 
 
 def _gram(cols, a: jax.Array, b: jax.Array) -> jax.Array:
     """(nv, nv) ``sum_i a_i^T b_i`` of per-body (nb, 6, K) columns (the mass matrix's and ``D``'s sums): one
     contraction of the (6, nv) columns laid out again (a sum of per-body (K, K) blocks gathered into place was
     3x slower on a CPU)."""
-    if cols is not None:
-        index = cols[1][:, None, :]
-        a, b = (jnp.take_along_axis(_padded(x), index, -1) for x in (a, b))
-    return jnp.einsum("bkn,bkm->nm", a, b)
+    return jnp.einsum("bkn,bkm->nm", _at_velocities(cols, a), _at_velocities(cols, b))
 
 
 def _transport(parent: jax.Array | None, body: tuple[jax.Array, jax.Array]) -> jax.Array:
@@ -255,7 +255,7 @@ def _bias_local(model: Model, cols, xs, inertia, jac, nu: jax.Array, vel: jax.Ar
         acc = acc + jnp.einsum("bkn,bn->bk", jac, _shared_columns(cols, model.nb, nu_dot))
     momentum = jnp.einsum("bkl,bl->bk", inertia, vel)
     force = jnp.einsum("bkl,bl->bk", inertia, acc) + _cross_force_columns(vel[..., None], momentum[..., None])[..., 0]
-    return _column_sum(cols, jnp.einsum("bkn,bk->bn", jac, force))
+    return jnp.sum(_at_velocities(cols, jnp.einsum("bkn,bk->bn", jac, force)), 0)
 
 
 def _bias_jacobian_local(model: Model, cols, xs, inertia, jac, inertia_jac, own, nu: jax.Array, vel) -> jax.Array:
@@ -275,7 +275,7 @@ def _bias_jacobian_local(model: Model, cols, xs, inertia, jac, inertia_jac, own,
     # d(v_i x s_i) = v_i x S_i dnu - s_i x J_i dnu; plus S_i d(nu_dot), whose sum down the tree is J_i d(nu_dot).
     product = _cross_motion_columns(vel[..., None], own) - _cross_motion_columns(joint_vel[..., None], jac)
     if rows.size:
-        own_rows = own[:, :, rows] if cols is None else jnp.take_along_axis(_padded(own), cols[1][:, None, rows], -1)
+        own_rows = _at_velocities(cols, own)[:, :, rows]
         product = product + jnp.einsum("bkr,brm->bkm", own_rows, _shared_columns(cols, model.nb, nu_dot_jac))
     acc = parent_first(model, _transport, None, (xs, product))
     # K_i J_i with K_i dv = v_i x* (I_i dv) + dv x* (I_i v_i)
