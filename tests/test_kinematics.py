@@ -263,3 +263,26 @@ def test_parent_first_equals_the_traversal_body_by_body(tree, world):
     assert sum(depths) == nb  # every body at exactly one level
     if tree.startswith("deep"):
         assert len(depths) > UNROLLED_LEVELS  # the scanned traversal is the one tested
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        (0, 1, 5, 9, 2, 6, 10, 3, 7, 11, 4, 8, 12),  # the quadruped's bodies back from its levels: 5 runs
+        (3,),
+        (4, 4, 4, 0, 0, 1, 2),  # repeats: a broadcast run
+        (6, 5, 0),  # decreasing
+        (0, 2, 4, 5, 6, 1),
+        tuple(range(19, -1, -1)),  # 20 runs: more than TAKE_RUNS, gathered
+    ],
+)
+def test_take_is_indexing_along_the_leading_axis(index):
+    """``take_static`` (strided slices joined, or a gather) is ``x[index]`` exactly, for every kind of index."""
+    from jaxmor.math import TAKE_RUNS, _strided_runs, take_static
+
+    x = jnp.arange(20 * 3, dtype=jnp.float32).reshape(20, 3)
+    np.testing.assert_array_equal(take_static(x, index), np.asarray(x)[np.asarray(index)])
+    runs = _strided_runs(index)
+    assert sum(count for _, count, _ in runs) == len(index)
+    if len(index) == 13:
+        assert len(runs) == 5 <= TAKE_RUNS

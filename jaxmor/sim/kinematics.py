@@ -28,7 +28,7 @@ from flax import struct
 
 from jaxmor.checks import as_vector, refuse_traced
 from jaxmor.errors import ArgumentError
-from jaxmor.math import axis_angle_to_rotation, quat_to_rotation
+from jaxmor.math import axis_angle_to_rotation, quat_to_rotation, take_static
 from jaxmor.model import ball_joints
 from jaxmor.types import JointType, Model
 
@@ -79,15 +79,6 @@ def tree_levels(body_parent: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], tu
         parents = None if d == 0 else tuple(above.index(body_parent[i]) for i in bodies)
         levels.append((bodies, parents))
     return tuple(levels)
-
-
-def _take(x: jax.Array, index: tuple[int, ...]) -> jax.Array:
-    """``x[index]`` along the leading axis for a static ``index``: a strided slice when the indices are evenly
-    spaced and increasing (the usual case: legs laid out alike), a gather otherwise."""
-    step = index[1] - index[0] if len(index) > 1 else 1
-    if step > 0 and all(b - a == step for a, b in zip(index[:-1], index[1:], strict=True)):
-        return x[index[0] : index[-1] + 1 : step]
-    return x[np.asarray(index)]
 
 
 @functools.cache
@@ -155,17 +146,17 @@ def parent_first(model: Model, combine: Callable[[Any, Any], Any], world: Any, p
         return _parent_first_scanned(tuple(model.body_parent), combine, world, per_body)
     values = []
     for bodies, parents in levels:
-        entries = jax.tree.map(lambda x, b=bodies: _take(x, b), per_body)
+        entries = jax.tree.map(lambda x, b=bodies: take_static(x, b), per_body)
         if parents is None:
             values.append(jax.vmap(lambda e: combine(world, e))(entries))
         else:
-            above = jax.tree.map(lambda x, p=parents: _take(x, p), values[-1])
+            above = jax.tree.map(lambda x, p=parents: take_static(x, p), values[-1])
             values.append(jax.vmap(combine)(above, entries))
     stacked = jax.tree.map(lambda *x: jnp.concatenate(x), *values)
     order = tuple(int(i) for i in np.argsort(np.concatenate([np.asarray(b) for b, _ in levels])))
     if order == tuple(range(len(order))):
         return stacked
-    return jax.tree.map(lambda x: _take(x, order), stacked)
+    return jax.tree.map(lambda x: take_static(x, order), stacked)
 
 
 def joint_transforms(model: Model, q: jax.Array) -> Poses:
