@@ -140,21 +140,23 @@ def quat_rotation_vector(quat: jnp.ndarray) -> jnp.ndarray:
     return ratio[..., None] * xyz
 
 
-def take_static(x: jax.Array, index: tuple[int, ...]) -> jax.Array:
-    """``x[index]`` along the leading axis for a static ``index``, in slices: one per run of evenly spaced
-    increasing entries (a strided slice) or of one repeated entry (a broadcast), joined. A quadruped's bodies
-    back in order from its levels are 5 runs. A gather when the runs are more than :data:`TAKE_RUNS` (a CPU
-    gathers one element at a time: several times slower)."""
-    runs = _strided_runs(index)
+def take_static(x: jax.Array, index: tuple[int, ...], axis: int = 0) -> jax.Array:
+    """``jnp.take(x, index, axis)`` for a static ``index``, in slices: one per run of evenly spaced increasing
+    entries (a strided slice) or of one repeated entry (a broadcast), joined. A quadruped's bodies back in order
+    from its levels are 5 runs. A gather when the runs are more than :data:`TAKE_RUNS` (a CPU gathers one element
+    at a time: several times slower)."""
+    runs = _strided_runs(tuple(int(i) for i in index))
     if len(runs) > TAKE_RUNS:
-        return x[np.asarray(index)]
-    pieces = [
-        x[start : start + (count - 1) * step + 1 : step]
-        if step
-        else jnp.broadcast_to(x[start : start + 1], (count, *x.shape[1:]))
-        for start, count, step in runs
-    ]
-    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
+        return jnp.take(x, np.asarray(index, dtype=np.int32), axis)
+    axis = axis % x.ndim
+    pieces = []
+    for start, count, step in runs:
+        if step:
+            pieces.append(jax.lax.slice_in_dim(x, start, start + (count - 1) * step + 1, step, axis))
+        else:
+            one = jax.lax.slice_in_dim(x, start, start + 1, 1, axis)
+            pieces.append(jnp.broadcast_to(one, x.shape[:axis] + (count,) + x.shape[axis + 1 :]))
+    return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces, axis)
 
 
 #: Most slices :func:`take_static` joins before it gathers instead.

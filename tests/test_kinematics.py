@@ -277,11 +277,13 @@ def test_parent_first_equals_the_traversal_body_by_body(tree, world):
     ],
 )
 def test_take_is_indexing_along_the_leading_axis(index):
-    """``take_static`` (strided slices joined, or a gather) is ``x[index]`` exactly, for every kind of index."""
+    """``take_static`` (strided slices and broadcasts joined, or a gather) is ``x[index]`` exactly, for every kind
+    of index, along the leading axis and the last."""
     from jaxmor.math import TAKE_RUNS, _strided_runs, take_static
 
     x = jnp.arange(20 * 3, dtype=jnp.float32).reshape(20, 3)
     np.testing.assert_array_equal(take_static(x, index), np.asarray(x)[np.asarray(index)])
+    np.testing.assert_array_equal(take_static(x.T, index, axis=-1), np.asarray(x).T[:, np.asarray(index)])
     runs = _strided_runs(index)
     assert sum(count for _, count, _ in runs) == len(index)
     if len(index) == 13:

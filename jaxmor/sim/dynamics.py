@@ -46,7 +46,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor.checks import as_vector
-from jaxmor.math import gauss_jordan, skew
+from jaxmor.math import gauss_jordan, skew, take_static
 from jaxmor.sim.kinematics import Kinematics, kinematics, parent_first
 from jaxmor.sim.tendon import tendon_inertia
 from jaxmor.types import JointType, Model
@@ -117,13 +117,17 @@ def _joint_subspaces(model: Model, dtype) -> jax.Array:
 @functools.cache
 def ancestor_columns(
     body_parent: tuple[int, ...], body_v_start: tuple[int, ...], body_dofs: tuple[int, ...]
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, tuple[int, ...], np.ndarray] | None:
     """The velocities each body's motion depends on: its ancestors' and its own, root first (static).
 
+    A body's list is its parent's with its own velocities appended, so a velocity has the same place in every
+    list that holds it: its place after the velocities of its joint's ancestors.
+
     Returns:
-        ``(columns, position)``: (nb, K) the velocity indices of each body's list, padded with ``nv`` (K the
-        longest list), and (nb, nv) where each velocity sits in a body's list, ``K`` where it is absent. ``None``
-        when some list holds every velocity (a chain): the dense (6, nv) columns then waste nothing.
+        ``(columns, place, held)``: (nb, K) the velocity indices of each body's list, padded with ``nv`` (K the
+        longest list); (nv,) the place of each velocity in the lists; (nb, nv) whether a body's list holds a
+        velocity. ``None`` when some list holds every velocity (a chain): the dense (6, nv) columns then waste
+        nothing.
     """
     nv = sum(body_dofs)
     lists: list[list[int]] = []
@@ -133,11 +137,13 @@ def ancestor_columns(
     if k >= nv:
         return None
     columns = np.full((len(lists), k), nv, dtype=np.int32)
-    position = np.full((len(lists), nv), k, dtype=np.int32)
+    place = np.zeros(nv, dtype=np.int32)
+    held = np.zeros((len(lists), nv), dtype=bool)
     for b, c in enumerate(lists):
         columns[b, : len(c)] = c
-        position[b, c] = np.arange(len(c))
-    return columns, position
+        place[c] = np.arange(len(c))
+        held[b, c] = True
+    return columns, tuple(int(p) for p in place), held
 
 
 def _columns(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
@@ -151,16 +157,12 @@ def _padded(x: jax.Array) -> jax.Array:
     return jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (1,), x.dtype)], -1)
 
 
-def _take_per_body(table: np.ndarray, x: jax.Array) -> jax.Array:
-    """``x[i, ..., table[i]]`` for a per-body ``x`` (nb, ..., m) and a static (nb, m') index ``table`` whose
-    entries ``m`` read a zero (the tables are in bounds by construction)."""
-    index = table.reshape((table.shape[0],) + (1,) * (x.ndim - 2) + (-1,))
-    return jnp.take_along_axis(_padded(x), index, -1, mode="promise_in_bounds")
-
-
 def _own_columns(cols, x: jax.Array) -> jax.Array:
     """Body ``i``'s list of columns of ``x[i]``, for a per-body ``x`` (nb, ..., nv): (nb, ..., K)."""
-    return x if cols is None else _take_per_body(cols[0], x)
+    if cols is None:
+        return x
+    index = cols[0].reshape((cols[0].shape[0],) + (1,) * (x.ndim - 2) + (-1,))
+    return jnp.take_along_axis(_padded(x), index, -1, mode="promise_in_bounds")
 
 
 def _shared_columns(cols, nb: int, x: jax.Array) -> jax.Array:
@@ -172,8 +174,13 @@ def _shared_columns(cols, nb: int, x: jax.Array) -> jax.Array:
 
 def _at_velocities(cols, x: jax.Array) -> jax.Array:
     """Per-body values on the bodies' columns (nb, ..., K) laid back at their velocities: (nb, ..., nv), zero at
-    the velocities a body does not depend on (the inverse of :func:`_own_columns`)."""
-    return x if cols is None else _take_per_body(cols[1], x)
+    the velocities a body does not depend on (the inverse of :func:`_own_columns`). A velocity has the same
+    place in every list (:func:`ancestor_columns`): slices of the columns and a static mask, no gather."""
+    if cols is None:
+        return x
+    _, place, held = cols
+    laid = take_static(x, place, axis=-1)
+    return jnp.where(held.reshape((held.shape[0],) + (1,) * (x.ndim - 2) + (-1,)), laid, jnp.zeros((), x.dtype))
 
 
 def _gram(cols, a: jax.Array, b: jax.Array) -> jax.Array:
