@@ -146,7 +146,7 @@ def ancestor_columns(
     return columns, tuple(int(p) for p in place), held
 
 
-def _columns(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
+def _columns(model: Model) -> tuple[np.ndarray, tuple[int, ...], np.ndarray] | None:
     """:func:`ancestor_columns` of the model's tree."""
     widths = tuple(JointType(k).dof_width() for k in model.body_joint_type)
     return ancestor_columns(tuple(model.body_parent), tuple(model.body_v_start), widths)
@@ -157,12 +157,16 @@ def _padded(x: jax.Array) -> jax.Array:
     return jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (1,), x.dtype)], -1)
 
 
+def _per_body(table: np.ndarray, x: jax.Array) -> np.ndarray:
+    """A static per-body table (nb, m) shaped to broadcast against a per-body ``x`` (nb, ..., m')."""
+    return table.reshape((table.shape[0],) + (1,) * (x.ndim - 2) + (-1,))
+
+
 def _own_columns(cols, x: jax.Array) -> jax.Array:
     """Body ``i``'s list of columns of ``x[i]``, for a per-body ``x`` (nb, ..., nv): (nb, ..., K)."""
     if cols is None:
         return x
-    index = cols[0].reshape((cols[0].shape[0],) + (1,) * (x.ndim - 2) + (-1,))
-    return jnp.take_along_axis(_padded(x), index, -1, mode="promise_in_bounds")
+    return jnp.take_along_axis(_padded(x), _per_body(cols[0], x), -1, mode="promise_in_bounds")
 
 
 def _shared_columns(cols, nb: int, x: jax.Array) -> jax.Array:
@@ -180,7 +184,7 @@ def _at_velocities(cols, x: jax.Array) -> jax.Array:
         return x
     _, place, held = cols
     laid = take_static(x, place, axis=-1)
-    return jnp.where(held.reshape((held.shape[0],) + (1,) * (x.ndim - 2) + (-1,)), laid, jnp.zeros((), x.dtype))
+    return jnp.where(_per_body(held, x), laid, jnp.zeros((), x.dtype))
 
 
 def _gram(cols, a: jax.Array, b: jax.Array) -> jax.Array:
