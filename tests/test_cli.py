@@ -272,9 +272,12 @@ def test_non_editable_install_runs_the_demo_from_an_empty_folder(tmp_path):
     subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(src)], check=True, capture_output=True)
     (wheel,) = wheels.glob("jaxmor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for robot in jaxmor.robots.NAMES:
-        assert f"jaxmor/robots/data/{robot}/{robot}.urdf" in names
+    for robot in jaxmor.robots.NAMES:  # the description file: a URDF, or the Go2's MJCF
+        assert f"jaxmor/robots/data/{robot}/{jaxmor.robots.path(robot).name}" in names
     for actuator in (
+        "go2/actuators/go2_motors.xml",
+        "go2/assets/foot.obj",
+        "go2/LICENSE",
         "quadruped/actuators/abduction_actuator.xml",
         "quadruped/actuators/hound_leg_actuator.xml",
         "turntable/actuators/spin_actuator.xml",
