@@ -28,8 +28,9 @@ N_SMALL = 16
 @pytest.fixture(scope="module")
 def pd_env():
     """Position-target actions (the default), 40-step episodes: large random targets make the robot fall
-    (terminations), small ones let it stand until the limit truncates the episode."""
-    return envs.Locomotion(episode_steps=40)
+    (terminations), small ones let it stand until the limit truncates the episode. No observation noise: the tests
+    compare observations with the state (tests/test_task_terms.py checks the noise)."""
+    return envs.Locomotion(episode_steps=40, observation_noise=None)
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +250,9 @@ def test_the_observation_can_open_with_sensors(pd_env):
     imu = """<sensor><velocimeter name="vel" site="base"/><gyro name="gyro" site="base"/>
       <framezaxis name="up" objtype="xbody" objname="world" reftype="xbody" refname="base"/></sensor>"""
     model = jaxmor.with_sensors(pd_env.model, imu)
-    env = envs.Locomotion(model, pd_env.standing_q, episode_steps=40, observation_sensors=["vel", "gyro", "up"])
+    env = envs.Locomotion(
+        model, pd_env.standing_q, episode_steps=40, observation_sensors=["vel", "gyro", "up"], observation_noise=None
+    )
     assert env.observation_size == pd_env.observation_size
     state = env.reset(jax.random.PRNGKey(8))
     u = state.sim.u.at[0:6].set(jnp.array([0.3, -0.2, 0.1, 0.5, -0.4, 0.7]))

@@ -26,6 +26,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxmor.envs import brax_compat
 from jaxmor.envs.core import Env, resetting_env
 from jaxmor.errors import ArgumentError
 
@@ -53,6 +54,7 @@ class BraxEnv(_BraxEnvBase):
 
     def __init__(self, env: Env):
         self.env = resetting_env(env, "BraxEnv")
+        brax_compat.install()  # Brax 0.14's trainers on JAX 0.10 (jaxmor.envs.brax_compat)
 
     @property
     def observation_size(self) -> int:

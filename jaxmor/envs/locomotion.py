@@ -28,40 +28,23 @@ from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bound
 from jaxmor.actuation.motor import motor_operating_region_violation
 from jaxmor.build.builder import load_urdf
 from jaxmor.build.scene import add_ground, with_options
-from jaxmor.checks import as_finite, as_int, as_nonnegative, as_positive, as_positive_int
+from jaxmor.checks import as_int, as_nonnegative, as_positive, as_positive_int
+from jaxmor.envs import terms
 from jaxmor.envs.core import Env
+from jaxmor.envs.feet import Feet, FeetState, feet_of
+from jaxmor.envs.terms import DEFAULT_COMMAND_RANGES, DEFAULT_OBSERVATION_NOISE, DEFAULT_REWARD_WEIGHTS
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.math import quat_to_rotation
 from jaxmor.robots import path as robot_path
 from jaxmor.robots import quadruped_standing_q
 from jaxmor.sim.collision.height_field import ground_heights
+from jaxmor.sim.dynamics import mass_matrix
 from jaxmor.sim.pipeline import step as physics_step
 from jaxmor.sim.sensing import read_sensors
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, integers, randomize, scale, uniform
 from jaxmor.tools.terrain import Terrain
 from jaxmor.types import Model, State
-
-#: The reward terms and their default weights (per second of simulated time; each term is multiplied by its
-#: weight and by the control period, except ``termination``, counted once when an episode fails). Kinematic
-#: terms are in the base frame. The penalties are small beside the tracking terms on purpose: a policy whose
-#: steps cost more than they earn learns to end its episodes early.
-DEFAULT_REWARD_WEIGHTS = {
-    "tracking_linear": 1.0,  # exp(-|v_xy - command_xy|^2 / 0.25), v in m/s
-    "tracking_yaw": 0.5,  # exp(-(w_z - command_yaw)^2 / 0.25), w in rad/s
-    "vertical_speed": -2.0,  # v_z^2 [m^2/s^2]
-    "roll_pitch_rate": -0.05,  # |w_xy|^2 [rad^2/s^2]
-    "orientation": -1.0,  # |g_xy|^2, gravity's direction in the base frame (0 when level)
-    "motor_power": -1e-4,  # sum |motor_torque * average_motor_speed| [W]
-    "saturation": -0.1,  # sum over actuators of how far the wanted torque leaves the policy's bounds, / peak
-    "action_rate": -0.01,  # |a - a_previous|^2
-    "termination": -1.0,  # 1 on the step the base falls or tilts over (once, not per second)
-}
-
-#: Ranges of the velocity command drawn at each reset: forward and lateral speed in the base frame [m/s],
-#: yaw rate [rad/s].
-DEFAULT_COMMAND_RANGES = ((-0.5, 1.5), (-0.5, 0.5), (-1.0, 1.0))
-
 
 #: The randomization entry that is the environment's, not the model's: the observation delay [control steps], an
 #: :func:`~jaxmor.integers` distribution drawn per world at every reset (:class:`jaxmor.envs.Env`), not pooled by
@@ -102,6 +85,10 @@ class LocomotionData:
         cell: () int32, the terrain cell the episode started on (row-major over levels and kinds; 0 without
             terrain).
         origin: (2,) where the base started [m].
+        key: the ``jax.random`` key of the episode's draws after its start (command resampling, pushes, noise).
+        command_time: () time until the command is drawn again [s].
+        push_time: () time until the next push [s].
+        feet: the feet (:class:`jaxmor.envs.feet.FeetState`).
     """
 
     command: jax.Array
@@ -110,6 +97,10 @@ class LocomotionData:
     world: Model | None
     cell: jax.Array
     origin: jax.Array
+    key: jax.Array
+    command_time: jax.Array
+    push_time: jax.Array
+    feet: FeetState
 
 
 def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
@@ -143,7 +134,9 @@ class Locomotion(Env):
     gravity's direction): an IMU's gyro and accelerometer instead of the simulator's exact base state. With
     ``height_scan=(nx, ny, spacing)``, the base's height above the ground at ``nx x ny`` points around it follows
     (``nx`` along the base's heading, ``ny`` across it, ``spacing`` [m] apart, centred on the base, turned by its
-    yaw; :func:`jaxmor.sim.collision.height_field.ground_heights`) [m].
+    yaw; :func:`jaxmor.sim.collision.height_field.ground_heights`) [m]. Each block but the command, the
+    saturation and the previous action gets uniform noise of the half-width ``observation_noise`` gives it
+    (:data:`~jaxmor.envs.terms.DEFAULT_OBSERVATION_NOISE`); rewards and terminations see the truth.
 
     Action (``action_size = na``), each in [-1, 1] (values beyond are clipped):
 
@@ -153,11 +146,20 @@ class Locomotion(Env):
     * ``action_mode="pd"``: driven-joint position targets ``standing + action_scale a``, and every physics
       step the actuator torque ``kp (target - q_j) - kd u_j`` computed explicitly at its start (the PD of
       :func:`jaxmor.set_actuator_pd_gains`, written here so that the Box-MOR mode can clip it to the box);
-      the step clips it to the motor region.
+      the step clips it to the motor region. The default gains come from the motors (:func:`default_gains`):
+      a full action at rest asks for each actuator's peak torque, not several times it.
+
+    Commands: drawn at the start of an episode and again every ``command_interval`` seconds (drawn uniformly
+    from that range each time), each component uniform in ``command_ranges``, or zero (standing) with
+    probability ``standing_fraction``. Pushes: every ``push_interval`` seconds the base's horizontal velocity
+    changes by up to ``push_speed`` [m/s] in a random direction (:func:`jaxmor.envs.terms.push`).
 
     Reward: the weighted terms of :data:`DEFAULT_REWARD_WEIGHTS`, each times the control period
-    ``substeps * timestep`` (``termination`` once); ``metrics`` holds each weighted term and
-    ``forward_speed`` [m/s], ``command_forward`` [m/s], ``power`` [W, mean over the physics steps],
+    ``substeps * timestep`` (``termination`` once); the feet's terms read the feet selected by ``feet``
+    (:mod:`jaxmor.envs.feet`). ``metrics`` holds each weighted term and ``forward_speed`` [m/s],
+    ``command_forward`` [m/s], ``tracking_error`` (``|v_xy - command_xy|`` [m/s]), ``yaw_rate_error``
+    (``|w_z - command_yaw|`` [rad/s]), ``swing_fraction`` (share of feet off the ground), ``slip_speed`` (mean
+    horizontal speed of the stance feet [m/s]), ``power`` [W, mean over the physics steps],
     ``saturated_fraction`` (share of actuators whose applied or commanded motor torque sits on or beyond
     the motor region's bound, i.e. ``ActuatorState.saturation``, mean over the physics steps) and
     ``region_violation`` (how far the applied motor torques lie outside the motor region, summed over
@@ -168,8 +170,8 @@ class Locomotion(Env):
     stops: non-finite), or after ``episode_steps``. A new episode starts from ``standing_q`` raised by
     2 cm, turned by a random yaw, with the joints perturbed uniformly by ``+-joint_noise``, at rest (on
     ``terrain``: at the spawn point of a cell drawn uniformly, its height the standing height above it); it draws
-    a command uniformly from ``command_ranges`` and, with ``randomization``, one of ``randomization_pool``
-    models drawn once by :func:`jaxmor.randomize`.
+    a command and, with ``randomization``, one of ``randomization_pool`` models drawn once by
+    :func:`jaxmor.randomize`.
 
     Args:
         model: a floating-base model with motor actuators and a ground (default: the shipped quadruped,
@@ -178,13 +180,23 @@ class Locomotion(Env):
             :func:`jaxmor.robots.quadruped_standing_q`; required for another model).
         motor_model: ``"em"`` (the motor region enforced) or ``"box"`` (Box-MOR, see the module docstring).
         action_mode: ``"torque"`` or ``"pd"``.
-        kp: proportional gain of ``"pd"`` mode at the gear outputs [Nm/rad].
-        kd: derivative gain of ``"pd"`` mode at the gear outputs [Nm s/rad].
+        kp: proportional gain of ``"pd"`` mode at the gear outputs [Nm/rad], a number or (na,); ``None``: from
+            the motors (:func:`default_gains`).
+        kd: derivative gain of ``"pd"`` mode at the gear outputs [Nm s/rad], a number or (na,); ``None``: from
+            the motors and the joints' inertia (:func:`default_gains`).
         action_scale: position-target range of ``"pd"`` mode [rad].
         timestep: physics time step [s] (replaces the model's).
         substeps: physics steps per control step.
         episode_steps: time limit in control steps.
         command_ranges: three ``(low, high)`` ranges (forward, lateral [m/s], yaw rate [rad/s]).
+        command_interval: ``(low, high)`` time between command draws [s]; ``None``: one command per episode.
+        standing_fraction: probability that a drawn command is zero, in [0, 1].
+        push_interval: ``(low, high)`` time between pushes [s]; ``None``: no pushes.
+        push_speed: the largest horizontal velocity change of a push [m/s].
+        observation_noise: half-widths of the observation noise per block, replacing some of
+            :data:`~jaxmor.envs.terms.DEFAULT_OBSERVATION_NOISE`; ``None`` or ``{}``: no noise.
+        feet: the foot sphere geoms (names, link names or patterns); ``None``: every sphere geom named, or on a
+            link named, ``*foot``.
         reward_weights: weights replacing some of :data:`DEFAULT_REWARD_WEIGHTS`.
         randomization: ``jaxmor.randomize`` spec (e.g. :func:`default_randomization`), or ``None``; its
             ``"observation.delay"`` entry, ``jaxmor.integers(low, high)`` [control steps], is the observation delay
@@ -209,21 +221,26 @@ class Locomotion(Env):
             ``"observation.delay"`` range, else 0 (none).
 
     Raises:
-        ArgumentError: an unknown mode or reward term, a model without a floating base, motor actuators or
-            ground, a missing ``standing_q``, a bad range, an observation delay given both as ``observation_delay``
-            and in the randomization, or there not as ``jaxmor.integers`` of two whole numbers ``>= 0``,
-            (Box-MOR) an effort limit that is not positive
+        ArgumentError: an unknown mode, reward term or observation block, a model without a floating base, motor
+            actuators or ground, a missing ``standing_q``, feet that are not found or not spheres, a bad range, an
+            observation delay given both as ``observation_delay`` and in the randomization, or there not as
+            ``jaxmor.integers`` of two whole numbers ``>= 0``, (Box-MOR) an effort limit that is not positive
             and finite, an ``observation_sensors`` name that is not one of the model's sensors, or a numeric
-            parameter out of its range, naming it: ``kp``, ``kd``, ``joint_noise`` and ``min_base_height``
-            finite and ``>= 0``; ``action_scale`` and ``timestep`` finite and ``> 0``; the reward weights
-            finite; ``substeps``, ``episode_steps`` and ``randomization_pool`` positive integers; ``seed`` an
-            integer ``>= 0``.
+            parameter out of its range, naming it: ``kp``, ``kd``, ``joint_noise``, ``push_speed``, the noise
+            widths and ``min_base_height`` finite and ``>= 0``; ``action_scale`` and ``timestep`` finite and
+            ``> 0``; ``standing_fraction`` in [0, 1]; intervals ``0 < low <= high``; the reward weights finite;
+            ``substeps``, ``episode_steps`` and ``randomization_pool`` positive integers; ``seed`` an integer
+            ``>= 0``.
     """
 
     metric_names = (
         *DEFAULT_REWARD_WEIGHTS,
         "forward_speed",
         "command_forward",
+        "tracking_error",
+        "yaw_rate_error",
+        "swing_fraction",
+        "slip_speed",
         "power",
         "saturated_fraction",
         "region_violation",
@@ -236,13 +253,19 @@ class Locomotion(Env):
         *,
         motor_model: str = "em",
         action_mode: str = "pd",
-        kp: float = 150.0,
-        kd: float = 3.0,
-        action_scale: float = 0.5,
+        kp: float | np.ndarray | None = None,
+        kd: float | np.ndarray | None = None,
+        action_scale: float = 0.25,
         timestep: float = 0.004,
         substeps: int = 5,
         episode_steps: int = 1000,
         command_ranges: Sequence[tuple[float, float]] = DEFAULT_COMMAND_RANGES,
+        command_interval: tuple[float, float] | None = (5.0, 10.0),
+        standing_fraction: float = 0.1,
+        push_interval: tuple[float, float] | None = (5.0, 10.0),
+        push_speed: float = 0.5,
+        observation_noise: Mapping[str, float] | None = DEFAULT_OBSERVATION_NOISE,
+        feet: Sequence[str] | None = None,
         reward_weights: Mapping[str, float] | None = None,
         randomization: Mapping[str, Distribution] | None = None,
         randomization_pool: int = 1024,
@@ -258,57 +281,41 @@ class Locomotion(Env):
     ):
         observation_delay, randomization = _observation_delay(observation_delay, randomization)
         super().__init__(episode_steps, auto_reset, observation_delay)
-        kp, kd, action_scale, timestep, joint_noise = _physical_parameters(kp, kd, action_scale, timestep, joint_noise)
+        action_scale, timestep, joint_noise = _physical_parameters(action_scale, timestep, joint_noise)
         if min_base_height is not None:
             min_base_height = as_nonnegative(min_base_height, "min_base_height")
         seed = as_int(seed, "seed")
-        if model is None:
-            model = add_ground(load_urdf(robot_path("quadruped")))
-            if standing_q is None:
-                standing_q = quadruped_standing_q(model)
-        if not model.floating_base or model.na == 0 or not model.ground:
-            raise ArgumentError("Locomotion needs a floating-base model with motor actuators and a ground")
-        if standing_q is None:
-            raise ArgumentError("Locomotion needs standing_q for a model other than the shipped quadruped")
-        standing_q = np.asarray(standing_q, np.float64)
-        if standing_q.shape != (model.nq,):
-            raise ArgumentError(f"standing_q must have shape ({model.nq},), got {standing_q.shape}")
-        if motor_model not in ("em", "box"):
-            raise ArgumentError(f"motor_model must be 'em' or 'box', got {motor_model!r}")
-        if action_mode not in ("torque", "pd"):
-            raise ArgumentError(f"action_mode must be 'torque' or 'pd', got {action_mode!r}")
-        weights = dict(DEFAULT_REWARD_WEIGHTS)
-        for name, value in (reward_weights or {}).items():
-            if name not in weights:
-                raise ArgumentError(f"unknown reward term {name!r}; the terms are {list(weights)}")
-            weights[name] = as_finite(value, f"reward_weights[{name!r}]")
-        ranges = np.asarray(command_ranges, np.float64)
-        if ranges.shape != (3, 2) or np.any(ranges[:, 0] > ranges[:, 1]) or not np.all(np.isfinite(ranges)):
-            raise ArgumentError(f"command_ranges must be three finite (low, high) pairs, got {command_ranges!r}")
-        v_act = np.asarray(model.actuators.joint_v_index)
-        if motor_model == "box":
-            effort = np.asarray(model.dof_effort_limit)[v_act]
-            if not np.all(np.isfinite(effort) & (effort > 0)):
-                raise ArgumentError(f"Box-MOR needs positive finite effort limits at the driven joints, got {effort}")
+        model, standing_q = _robot(model, standing_q)
+        _check_modes(model, motor_model, action_mode)
         self.substeps = as_positive_int(substeps, "substeps")
         dtype = model.body_mass.dtype
         self.model = with_options(model, timestep=jnp.asarray(timestep, dtype))
-        self.motor_model = motor_model
-        self.action_mode = action_mode
-        self.kp, self.kd, self.action_scale = kp, kd, action_scale
+        self.motor_model, self.action_mode, self.action_scale = motor_model, action_mode, action_scale
+        self.kp, self.kd = _gains(model, standing_q, action_scale, kp, kd)
         self.control_period = timestep * self.substeps
-        self.weights = weights
-        self.command_ranges = ranges
+        self.weights = terms.reward_weights(reward_weights)
+        self.noise = terms.observation_noise(observation_noise)
+        self.command_ranges = _command_ranges(command_ranges)
+        self.command_interval = _interval(command_interval, "command_interval")
+        self.standing_fraction = _fraction(standing_fraction, "standing_fraction")
+        self.push_interval = _interval(push_interval, "push_interval")
+        self.push_speed = as_nonnegative(push_speed, "push_speed [m/s]")
+        self.feet = Feet(model, feet_of(model, feet))
         self.standing_q = standing_q
         self.q_index = actuator_joint_q_index(model)
-        self.v_index = v_act.astype(np.int32)
+        self.v_index = np.asarray(model.actuators.joint_v_index).astype(np.int32)
         self.standing_joints = standing_q[self.q_index]
         self.standing_height = standing_q[2] - float(np.asarray(model.ground_height))  # above the ground [m]
         self.min_base_height = 0.6 * self.standing_height if min_base_height is None else min_base_height
         self.joint_noise = joint_noise
         self.observation_sensors = _sensor_names(model, observation_sensors)
-        dims = dict(zip(model.sensors.names, model.sensors.dims, strict=True))
-        base = 9 if self.observation_sensors is None else sum(dims[n] for n in self.observation_sensors)
+        self._place_terrain(terrain, curriculum, dtype)
+        self.scan = _scan_points(height_scan, dtype)
+        self.observation_size = self._opening_size() + 3 + 5 * model.na + self._scan_size()
+        self.action_size = model.na
+        self._draw_pool(randomization, randomization_pool, seed)
+
+    def _place_terrain(self, terrain: Terrain | None, curriculum: bool, dtype) -> None:
         self.spawn, self.curriculum = None, bool(curriculum)
         if self.curriculum and terrain is None:
             raise ArgumentError("curriculum=True needs a terrain")
@@ -316,9 +323,17 @@ class Locomotion(Env):
             self.model = terrain.on(self.model)
             self.spawn = jnp.asarray(terrain.spawn.reshape(-1, 3), dtype)
             self.levels, self.cell_size = len(terrain.difficulty), float(terrain.size)
-        self.scan = _scan_points(height_scan, dtype)
-        self.observation_size = base + 3 + 5 * model.na + (0 if self.scan is None else self.scan.shape[0])
-        self.action_size = model.na
+
+    def _opening_size(self) -> int:
+        if self.observation_sensors is None:
+            return 9
+        dims = dict(zip(self.model.sensors.names, self.model.sensors.dims, strict=True))
+        return sum(dims[n] for n in self.observation_sensors)
+
+    def _scan_size(self) -> int:
+        return 0 if self.scan is None else self.scan.shape[0]
+
+    def _draw_pool(self, randomization, randomization_pool, seed) -> None:
         self.randomization = dict(randomization) if randomization else None
         if self.randomization:
             pool = as_positive_int(randomization_pool, "randomization_pool")
@@ -355,17 +370,20 @@ class Locomotion(Env):
     def _start(self, key: jax.Array) -> tuple[State, LocomotionData]:
         k_world, k_cmd, k_joint, k_yaw = jax.random.split(key, 4)
         k_spawn = jax.random.fold_in(key, 4)  # beside the four draws, which stay those of a flat episode
+        k_episode, k_times = jax.random.split(jax.random.fold_in(key, 5))
         dtype = self.model.body_mass.dtype
         world = self._draw_world(k_world)
         data = LocomotionData(
-            command=jax.random.uniform(
-                k_cmd, (3,), dtype, jnp.asarray(self.command_ranges[:, 0]), jnp.asarray(self.command_ranges[:, 1])
-            ),
+            command=terms.draw_command(k_cmd, jnp.asarray(self.command_ranges, dtype), self.standing_fraction),
             last_action=jnp.zeros((self.action_size,), dtype),
             saturated=jnp.zeros((self.action_size,), dtype),
             world=world,
             cell=jnp.zeros((), jnp.int32),
             origin=jnp.zeros((2,), dtype),
+            key=k_episode,
+            command_time=self._next_time(jax.random.fold_in(k_times, 0), self.command_interval, dtype),
+            push_time=self._next_time(jax.random.fold_in(k_times, 1), self.push_interval, dtype),
+            feet=None,
         )
         model = self.world_model(data)
         q = jnp.asarray(self.standing_q, dtype)
@@ -383,7 +401,14 @@ class Locomotion(Env):
         sim = init_state(model, q)
         if self.motor_model == "box":
             sim = sim.replace(mor_enforced=jnp.asarray(False))
-        return sim, data
+        return sim, data.replace(feet=self.feet.start(model, q))
+
+    @staticmethod
+    def _next_time(key: jax.Array, interval: tuple[float, float] | None, dtype) -> jax.Array:
+        """() the time until the next event drawn from ``interval`` [s]; infinite without one."""
+        if interval is None:
+            return jnp.asarray(jnp.inf, dtype)
+        return terms.draw_interval(key, interval, dtype)
 
     def _next_start(self, sim: State, data: LocomotionData, fresh_sim: State, fresh_data: LocomotionData):
         """With a curriculum, the next episode starts one level up when the base walked more than half a cell from
@@ -398,7 +423,8 @@ class Locomotion(Env):
         cell = jnp.clip(level, 0, self.levels - 1) * kinds + fresh_data.cell % kinds
         move = self.spawn[cell] - self.spawn[fresh_data.cell]
         q = fresh_sim.q.at[:3].add(move)
-        return fresh_sim.replace(q=q), fresh_data.replace(cell=cell, origin=fresh_data.origin + move[:2])
+        feet = fresh_data.feet.replace(position=fresh_data.feet.position + move)
+        return fresh_sim.replace(q=q), fresh_data.replace(cell=cell, origin=fresh_data.origin + move[:2], feet=feet)
 
     def _base_frame(self, sim: State):
         """Base linear and angular velocity and gravity's direction, in the base frame."""
@@ -408,25 +434,24 @@ class Locomotion(Env):
     def _observe(self, sim: State, data: LocomotionData) -> jax.Array:
         model = self.world_model(data)
         if self.observation_sensors is None:
-            opening = list(self._base_frame(sim))
+            opening = list(zip(("linear_velocity", "angular_velocity", "gravity"), self._base_frame(sim), strict=True))
         else:
             readings = read_sensors(model, sim)
-            opening = [readings[name] for name in self.observation_sensors]
+            opening = [("sensors", readings[name]) for name in self.observation_sensors]
         motor = model.actuators.motor
         no_load = jnp.asarray(motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
-        scan = [] if self.scan is None else [self._height_scan(model, sim)]
-        return jnp.concatenate(
-            [
-                *opening,
-                data.command,
-                sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype),
-                sim.u[self.v_index],
-                motor_speeds(model, rotor_view(model, sim).u) / no_load,  # the rotors' (with backlash)
-                data.saturated,
-                data.last_action,
-                *scan,
-            ]
-        )
+        scan = [] if self.scan is None else [("height_scan", self._height_scan(model, sim))]
+        blocks = [
+            *opening,
+            ("command", data.command),
+            ("joint_position", sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype)),
+            ("joint_velocity", sim.u[self.v_index]),
+            ("motor_speed", motor_speeds(model, rotor_view(model, sim).u) / no_load),  # the rotors' (with backlash)
+            ("saturation", data.saturated),
+            ("last_action", data.last_action),
+            *scan,
+        ]
+        return terms.noisy(jax.random.fold_in(data.key, 1), blocks, self.noise)
 
     def _height_scan(self, model: Model, sim: State) -> jax.Array:
         """The base's height above the ground at the scan's points, turned by the base's yaw [m]."""
@@ -448,21 +473,52 @@ class Locomotion(Env):
         target = jnp.asarray(self.standing_joints, dtype) + self.action_scale * a
         sim, sums, saturated = self._control_substeps(model, sim, a, target)
         power, saturated_fraction, violation, outside = sums / self.substeps
+        feet, moved = self.feet.advance(model, sim.q, data.feet, self.control_period)
 
         lin, ang, gravity = self._base_frame(sim)
-        metrics = self._weighted_terms(data, a, lin, ang, gravity, power, outside)
+        joints = sim.q[self.q_index] - jnp.asarray(self.standing_joints, dtype)
+        values = terms.reward_terms(data.command, a, data.last_action, lin, ang, gravity, joints, moved)
+        values.update(motor_power=power, saturation=outside)
+        metrics = {name: self.weights[name] * values[name] * self.control_period for name in values}
         height = sim.q[2] - ground_heights(model, sim.q[None, :2])[0]
         terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
         metrics["termination"] = self.weights["termination"] * terminated.astype(dtype)
         reward = sum(metrics.values())
+        stance = feet.touching & data.feet.touching
         metrics.update(
             forward_speed=lin[0],
             command_forward=data.command[0],
+            tracking_error=jnp.linalg.norm(lin[:2] - data.command[:2]),
+            yaw_rate_error=jnp.abs(ang[2] - data.command[2]),
+            swing_fraction=1.0 - jnp.mean(feet.touching.astype(dtype)),
+            slip_speed=jnp.sum(moved.slip_speed) / jnp.maximum(jnp.sum(stance), 1),
             power=power,
             saturated_fraction=saturated_fraction,
             region_violation=violation,
         )
-        return sim, data.replace(last_action=a, saturated=saturated), reward, terminated, metrics
+        sim, data = self._events(sim, data.replace(last_action=a, saturated=saturated, feet=feet))
+        return sim, data, reward, terminated, metrics
+
+    def _events(self, sim: State, data: LocomotionData) -> tuple[State, LocomotionData]:
+        """The command drawn again and the base pushed where their times ran out during the control step; the
+        episode's key moved on (the observation's noise of this step is drawn from the new one)."""
+        dtype = sim.u.dtype
+        key, k_cmd, k_push, k_times = jax.random.split(data.key, 4)
+        command_time = data.command_time - self.control_period
+        redraw = command_time <= 0.0
+        fresh = terms.draw_command(k_cmd, jnp.asarray(self.command_ranges, dtype), self.standing_fraction)
+        next_command = self._next_time(jax.random.fold_in(k_times, 0), self.command_interval, dtype)
+        push_time = data.push_time - self.control_period
+        pushed = push_time <= 0.0
+        next_push = self._next_time(jax.random.fold_in(k_times, 1), self.push_interval, dtype)
+        u = jnp.where(pushed, terms.push(k_push, sim.u, self.push_speed), sim.u)
+        data = data.replace(
+            key=key,
+            command=jnp.where(redraw, fresh, data.command),
+            command_time=jnp.where(redraw, next_command, command_time),
+            push_time=jnp.where(pushed, next_push, push_time),
+        )
+        return sim.replace(u=u), data
 
     def _control_substeps(self, model: Model, sim: State, a: jax.Array, target: jax.Array):
         """The control period's physics steps under the clipped action ``a``.
@@ -475,8 +531,8 @@ class Locomotion(Env):
         act = model.actuators
         gear = jnp.asarray(act.gear_ratio, dtype)
         motor = act.motor
-        stall = jnp.asarray(motor.torque_constant, dtype) * sim.bus_voltage / jnp.asarray(motor.resistance, dtype)
-        peak = gear * jnp.minimum(jnp.asarray(motor.peak_torque, dtype), stall)  # finite scale at the gear output
+        peak = _peak_output_torque(model, sim.bus_voltage)  # finite scale at the gear output
+        kp, kd = jnp.asarray(self.kp, dtype), jnp.asarray(self.kd, dtype)
 
         def substep(carry, _):
             s, sums, _ = carry
@@ -484,7 +540,7 @@ class Locomotion(Env):
             if self.action_mode == "torque":
                 wanted = 0.5 * (1.0 - a) * lower + 0.5 * (1.0 + a) * upper
             else:
-                wanted = self.kp * (target - s.q[self.q_index]) - self.kd * s.u[self.v_index]
+                wanted = kp * (target - s.q[self.q_index]) - kd * s.u[self.v_index]
             outside = jnp.maximum(wanted - upper, 0.0) + jnp.maximum(lower - wanted, 0.0)
             saturated = ((wanted >= upper) | (wanted <= lower)).astype(dtype)
             command = jnp.clip(wanted, lower, upper) if self.motor_model == "box" else wanted
@@ -505,21 +561,106 @@ class Locomotion(Env):
         (sim, sums, saturated), _ = jax.lax.scan(substep, init, None, length=self.substeps)
         return sim, sums, saturated
 
-    def _weighted_terms(self, data: LocomotionData, a: jax.Array, lin, ang, gravity, power, outside) -> dict:
-        """Each reward term times its weight and the control period."""
-        cmd = data.command
-        terms = {
-            "tracking_linear": jnp.exp(-jnp.sum((lin[:2] - cmd[:2]) ** 2) / 0.25),
-            "tracking_yaw": jnp.exp(-((ang[2] - cmd[2]) ** 2) / 0.25),
-            "vertical_speed": lin[2] ** 2,
-            "roll_pitch_rate": jnp.sum(ang[:2] ** 2),
-            "orientation": jnp.sum(gravity[:2] ** 2),
-            "motor_power": power,
-            "saturation": outside,
-            "action_rate": jnp.sum((a - data.last_action) ** 2),
-        }
-        metrics = {name: self.weights[name] * value * self.control_period for name, value in terms.items()}
-        return metrics
+
+def _peak_output_torque(model: Model, bus_voltage) -> jax.Array:
+    """(na,) each actuator's largest torque at the gear output [Nm]: the gear ratio times the smaller of the motor's
+    peak torque and its stall torque ``Kt V / R`` at ``bus_voltage``."""
+    act = model.actuators
+    motor = act.motor
+    dtype = jnp.asarray(model.body_mass).dtype
+    stall = jnp.asarray(motor.torque_constant, dtype) * bus_voltage / jnp.asarray(motor.resistance, dtype)
+    return jnp.asarray(act.gear_ratio, dtype) * jnp.minimum(jnp.asarray(motor.peak_torque, dtype), stall)
+
+
+#: The damping ratio of the default PD gains: ``kd = 2 DAMPING_RATIO sqrt(kp I)``.
+DAMPING_RATIO = 0.5
+
+
+def default_gains(model: Model, standing_q: np.ndarray, action_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """The default PD gains of :class:`Locomotion`'s ``"pd"`` mode, from the motors: ``kp`` such that a full action
+    (a target ``action_scale`` away) at rest asks for the actuator's peak torque at the gear output
+    (:func:`_peak_output_torque` at the nominal bus voltage), ``kp = peak / action_scale``; and
+    ``kd = 2 zeta sqrt(kp I)`` with ``zeta = DAMPING_RATIO`` (0.5) and ``I`` the driven joint's diagonal entry of
+    the mass matrix at ``standing_q`` (the inertia it moves, reflected rotor inertia included).
+
+    Returns:
+        ``(kp [Nm/rad], kd [Nm s/rad])``, each (na,).
+    """
+    q = jnp.asarray(standing_q, model.body_mass.dtype)
+    inertia = np.diag(np.asarray(mass_matrix(model, q)))[np.asarray(model.actuators.joint_v_index)]
+    peak = np.asarray(_peak_output_torque(model, jnp.asarray(model.actuators.motor.bus_voltage)))
+    kp = peak / action_scale
+    return kp, 2.0 * DAMPING_RATIO * np.sqrt(kp * inertia)
+
+
+def _gains(model: Model, standing_q, action_scale, kp, kd) -> tuple[np.ndarray, np.ndarray]:
+    """``(kp, kd)`` as (na,) float64 arrays: given (a number or (na,), finite and ``>= 0``) or the defaults."""
+    default_kp, default_kd = default_gains(model, standing_q, action_scale)
+    out = []
+    for value, default, name in ((kp, default_kp, "kp [Nm/rad]"), (kd, default_kd, "kd [Nm s/rad]")):
+        if value is None:
+            out.append(default)
+            continue
+        array = np.asarray(value, np.float64) if np.ndim(value) else np.full(model.na, as_nonnegative(value, name))
+        if array.shape != (model.na,) or not np.all(np.isfinite(array) & (array >= 0)):
+            raise ArgumentError(f"{name} must be a finite number >= 0 or ({model.na},) of them, got {value!r}")
+        out.append(array)
+    return out[0], out[1]
+
+
+def _robot(model: Model | None, standing_q) -> tuple[Model, np.ndarray]:
+    """The model and its standing pose, checked (the shipped quadruped by default)."""
+    if model is None:
+        model = add_ground(load_urdf(robot_path("quadruped")))
+        if standing_q is None:
+            standing_q = quadruped_standing_q(model)
+    if not model.floating_base or model.na == 0 or not model.ground:
+        raise ArgumentError("Locomotion needs a floating-base model with motor actuators and a ground")
+    if standing_q is None:
+        raise ArgumentError("Locomotion needs standing_q for a model other than the shipped quadruped")
+    standing_q = np.asarray(standing_q, np.float64)
+    if standing_q.shape != (model.nq,):
+        raise ArgumentError(f"standing_q must have shape ({model.nq},), got {standing_q.shape}")
+    return model, standing_q
+
+
+def _check_modes(model: Model, motor_model: str, action_mode: str) -> None:
+    """The motor model and action mode, checked (Box-MOR needs finite effort limits)."""
+    if motor_model not in ("em", "box"):
+        raise ArgumentError(f"motor_model must be 'em' or 'box', got {motor_model!r}")
+    if action_mode not in ("torque", "pd"):
+        raise ArgumentError(f"action_mode must be 'torque' or 'pd', got {action_mode!r}")
+    if motor_model == "box":
+        effort = np.asarray(model.dof_effort_limit)[np.asarray(model.actuators.joint_v_index)]
+        if not np.all(np.isfinite(effort) & (effort > 0)):
+            raise ArgumentError(f"Box-MOR needs positive finite effort limits at the driven joints, got {effort}")
+
+
+def _command_ranges(ranges) -> np.ndarray:
+    array = np.asarray(ranges, np.float64)
+    if array.shape != (3, 2) or np.any(array[:, 0] > array[:, 1]) or not np.all(np.isfinite(array)):
+        raise ArgumentError(f"command_ranges must be three finite (low, high) pairs, got {ranges!r}")
+    return array
+
+
+def _interval(value, name: str) -> tuple[float, float] | None:
+    """``(low, high)`` [s] with ``0 < low <= high``, finite; or ``None``."""
+    if value is None:
+        return None
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{name} must be (low, high) in seconds or None, got {value!r}") from None
+    if not (np.isfinite(low) and np.isfinite(high) and 0 < low <= high):
+        raise ArgumentError(f"{name} must be (low, high) with 0 < low <= high [s], got {value!r}")
+    return low, high
+
+
+def _fraction(value, name: str) -> float:
+    value = as_nonnegative(value, name)
+    if value > 1:
+        raise ArgumentError(f"{name} must be in [0, 1], got {value}")
+    return value
 
 
 def _observation_delay(
@@ -561,19 +702,17 @@ def _with_drawn_backlash(model: Model, randomization: Mapping[str, Distribution]
     return with_backlash(model, width=0.0, actuators=bare) if bare else model
 
 
-def _physical_parameters(kp, kd, action_scale, timestep, joint_noise) -> tuple[float, ...]:
-    """The PD gains, the action scale, the time step and the joint noise of :class:`Locomotion`, checked.
+def _physical_parameters(action_scale, timestep, joint_noise) -> tuple[float, ...]:
+    """The action scale, the time step and the joint noise of :class:`Locomotion`, checked.
 
     Returns:
-        ``(kp, kd, action_scale, timestep, joint_noise)`` as Python floats.
+        ``(action_scale, timestep, joint_noise)`` as Python floats.
 
     Raises:
-        ArgumentError: naming the parameter: a value that is not a finite real number, a negative gain or joint
-            noise, or an action scale or time step that is not positive.
+        ArgumentError: naming the parameter: a value that is not a finite real number, a negative joint noise, or
+            an action scale or time step that is not positive.
     """
     return (
-        as_nonnegative(kp, "kp [Nm/rad]"),
-        as_nonnegative(kd, "kd [Nm s/rad]"),
         as_positive(action_scale, "action_scale [rad]"),
         as_positive(timestep, "timestep [s]"),
         as_nonnegative(joint_noise, "joint_noise [rad]"),

@@ -10,6 +10,11 @@
   output, and each actuator's time-step bound ``2 I R Kv / (G^2 Kt)``.
 * ``jaxmor plot-region ROBOT.urdf [--actuator NAME] [--side motor|joint] -o FILE.png``: the operating
   regions beside the Box-MOR of the URDF's ``<limit effort velocity>``.
+* ``jaxmor train [--robot R] [--motor em|box] [--terrain flat|rough] [--worlds N] [--steps N] [--minutes M]
+  [--seed S] [--out DIR]``: a locomotion policy trained with PPO (:mod:`jaxmor.train.run`), a live table of its
+  progress, checkpoints it resumes from, and the final policy in ``DIR/policy``.
+* ``jaxmor play POLICY [--out PAGE.html|VIDEO.gif] [--worlds N] [--seconds S]``: a trained policy evaluated at
+  its physics step and at half of it (:mod:`jaxmor.train.play`), and shown.
 
 A robot file whose name ends in ``.xml`` is read as MJCF (:func:`jaxmor.load_mjcf`), any other as URDF.
 
@@ -330,7 +335,61 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--actuator", default=None, help="one actuator's name (default: all)")
     plot.add_argument("--side", choices=("motor", "joint"), default="motor", help="torque-speed plane (default motor)")
     plot.add_argument("-o", "--output", required=True, help="the PNG (or any format matplotlib writes) to write")
+    _train_parsers(sub)
     return parser
+
+
+def _train_parsers(sub) -> None:
+    train = sub.add_parser("train", help="train a locomotion policy with PPO (resumes the run in --out)")
+    train.add_argument("--robot", choices=("quadruped", "go2"), default="quadruped")
+    train.add_argument("--motor", choices=("em", "box"), default="em", help="EM-MOR (default) or Box-MOR")
+    train.add_argument("--terrain", choices=("flat", "rough"), default="flat")
+    train.add_argument(
+        "--commands",
+        choices=("forward", "omni"),
+        default="forward",
+        help="forward: 0-1 m/s ahead; omni: -0.5-1.5 m/s, +-0.5 m/s sideways, +-1 rad/s",
+    )
+    train.add_argument("--worlds", type=int, default=1024, help="parallel worlds (default 1024)")
+    train.add_argument("--steps", type=int, default=20_000_000, help="environment steps (default 20M)")
+    train.add_argument("--minutes", type=float, default=30.0, help="wall-clock budget [min] (default 30)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", default="runs/quadruped-em", help="the run folder (default runs/quadruped-em)")
+    train.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        help="CPU devices to split the worlds over (default: one per core; docs/worlds.md)",
+    )
+    play = sub.add_parser("play", help="evaluate a trained policy and show it (a page or a video)")
+    play.add_argument("policy", help="a policy folder, or a run folder holding policy/")
+    play.add_argument("--out", default=None, help="a .html page or a .gif/.mp4 video of it walking")
+    play.add_argument("--worlds", type=int, default=64, help="worlds of the evaluation (default 64)")
+    play.add_argument("--seconds", type=float, default=20.0, help="episode length [s] (default 20)")
+
+
+def _train(args) -> int:
+    import os
+
+    if args.devices is not None or "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        count = args.devices or os.cpu_count() or 1
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}"
+    from jaxmor.train.ppo import PPOConfig
+    from jaxmor.train.run import OMNI_COMMANDS, RunConfig, train
+
+    config = RunConfig(
+        robot=args.robot,
+        motor_model=args.motor,
+        terrain=args.terrain,
+        seed=args.seed,
+        steps=args.steps,
+        minutes=args.minutes,
+        ppo=PPOConfig(worlds=args.worlds),
+        **({"command_ranges": OMNI_COMMANDS} if args.commands == "omni" else {}),
+    )
+    out = train(args.out, config)
+    print(f"policy: {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,6 +407,13 @@ def main(argv: list[str] | None = None) -> int:
             return _view(args.path, args.out)
         if args.command == "info":
             return _info(args.urdf, args.dt)
+        if args.command == "train":
+            return _train(args)
+        if args.command == "play":
+            from jaxmor.train.play import play
+
+            play(args.policy, out=args.out, worlds=args.worlds, seconds=args.seconds)
+            return 0
         return _plot_region(args.urdf, args.actuator, args.side, args.output)
     except (JaxmorError, OSError) as exc:
         print(f"jaxmor: error: {exc}", file=sys.stderr)

@@ -1,0 +1,351 @@
+"""One training run in a folder: ``jaxmor train`` and :func:`train`.
+
+A run folder holds:
+
+* ``config.json``: the run's settings (:class:`RunConfig`), written at the start; a run resumed in the same folder
+  must have the same settings (its budget, ``steps`` and ``minutes``, may grow);
+* ``metrics.jsonl``: one JSON object per logged iteration (:func:`log_line` lists the keys and units);
+* ``checkpoint.npz`` and ``checkpoint.json``: the whole training state (:class:`jaxmor.train.ppo.TrainState`:
+  parameters, optimizer, normalizer, every world's state and the random keys) as numbered arrays, and where the
+  run stood (iteration, environment steps, seconds); written every ``checkpoint_seconds`` and at the end, each
+  time to a new file moved over the old one, so an interrupted run resumes from the last complete checkpoint;
+* ``policy/``: the final policy (:func:`jaxmor.train.save_policy`), with the environment's settings as its config;
+* ``learning_curve.png``: the return, the tracking error and the falls against environment steps (needs
+  matplotlib: the ``plot`` extra).
+
+Resuming restores the training state exactly: the resumed run's next iterations are those the uninterrupted run
+would have made (tests/test_train.py checks it bit for bit).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.train.ppo import PPO, PPOConfig, TrainState
+
+__all__ = ["FORWARD_COMMANDS", "OMNI_COMMANDS", "RunConfig", "make_env", "train"]
+
+#: Forward commands only: 0-1 m/s ahead [m/s, m/s, rad/s].
+FORWARD_COMMANDS = ((0.0, 1.0), (0.0, 0.0), (0.0, 0.0))
+#: Omnidirectional commands: -0.5-1.5 m/s forward, +-0.5 m/s sideways, +-1 rad/s of yaw.
+OMNI_COMMANDS = ((-0.5, 1.5), (-0.5, 0.5), (-1.0, 1.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A run's settings: the environment's and PPO's (``ppo``). ``steps`` and ``minutes`` are its budget.
+
+    Attributes:
+        robot: ``"quadruped"`` (the shipped one) or ``"go2"`` (the Menagerie Go2 with its motors).
+        motor_model: ``"em"`` (the motor region enforced) or ``"box"`` (Box-MOR).
+        terrain: ``"flat"`` or ``"rough"`` (:func:`jaxmor.terrain.generate`'s rough cells, with a curriculum).
+        timestep: physics step [s].
+        substeps: physics steps per control step.
+        randomization: draw the episodes' models from :func:`jaxmor.envs.default_randomization`.
+        command_ranges: the velocity commands' ranges (forward, lateral [m/s], yaw [rad/s]).
+        seed: the run's seed (parameters, worlds, randomization pool).
+        steps: environment steps (control steps summed over the worlds) to train for.
+        minutes: wall-clock budget [min]; the run stops at whichever of it and ``steps`` comes first.
+        ppo: the PPO settings.
+    """
+
+    robot: str = "quadruped"
+    motor_model: str = "em"
+    terrain: str = "flat"
+    timestep: float = 0.004
+    substeps: int = 5
+    randomization: bool = True
+    command_ranges: tuple[tuple[float, float], ...] = FORWARD_COMMANDS
+    seed: int = 0
+    steps: int = 20_000_000
+    minutes: float = 30.0
+    ppo: PPOConfig = PPOConfig()
+
+    def identity(self) -> dict[str, Any]:
+        """The settings a resumed run must share (all but the budget), as JSON values."""
+        settings = json.loads(json.dumps(dataclasses.asdict(self)))
+        settings.pop("steps"), settings.pop("minutes")
+        return settings
+
+
+def make_env(config: RunConfig, **overrides):
+    """The :class:`jaxmor.envs.Locomotion` of a run (``overrides`` replace its keyword arguments, e.g. for an
+    evaluation at another time step).
+
+    Raises:
+        ArgumentError: an unknown robot, motor model or terrain.
+    """
+    from jaxmor import envs, robots
+    from jaxmor.build.builder import load_urdf
+    from jaxmor.build.scene import add_ground
+    from jaxmor.tools import terrain as terrains
+
+    if config.robot == "quadruped":
+        model = add_ground(load_urdf(robots.path("quadruped")))
+        standing, feet = robots.quadruped_standing_q(model), None
+    elif config.robot == "go2":
+        model = robots.go2()
+        standing, feet = robots.go2_standing_q(model), ("FL", "FR", "RL", "RR")
+    else:
+        raise ArgumentError(f"robot must be 'quadruped' or 'go2', got {config.robot!r}")
+    options: dict[str, Any] = dict(
+        motor_model=config.motor_model,
+        timestep=config.timestep,
+        substeps=config.substeps,
+        command_ranges=config.command_ranges,
+        randomization=envs.default_randomization() if config.randomization else None,
+        seed=config.seed,
+        feet=feet,
+    )
+    if config.terrain == "rough":
+        options.update(terrain=terrains.generate(levels=6, kinds=("rough",), seed=config.seed), curriculum=True)
+    elif config.terrain != "flat":
+        raise ArgumentError(f"terrain must be 'flat' or 'rough', got {config.terrain!r}")
+    options.update(overrides)
+    return envs.Locomotion(model, standing, **options)
+
+
+def _leaves(state: TrainState) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(state))]
+
+
+def save_checkpoint(folder: Path, state: TrainState, where: dict[str, Any]) -> None:
+    """The training state and ``where`` the run stood, each written to a new file and moved over the old one."""
+    arrays = {f"leaf_{i:05d}": x for i, x in enumerate(_leaves(state))}
+    with open(folder / "checkpoint.tmp.npz", "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(folder / "checkpoint.tmp.npz", folder / "checkpoint.npz")
+    (folder / "checkpoint.tmp.json").write_text(json.dumps(where))
+    os.replace(folder / "checkpoint.tmp.json", folder / "checkpoint.json")
+
+
+def load_checkpoint(folder: Path, like: TrainState) -> tuple[TrainState, dict[str, Any]]:
+    """The training state of ``folder``'s checkpoint, shaped like ``like`` (a fresh state of the same run).
+
+    Raises:
+        ModelError: a checkpoint whose arrays differ in number, shape or dtype from ``like``'s.
+    """
+    path = folder / "checkpoint.npz"
+    where = json.loads((folder / "checkpoint.json").read_text())
+    leaves, treedef = jax.tree.flatten(like)
+    with np.load(path, allow_pickle=False) as data:
+        names = sorted(data.files)
+        if names != [f"leaf_{i:05d}" for i in range(len(leaves))]:
+            raise ModelError(str(path), None, f"holds {len(names)} arrays, the run's state has {len(leaves)}")
+        arrays = [data[name] for name in names]
+    for name, array, leaf in zip(names, arrays, leaves, strict=True):
+        if array.shape != leaf.shape or array.dtype != leaf.dtype:
+            raise ModelError(
+                str(path), None, f"{name} is {array.dtype}{array.shape}, the run's state has {leaf.dtype}{leaf.shape}"
+            )
+    return jax.tree.unflatten(treedef, arrays), where
+
+
+def _config_of(folder: Path, config: RunConfig) -> None:
+    """Write ``config.json``, or check that a resumed run has the same settings."""
+    path = folder / "config.json"
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old.get("identity") != config.identity():
+            raise ArgumentError(
+                f"{folder} holds a run with other settings ({path}); resume it with the same settings or train "
+                "into another folder"
+            )
+    path.write_text(json.dumps({"identity": config.identity(), "budget": [config.steps, config.minutes]}, indent=1))
+
+
+def log_line(sums: dict[str, float], iteration: int, env_steps: int, seconds: float, rate: float) -> dict:
+    """One line of ``metrics.jsonl``, from an iteration span's summed statistics
+    (:func:`jaxmor.train.ppo.episode_sums`): ``iteration``; ``env_steps``; ``seconds`` (wall clock since the run
+    began, compiles included) [s]; ``env_steps_per_second`` (over the span, learner included); ``episodes`` ended in
+    the span; ``return`` (mean over them); ``episode_length`` (their mean length) [control steps]; ``falls`` (the
+    share of them that failed); ``tracking_error`` [m/s], ``yaw_rate_error``
+    [rad/s], ``forward_speed`` [m/s], ``swing_fraction``, ``slip_speed`` [m/s], ``saturated_fraction``, ``power`` [W]
+    (each the mean over their steps); ``step_reward`` (the mean reward per step over the span)."""
+    episodes = sums["episodes"]
+    per_step = max(sums["length"], 1.0)
+    line = {
+        "iteration": iteration,
+        "env_steps": env_steps,
+        "seconds": round(seconds, 2),
+        "env_steps_per_second": round(rate, 1),
+        "episodes": int(episodes),
+        "return": sums["return"] / episodes if episodes else math.nan,
+        "episode_length": sums["length"] / episodes if episodes else math.nan,
+        "falls": sums["falls"] / episodes if episodes else math.nan,
+        "step_reward": sums["reward"] / max(sums["steps"], 1.0),
+    }
+    for name in ("tracking_error", "yaw_rate_error", "forward_speed", "swing_fraction", "slip_speed"):
+        line[name] = sums.get(f"metric/{name}", math.nan) / per_step if episodes else math.nan
+    for name in ("saturated_fraction", "power"):
+        line[name] = sums.get(f"metric/{name}", math.nan) / per_step if episodes else math.nan
+    return {k: (v if not isinstance(v, float) else round(v, 5) if math.isfinite(v) else None) for k, v in line.items()}
+
+
+HEADER = f"{'iter':>6} {'env steps':>11} {'steps/s':>8} {'return':>8} {'track':>6} {'yaw':>6} {'falls':>6} "
+HEADER += f"{'swing':>6} {'slip':>6} {'time':>7}"
+
+
+def progress_row(line: dict) -> str:
+    """A row of the live table ``jaxmor train`` prints (the columns of :data:`HEADER`)."""
+
+    def num(key, width, fmt):
+        value = line.get(key, math.nan)
+        return (
+            f"{value:{width}{fmt}}"
+            if isinstance(value, (int, float)) and math.isfinite(value)
+            else " " * (width - 1) + "-"
+        )
+
+    minutes = f"{int(line['seconds'] // 60):4d}:{int(line['seconds'] % 60):02d}"
+    return " ".join(
+        [
+            f"{line['iteration']:6d}",
+            f"{line['env_steps']:11,d}",
+            num("env_steps_per_second", 8, ".0f"),
+            num("return", 8, ".3f"),
+            num("tracking_error", 6, ".3f"),
+            num("yaw_rate_error", 6, ".3f"),
+            num("falls", 6, ".1%"),
+            num("swing_fraction", 6, ".2f"),
+            num("slip_speed", 6, ".3f"),
+            minutes,
+        ]
+    )
+
+
+def _metrics_upto(path: Path, iteration: int) -> None:
+    """Keep the metrics lines up to ``iteration`` (a resumed run logs the later ones again)."""
+    if not path.exists():
+        return
+    lines = [ln for ln in path.read_text().splitlines() if ln and json.loads(ln)["iteration"] <= iteration]
+    path.write_text("".join(ln + "\n" for ln in lines))
+
+
+def _accumulate(total: dict[str, float] | None, metrics: dict[str, Any]) -> dict[str, float]:
+    values = {k: float(np.asarray(v)[0]) for k, v in metrics.items() if not k.startswith("loss/")}
+    return values if total is None else {k: total[k] + values[k] for k in total}
+
+
+def train(
+    folder: str | os.PathLike,
+    config: RunConfig = RunConfig(),
+    *,
+    log_every: int = 10,
+    checkpoint_seconds: float = 120.0,
+    progress: Callable[[str], None] | None = print,
+) -> Path:
+    """Train a locomotion policy with PPO into ``folder``, resuming the run there if one is (module docstring).
+
+    Args:
+        folder: the run folder (created if missing).
+        config: the settings.
+        log_every: iterations per logged line.
+        checkpoint_seconds: wall-clock time between checkpoints [s].
+        progress: called with each line of the live table (``None``: silent).
+
+    Returns:
+        The folder of the final policy (``folder / "policy"``).
+
+    Raises:
+        ArgumentError: the folder holds a run with other settings, or a setting out of range.
+        ModelError: a damaged checkpoint.
+    """
+    from jaxmor.train.policy import policy_from_brax, save_policy
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _config_of(folder, config)
+    say = progress or (lambda _: None)
+    began = time.perf_counter()
+    env = make_env(config)
+    ppo = PPO(env, config.ppo)
+    state = ppo.start(config.seed)
+    where = {"iteration": 0, "env_steps": 0, "seconds": 0.0}
+    if (folder / "checkpoint.npz").exists():
+        state, where = load_checkpoint(folder, state)
+        say(f"resuming {folder} at iteration {where['iteration']} ({where['env_steps']:,} environment steps)")
+    _metrics_upto(folder / "metrics.jsonl", where["iteration"])
+    say(f"{config.robot}, {config.motor_model.upper()}-MOR, {config.ppo.worlds} worlds on {len(ppo.devices)} devices")
+    say(HEADER)
+    state = _loop(folder, ppo, state, where, config, began, (log_every, checkpoint_seconds), say)
+    normalizer, params = ppo.policy_parameters(state)
+    policy = policy_from_brax(normalizer, params, action_size=env.action_size)
+    out = save_policy(policy, folder / "policy", {"run": config.identity(), "trained": where})
+    learning_curve(folder)
+    return out
+
+
+def _loop(folder, ppo, state, where, config, began, every, say):
+    """Iterate until the budget is spent, logging and checkpointing; returns the last state (``where`` updated)."""
+    log_every, checkpoint_seconds = every
+    per_iteration = config.ppo.worlds * config.ppo.unroll_length
+    offset = where["seconds"]
+    last_checkpoint = time.perf_counter()
+    sums, span_start, span_steps = None, time.perf_counter(), 0
+    while where["env_steps"] < config.steps and where["seconds"] < 60.0 * config.minutes:
+        state, metrics = ppo.iterate(state)
+        sums = _accumulate(sums, jax.device_get(metrics))
+        where["iteration"] += 1
+        where["env_steps"] += per_iteration
+        span_steps += per_iteration
+        where["seconds"] = offset + time.perf_counter() - began
+        if where["iteration"] % log_every == 0:
+            rate = span_steps / max(time.perf_counter() - span_start, 1e-9)
+            line = log_line(sums, where["iteration"], where["env_steps"], where["seconds"], rate)
+            with open(folder / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(line) + "\n")
+            say(progress_row(line))
+            sums, span_start, span_steps = None, time.perf_counter(), 0
+        if time.perf_counter() - last_checkpoint > checkpoint_seconds:
+            save_checkpoint(folder, state, where)
+            last_checkpoint = time.perf_counter()
+    save_checkpoint(folder, state, where)
+    return state
+
+
+def learning_curve(folder: str | os.PathLike) -> Path | None:
+    """``folder/learning_curve.png`` from ``metrics.jsonl``: the mean episode return, the tracking error and the
+    share of falls against environment steps; ``None`` (nothing written) without matplotlib or metrics."""
+    folder = Path(folder)
+    path = folder / "metrics.jsonl"
+    if not path.exists():
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    lines = [json.loads(ln) for ln in path.read_text().splitlines() if ln]
+    if not lines:
+        return None
+    steps = np.asarray([ln["env_steps"] for ln in lines]) / 1e6
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for ax, key, label in zip(
+        axes,
+        ("return", "tracking_error", "falls"),
+        ("mean episode return", "velocity tracking error [m/s]", "share of episodes ending in a fall"),
+        strict=True,
+    ):
+        ax.plot(steps, [np.nan if ln[key] is None else ln[key] for ln in lines])
+        ax.set_xlabel("environment steps [millions]")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    out = folder / "learning_curve.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

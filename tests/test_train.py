@@ -1,0 +1,121 @@
+"""jaxmor.train: the PPO loop, a run folder's checkpoints and resumption, Brax's own PPO through the adapter, the
+command line.
+
+The resumption test's reference is the same run made without interruption: a run stopped after 3 iterations (its
+budget spent, as a killed run leaves its last checkpoint) and started again in its folder must log and end exactly
+as the uninterrupted run (the training state is restored whole: parameters, optimizer, normalizer, every world's
+state and the keys; CPU XLA programs are deterministic, so the tolerance is zero).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmor import ArgumentError, envs
+from jaxmor.train.ppo import PPOConfig
+from jaxmor.train.run import RunConfig, learning_curve, train
+
+TINY = PPOConfig(worlds=8, unroll_length=4, minibatches=2, epochs=2, policy_layers=(16, 16), value_layers=(16, 16))
+PER_ITERATION = TINY.worlds * TINY.unroll_length
+
+
+def _config(iterations: int) -> RunConfig:
+    return RunConfig(randomization=True, steps=iterations * PER_ITERATION, minutes=60.0, ppo=TINY)
+
+
+def _lines(folder) -> list[dict]:
+    lines = [json.loads(ln) for ln in (folder / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in ln.items() if k not in ("seconds", "env_steps_per_second")} for ln in lines]
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("whole")
+    train(folder, _config(6), log_every=1, checkpoint_seconds=1e9, progress=None)
+    return folder
+
+
+def test_a_resumed_run_continues_exactly_as_the_uninterrupted_one(whole, tmp_path):
+    cut = tmp_path / "cut"
+    train(cut, _config(3), log_every=1, progress=None)
+    assert len(_lines(cut)) == 3
+    (cut / "checkpoint.tmp.npz").write_bytes(b"a checkpoint cut off while being written")  # left by a kill
+    said = []
+    train(cut, _config(6), log_every=1, progress=said.append)
+    assert any("resuming" in s and "iteration 3" in s for s in said)
+    assert _lines(cut) == _lines(whole)
+    with np.load(cut / "checkpoint.npz") as a, np.load(whole / "checkpoint.npz") as b:
+        assert sorted(a.files) == sorted(b.files) and len(a.files) > 50
+        for name in a.files:
+            np.testing.assert_array_equal(a[name], b[name])
+    assert json.loads((cut / "checkpoint.json").read_text())["iteration"] == 6
+
+
+def test_a_run_folder_holds_its_metrics_policy_and_curve(whole):
+    lines = _lines(whole)
+    assert [ln["iteration"] for ln in lines] == [1, 2, 3, 4, 5, 6]
+    assert [ln["env_steps"] for ln in lines] == [PER_ITERATION * k for k in range(1, 7)]
+    from jaxmor.train import load_policy
+
+    policy, config = load_policy(whole / "policy")
+    assert policy.observation_size == envs.Locomotion().observation_size and config["trained"]["iteration"] == 6
+    assert config["run"]["ppo"]["worlds"] == TINY.worlds
+    assert learning_curve(whole).stat().st_size > 10_000
+
+
+def test_a_run_folder_refuses_other_settings(whole):
+    other = dataclasses.replace(_config(6), motor_model="box")
+    with pytest.raises(ArgumentError, match="other settings"):
+        train(whole, other, progress=None)
+
+
+def test_worlds_must_split_over_devices_and_minibatches():
+    from jaxmor.train.ppo import PPO
+
+    with pytest.raises(ArgumentError, match="split evenly"):
+        PPO(envs.Locomotion(episode_steps=5), dataclasses.replace(TINY, worlds=6, minibatches=4))
+
+
+def test_brax_ppo_trains_locomotion_through_the_adapter_on_this_jax():
+    """Brax 0.14's own ``ppo.train`` (which calls the ``jax.device_put_replicated`` JAX removed) runs on the jaxmor
+    environment: the adapter installs the compatibility shim (jaxmor.envs.brax_compat)."""
+    from brax.training.agents.ppo import train as ppo
+
+    from jaxmor.envs.brax import BraxEnv, wrap_for_training
+
+    env = BraxEnv(envs.Locomotion(episode_steps=20))
+    rewards = []
+    _, params, _ = ppo.train(
+        env,
+        num_timesteps=2 * 8 * 4 * 2,
+        episode_length=20,
+        wrap_env_fn=wrap_for_training,
+        num_envs=8,
+        batch_size=8,
+        num_minibatches=2,
+        unroll_length=4,
+        num_updates_per_batch=1,
+        num_evals=2,
+        num_eval_envs=8,
+        normalize_observations=True,
+        progress_fn=lambda step, metrics: rewards.append(float(metrics["eval/episode_reward"])),
+    )
+    assert len(rewards) == 2 and all(np.isfinite(rewards))
+    assert params[1]["params"]["hidden_0"]["kernel"].shape[0] == env.observation_size
+
+
+def test_the_compatibility_shim_matches_the_removed_function():
+    from jaxmor.envs import brax_compat
+
+    brax_compat.install()
+    tree = {"a": np.arange(6.0).reshape(2, 3), "b": np.float32(2.0)}
+    out = brax_compat.device_put_replicated(tree, jax.local_devices())
+    count = len(jax.local_devices())
+    np.testing.assert_array_equal(np.asarray(out["a"]), np.broadcast_to(tree["a"], (count, 2, 3)))
+    assert out["b"].shape == (count,) and len(out["a"].sharding.device_set) == count
+    assert jax.device_put_replicated is brax_compat.device_put_replicated or not brax_compat.install()
