@@ -17,6 +17,9 @@ name                                       what                                 
 =========================================  ======================================  ===================
 ``body.mass``                              a body's mass, its inertia scaled along  link or body name
                                            (the same mass distribution, heavier)
+``body.com``                               an offset [m] added to a body's centre    link or body name
+                                           of mass, (x, y, z) in its body frame; the
+                                           inertia about the centre of mass stays
 ``geom.friction``, ``geom.restitution``    contact properties (drawn frictions      geom name
                                            count as given, ``Model.geom_friction_given``)
 ``joint.damping``, ``joint.friction``,     per 1-DoF joint                          joint name
@@ -60,11 +63,18 @@ the model's ``max_delay`` (static, the length of the State's command buffers) to
 can give (its ``high``, rounded; for :func:`normal`, the longest drawn), so make the worlds' states after
 ``randomize``.
 
+``body.com`` draws three values per selected body, its offset along the body frame's x, y and z axes (bounds: a
+number for all three axes, three values, or anything that broadcasts to ``(n_worlds, selected bodies, 3)``); the
+offset moves the body's mass rigidly, so ``Model.body_inertia``, stored about the centre of mass, is unchanged (the
+inertia about the body origin changes by the parallel-axis theorem, as the dynamics compute it). It is added to the
+nominal centre of mass, so :func:`scale` (a factor on a nominal offset of zero) is refused.
+
 Distributions: :func:`uniform`, :func:`normal`, :func:`log_uniform` (absolute values), :func:`scale` (the nominal
 value times a uniform factor) and :func:`integers` (uniform among whole numbers). Each draws every selected element
-independently, or one value per world for all of them with ``shared=True``. Draws are checked per world: a motor that
-the spec's validity rule refuses, a negative mass, damping or friction, a restitution outside [0, 1], a gear ratio or
-time step that is not positive, an ambient temperature below absolute zero (-273.15 degC), a delay below 0 or a period
+independently, or one value per world for all of them with ``shared=True`` (``body.com``: one offset (3,) per
+world for all selected bodies). Draws are checked per world: a motor that the spec's validity rule refuses, a negative
+mass, damping or friction, a centre of mass that is not finite, a restitution outside [0, 1], a gear ratio or time
+step that is not positive, an ambient temperature below absolute zero (-273.15 degC), a delay below 0 or a period
 below 1 (after rounding), a draw that the model's dtype cannot hold (overflowing, or nonzero and below its smallest
 normal number: :func:`jaxmor.checks.stored_problem`) raise an :class:`~jaxmor.ArgumentError` naming the parameter, the
 world, the element and the rule, before anything runs. The motor rule is evaluated in the model's dtype (a stall
@@ -145,9 +155,14 @@ class Distribution:
         if not isinstance(self.shared, (bool, np.bool_)):
             raise ArgumentError(f"{self.kind}: shared must be a bool, got {brief_repr(self.shared)}")
 
-    def sample(self, key: jax.Array, shape: tuple[int, ...], nominal: np.ndarray) -> np.ndarray:
-        """Draws of ``shape`` (worlds, elements...) for the nominal values ``nominal`` (elements...)."""
-        draw_shape = (shape[0],) + (1,) * (len(shape) - 1) if self.shared else shape
+    def sample(self, key: jax.Array, shape: tuple[int, ...], nominal: np.ndarray, *, components: int = 0) -> np.ndarray:
+        """Draws of ``shape`` (worlds, elements...) for the nominal values ``nominal`` (elements...).
+
+        ``components``: the number of trailing axes of ``shape`` that are one element's components (a centre of
+        mass's x, y, z), drawn independently even when ``shared`` (which shares the rest of the axes).
+        """
+        kept = len(shape) - components
+        draw_shape = (shape[0],) + (1,) * (kept - 1) + tuple(shape[kept:]) if self.shared else shape
         a, b = np.asarray(self.a, np.float64), np.asarray(self.b, np.float64)
         if self.kind == "normal":
             out = a + b * np.asarray(jax.random.normal(key, draw_shape), np.float64)
@@ -233,6 +248,8 @@ def _none(model: Model) -> tuple[str, ...]:
 
 PARAMETERS: dict[str, _Parameter] = {
     "body.mass": _Parameter(("body_mass",), lambda m: m.body_names, "positive"),
+    # An additive offset (3,) [m] of each body's centre of mass in its body frame (:func:`_draw_com`).
+    "body.com": _Parameter(("body_com",), lambda m: m.body_names, "finite"),
     "geom.friction": _Parameter(("geom_friction",), lambda m: m.geom_names, "non-negative"),
     "geom.restitution": _Parameter(("geom_restitution",), lambda m: m.geom_names, "in [0, 1]"),
     "joint.damping": _Parameter(("dof_damping",), _joints, "non-negative"),
@@ -315,7 +332,7 @@ def _selection(model: Model, name: str, parameter: _Parameter, dist: Distributio
         return np.arange(len(names) or max(size, 1))
     if not names:
         raise ArgumentError(f"randomize: {name} has no named elements to select; drop select={dist.select!r}")
-    if name == "body.mass":  # a link name selects the body that carries it
+    if name in ("body.mass", "body.com"):  # a link name selects the body that carries it
         lookup = dict(zip(model.body_names, range(model.nb), strict=True))
         lookup |= {link: b for link, b in zip(model.link_names, model.link_body, strict=True) if b >= 0}
     else:
@@ -432,6 +449,8 @@ def _nominal(model: Model, name: str, parameter: _Parameter) -> np.ndarray:
     names = parameter.names(model)
     if name.startswith("joint."):
         expected: tuple[int, ...] | int = (model.nv,)
+    elif name == "body.com":
+        expected = (len(names), 3)
     elif names:
         expected = (len(names),)
     else:
@@ -465,8 +484,9 @@ def _labels(dist: Distribution) -> tuple[str, str]:
     return ("mean", "std") if dist.kind == "normal" else ("low", "high")
 
 
-def _check_broadcast(name: str, dist: Distribution, draws: tuple[int, int]) -> None:
-    """Refuse bounds that do not broadcast against ``draws`` (``(n_worlds, selected elements)``).
+def _check_broadcast(name: str, dist: Distribution, draws: tuple[int, ...]) -> None:
+    """Refuse bounds that do not broadcast against ``draws`` (``(n_worlds, selected elements)``, or
+    ``(n_worlds, selected bodies, 3)`` for ``body.com``).
 
     Raises:
         ArgumentError: naming the parameter, the bound, its shape and the shapes it may have.
@@ -474,14 +494,71 @@ def _check_broadcast(name: str, dist: Distribution, draws: tuple[int, int]) -> N
     for label, bound in zip(_labels(dist), (dist.a, dist.b), strict=True):
         shape = np.shape(np.asarray(bound, np.float64))
         if not _fits(shape, draws):
-            n, k = draws
+            n, k = draws[:2]
+            if len(draws) == 3:
+                axes, give = "(n_worlds, selected bodies, x y z)", f"3 values (x, y, z), ({k}, 3)"
+            else:
+                axes, give = "(n_worlds, selected elements)", f"{k} values"
             raise ArgumentError(
-                f"randomize: {name}: {label} has shape {shape}, which does not broadcast against the draws ({n}, {k})"
-                f" (n_worlds, selected elements): give a number, {k} values, or an array of shape ({n}, {k})"
+                f"randomize: {name}: {label} has shape {shape}, which does not broadcast against the draws {draws}"
+                f" {axes}: give a number, {give}, or an array of shape {draws}"
             )
 
 
-def _fits(shape: tuple[int, ...], draws: tuple[int, int]) -> bool:
+def _check_size(name: str, n: int, nominal: np.ndarray) -> None:
+    """Refuse more than :data:`MAX_DRAWS` values for one parameter (``n`` worlds of ``nominal.size`` values)."""
+    if n * max(nominal.size, 1) > MAX_DRAWS:
+        raise ArgumentError(
+            f"randomize: {name}: n_worlds = {n} worlds of {nominal.size} values each are more than MAX_DRAWS = "
+            f"{MAX_DRAWS} values"
+        )
+
+
+def _draw_com(model: Model, axes: Model, dist: Distribution, key: jax.Array, n: int) -> tuple[Model, Model]:
+    """``body.com``: each selected body's centre of mass moved by a drawn offset (3,) [m] along its body axes.
+
+    ``Model.body_inertia`` is the rotational inertia about the centre of mass, so it stays as it is: the offset
+    moves the body's mass rigidly (the dynamics form the inertia about the body origin from the centre of mass by
+    the parallel-axis theorem). The drawn offsets must be finite, and the moved centres of mass finite in the
+    model's dtype (:func:`jaxmor.checks.stored_problem`, with underflows accepted as for positions).
+
+    Args:
+        model: the model (its ``body_com`` unbatched: (nb, 3) [m]).
+        axes: the ``in_axes`` pytree so far.
+        dist: the offset's distribution [m] (not :func:`scale`: the nominal offset is zero).
+        key: the parameter's ``jax.random`` key.
+        n: number of worlds.
+
+    Returns:
+        ``(model, axes)`` with ``body_com`` of shape (n, nb, 3) [m] and its axis ``0``.
+
+    Raises:
+        ArgumentError: as :func:`randomize` does for any parameter, and for a :func:`scale` distribution.
+    """
+    name, parameter = "body.com", PARAMETERS["body.com"]
+    nominal = _nominal(model, name, parameter)
+    _check_size(name, n, nominal)
+    _check_distribution(name, dist)
+    if dist.kind == "scale":
+        raise ArgumentError(
+            f"randomize: {name} draws an offset [m] added to the centre of mass, and scale() would scale a nominal "
+            "offset of zero: give uniform(-a, a), normal(0, s), ..."
+        )
+    index = _selection(model, name, parameter, dist, nominal.shape[0])
+    _check_broadcast(name, dist, (n, index.size, 3))
+    offsets = dist.sample(key, (n, index.size, 3), np.zeros((index.size, 3)), components=1)
+    labels = [f"{model.body_names[i]} {axis}" for i in index for axis in "xyz"]
+    _check(name, parameter, offsets.reshape(n, -1), labels)
+    values = np.broadcast_to(nominal, (n, *nominal.shape)).copy()
+    values[:, index] += offsets
+    moved = values[:, index].reshape(n, -1)
+    _check(f"{name} (the moved centre of mass)", parameter, moved, labels)
+    _check_stored(f"{name} (the moved centre of mass)", moved, labels, model.body_com.dtype, coordinates=True)
+    model = _set(model, parameter.path, jnp.asarray(values, model.body_com.dtype))
+    return model, _set(axes, parameter.path, 0)
+
+
+def _fits(shape: tuple[int, ...], draws: tuple[int, ...]) -> bool:
     """Whether an array of ``shape`` broadcasts to ``draws`` without growing it."""
     try:
         return np.broadcast_shapes(shape, draws) == draws
@@ -531,12 +608,11 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
             raise ArgumentError(f"randomize: {name} needs a model with a height field (jaxmor.with_height_field)")
         if _get(axes, parameter.path) is not None:
             raise ArgumentError(f"randomize: {name} is given twice")
+        if name == "body.com":
+            model, axes = _draw_com(model, axes, dist, sub, n)
+            continue
         nominal = _nominal(model, name, parameter)
-        if n * max(nominal.size, 1) > MAX_DRAWS:
-            raise ArgumentError(
-                f"randomize: {name}: n_worlds = {n} worlds of {nominal.size} values each are more than MAX_DRAWS = "
-                f"{MAX_DRAWS} values"
-            )
+        _check_size(name, n, nominal)
         _check_distribution(name, dist)
         index = _selection(model, name, parameter, dist, nominal.size)
         _check_backlash(model, name, index)
