@@ -95,6 +95,28 @@ def test_stance_feet_slip_speed_is_their_displacement_over_the_step(quadruped):
     np.testing.assert_allclose(float(values["feet_slip"]), 4 * 0.2**2, rtol=2e-3)
 
 
+def test_a_foot_rolling_on_its_sole_does_not_slip(quadruped):
+    """The whole robot turned by 0.05 rad about the y axis through LF's lowest point: LF's sole (and RF's, on the same
+    axis) stays where it was (no slip) though its centre moves by r sin(0.05); a hind sole, a distance L behind on the
+    ground, moves by L (1 - cos 0.05) along x."""
+    model, q = quadruped
+    feet = Feet(model, ("*_foot",))
+    state = feet.start(model, jnp.asarray(q))
+    pivot = np.asarray(state.position[0]) - np.asarray([0.0, 0.0, FOOT])
+    angle = 0.05
+    c, s_ = np.cos(angle), np.sin(angle)
+    turn = np.asarray([[c, 0, s_], [0, 1, 0], [-s_, 0, c]])
+    turned = q.copy()
+    turned[:3] = pivot + turn @ (q[:3] - pivot)
+    turned[3:7] = [np.cos(angle / 2), 0.0, np.sin(angle / 2), 0.0]  # the level base turned about y
+    _, step = feet.advance(model, jnp.asarray(turned), state, DT)
+    centre = np.linalg.norm(np.asarray(feet.place(model, jnp.asarray(turned))[0][0, :2] - state.position[0, :2]))
+    np.testing.assert_allclose(centre, FOOT * s_, rtol=1e-3)
+    length = float(state.position[0, 0] - state.position[2, 0])
+    np.testing.assert_allclose(np.asarray(step.speed[:2]), 0.0, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(step.speed[2:]), length * (1 - c) / DT, rtol=1e-3)
+
+
 def test_uniform_observation_noise_has_the_stated_moments():
     """Half-width w: mean 0, standard deviation w / sqrt(3), never beyond w; unnoised blocks exact."""
     n = 200_000

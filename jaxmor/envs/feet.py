@@ -14,8 +14,10 @@ Definitions, per foot, over one control step of length ``dt`` [s]:
 * **touchdown**: the foot touches now and did not at the previous step; the air time of the swing that ended is
   reported with it (legged_gym's and MuJoCo Playground's ``feet_air_time``);
 * **swing peak**: the highest clearance reached since the foot last left the ground [m];
-* **slip speed**: the foot centre's horizontal displacement over the step, divided by ``dt``, where the foot
-  touched at both ends of the step (a stance foot) [m/s]; zero elsewhere.
+* **slip speed**: the horizontal displacement over the step of the foot's material point that was lowest at the
+  step's start (the sole), divided by ``dt``, where the foot touched at both ends of the step (a stance foot)
+  [m/s]; zero elsewhere. The sole, not the sphere's centre: a foot rolling without slipping moves its centre by
+  ``r`` times its rotation (0.125 m/s for a 2.5 cm sphere on a shank turning at 5 rad/s) and its sole not at all.
 """
 
 from __future__ import annotations
@@ -42,12 +44,15 @@ class FeetState:
 
     Attributes:
         position: (nf, 3) each foot sphere's centre in the world [m].
+        sole: (nf, 3) each foot sphere's lowest point, in its body's frame [m] (the material point tracked for
+            the slip).
         touching: (nf,) bool, the foot touches the ground.
         air_time: (nf,) time since the foot last touched the ground [s] (0 while it touches).
         peak: (nf,) highest clearance since the foot last left the ground [m].
     """
 
     position: jax.Array
+    sole: jax.Array
     touching: jax.Array
     air_time: jax.Array
     peak: jax.Array
@@ -63,7 +68,7 @@ class FeetStep:
         landed_peak: (nf,) the swing peak of the swing that ended at a touchdown [m], 0 elsewhere.
         slip_speed: (nf,) the horizontal speed of a stance foot [m/s], 0 for a foot that left or reached the ground.
         clearance: (nf,) each foot's clearance now [m].
-        speed: (nf,) each foot centre's horizontal speed over the step [m/s].
+        speed: (nf,) each foot's sole's horizontal speed over the step [m/s] (the slip speed, stance or not).
     """
 
     touchdown: jax.Array
@@ -108,19 +113,27 @@ class Feet:
 
     def place(self, model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
         """``(position (nf, 3) [m], clearance (nf,) [m])`` of the feet at configuration ``q``."""
+        position, clearance, _, _ = self._frames(model, q)
+        return position, clearance
+
+    def _frames(self, model: Model, q: jax.Array):
+        """The feet's centres and clearances at ``q``, their bodies' poses, and their soles in the bodies' frames."""
         poses = body_poses(model, q)
         rotation, origin = poses.rotation[self.bodies], poses.position[self.bodies]
         offset = jnp.asarray(model.geom_translation, q.dtype)[self.geoms]
         position = origin + jnp.einsum("fij,fj->fi", rotation, offset)
         radius = jnp.asarray(model.geom_size, q.dtype)[self.geoms, 0]
         clearance = position[:, 2] - radius - ground_heights(model, position[:, :2])
-        return position, clearance
+        lowest = position - radius[:, None] * jnp.asarray([0.0, 0.0, 1.0], q.dtype)
+        sole = jnp.einsum("fji,fj->fi", rotation, lowest - origin)
+        return position, clearance, (origin, rotation), sole
 
     def start(self, model: Model, q: jax.Array) -> FeetState:
         """The feet at the start of an episode (air time and peak zero)."""
-        position, clearance = self.place(model, q)
+        position, clearance, _, sole = self._frames(model, q)
         zero = jnp.zeros((self.count,), q.dtype)
-        return FeetState(position=position, touching=clearance < self.tolerance, air_time=zero, peak=zero)
+        touching = clearance < self.tolerance
+        return FeetState(position=position, sole=sole, touching=touching, air_time=zero, peak=zero)
 
     def advance(self, model: Model, q: jax.Array, before: FeetState, dt: float) -> tuple[FeetState, FeetStep]:
         """The feet after a control step of ``dt`` [s] that ended at configuration ``q``.
@@ -128,9 +141,10 @@ class Feet:
         Returns:
             ``(state, step)``: the new :class:`FeetState` and what the step did (:class:`FeetStep`).
         """
-        position, clearance = self.place(model, q)
+        position, clearance, (origin, rotation), sole = self._frames(model, q)
+        moved = origin + jnp.einsum("fij,fj->fi", rotation, before.sole)  # the last step's sole, now
         touching = clearance < self.tolerance
-        speed = jnp.linalg.norm(position[:, :2] - before.position[:, :2], axis=-1) / dt
+        speed = jnp.linalg.norm(moved[:, :2] - before.position[:, :2], axis=-1) / dt  # the sole lay under the centre
         touchdown = touching & ~before.touching
         air_time = before.air_time + dt
         peak = jnp.maximum(before.peak, clearance)
@@ -144,6 +158,7 @@ class Feet:
         )
         state = FeetState(
             position=position,
+            sole=sole,
             touching=touching,
             air_time=jnp.where(touching, 0.0, air_time),
             peak=jnp.where(touching, 0.0, peak),
