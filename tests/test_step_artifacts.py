@@ -5,9 +5,9 @@ A policy trained with the quadruped's PD (kp = 150 Nm/rad, kd = 3 Nm s/rad) at a
 its feet. Every physics step computes the PD torque at its start; for a leg in the air that is stable only below
 ``h* = (sqrt(kd^2 + 4 kp I) - kd) / kp`` (``I`` the inertia of the joints' fastest mode), 6.8 ms here: at 10 ms a
 swing leg chatters at 50 Hz, a leg held by the ground does not. The tests check the limit against the closed form of
-one joint (the pendulum, ``I = m L^2 / 3``), against the simulator (the quadruped in the air just below and just
-above it), the refusal of the 10 ms configuration, and a scene: the quadruped on a rail (base level, free to
-translate) with half its weight carried and a diagonal pair of legs lifted, whose stance feet hold and swing legs
+one joint (the pendulum, ``I = m L^2 / 3``), the refusal of the 10 ms configuration, and the simulator: the quadruped on
+a rail (base level, free to translate) lifted off the ground by a harness, its knees kicked, just below and just above
+the limit; and with half its weight carried and a diagonal pair of legs lifted, whose stance feet hold and swing legs
 stay still within the limit, and whose swing legs chatter beyond it.
 """
 
