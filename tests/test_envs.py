@@ -271,7 +271,14 @@ def test_locomotion_on_generated_terrain_with_a_height_scan(pd_env):
     height above the terrain at its points (on grid vertices here: the heights array's entries), and turns with the
     base's yaw."""
     terrain = jaxmor.terrain.generate(levels=2, kinds=("stairs_up", "rough"), size=4.0, resolution=0.1)
-    env = envs.Locomotion(pd_env.model, pd_env.standing_q, terrain=terrain, height_scan=(3, 2, 0.2), episode_steps=40)
+    env = envs.Locomotion(
+        pd_env.model,
+        pd_env.standing_q,
+        terrain=terrain,
+        height_scan=(3, 2, 0.2),
+        episode_steps=40,
+        observation_noise=None,
+    )
     assert env.observation_size == pd_env.observation_size + 6
     state = env.reset(jax.random.PRNGKey(3))
     start = np.asarray(state.sim.q)
@@ -360,13 +367,17 @@ def test_bad_configuration_and_actions_are_refused(pd_env):
 def test_envs_api_is_pinned():
     assert sorted(envs.__all__) == [
         "DEFAULT_COMMAND_RANGES",
+        "DEFAULT_OBSERVATION_NOISE",
         "DEFAULT_REWARD_WEIGHTS",
         "Env",
         "EnvState",
         "Locomotion",
         "LocomotionData",
         "box_torque_bounds",
+        "check_pd_step",
+        "default_gains",
         "default_randomization",
+        "pd_step_limit",
     ]
     for name in envs.__all__:
         assert getattr(envs, name).__doc__ or name.isupper(), name

@@ -20,16 +20,23 @@ from jaxmor.envs.locomotion import (
     Locomotion,
     LocomotionData,
     box_torque_bounds,
+    default_gains,
     default_randomization,
 )
+from jaxmor.envs.stability import check_pd_step, pd_step_limit
+from jaxmor.envs.terms import DEFAULT_OBSERVATION_NOISE
 
 __all__ = [
     "DEFAULT_COMMAND_RANGES",
+    "DEFAULT_OBSERVATION_NOISE",
     "DEFAULT_REWARD_WEIGHTS",
     "Env",
     "EnvState",
     "Locomotion",
     "LocomotionData",
     "box_torque_bounds",
+    "check_pd_step",
+    "default_gains",
     "default_randomization",
+    "pd_step_limit",
 ]

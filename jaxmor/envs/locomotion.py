@@ -32,6 +32,7 @@ from jaxmor.checks import as_int, as_nonnegative, as_positive, as_positive_int
 from jaxmor.envs import terms
 from jaxmor.envs.core import Env
 from jaxmor.envs.feet import Feet, FeetState, feet_of
+from jaxmor.envs.stability import check_pd_step
 from jaxmor.envs.terms import DEFAULT_COMMAND_RANGES, DEFAULT_OBSERVATION_NOISE, DEFAULT_REWARD_WEIGHTS
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.math import quat_to_rotation
@@ -54,12 +55,13 @@ OBSERVATION_DELAY = "observation.delay"
 
 def default_randomization() -> dict[str, Distribution]:
     """A moderate per-episode randomization: motor resistance and torque constant +-10 %, bus voltage
-    +-10 %, ground friction 0.5-1.25, link masses +-10 %, a command delay of 0, 1 or 2 physics steps per
-    actuator (:mod:`jaxmor.actuation.latency`), a gear backlash of 0-0.01 rad (0-0.6 deg) per actuator
-    (:mod:`jaxmor.actuation.backlash`) and an observation delay of 0 or 1 control steps per world
-    (``"observation.delay"``, the environment's own entry: :class:`Locomotion` draws it at every reset and passes
-    the rest to :func:`jaxmor.randomize`). Without a ``randomization`` the step has neither delay nor backlash and
-    the policy sees the present."""
+    +-10 %, ground friction 0.5-1.25, link masses +-10 %, the base's centre of mass moved by up to 3 cm along each
+    axis (``"body.com"`` on the body named ``base``, as the shipped quadruped's and the Go2's are), a command delay
+    of 0, 1 or 2 physics steps per actuator (:mod:`jaxmor.actuation.latency`), a gear backlash of 0-0.01 rad
+    (0-0.6 deg) per actuator (:mod:`jaxmor.actuation.backlash`) and an observation delay of 0 or 1 control steps per
+    world (``"observation.delay"``, the environment's own entry: :class:`Locomotion` draws it at every reset and
+    passes the rest to :func:`jaxmor.randomize`). Without a ``randomization`` the step has neither delay nor
+    backlash and the policy sees the present."""
     return {
         OBSERVATION_DELAY: integers(0, 1),
         "actuator.delay": integers(0, 2),
@@ -69,6 +71,7 @@ def default_randomization() -> dict[str, Distribution]:
         "motor.bus_voltage": scale(0.9, 1.1, shared=True),
         "ground.friction": uniform(0.5, 1.25),
         "body.mass": scale(0.9, 1.1),
+        "body.com": uniform(-0.03, 0.03, select=["base"]),
     }
 
 
@@ -147,7 +150,11 @@ class Locomotion(Env):
       step the actuator torque ``kp (target - q_j) - kd u_j`` computed explicitly at its start (the PD of
       :func:`jaxmor.set_actuator_pd_gains`, written here so that the Box-MOR mode can clip it to the box);
       the step clips it to the motor region. The default gains come from the motors (:func:`default_gains`):
-      a full action at rest asks for each actuator's peak torque, not several times it.
+      a full action at rest asks for each actuator's peak torque, not several times it. The explicit PD is
+      stable only below a physics step set by the gains and the inertia a leg in the air moves
+      (:func:`jaxmor.envs.stability.pd_step_limit`, at the standing pose and ``action_scale`` either side of it):
+      a longer ``timestep`` is refused, because there the joints of a lifted leg chatter at the Nyquist rate and a
+      policy learns to keep its feet on the ground and skate (``docs/design/step-artifacts.md``).
 
     Commands: drawn at the start of an episode and again every ``command_interval`` seconds (drawn uniformly
     from that range each time), each component uniform in ``command_ranges``, or zero (standing) with
@@ -228,7 +235,8 @@ class Locomotion(Env):
             and finite, an ``observation_sensors`` name that is not one of the model's sensors, or a numeric
             parameter out of its range, naming it: ``kp``, ``kd``, ``joint_noise``, ``push_speed``, the noise
             widths and ``min_base_height`` finite and ``>= 0``; ``action_scale`` and ``timestep`` finite and
-            ``> 0``; ``standing_fraction`` in [0, 1]; intervals ``0 < low <= high``; the reward weights finite;
+            ``> 0`` (and in ``"pd"`` mode ``timestep`` below the PD's stability limit); ``standing_fraction`` in
+            [0, 1]; intervals ``0 < low <= high``; the reward weights finite;
             ``substeps``, ``episode_steps`` and ``randomization_pool`` positive integers; ``seed`` an integer
             ``>= 0``.
     """
@@ -292,6 +300,11 @@ class Locomotion(Env):
         self.model = with_options(model, timestep=jnp.asarray(timestep, dtype))
         self.motor_model, self.action_mode, self.action_scale = motor_model, action_mode, action_scale
         self.kp, self.kd = _gains(model, standing_q, action_scale, kp, kd)
+        if action_mode == "pd":
+            poses = np.stack([standing_q] * 3)
+            poses[1, actuator_joint_q_index(model)] += action_scale
+            poses[2, actuator_joint_q_index(model)] -= action_scale
+            check_pd_step(model, self.kp, self.kd, timestep, q=poses)  # docs/design/step-artifacts.md
         self.control_period = timestep * self.substeps
         self.weights = terms.reward_weights(reward_weights)
         self.noise = terms.observation_noise(observation_noise)

@@ -42,8 +42,8 @@ DEFAULT_REWARD_WEIGHTS = {
     "saturation": -0.1,  # sum over actuators of how far the wanted torque leaves the policy's bounds, / peak
     "action_rate": -0.01,  # |a - a_previous|^2
     "feet_air_time": 1.0,  # sum over the feet landing now of (air time - 0.25 s) [s], 0 under a standing command
-    "feet_slip": -0.1,  # sum over stance feet of their horizontal speed squared [m^2/s^2]
-    "feet_clearance": -0.5,  # sum over the feet of |clearance - swing_height| sqrt(foot speed) [m sqrt(m/s)]
+    "feet_slip": -0.5,  # sum over stance feet of their soles' horizontal speed squared [m^2/s^2]
+    "feet_clearance": -2.0,  # sum over the feet of |clearance - swing_height| sqrt(sole speed) [m sqrt(m/s)]
     "stand_still": -0.5,  # sum |q_j - standing| [rad] under a standing command (|command| < 0.05), else 0
     "termination": -1.0,  # 1 on the step the base falls or tilts over (once, not per second)
 }

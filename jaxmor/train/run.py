@@ -63,8 +63,8 @@ class RunConfig:
     robot: str = "quadruped"
     motor_model: str = "em"
     terrain: str = "flat"
-    timestep: float = 0.004
-    substeps: int = 5
+    timestep: float = 0.02 / 3
+    substeps: int = 3
     randomization: bool = True
     command_ranges: tuple[tuple[float, float], ...] = FORWARD_COMMANDS
     seed: int = 0
