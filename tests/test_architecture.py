@@ -83,7 +83,9 @@ LAYERS = [
     ("tools", ["jaxmor.tools", "jaxmor.tools."]),
     ("environments", ["jaxmor.envs", "jaxmor.envs."]),
     ("public API", ["jaxmor"]),
-    ("applications", ["jaxmor.tools.cli", "jaxmor.tools.demo", "jaxmor.viewer", "jaxmor.viewer."]),
+    ("applications", ["jaxmor.tools.demo", "jaxmor.viewer", "jaxmor.viewer."]),
+    ("training", ["jaxmor.train", "jaxmor.train."]),
+    ("command line", ["jaxmor.tools.cli"]),
 ]
 
 

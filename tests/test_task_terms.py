@@ -56,7 +56,7 @@ def test_feet_clearance_is_the_legs_closed_form(quadruped):
 def test_air_time_reward_on_a_scripted_gait(quadruped):
     """LF swings for 9 control steps, touches, swings for 20: the touchdowns report air times of 10 and 21 control
     periods (legged_gym's count: from the last sample touching to the first touching again) and the swing's peak;
-    the reward term is the sum of (air time - 0.25 s) over the landings, zero under a standing command."""
+    the reward term is the sum of (min(air time, 0.4 s) - 0.1 s) over the landings, zero under a standing command."""
     model, q = quadruped
     feet = Feet(model, ("*_foot",))
     script = [q] + [_lifted(q, model, "LF", 0.9, -1.9)] * 9 + [q] + [_lifted(q, model, "LF", 0.8, -1.8)] * 20 + [q]
@@ -78,8 +78,8 @@ def test_air_time_reward_on_a_scripted_gait(quadruped):
     assert [k for k, _ in landed] == [10, 31]
     np.testing.assert_allclose([t for _, t in landed], [10 * DT, 21 * DT], rtol=1e-6)
     np.testing.assert_allclose(peaks, [_clearance(q[2], 0.9, -1.9), _clearance(q[2], 0.8, -1.8)], atol=1e-5)
-    np.testing.assert_allclose(rewards[9], 10 * DT - terms.SWING_TIME, rtol=1e-5)
-    np.testing.assert_allclose(rewards[30], 21 * DT - terms.SWING_TIME, rtol=1e-5)
+    np.testing.assert_allclose(rewards[9], 10 * DT - 0.1, rtol=1e-5)
+    np.testing.assert_allclose(rewards[30], 0.4 - 0.1, rtol=1e-5)  # 0.42 s counts as 0.4 s
     assert sum(abs(r) for i, r in enumerate(rewards) if i not in (9, 30)) == 0.0
 
 

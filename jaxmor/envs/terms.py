@@ -41,7 +41,7 @@ DEFAULT_REWARD_WEIGHTS = {
     "motor_power": -1e-4,  # sum |motor_torque * average_motor_speed| [W]
     "saturation": -0.1,  # sum over actuators of how far the wanted torque leaves the policy's bounds, / peak
     "action_rate": -0.01,  # |a - a_previous|^2
-    "feet_air_time": 1.0,  # sum over the feet landing now of (air time - 0.25 s) [s], 0 under a standing command
+    "feet_air_time": 1.0,  # sum over the feet landing now of (min(air time, 0.4 s) - 0.1 s) [s]; 0 when standing
     "feet_slip": -0.5,  # sum over stance feet of their soles' horizontal speed squared [m^2/s^2]
     "feet_clearance": -2.0,  # sum over the feet of |clearance - swing_height| sqrt(sole speed) [m sqrt(m/s)]
     "stand_still": -0.5,  # sum |q_j - standing| [rad] under a standing command (|command| < 0.05), else 0
@@ -66,8 +66,9 @@ DEFAULT_OBSERVATION_NOISE = {
     "sensors": 0.0,
 }
 
-#: The air time a landing foot is rewarded beyond [s] and the swing height the clearance term asks for [m].
-SWING_TIME, SWING_HEIGHT = 0.25, 0.08
+#: The air time a landing foot is rewarded beyond and the most that counts [s] (MuJoCo Playground's Go1 rewards
+#: 0.1-0.5 s), and the swing height the clearance term asks for [m].
+SWING_TIME, LONGEST_SWING, SWING_HEIGHT = 0.1, 0.4, 0.08
 #: A command whose norm is below this is a standing command [m/s and rad/s].
 STANDING = 0.05
 
@@ -149,6 +150,7 @@ def reward_terms(command, action, last_action, lin, ang, gravity, joints, feet: 
         feet: what the control step did to the feet.
     """
     moving = jnp.linalg.norm(command) >= STANDING
+    air = jnp.minimum(feet.landed_air_time, LONGEST_SWING) - SWING_TIME
     return {
         "tracking_linear": jnp.exp(-jnp.sum((lin[:2] - command[:2]) ** 2) / 0.25),
         "tracking_yaw": jnp.exp(-((ang[2] - command[2]) ** 2) / 0.25),
@@ -156,7 +158,7 @@ def reward_terms(command, action, last_action, lin, ang, gravity, joints, feet: 
         "roll_pitch_rate": jnp.sum(ang[:2] ** 2),
         "orientation": jnp.sum(gravity[:2] ** 2),
         "action_rate": jnp.sum((action - last_action) ** 2),
-        "feet_air_time": jnp.where(moving, jnp.sum((feet.landed_air_time - SWING_TIME) * feet.touchdown), 0.0),
+        "feet_air_time": jnp.where(moving, jnp.sum(air * feet.touchdown), 0.0),
         "feet_slip": jnp.sum(feet.slip_speed**2),
         "feet_clearance": jnp.sum(jnp.abs(feet.clearance - SWING_HEIGHT) * jnp.sqrt(feet.speed + 1e-12)),
         "stand_still": jnp.where(moving, 0.0, jnp.sum(jnp.abs(joints))),

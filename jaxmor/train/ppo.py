@@ -61,7 +61,7 @@ class PPOConfig:
     minibatches: int = 8
     epochs: int = 4
     learning_rate: float = 3e-4
-    entropy_cost: float = 1e-2
+    entropy_cost: float = 1e-3
     discounting: float = 0.97
     gae_lambda: float = 0.95
     clipping_epsilon: float = 0.2

@@ -172,7 +172,9 @@ def log_line(sums: dict[str, float], iteration: int, env_steps: int, seconds: fl
     the span; ``return`` (mean over them); ``episode_length`` (their mean length) [control steps]; ``falls`` (the
     share of them that failed); ``tracking_error`` [m/s], ``yaw_rate_error``
     [rad/s], ``forward_speed`` [m/s], ``swing_fraction``, ``slip_speed`` [m/s], ``saturated_fraction``, ``power`` [W]
-    (each the mean over their steps); ``step_reward`` (the mean reward per step over the span)."""
+    (each the mean over their steps); ``step_reward`` (the mean reward per step over the span); :func:`train` adds
+    ``action_std``, the policy's mean action noise (before the tanh) in the span's last iteration: the gap between
+    the stochastic policy that trains and the deterministic one that is evaluated closes as it shrinks."""
     episodes = sums["episodes"]
     per_step = max(sums["length"], 1.0)
     line = {
@@ -296,7 +298,8 @@ def _loop(folder, ppo, state, where, config, began, every, say):
     sums, span_start, span_steps = None, time.perf_counter(), 0
     while where["env_steps"] < config.steps and where["seconds"] < 60.0 * config.minutes:
         state, metrics = ppo.iterate(state)
-        sums = _accumulate(sums, jax.device_get(metrics))
+        metrics = jax.device_get(metrics)
+        sums = _accumulate(sums, metrics)
         where["iteration"] += 1
         where["env_steps"] += per_iteration
         span_steps += per_iteration
@@ -304,6 +307,7 @@ def _loop(folder, ppo, state, where, config, began, every, say):
         if where["iteration"] % log_every == 0:
             rate = span_steps / max(time.perf_counter() - span_start, 1e-9)
             line = log_line(sums, where["iteration"], where["env_steps"], where["seconds"], rate)
+            line["action_std"] = round(float(metrics["loss/policy_dist_mean_std"][0]), 4)
             with open(folder / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(line) + "\n")
             say(progress_row(line))
