@@ -175,7 +175,14 @@ def test_locomotion_takes_the_go2(go2, motor_model):
     steps (0.5 s) of zero actions (the PD holding the standing pose) and no world falls or tilts."""
     standing = jaxmor.robots.go2_standing_q(go2)
     env = jaxmor.envs.Locomotion(
-        go2, standing, motor_model=motor_model, kp=150.0, kd=3.0, episode_steps=100, auto_reset=False
+        go2,
+        standing,
+        motor_model=motor_model,
+        kp=150.0,
+        kd=3.0,
+        episode_steps=100,
+        auto_reset=False,
+        feet=jaxmor.robots.GO2_LEGS,
     )
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), 4))
     step = jax.jit(jax.vmap(env.step))

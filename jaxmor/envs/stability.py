@@ -58,6 +58,7 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
+from numpy.typing import ArrayLike
 
 from jaxmor.checks import as_positive, refuse_traced
 from jaxmor.errors import ArgumentError
@@ -226,7 +227,9 @@ def modal_inertias(model: Model, q=None) -> np.ndarray:
     return out[0] if q is None or np.ndim(q) == 1 else np.stack(out)
 
 
-def pd_step_limit(model: Model, kp, kd, q=None, *, rotor_feedback: bool = False) -> float:
+def pd_step_limit(
+    model: Model, kp: ArrayLike, kd: ArrayLike, q: ArrayLike | None = None, *, rotor_feedback: bool = False
+) -> float:
     """The largest physics step [s] at which the explicit actuator PD ``kp (target - q_j) - kd u_j`` is stable on
     every driven joint of ``model`` in the air: the first step at which :func:`pd_spectral_radius` exceeds 1.
 
@@ -279,7 +282,15 @@ def _first_unstable_step(loop: _Loop, kp: np.ndarray, kd: np.ndarray) -> float:
     return stable
 
 
-def check_pd_step(model: Model, kp, kd, timestep, q=None, *, rotor_feedback: bool = False) -> float:
+def check_pd_step(
+    model: Model,
+    kp: ArrayLike,
+    kd: ArrayLike,
+    timestep: float,
+    q: ArrayLike | None = None,
+    *,
+    rotor_feedback: bool = False,
+) -> float:
     """Refuse a physics step at which the explicit actuator PD chatters (:func:`pd_step_limit`).
 
     Args:
