@@ -19,7 +19,6 @@ in at most ``max_falls`` of the worlds; :func:`evaluate_both` asks it at both st
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import jax
@@ -211,8 +210,3 @@ def format_report(reports: dict) -> str:
             )
     out.append(f"walks: {'yes' if reports['walks'] else 'no'}")
     return "\n".join(out)
-
-
-def report_dataclass(config: RunConfig) -> dict:
-    """The run's settings as a plain dict (for a report's header)."""
-    return dataclasses.asdict(config)

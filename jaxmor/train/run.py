@@ -188,9 +188,8 @@ def log_line(sums: dict[str, float], iteration: int, env_steps: int, seconds: fl
         "falls": sums["falls"] / episodes if episodes else math.nan,
         "step_reward": sums["reward"] / max(sums["steps"], 1.0),
     }
-    for name in ("tracking_error", "yaw_rate_error", "forward_speed", "swing_fraction", "slip_speed"):
-        line[name] = sums.get(f"metric/{name}", math.nan) / per_step if episodes else math.nan
-    for name in ("saturated_fraction", "power"):
+    means = ("tracking_error", "yaw_rate_error", "forward_speed", "swing_fraction", "slip_speed", "saturated_fraction")
+    for name in (*means, "power"):
         line[name] = sums.get(f"metric/{name}", math.nan) / per_step if episodes else math.nan
     return {k: (v if not isinstance(v, float) else round(v, 5) if math.isfinite(v) else None) for k, v in line.items()}
 
