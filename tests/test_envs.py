@@ -46,7 +46,7 @@ def test_environment_runs_under_jit_vmap_at_4096_worlds():
     step = jax.jit(jax.vmap(env.step))
     for _ in range(2):
         states = step(states, actions)
-    assert states.obs.shape == (n, env.observation_size) == (n, 12 + 5 * 12)
+    assert states.obs.shape == (n, env.observation_size) == (n, 14 + 5 * 12)
     assert states.reward.shape == (n,) and states.done.shape == (n,)
     assert bool(jnp.all(jnp.isfinite(states.obs))) and bool(jnp.all(jnp.isfinite(states.reward)))
     assert int(jnp.max(states.steps)) == 2  # nobody ended in 2 steps: every world advanced
@@ -236,7 +236,7 @@ def test_observation_holds_base_frame_velocities_and_motor_speeds(pd_env):
     speeds = np.asarray(jaxmor.transmission_matrix(model)) @ np.asarray(u)
     na = model.na
     np.testing.assert_allclose(
-        obs[12 + 2 * na : 12 + 3 * na],
+        obs[14 + 2 * na : 14 + 3 * na],  # after the command (3) and the gait clock (2)
         speeds / (np.asarray(m.velocity_constant) * np.asarray(sim.bus_voltage)),
         atol=1e-12,
     )
@@ -378,6 +378,7 @@ def test_envs_api_is_pinned():
         "default_gains",
         "default_randomization",
         "pd_step_limit",
+        "top_speed",
     ]
     for name in envs.__all__:
         assert getattr(envs, name).__doc__ or name.isupper(), name

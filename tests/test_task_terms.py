@@ -187,10 +187,11 @@ def test_standing_fraction_draws_zero_commands():
     assert np.all((drawn[~zero] >= np.asarray(ranges)[:, 0]) & (drawn[~zero] <= np.asarray(ranges)[:, 1]))
 
 
-def test_default_gains_ask_the_peak_torque_at_a_full_action():
+def test_default_gains_ask_the_peak_torque_at_half_a_full_action():
     env = envs.Locomotion()
     peak = np.asarray([18.0, 30.0, 30.0] * 4)  # the URDF's comments: 3 Nm x 6 and x 10
-    np.testing.assert_allclose(env.kp * env.action_scale, peak, rtol=1e-6)
+    np.testing.assert_allclose(env.kp * env.action_scale, 2 * peak, rtol=1e-6)
+    np.testing.assert_allclose(env.kp, peak / 0.25, rtol=1e-6)  # the 0.5 rad action scale: 120 Nm/rad on the knees
     inertia = np.asarray([0.08625, 0.08196, 0.01502] * 4)  # the mass matrix's diagonal at standing (jaxmor info)
     np.testing.assert_allclose(env.kd, np.sqrt(env.kp * inertia), rtol=1e-3)  # damping ratio 0.5
 
@@ -206,3 +207,93 @@ def test_bad_terms_are_refused():
         envs.Locomotion(kp=np.ones(3))
     with pytest.raises(ArgumentError, match="feet"):
         envs.Locomotion(feet=("base_box",))
+
+
+def test_gait_clock_pairs_the_diagonal_feet_half_a_cycle_apart():
+    """Four feet at the corners of a rectangle (base frame): the diagonal pairs share a phase and the pairs are half a
+    cycle apart (a trot); two feet alternate by side; anything else is refused."""
+    corners = np.asarray([[0.3, 0.2], [0.3, -0.2], [-0.3, 0.2], [-0.3, -0.2]])  # LF, RF, LH, RH
+    offsets = terms.gait_offsets(corners)
+    assert offsets[0] == offsets[3] and offsets[1] == offsets[2]
+    np.testing.assert_allclose(abs(offsets[0] - offsets[1]), np.pi)
+    two = terms.gait_offsets(np.asarray([[0.0, 0.1], [0.0, -0.1]]))
+    np.testing.assert_allclose(abs(two[0] - two[1]), np.pi)
+    with pytest.raises(ArgumentError, match="gait_frequency=None"):
+        terms.gait_offsets(corners[:3])
+    with pytest.raises(ArgumentError, match="gait_frequency=None"):
+        terms.gait_offsets(np.asarray([[0.3, 0.0], [0.3, -0.2], [-0.3, 0.2], [-0.3, -0.2]]))
+
+
+def test_swing_targets_lift_each_pair_for_half_a_cycle():
+    """Over one cycle (10,000 phases) each foot's target is above the ground half the time, peaks at the swing
+    height a quarter cycle after its swing starts, and exactly one diagonal pair is in the air at any phase."""
+    phases = jnp.linspace(0.0, 2 * np.pi, 10_000, endpoint=False)
+    offsets = jnp.asarray([0.0, np.pi, np.pi, 0.0])
+    targets = np.asarray(jax.vmap(lambda p: terms.swing_targets(p, offsets, 0.08))(phases))
+    np.testing.assert_allclose((targets > 0).mean(axis=0), 0.5, atol=1e-3)
+    np.testing.assert_allclose(targets.max(axis=0), 0.08, rtol=1e-6)
+    assert abs(float(phases[targets[:, 0].argmax()]) - np.pi / 2) < 1e-3
+    up = targets > 0
+    assert np.all(up[:, 0] == up[:, 3]) and not np.any(up[:, 0] & up[:, 1])
+
+
+def test_feet_phase_reward_is_one_on_target_and_falls_as_a_gaussian():
+    targets = jnp.asarray([0.08, 0.0, 0.0, 0.08])
+    assert float(terms.feet_phase(targets, targets)) == 1.0
+    off = targets.at[0].add(-0.05)  # one foot 5 cm below its target: exp(-0.0025 / 0.005)
+    np.testing.assert_allclose(float(terms.feet_phase(off, targets)), 0.60653066, rtol=1e-6)
+
+
+def test_the_gait_clock_turns_at_its_frequency_and_is_observed(event_env):
+    """Control steps of 4 ms at 2 Hz: the phase moves 2 pi x 0.008 rad per step; the observation's clock entries
+    (after the command) are its cosine and sine, without noise; ``gait_frequency=None`` removes them."""
+    env = event_env
+    reset, step = _steps(env)
+    states = reset(jax.random.split(jax.random.PRNGKey(3), 4))
+    start = np.asarray(states.data.phase)
+    for _ in range(10):
+        states = step(states, jnp.zeros((4, env.action_size)))
+    moved = np.mod(np.asarray(states.data.phase) - start, 2 * np.pi)
+    np.testing.assert_allclose(moved, 2 * np.pi * 2.0 * 0.004 * 10, atol=1e-5)
+    phase = np.asarray(states.data.phase)
+    np.testing.assert_allclose(np.asarray(states.obs)[:, 12:14], np.stack([np.cos(phase), np.sin(phase)], 1), atol=1e-6)
+    assert envs.Locomotion(gait_frequency=None).observation_size == env.observation_size - 2
+    with pytest.raises(ArgumentError, match="gait_frequency"):
+        envs.Locomotion(gait_frequency=0.0)
+
+
+def test_top_speed_is_the_legs_sweep_at_the_motors_corner_speed(quadruped):
+    """The shipped quadruped's motors (R 0.4 Ohm, Kt 0.1 Nm/A, Kv 10 rad/s/V, 24 V, peak 3 Nm; the URDF's comment) turn
+    at up to Kv (V - R peak / Kt) = 120 rad/s before the peak torque falls, 12 rad/s at the 10:1 hip and knee. At the
+    standing pose (hip 0.6 rad, knee -1.2 rad) the foot's forward speed per hip turn is the hip-to-foot height,
+    0.3 cos 0.6 + 0.3 cos 0.6, and per knee turn the shank's height, 0.3 cos 0.6 [m/rad]; the sum, times 2/pi."""
+    model, q = quadruped
+    reach = 2 * THIGH * np.cos(0.6) * 12.0 + SHANK * np.cos(0.6) * 12.0
+    np.testing.assert_allclose(envs.top_speed(model, q), 2 / np.pi * reach, rtol=1e-4)
+
+
+def test_the_command_curriculum_moves_a_level_by_the_episode_it_follows():
+    """Four levels over 0-2 m/s forward: level l draws forward commands up to 0.5 (l + 1) m/s. After an episode
+    without a fall that tracked within 0.25 m/s on average, one level up; after a fall, one down; otherwise the
+    same; clipped to the levels. The next episode's command is drawn at its level."""
+    env = envs.Locomotion(command_levels=4, command_ranges=((0.0, 2.0), (0.0, 0.0), (0.0, 0.0)), standing_fraction=0)
+    data = env.reset(jax.random.PRNGKey(0)).data
+    fresh = env.reset(jax.random.PRNGKey(1)).data
+    assert int(data.command_level) == 0 and 0.0 <= float(data.command[0]) <= 0.5
+
+    def after(level, error_sum, steps, fell):
+        ended = data.replace(
+            command_level=jnp.asarray(level, jnp.int32),
+            tracking=jnp.asarray([error_sum, steps]),
+            fell=jnp.asarray(fell),
+        )
+        return env._next_level(ended, fresh)
+
+    assert int(after(1, 20.0, 100.0, False).command_level) == 2  # 0.2 m/s mean error
+    assert int(after(1, 30.0, 100.0, False).command_level) == 1  # 0.3 m/s
+    assert int(after(1, 1.0, 100.0, True).command_level) == 0
+    assert int(after(3, 1.0, 100.0, False).command_level) == 3 and int(after(0, 1.0, 10.0, True).command_level) == 0
+    keys = jax.random.split(jax.random.PRNGKey(2), 2000)
+    drawn = jax.vmap(lambda k: env._next_level(data.replace(tracking=jnp.asarray([1.0, 100.0])), fresh.replace(key=k)))
+    forward = np.asarray(drawn(keys).command[:, 0])
+    assert forward.max() <= 1.0 and forward.max() > 0.95 and forward.min() >= 0.0  # level 1: up to 1 m/s

@@ -22,6 +22,7 @@ from jaxmor.envs.locomotion import (
     box_torque_bounds,
     default_gains,
     default_randomization,
+    top_speed,
 )
 from jaxmor.envs.stability import check_pd_step, pd_step_limit
 from jaxmor.envs.terms import DEFAULT_OBSERVATION_NOISE
@@ -39,4 +40,5 @@ __all__ = [
     "default_gains",
     "default_randomization",
     "pd_step_limit",
+    "top_speed",
 ]

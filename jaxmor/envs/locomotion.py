@@ -92,6 +92,10 @@ class LocomotionData:
         command_time: () time until the command is drawn again [s].
         push_time: () time until the next push [s].
         feet: the feet (:class:`jaxmor.envs.feet.FeetState`).
+        phase: () the gait clock's phase [rad], in [0, 2 pi) (0 without a gait clock).
+        command_level: () int32, the world's level of the command curriculum (0 without one).
+        tracking: (2,) the episode's summed tracking error [m/s] and its control steps so far.
+        fell: () bool, the episode ended in a fall (set on its last step).
     """
 
     command: jax.Array
@@ -104,6 +108,10 @@ class LocomotionData:
     command_time: jax.Array
     push_time: jax.Array
     feet: FeetState
+    phase: jax.Array
+    command_level: jax.Array
+    tracking: jax.Array
+    fell: jax.Array
 
 
 def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
@@ -126,9 +134,10 @@ def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]
 class Locomotion(Env):
     """Track a commanded forward, lateral and yaw velocity on flat ground or on generated terrain.
 
-    Observation (``observation_size = 12 + 5 na``), in this order: base linear velocity in the base frame
+    Observation (``observation_size = 14 + 5 na``), in this order: base linear velocity in the base frame
     (3) [m/s]; base angular velocity in the base frame (3) [rad/s]; gravity's direction in the base frame
-    (3); the command (3); driven-joint positions minus the standing pose (na) [rad]; driven-joint
+    (3); the command (3); the gait clock ``(cos phase, sin phase)`` (2; absent with ``gait_frequency=None``);
+    driven-joint positions minus the standing pose (na) [rad]; driven-joint
     velocities (na) [rad/s]; motor speeds over their no-load speeds ``Kv V`` (na); saturation (na): 1
     where the last physics step's wanted torque reached the policy's bounds (the motor region, or the box),
     else 0; the previous action (na). Raw SI values: normalize them in the trainer (Brax PPO's
@@ -150,7 +159,7 @@ class Locomotion(Env):
       step the actuator torque ``kp (target - q_j) - kd u_j`` computed explicitly at its start (the PD of
       :func:`jaxmor.set_actuator_pd_gains`, written here so that the Box-MOR mode can clip it to the box);
       the step clips it to the motor region. The default gains come from the motors (:func:`default_gains`):
-      a full action at rest asks for each actuator's peak torque, not several times it. The explicit PD is
+      a full action at rest asks for twice each actuator's peak torque, not several times it. The explicit PD is
       stable only below a physics step set by the gains and the inertia a leg in the air moves
       (:func:`jaxmor.envs.stability.pd_step_limit`, at the standing pose and ``action_scale`` either side of it):
       a longer ``timestep`` is refused, because there the joints of a lifted leg chatter at the Nyquist rate and a
@@ -161,6 +170,12 @@ class Locomotion(Env):
     probability ``standing_fraction``. Pushes: every ``push_interval`` seconds the base's horizontal velocity
     changes by up to ``push_speed`` [m/s] in a random direction (:func:`jaxmor.envs.terms.push`).
 
+    Gait clock: a phase that turns at ``gait_frequency`` from a random start; ``feet_phase`` rewards the feet for
+    following a trot on it (:func:`jaxmor.envs.terms.swing_targets`: each diagonal pair swings
+    :data:`~jaxmor.envs.terms.SWING_HEIGHT` high for half a cycle while the other stands; all feet down under a
+    standing command). Without it the policies found here kept their feet on the ground and shuffled
+    (``policies/README.md``).
+
     Reward: the weighted terms of :data:`DEFAULT_REWARD_WEIGHTS`, each times the control period
     ``substeps * timestep`` (``termination`` once); the feet's terms read the feet selected by ``feet``
     (:mod:`jaxmor.envs.feet`). ``metrics`` holds each weighted term and ``forward_speed`` [m/s],
@@ -168,10 +183,18 @@ class Locomotion(Env):
     (``|w_z - command_yaw|`` [rad/s]), ``swing_fraction`` (share of feet off the ground), ``slip_speed`` (mean
     horizontal speed of the stance feet [m/s]), ``power`` [W, mean over the physics steps],
     ``saturated_fraction`` (share of actuators whose applied or commanded motor torque sits on or beyond
-    the motor region's bound, i.e. ``ActuatorState.saturation``, mean over the physics steps) and
+    the motor region's bound, i.e. ``ActuatorState.saturation``, mean over the physics steps),
     ``region_violation`` (how far the applied motor torques lie outside the motor region, summed over
     actuators, over the peak torque: zero with the region enforced; the Box-MOR policy's gap to real
-    motors).
+    motors), ``outside_region`` (the share of actuators whose applied torque lies outside the motor region, mean
+    over the physics steps), ``speed_ratio`` (the largest motor speed over its no-load speed ``Kv V``),
+    ``command_level`` and ``terrain_level`` (the world's curriculum levels, 0 without one).
+
+    Command curriculum (``command_levels``): every world starts at level 0, where the forward command's range is
+    the first ``1 / command_levels`` of ``command_ranges[0]``; after an episode without a fall whose mean tracking
+    error was below :data:`~jaxmor.envs.terms.CURRICULUM_TRACKING` it goes a level up (the range grows by
+    another ``1 / command_levels``), after a fall a level down. :func:`top_speed` gives a forward range that
+    reaches what the motors allow.
 
     An episode ends when the base falls below ``min_base_height`` or tilts beyond 60 degrees (or the world
     stops: non-finite), or after ``episode_steps``. A new episode starts from ``standing_q`` raised by
@@ -226,6 +249,11 @@ class Locomotion(Env):
             per world at every reset (:class:`jaxmor.envs.Env`; the sensors' latency, beside the command delay of
             the randomization's ``actuator.delay``); ``None`` (the default): the randomization's
             ``"observation.delay"`` range, else 0 (none).
+        gait_frequency: the gait clock's frequency [Hz] (a trot of four feet, alternating steps of two), or
+            ``None`` for no clock (no ``feet_phase`` reward, no clock in the observation).
+        gait_speedup: how much faster the gait clock turns per m/s of commanded speed [Hz s/m] (``>= 0``): longer
+            strides than a leg can make are not asked for at high speed.
+        command_levels: the number of levels of the command curriculum, or ``None`` for none.
 
     Raises:
         ArgumentError: an unknown mode, reward term or observation block, a model without a floating base, motor
@@ -252,6 +280,10 @@ class Locomotion(Env):
         "power",
         "saturated_fraction",
         "region_violation",
+        "outside_region",
+        "speed_ratio",
+        "command_level",
+        "terrain_level",
     )
 
     def __init__(
@@ -263,7 +295,7 @@ class Locomotion(Env):
         action_mode: str = "pd",
         kp: float | np.ndarray | None = None,
         kd: float | np.ndarray | None = None,
-        action_scale: float = 0.25,
+        action_scale: float = 0.5,
         timestep: float = 0.004,
         substeps: int = 5,
         episode_steps: int = 1000,
@@ -286,6 +318,9 @@ class Locomotion(Env):
         height_scan: tuple[int, int, float] | None = None,
         curriculum: bool = False,
         observation_delay: int | tuple[int, int] | None = None,
+        gait_frequency: float | None = 2.0,
+        gait_speedup: float = 0.0,
+        command_levels: int | None = None,
     ):
         observation_delay, randomization = _observation_delay(observation_delay, randomization)
         super().__init__(episode_steps, auto_reset, observation_delay)
@@ -314,6 +349,9 @@ class Locomotion(Env):
         self.push_interval = _interval(push_interval, "push_interval")
         self.push_speed = as_nonnegative(push_speed, "push_speed [m/s]")
         self.feet = Feet(model, feet_of(model, feet))
+        self.gait_frequency, self.gait_offsets = self._gait(model, standing_q, gait_frequency)
+        self.gait_speedup = as_nonnegative(gait_speedup, "gait_speedup [Hz s/m]")
+        self.command_levels = None if command_levels is None else as_positive_int(command_levels, "command_levels")
         self.standing_q = standing_q
         self.q_index = actuator_joint_q_index(model)
         self.v_index = np.asarray(model.actuators.joint_v_index).astype(np.int32)
@@ -324,9 +362,21 @@ class Locomotion(Env):
         self.observation_sensors = _sensor_names(model, observation_sensors)
         self._place_terrain(terrain, curriculum, dtype)
         self.scan = _scan_points(height_scan, dtype)
-        self.observation_size = self._opening_size() + 3 + 5 * model.na + self._scan_size()
+        clock = 0 if self.gait_frequency is None else 2
+        self.observation_size = self._opening_size() + 3 + clock + 5 * model.na + self._scan_size()
         self.action_size = model.na
         self._draw_pool(randomization, randomization_pool, seed)
+
+    def _gait(self, model: Model, standing_q: np.ndarray, frequency: float | None):
+        """``(frequency [Hz], offsets (nf,) [rad])`` of the gait clock, or ``(None, None)`` without one."""
+        if frequency is None:
+            return None, None
+        frequency = as_positive(frequency, "gait_frequency [Hz]")
+        q = jnp.asarray(standing_q, model.body_mass.dtype)
+        position, _ = self.feet.place(model, q)
+        rotation = np.asarray(quat_to_rotation(q[3:7]))
+        in_base = (np.asarray(position) - np.asarray(standing_q[:3])) @ rotation
+        return frequency, terms.gait_offsets(in_base[:, :2])
 
     def _place_terrain(self, terrain: Terrain | None, curriculum: bool, dtype) -> None:
         self.spawn, self.curriculum = None, bool(curriculum)
@@ -387,7 +437,7 @@ class Locomotion(Env):
         dtype = self.model.body_mass.dtype
         world = self._draw_world(k_world)
         data = LocomotionData(
-            command=terms.draw_command(k_cmd, jnp.asarray(self.command_ranges, dtype), self.standing_fraction),
+            command=terms.draw_command(k_cmd, self._ranges(jnp.zeros((), jnp.int32), dtype), self.standing_fraction),
             last_action=jnp.zeros((self.action_size,), dtype),
             saturated=jnp.zeros((self.action_size,), dtype),
             world=world,
@@ -397,6 +447,10 @@ class Locomotion(Env):
             command_time=self._next_time(jax.random.fold_in(k_times, 0), self.command_interval, dtype),
             push_time=self._next_time(jax.random.fold_in(k_times, 1), self.push_interval, dtype),
             feet=None,
+            phase=jax.random.uniform(jax.random.fold_in(k_times, 2), (), dtype, 0.0, 2 * math.pi),
+            command_level=jnp.zeros((), jnp.int32),
+            tracking=jnp.zeros((2,), dtype),
+            fell=jnp.asarray(False),
         )
         model = self.world_model(data)
         q = jnp.asarray(self.standing_q, dtype)
@@ -423,9 +477,39 @@ class Locomotion(Env):
             return jnp.asarray(jnp.inf, dtype)
         return terms.draw_interval(key, interval, dtype)
 
+    def _ranges(self, level: jax.Array, dtype) -> jax.Array:
+        """(3, 2) the command ranges at a command-curriculum level: the forward range's top at ``(level + 1) /
+        command_levels`` of the way from its low to its high (the full ranges without a curriculum)."""
+        ranges = jnp.asarray(self.command_ranges, dtype)
+        if self.command_levels is None:
+            return ranges
+        low, high = ranges[0]
+        top = low + (high - low) * (level + 1).astype(dtype) / self.command_levels
+        return ranges.at[0, 1].set(top)
+
     def _next_start(self, sim: State, data: LocomotionData, fresh_sim: State, fresh_data: LocomotionData):
-        """With a curriculum, the next episode starts one level up when the base walked more than half a cell from
-        its start, one level down when it walked less than half the distance its command asked for over a full
+        """The next episode's start after an automatic reset: on the terrain's next cell (:meth:`_next_cell`) and at
+        the command curriculum's next level (:meth:`_next_level`)."""
+        fresh_sim, fresh_data = self._next_cell(sim, data, fresh_sim, fresh_data)
+        return fresh_sim, self._next_level(data, fresh_data)
+
+    def _next_level(self, data: LocomotionData, fresh_data: LocomotionData) -> LocomotionData:
+        """With a command curriculum, the next episode's level is one up when the episode ended without a fall and
+        tracked its commands within :data:`~jaxmor.envs.terms.CURRICULUM_TRACKING` on average, one down when it
+        fell, else the same; its first command is drawn at that level."""
+        if self.command_levels is None:
+            return fresh_data
+        error = data.tracking[0] / jnp.maximum(data.tracking[1], 1.0)
+        up = ~data.fell & (error < terms.CURRICULUM_TRACKING)
+        level = jnp.clip(data.command_level + up.astype(jnp.int32) - data.fell, 0, self.command_levels - 1)
+        dtype = fresh_data.command.dtype
+        key = jax.random.fold_in(fresh_data.key, 7)
+        command = terms.draw_command(key, self._ranges(level, dtype), self.standing_fraction)
+        return fresh_data.replace(command_level=level, command=command)
+
+    def _next_cell(self, sim: State, data: LocomotionData, fresh_sim: State, fresh_data: LocomotionData):
+        """With a terrain curriculum, the next episode starts one level up when the base walked more than half a cell
+        from its start, one level down when it walked less than half the distance its command asked for over a full
         episode (legged_gym's rule), on a cell of the kind drawn afresh."""
         if not self.curriculum:
             return fresh_sim, fresh_data
@@ -454,9 +538,11 @@ class Locomotion(Env):
         motor = model.actuators.motor
         no_load = jnp.asarray(motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
         scan = [] if self.scan is None else [("height_scan", self._height_scan(model, sim))]
+        clock = [] if self.gait_frequency is None else [("gait", jnp.stack([jnp.cos(data.phase), jnp.sin(data.phase)]))]
         blocks = [
             *opening,
             ("command", data.command),
+            *clock,
             ("joint_position", sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype)),
             ("joint_velocity", sim.u[self.v_index]),
             ("motor_speed", motor_speeds(model, rotor_view(model, sim).u) / no_load),  # the rotors' (with backlash)
@@ -485,13 +571,15 @@ class Locomotion(Env):
         a = jnp.clip(action, -1.0, 1.0)
         target = jnp.asarray(self.standing_joints, dtype) + self.action_scale * a
         sim, sums, saturated = self._control_substeps(model, sim, a, target)
-        power, saturated_fraction, violation, outside = sums / self.substeps
+        power, saturated_fraction, violation, outside, outside_share = sums / self.substeps
         feet, moved = self.feet.advance(model, sim.q, data.feet, self.control_period)
 
         lin, ang, gravity = self._base_frame(sim)
         joints = sim.q[self.q_index] - jnp.asarray(self.standing_joints, dtype)
         values = terms.reward_terms(data.command, a, data.last_action, lin, ang, gravity, joints, moved)
-        values.update(motor_power=power, saturation=outside)
+        frequency = (self.gait_frequency or 0.0) + self.gait_speedup * jnp.linalg.norm(data.command[:2])
+        phase = jnp.mod(data.phase + 2 * math.pi * frequency * self.control_period, 2 * math.pi)
+        values.update(motor_power=power, saturation=outside, feet_phase=self._feet_phase(data.command, phase, moved))
         metrics = {name: self.weights[name] * values[name] * self.control_period for name in values}
         height = sim.q[2] - ground_heights(model, sim.q[None, :2])[0]
         terminated = (height < self.min_base_height) | (-gravity[2] < 0.5) | sim.nonfinite
@@ -508,9 +596,36 @@ class Locomotion(Env):
             power=power,
             saturated_fraction=saturated_fraction,
             region_violation=violation,
+            outside_region=outside_share,
+            speed_ratio=self._speed_ratio(model, sim),
+            command_level=data.command_level.astype(dtype),
+            terrain_level=self._terrain_level(data).astype(dtype),
         )
-        sim, data = self._events(sim, data.replace(last_action=a, saturated=saturated, feet=feet))
+        tracking = data.tracking + jnp.stack([metrics["tracking_error"], jnp.ones((), dtype)])
+        data = data.replace(last_action=a, saturated=saturated, feet=feet, phase=phase)
+        data = data.replace(tracking=tracking, fell=terminated)
+        sim, data = self._events(sim, data)
         return sim, data, reward, terminated, metrics
+
+    def _feet_phase(self, command: jax.Array, phase: jax.Array, moved) -> jax.Array:
+        """() the ``feet_phase`` reward: the feet's clearances against the gait clock's swing (all feet down under a
+        standing command); 0 without a gait clock."""
+        if self.gait_frequency is None:
+            return jnp.zeros((), phase.dtype)
+        targets = terms.swing_targets(phase, jnp.asarray(self.gait_offsets, phase.dtype), terms.SWING_HEIGHT)
+        moving = jnp.linalg.norm(command) >= terms.STANDING
+        return terms.feet_phase(moved.clearance, jnp.where(moving, targets, 0.0))
+
+    def _speed_ratio(self, model: Model, sim: State) -> jax.Array:
+        """() the largest motor speed over its no-load speed ``Kv V`` among the actuators [-]."""
+        no_load = jnp.asarray(model.actuators.motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
+        return jnp.max(jnp.abs(motor_speeds(model, rotor_view(model, sim).u)) / no_load)
+
+    def _terrain_level(self, data: LocomotionData) -> jax.Array:
+        """() the terrain level of the world's episode (0 on flat ground)."""
+        if self.spawn is None:
+            return jnp.zeros((), jnp.int32)
+        return data.cell // (self.spawn.shape[0] // self.levels)
 
     def _events(self, sim: State, data: LocomotionData) -> tuple[State, LocomotionData]:
         """The command drawn again and the base pushed where their times ran out during the control step; the
@@ -519,7 +634,7 @@ class Locomotion(Env):
         key, k_cmd, k_push, k_times = jax.random.split(data.key, 4)
         command_time = data.command_time - self.control_period
         redraw = command_time <= 0.0
-        fresh = terms.draw_command(k_cmd, jnp.asarray(self.command_ranges, dtype), self.standing_fraction)
+        fresh = terms.draw_command(k_cmd, self._ranges(data.command_level, dtype), self.standing_fraction)
         next_command = self._next_time(jax.random.fold_in(k_times, 0), self.command_interval, dtype)
         push_time = data.push_time - self.control_period
         pushed = push_time <= 0.0
@@ -560,17 +675,19 @@ class Locomotion(Env):
             s = physics_step(model, s.replace(actuator_torque=command))
             st = s.actuator_state
             now = motor.replace(bus_voltage=s.bus_voltage)
+            violation = motor_operating_region_violation(now, st.motor_speed, st.motor_torque)
             values = jnp.stack(
                 [
                     jnp.sum(jnp.abs(st.motor_torque * st.average_motor_speed)),
                     jnp.mean((st.saturation != 0).astype(dtype)),
-                    jnp.sum(motor_operating_region_violation(now, st.motor_speed, st.motor_torque) * gear / peak),
+                    jnp.sum(violation * gear / peak),
                     jnp.sum(outside / peak),
+                    jnp.mean((violation > 0).astype(dtype)),
                 ]
             )
             return (s, sums + values, saturated), None
 
-        init = (sim, jnp.zeros((4,), dtype), jnp.zeros_like(a))
+        init = (sim, jnp.zeros((5,), dtype), jnp.zeros_like(a))
         (sim, sums, saturated), _ = jax.lax.scan(substep, init, None, length=self.substeps)
         return sim, sums, saturated
 
@@ -585,14 +702,47 @@ def _peak_output_torque(model: Model, bus_voltage) -> jax.Array:
     return jnp.asarray(act.gear_ratio, dtype) * jnp.minimum(jnp.asarray(motor.peak_torque, dtype), stall)
 
 
+def top_speed(model: Model, standing_q: np.ndarray, feet: Sequence[str] | None = None) -> float:
+    """The forward speed the motors allow a trot at [m/s]: the fastest a stance foot moves back relative to the base
+    at the standing pose when each driven joint of its leg turns at its motor's corner speed (where the peak torque
+    starts to fall with the back EMF, ``Kv (V - R peak / Kt)``, or half the no-load speed where that is higher:
+    the speed of the motor's largest power), through the gear, and the joints' effects add up, times ``2 / pi``
+    (a sinusoidal sweep's mean over its peak). A bound the curriculum can reach for, not a speed any policy
+    reaches: beyond it the motors give less than their peak torque through much of the stride.
+
+    Args:
+        model: the robot, with motor actuators.
+        standing_q: (nq,) its standing pose, base level.
+        feet: the foot spheres (:class:`jaxmor.envs.feet.Feet`); ``None``: every sphere named ``*foot``.
+
+    Returns:
+        The speed [m/s].
+    """
+    chosen = Feet(model, feet_of(model, feet))
+    q = jnp.asarray(standing_q, model.body_mass.dtype)
+    jacobian = np.asarray(jax.jacfwd(lambda x: chosen.place(model, x)[0][:, 0])(q))  # (nf, nq): d foot x / d q
+    motor = model.actuators.motor
+    corner = np.maximum(np.asarray(motor.corner_speed()), 0.5 * np.asarray(motor.no_load_speed()))
+    transmission = np.asarray(model.actuators.transmission)
+    joint_v = np.asarray(model.actuators.joint_v_index)
+    ratio = np.abs(transmission[np.arange(model.na), joint_v])  # motor turns per driven-joint turn
+    joint_speed = corner / ratio
+    sweep = np.abs(jacobian[:, actuator_joint_q_index(model)]) @ joint_speed
+    return float(2.0 / np.pi * np.max(sweep))
+
+
 #: The damping ratio of the default PD gains: ``kd = 2 DAMPING_RATIO sqrt(kp I)``.
 DAMPING_RATIO = 0.5
+#: The position error, as a share of the action scale, at which the default PD asks for the peak torque: a full
+#: action at rest asks for twice the peak, so a swinging leg's target can lead it while the stance legs stay stiff.
+PEAK_ERROR_SHARE = 0.5
 
 
 def default_gains(model: Model, standing_q: np.ndarray, action_scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """The default PD gains of :class:`Locomotion`'s ``"pd"`` mode, from the motors: ``kp`` such that a full action
-    (a target ``action_scale`` away) at rest asks for the actuator's peak torque at the gear output
-    (:func:`_peak_output_torque` at the nominal bus voltage), ``kp = peak / action_scale``; and
+    """The default PD gains of :class:`Locomotion`'s ``"pd"`` mode, from the motors: ``kp`` such that half a full
+    action (a target ``PEAK_ERROR_SHARE action_scale`` away) at rest asks for the actuator's peak torque at the gear
+    output (:func:`_peak_output_torque` at the nominal bus voltage), ``kp = peak / (0.5 action_scale)``, so a full
+    action asks for twice the peak; and
     ``kd = 2 zeta sqrt(kp I)`` with ``zeta = DAMPING_RATIO`` (0.5) and ``I`` the driven joint's diagonal entry of
     the mass matrix at ``standing_q`` (the inertia it moves, reflected rotor inertia included).
 
@@ -602,7 +752,7 @@ def default_gains(model: Model, standing_q: np.ndarray, action_scale: float) -> 
     q = jnp.asarray(standing_q, model.body_mass.dtype)
     inertia = np.diag(np.asarray(mass_matrix(model, q)))[np.asarray(model.actuators.joint_v_index)]
     peak = np.asarray(_peak_output_torque(model, jnp.asarray(model.actuators.motor.bus_voltage)))
-    kp = peak / action_scale
+    kp = peak / (PEAK_ERROR_SHARE * action_scale)
     return kp, 2.0 * DAMPING_RATIO * np.sqrt(kp * inertia)
 
 

@@ -23,9 +23,12 @@ __all__ = [
     "DEFAULT_REWARD_WEIGHTS",
     "draw_command",
     "draw_interval",
+    "feet_phase",
+    "gait_offsets",
     "noisy",
     "push",
     "reward_terms",
+    "swing_targets",
 ]
 
 #: The reward terms and their default weights (per second of simulated time; each term is multiplied by its
@@ -44,6 +47,7 @@ DEFAULT_REWARD_WEIGHTS = {
     "feet_air_time": 1.0,  # sum over the feet landing now of (min(air time, 0.4 s) - 0.1 s) [s]; 0 when standing
     "feet_slip": -0.5,  # sum over stance feet of their soles' horizontal speed squared [m^2/s^2]
     "feet_clearance": -2.0,  # sum over the feet of |clearance - swing_height| sqrt(sole speed) [m sqrt(m/s)]
+    "feet_phase": 1.0,  # exp(-sum (clearance - swing_targets)^2 / GAIT_WIDTH) over the feet, clearance in m
     "stand_still": -0.5,  # sum |q_j - standing| [rad] under a standing command (|command| < 0.05), else 0
     "termination": -1.0,  # 1 on the step the base falls or tilts over (once, not per second)
 }
@@ -69,6 +73,11 @@ DEFAULT_OBSERVATION_NOISE = {
 #: The air time a landing foot is rewarded beyond and the most that counts [s] (MuJoCo Playground's Go1 rewards
 #: 0.1-0.5 s), and the swing height the clearance term asks for [m].
 SWING_TIME, LONGEST_SWING, SWING_HEIGHT = 0.1, 0.4, 0.08
+#: The gait clock's reward width [m^2]: a foot 7 cm off its target clearance costs about 1/e of ``feet_phase``.
+GAIT_WIDTH = 0.005
+#: The command curriculum's bar: a world's level goes up after an episode without a fall whose mean tracking error
+#: was below this [m/s].
+CURRICULUM_TRACKING = 0.25
 #: A command whose norm is below this is a standing command [m/s and rad/s].
 STANDING = 0.05
 
@@ -137,9 +146,41 @@ def reward_weights(given: Mapping[str, float] | None) -> dict[str, float]:
     return weights
 
 
+def gait_offsets(feet_xy: np.ndarray) -> np.ndarray:
+    """(nf,) each foot's phase offset in the gait clock [rad]: a trot for four feet (the diagonal pairs, told apart by
+    the sign of ``x y`` of their positions in the base frame, half a cycle apart) and alternating steps for two
+    (told apart by the sign of ``y``).
+
+    Args:
+        feet_xy: (nf, 2) the feet's horizontal positions in the base frame at the standing pose [m].
+
+    Raises:
+        ArgumentError: not two or four feet, or feet on a centre line (``x y = 0`` for four, ``y = 0`` for two).
+    """
+    feet_xy = np.asarray(feet_xy, np.float64)
+    side = np.sign(feet_xy[:, 0] * feet_xy[:, 1]) if len(feet_xy) == 4 else np.sign(feet_xy[:, 1])
+    if len(feet_xy) not in (2, 4) or np.any(side == 0):
+        raise ArgumentError(
+            f"the gait clock knows a trot of four feet and alternating steps of two, off the base's centre lines; "
+            f"got feet at {feet_xy.round(3).tolist()} m: pass gait_frequency=None"
+        )
+    return np.where(side > 0, 0.0, np.pi)
+
+
+def swing_targets(phase: jax.Array, offsets: jax.Array, height: float) -> jax.Array:
+    """(nf,) each foot's target clearance at gait phase ``phase`` [rad]: ``height max(sin(phase + offset), 0)`` [m],
+    a swing of half a cycle peaking at ``height`` at its middle, then half a cycle on the ground."""
+    return height * jnp.maximum(jnp.sin(phase + offsets), 0.0)
+
+
+def feet_phase(clearance: jax.Array, targets: jax.Array) -> jax.Array:
+    """() ``exp(-sum (clearance - targets)^2 / GAIT_WIDTH)``: 1 when every foot is at its gait target [m]."""
+    return jnp.exp(-jnp.sum((clearance - targets) ** 2) / GAIT_WIDTH)
+
+
 def reward_terms(command, action, last_action, lin, ang, gravity, joints, feet: FeetStep) -> dict[str, jax.Array]:
-    """Every per-second reward term of :data:`DEFAULT_REWARD_WEIGHTS` but ``motor_power``, ``saturation`` and
-    ``termination`` (the environment's), unweighted.
+    """Every per-second reward term of :data:`DEFAULT_REWARD_WEIGHTS` but ``motor_power``, ``saturation``,
+    ``feet_phase`` and ``termination`` (the environment's), unweighted.
 
     Args:
         command: (3,) the velocity command [m/s, m/s, rad/s].

@@ -346,9 +346,10 @@ def _train_parsers(sub) -> None:
     train.add_argument("--terrain", choices=("flat", "rough"), default="flat")
     train.add_argument(
         "--commands",
-        choices=("forward", "omni"),
+        choices=("forward", "omni", "fast"),
         default="forward",
-        help="forward: 0-1 m/s ahead; omni: -0.5-1.5 m/s, +-0.5 m/s sideways, +-1 rad/s",
+        help="forward: 0-1 m/s ahead; omni: -0.5-1.5 m/s, +-0.5 m/s sideways, +-1 rad/s; fast: forward up to what "
+        "the motors allow (jaxmor.envs.top_speed), through a curriculum",
     )
     train.add_argument("--worlds", type=int, default=1024, help="parallel worlds (default 1024)")
     train.add_argument("--steps", type=int, default=20_000_000, help="environment steps (default 20M)")
@@ -375,7 +376,7 @@ def _train(args) -> int:
         count = args.devices or os.cpu_count() or 1
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}"
     from jaxmor.train.ppo import PPOConfig
-    from jaxmor.train.run import OMNI_COMMANDS, RunConfig, train
+    from jaxmor.train.run import RunConfig, command_settings, train
 
     config = RunConfig(
         robot=args.robot,
@@ -385,7 +386,7 @@ def _train(args) -> int:
         steps=args.steps,
         minutes=args.minutes,
         ppo=PPOConfig(worlds=args.worlds),
-        **({"command_ranges": OMNI_COMMANDS} if args.commands == "omni" else {}),
+        **command_settings(args.commands, args.robot),
     )
     out = train(args.out, config)
     print(f"policy: {out}")

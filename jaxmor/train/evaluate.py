@@ -131,12 +131,13 @@ def evaluate(
         auto_reset=False,
         episode_steps=steps + 1,
         command_ranges=ranges,
+        command_levels=None,  # the whole range
         command_interval=None if commands is not None else (5.0, 10.0),
         seed=config.seed + 1000 * seed,
     )
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(seed), worlds))
     if commands is not None:
-        fixed = jnp.asarray(np.resize(np.asarray(commands, np.float32), (worlds, 3)))
+        fixed = jnp.asarray(np.resize(np.asarray(commands), (worlds, 3)), states.data.command.dtype)
         states = states.replace(data=states.data.replace(command=fixed))  # seen from the first step's observation
     records = jax.jit(_rollout, static_argnums=(0, 3))(env, policy, states, steps)
     per = _per_world(records, control, settle)

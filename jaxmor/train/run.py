@@ -34,7 +34,7 @@ import numpy as np
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.train.ppo import PPO, PPOConfig, TrainState
 
-__all__ = ["FORWARD_COMMANDS", "OMNI_COMMANDS", "RunConfig", "make_env", "train"]
+__all__ = ["FORWARD_COMMANDS", "OMNI_COMMANDS", "RunConfig", "command_settings", "make_env", "train"]
 
 #: Forward commands only: 0-1 m/s ahead [m/s, m/s, rad/s].
 FORWARD_COMMANDS = ((0.0, 1.0), (0.0, 0.0), (0.0, 0.0))
@@ -54,6 +54,8 @@ class RunConfig:
         substeps: physics steps per control step.
         randomization: draw the episodes' models from :func:`jaxmor.envs.default_randomization`.
         command_ranges: the velocity commands' ranges (forward, lateral [m/s], yaw [rad/s]).
+        command_levels: levels of the command curriculum (:class:`jaxmor.envs.Locomotion`), or ``None``.
+        gait_speedup: how much faster the gait clock turns per m/s of command [Hz s/m].
         seed: the run's seed (parameters, worlds, randomization pool).
         steps: environment steps (control steps summed over the worlds) to train for.
         minutes: wall-clock budget [min]; the run stops at whichever of it and ``steps`` comes first.
@@ -67,6 +69,8 @@ class RunConfig:
     substeps: int = 3
     randomization: bool = True
     command_ranges: tuple[tuple[float, float], ...] = FORWARD_COMMANDS
+    command_levels: int | None = None
+    gait_speedup: float = 0.0
     seed: int = 0
     steps: int = 20_000_000
     minutes: float = 30.0
@@ -79,6 +83,55 @@ class RunConfig:
         return settings
 
 
+#: Levels of the ``fast`` commands' curriculum, and their gait clock's speed-up [Hz s/m].
+FAST_LEVELS, FAST_GAIT_SPEEDUP = 8, 0.5
+
+
+def command_settings(name: str, robot: str = "quadruped") -> dict[str, Any]:
+    """The :class:`RunConfig` fields of a named command set: ``"forward"`` (:data:`FORWARD_COMMANDS`), ``"omni"``
+    (:data:`OMNI_COMMANDS`) or ``"fast"``: forward commands from 0 to what the robot's motors allow
+    (:func:`jaxmor.envs.top_speed`), reached through a curriculum of :data:`FAST_LEVELS` levels, the gait clock
+    turning :data:`FAST_GAIT_SPEEDUP` Hz faster per m/s (the seed paper's high-speed experiment).
+
+    Raises:
+        ArgumentError: an unknown name or robot.
+    """
+    if name == "forward":
+        return {"command_ranges": FORWARD_COMMANDS}
+    if name == "omni":
+        return {"command_ranges": OMNI_COMMANDS}
+    if name != "fast":
+        raise ArgumentError(f"commands must be 'forward', 'omni' or 'fast', got {name!r}")
+    from jaxmor import envs
+
+    model, standing, feet = _robot(robot)
+    top = round(envs.top_speed(model, standing, feet), 2)
+    return {
+        "command_ranges": ((0.0, top), (0.0, 0.0), (0.0, 0.0)),
+        "command_levels": FAST_LEVELS,
+        "gait_speedup": FAST_GAIT_SPEEDUP,
+    }
+
+
+def _robot(robot: str):
+    """``(model with ground, standing_q, feet)`` of a named robot.
+
+    Raises:
+        ArgumentError: an unknown robot.
+    """
+    from jaxmor import robots
+    from jaxmor.build.builder import load_urdf
+    from jaxmor.build.scene import add_ground
+
+    if robot == "quadruped":
+        model = add_ground(load_urdf(robots.path("quadruped")))
+        return model, robots.quadruped_standing_q(model), None
+    if robot == "go2":
+        model = robots.go2()
+        return model, robots.go2_standing_q(model), ("FL", "FR", "RL", "RR")
+    raise ArgumentError(f"robot must be 'quadruped' or 'go2', got {robot!r}")
+
+
 def make_env(config: RunConfig, **overrides):
     """The :class:`jaxmor.envs.Locomotion` of a run (``overrides`` replace its keyword arguments, e.g. for an
     evaluation at another time step).
@@ -86,24 +139,17 @@ def make_env(config: RunConfig, **overrides):
     Raises:
         ArgumentError: an unknown robot, motor model or terrain.
     """
-    from jaxmor import envs, robots
-    from jaxmor.build.builder import load_urdf
-    from jaxmor.build.scene import add_ground
+    from jaxmor import envs
     from jaxmor.tools import terrain as terrains
 
-    if config.robot == "quadruped":
-        model = add_ground(load_urdf(robots.path("quadruped")))
-        standing, feet = robots.quadruped_standing_q(model), None
-    elif config.robot == "go2":
-        model = robots.go2()
-        standing, feet = robots.go2_standing_q(model), ("FL", "FR", "RL", "RR")
-    else:
-        raise ArgumentError(f"robot must be 'quadruped' or 'go2', got {config.robot!r}")
+    model, standing, feet = _robot(config.robot)
     options: dict[str, Any] = dict(
         motor_model=config.motor_model,
         timestep=config.timestep,
         substeps=config.substeps,
         command_ranges=config.command_ranges,
+        command_levels=config.command_levels,
+        gait_speedup=config.gait_speedup,
         randomization=envs.default_randomization() if config.randomization else None,
         seed=config.seed,
         feet=feet,
@@ -165,6 +211,10 @@ def _config_of(folder: Path, config: RunConfig) -> None:
     path.write_text(json.dumps({"identity": config.identity(), "budget": [config.steps, config.minutes]}, indent=1))
 
 
+#: Figures of :func:`log_line` beside the tracking and gait ones: the motors against their region, the curricula.
+LEVELS = ("outside_region", "speed_ratio", "command_level", "terrain_level")
+
+
 def log_line(sums: dict[str, float], iteration: int, env_steps: int, seconds: float, rate: float) -> dict:
     """One line of ``metrics.jsonl``, from an iteration span's summed statistics
     (:func:`jaxmor.train.ppo.episode_sums`): ``iteration``; ``env_steps``; ``seconds`` (wall clock since the run
@@ -172,7 +222,9 @@ def log_line(sums: dict[str, float], iteration: int, env_steps: int, seconds: fl
     the span; ``return`` (mean over them); ``episode_length`` (their mean length) [control steps]; ``falls`` (the
     share of them that failed); ``tracking_error`` [m/s], ``yaw_rate_error``
     [rad/s], ``forward_speed`` [m/s], ``swing_fraction``, ``slip_speed`` [m/s], ``saturated_fraction``, ``power`` [W]
-    (each the mean over their steps); ``step_reward`` (the mean reward per step over the span); :func:`train` adds
+    (each the mean over their steps); ``outside_region`` (share of motors outside their region), ``speed_ratio``
+    (the fastest motor's speed over its no-load speed), ``command_level`` and ``terrain_level`` (the curricula's
+    levels; each the mean over the steps); ``step_reward`` (the mean reward per step over the span); :func:`train` adds
     ``action_std``, the policy's mean action noise (before the tanh) in the span's last iteration: the gap between
     the stochastic policy that trains and the deterministic one that is evaluated closes as it shrinks."""
     episodes = sums["episodes"]
@@ -189,7 +241,7 @@ def log_line(sums: dict[str, float], iteration: int, env_steps: int, seconds: fl
         "step_reward": sums["reward"] / max(sums["steps"], 1.0),
     }
     means = ("tracking_error", "yaw_rate_error", "forward_speed", "swing_fraction", "slip_speed", "saturated_fraction")
-    for name in (*means, "power"):
+    for name in (*means, "power", *LEVELS):
         line[name] = sums.get(f"metric/{name}", math.nan) / per_step if episodes else math.nan
     return {k: (v if not isinstance(v, float) else round(v, 5) if math.isfinite(v) else None) for k, v in line.items()}
 
