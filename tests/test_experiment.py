@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmor.train.experiment import _rows
+from jaxmor.train.experiment import _rows, table
 
 
 def _scripted():
@@ -40,3 +40,12 @@ def test_speed_sweep_figures_follow_their_definitions():
     np.testing.assert_allclose(fast["outside_region"], 0.25 * 10 / 17)  # 7 steps of world 2 at 0, 10 of world 3
     np.testing.assert_allclose(slow["speed_ratio"], 0.9)  # 95th percentile of 0, 0, 0.1, 0.1, ..., 0.9, 0.9
     assert out["top_held"] == 1.0 and out["motor_model"] == "box"
+
+
+def test_the_comparison_table_has_a_row_per_policy_model_and_speed():
+    sweep = _rows(_scripted(), [1.0, 2.0], 2, control=1.0, hold=5.0, settle=2.0, motor_model="em")
+    comparison = {"speeds": [1.0, 2.0], "results": {"em-policy": {"em": sweep, "box": sweep}}}
+    lines = table(comparison).splitlines()
+    assert len(lines) == 2 + 2 * (2 + 1)  # header, rule; per model two speeds and the top held
+    assert lines[2] == "| em-policy | em | 1.00 | 0.97 | 100% | 0.11 | 0% | 0.0% | 0.90 |"
+    assert lines[4] == "| em-policy | em | top held | 1.00 | | | | | |"

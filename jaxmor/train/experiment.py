@@ -16,12 +16,14 @@ Per commanded speed it reports, over the worlds:
   EM-MOR, where the step clips to it; under Box-MOR the torques a real motor could not give);
 * ``speed_ratio``: the 95th percentile over the steps of the fastest motor's speed over its no-load speed.
 
-``top_held`` is the highest commanded speed that at least 90% of the worlds held.
+``top_held`` is the highest commanded speed that at least 90% of the worlds held. :func:`compare` sweeps several
+policies under both motor models; :func:`table` writes the result as a Markdown table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +32,7 @@ import numpy as np
 from jaxmor.train.policy import Policy
 from jaxmor.train.run import RunConfig, make_env
 
-__all__ = ["HELD_SHARE", "HOLD", "SECONDS", "SETTLE", "speed_sweep"]
+__all__ = ["HELD_SHARE", "HOLD", "SECONDS", "SETTLE", "compare", "speed_sweep", "table"]
 
 #: The share of worlds that must hold a commanded speed for it to count as held.
 HELD_SHARE = 0.9
@@ -127,3 +129,39 @@ def _rows(r: dict, speeds, per: int, control: float, hold: float, settle: float,
         )
     top = max([row["command"] for row in rows if row["held"] >= HELD_SHARE], default=0.0)
     return {"motor_model": motor_model, "rows": rows, "top_held": top}
+
+
+def compare(runs: Mapping[str, str | os.PathLike], speeds: Sequence[float], worlds_per_speed: int = 16) -> dict:
+    """Every policy of ``runs`` (a name -> its run or policy folder) swept under both motor models.
+
+    Returns:
+        A JSON-able dict: ``"speeds"`` [m/s] and ``"results"``: name -> ``{"em": sweep, "box": sweep}``
+        (:func:`speed_sweep`).
+    """
+    from jaxmor.train.play import load_run_policy
+
+    results = {}
+    for name, folder in runs.items():
+        policy, config = load_run_policy(folder)
+        results[name] = {m: speed_sweep(policy, config, speeds, m, worlds_per_speed) for m in ("em", "box")}
+    return {"speeds": [float(s) for s in speeds], "results": results}
+
+
+def table(comparison: dict) -> str:
+    """The comparison as a Markdown table: a row per policy, motor model and commanded speed."""
+    lines = [
+        "| policy | run under | command [m/s] | speed [m/s] | held | tracking error [m/s] | falls | outside region |"
+        " motor speed / no-load (p95) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, sweeps in comparison["results"].items():
+        for model, sweep in sweeps.items():
+            for row in sweep["rows"]:
+                speed = "-" if row["speed"] is None else f"{row['speed']:.2f}"
+                lines.append(
+                    f"| {name} | {model} | {row['command']:.2f} | {speed} | {row['held']:.0%} | "
+                    f"{row['tracking_error']:.2f} | {row['falls']:.0%} | {row['outside_region']:.1%} | "
+                    f"{row['speed_ratio']:.2f} |"
+                )
+            lines.append(f"| {name} | {model} | top held | {sweep['top_held']:.2f} | | | | | |")
+    return "\n".join(lines)
