@@ -33,7 +33,7 @@ from models import (  # noqa: E402
 import jaxmor  # noqa: E402  (after the x64 switch, so that nothing is traced before it)
 
 #: The notebooks that take over a minute on 2 cores (training).
-SLOW_NOTEBOOKS = ("05_train_locomotion.ipynb",)
+SLOW_NOTEBOOKS: tuple[str, ...] = ()
 #: The files of the default run that took longest on 2 cores (``--durations=0``, 2026-12-04: 60-130 s each), longest
 #: first. pytest-xdist hands whole files to its two workers in collection order (``--dist loadfile
 #: --no-loadscope-reorder`` in pyproject.toml's addopts): these go out first, so that the run does not end with one

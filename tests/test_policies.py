@@ -21,7 +21,10 @@ WALKING = [p.name for p in sorted(POLICIES.glob("*")) if (p / "policy" / "policy
 
 #: Committed policies that do not walk yet, as measured (policies/README.md): their test is expected to fail, and
 #: strictly, so that the day one walks the suite says so and this list is emptied.
-NOT_YET: dict[str, str] = {}
+NOT_YET = {
+    "quadruped-fast-box": "the Box-MOR policy of the seed paper's experiment falls in 19% of the worlds at 0.5 m/s "
+    "even in its own world (policies/box-vs-em.json)",
+}
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,7 @@ def _records(env, policy: Policy, states, steps: int) -> dict:
         return states, record
 
     _, records = jax.lax.scan(one, states, None, length=steps)
-    return {k: np.asarray(v) for k, v in records.items()}
+    return records
 
 
 def speed_sweep(
@@ -93,7 +93,7 @@ def speed_sweep(
     commands = np.zeros((count, 3), np.float32)
     commands[:, 0] = np.repeat(speeds, worlds_per_speed)
     states = states.replace(data=states.data.replace(command=jnp.asarray(commands, states.obs.dtype)))
-    r = jax.jit(_records, static_argnums=(0, 3))(env, policy, states, steps)
+    r = {k: np.asarray(v) for k, v in jax.jit(_records, static_argnums=(0, 3))(env, policy, states, steps).items()}
     return _rows(r, speeds, worlds_per_speed, env.control_period, HOLD, SETTLE, motor_model or config.motor_model)
 
 
