@@ -84,10 +84,16 @@ def test_worlds_must_split_over_devices_and_minibatches():
 @pytest.fixture
 def no_compilation_cache():
     """The persistent compilation cache off for one test: writing Brax's evaluation program into it aborted the
-    process (jaxlib 0.10.2, CPU, in ``compilation_cache.put_executable_and_time``), in the test run's shared cache."""
+    process (jaxlib 0.10.2, CPU, in ``compilation_cache.put_executable_and_time``), in the test run's shared cache.
+    JAX decides once per process whether the cache is used: the flag alone is not read again after the first compile,
+    so the decision is reset with it (``reset_cache``), both ways."""
+    from jax.experimental.compilation_cache import compilation_cache
+
     jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
     yield
     jax.config.update("jax_enable_compilation_cache", True)
+    compilation_cache.reset_cache()
 
 
 def test_brax_ppo_trains_locomotion_through_the_adapter_on_this_jax(no_compilation_cache):
