@@ -535,8 +535,6 @@ class Locomotion(Env):
         else:
             readings = read_sensors(model, sim)
             opening = [("sensors", readings[name]) for name in self.observation_sensors]
-        motor = model.actuators.motor
-        no_load = jnp.asarray(motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
         scan = [] if self.scan is None else [("height_scan", self._height_scan(model, sim))]
         clock = [] if self.gait_frequency is None else [("gait", jnp.stack([jnp.cos(data.phase), jnp.sin(data.phase)]))]
         blocks = [
@@ -545,7 +543,7 @@ class Locomotion(Env):
             *clock,
             ("joint_position", sim.q[self.q_index] - jnp.asarray(self.standing_joints, sim.q.dtype)),
             ("joint_velocity", sim.u[self.v_index]),
-            ("motor_speed", motor_speeds(model, rotor_view(model, sim).u) / no_load),  # the rotors' (with backlash)
+            ("motor_speed", self._motor_speed_shares(model, sim)),
             ("saturation", data.saturated),
             ("last_action", data.last_action),
             *scan,
@@ -597,7 +595,7 @@ class Locomotion(Env):
             saturated_fraction=saturated_fraction,
             region_violation=violation,
             outside_region=outside_share,
-            speed_ratio=self._speed_ratio(model, sim),
+            speed_ratio=jnp.max(jnp.abs(self._motor_speed_shares(model, sim))),
             command_level=data.command_level.astype(dtype),
             terrain_level=self._terrain_level(data).astype(dtype),
         )
@@ -616,10 +614,11 @@ class Locomotion(Env):
         moving = jnp.linalg.norm(command) >= terms.STANDING
         return terms.feet_phase(moved.clearance, jnp.where(moving, targets, 0.0))
 
-    def _speed_ratio(self, model: Model, sim: State) -> jax.Array:
-        """() the largest motor speed over its no-load speed ``Kv V`` among the actuators [-]."""
+    @staticmethod
+    def _motor_speed_shares(model: Model, sim: State) -> jax.Array:
+        """(na,) each motor's speed over its no-load speed ``Kv V`` [-] (the rotors', with backlash)."""
         no_load = jnp.asarray(model.actuators.motor.velocity_constant, sim.u.dtype) * sim.bus_voltage
-        return jnp.max(jnp.abs(motor_speeds(model, rotor_view(model, sim).u)) / no_load)
+        return motor_speeds(model, rotor_view(model, sim).u) / no_load
 
     def _terrain_level(self, data: LocomotionData) -> jax.Array:
         """() the terrain level of the world's episode (0 on flat ground)."""

@@ -58,19 +58,28 @@ def _rollout(env, policy: Policy, states, steps: int):
     return records
 
 
+def alive_steps(fell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fell_by, alive)`` from per-step fall flags ``(steps, worlds)``: whether a world has fallen by each step, and
+    whether it was still up at each step's start (the falling step counts as alive)."""
+    fell_by = np.cumsum(fell, axis=0) > 0
+    return fell_by, ~np.concatenate([np.zeros_like(fell_by[:1]), fell_by[:-1]], axis=0)
+
+
+def masked_mean(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per-world means of ``x`` ``(steps, worlds, ...)`` over the steps where ``mask`` holds (0 where it never does)."""
+    return np.sum(x * mask, axis=0) / np.maximum(np.sum(mask, axis=0), 1)
+
+
 def _per_world(records: dict, control_period: float, settle: float) -> dict[str, np.ndarray]:
     """Per-world means over the steps before a fall (tracking: also after the settle time)."""
     r = {k: np.asarray(v) for k, v in records.items()}
-    fell_by = np.cumsum(r["fell"], axis=0) > 0
-    alive = ~np.concatenate([np.zeros_like(fell_by[:1]), fell_by[:-1]], axis=0)  # the falling step counts
+    fell_by, alive = alive_steps(r["fell"])
     changed = np.any(np.diff(r["command"], axis=0, prepend=r["command"][:1] * np.nan) != 0, axis=-1)
     since = np.zeros(changed.shape)
     for t in range(changed.shape[0]):
         since[t] = np.where(changed[t], 0.0, since[t - 1] + control_period if t else 0.0)
     tracked = alive & (since >= settle)
-
-    def mean(x, mask):
-        return np.sum(x * mask, axis=0) / np.maximum(np.sum(mask, axis=0), 1)
+    mean = masked_mean
 
     stance = r["touching"].sum(-1) > 0
     return {

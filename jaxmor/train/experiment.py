@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.train.evaluate import alive_steps, masked_mean
 from jaxmor.train.policy import Policy
 from jaxmor.train.run import RunConfig, make_env
 
@@ -100,14 +101,10 @@ def speed_sweep(
 def _rows(r: dict, speeds, per: int, control: float, hold: float, settle: float, motor_model: str) -> dict:
     """The sweep's figures from the per-step records ``(steps, worlds)``."""
     steps = r["fell"].shape[0]
-    fell_by = np.cumsum(r["fell"], axis=0) > 0
-    alive = ~np.concatenate([np.zeros_like(fell_by[:1]), fell_by[:-1]], axis=0)
+    fell_by, alive = alive_steps(r["fell"])
     time = (np.arange(steps) + 1)[:, None] * control
     window = time > steps * control - hold
-
-    def mean(x, mask):
-        return np.sum(x * mask, axis=0) / np.maximum(np.sum(mask, axis=0), 1)
-
+    mean = masked_mean
     fell = fell_by[-1]
     speed = mean(r["forward_speed"], window & alive)
     rows = []
