@@ -297,3 +297,21 @@ def test_the_command_curriculum_moves_a_level_by_the_episode_it_follows():
     drawn = jax.vmap(lambda k: env._next_level(data.replace(tracking=jnp.asarray([1.0, 100.0])), fresh.replace(key=k)))
     forward = np.asarray(drawn(keys).command[:, 0])
     assert forward.max() <= 1.0 and forward.max() > 0.95 and forward.min() >= 0.0  # level 1: up to 1 m/s
+
+
+def test_the_gait_clock_speeds_up_with_the_command_and_speed_ratio_is_the_fastest_motor():
+    """``gait_speedup=0.5`` Hz s/m under a 1 m/s forward and 0.5 m/s lateral command (|c_xy| = 1.118 m/s): the phase
+    moves 2 pi (2 + 0.5 x 1.118) Hz x 4 ms per control step. ``speed_ratio`` is the largest |motor speed| / (Kv V),
+    the observation's motor-speed block (no noise) being each motor's ratio."""
+    env = envs.Locomotion(gait_speedup=0.5, substeps=1, observation_noise=None, command_interval=None, auto_reset=False)
+    reset, step = _steps(env)
+    states = reset(jax.random.split(jax.random.PRNGKey(4), 2))
+    states = states.replace(data=states.data.replace(command=jnp.asarray([[1.0, 0.5, 0.0]] * 2, states.obs.dtype)))
+    start = np.asarray(states.data.phase)
+    for _ in range(5):
+        states = step(states, jnp.zeros((2, env.action_size)))
+    moved = np.mod(np.asarray(states.data.phase) - start, 2 * np.pi)
+    np.testing.assert_allclose(moved, 2 * np.pi * (2.0 + 0.5 * np.hypot(1.0, 0.5)) * 0.004 * 5, atol=1e-5)
+    na = env.action_size
+    shares = np.asarray(states.obs)[:, 14 + 2 * na : 14 + 3 * na]
+    np.testing.assert_allclose(np.asarray(states.metrics["speed_ratio"]), np.abs(shares).max(axis=1), rtol=1e-6)
