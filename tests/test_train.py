@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import jax
 import numpy as np
 import pytest
+from models import ROOT
 
 from jaxmor import ArgumentError, envs
 from jaxmor.train.ppo import PPOConfig
@@ -81,47 +86,47 @@ def test_worlds_must_split_over_devices_and_minibatches():
         PPO(envs.Locomotion(episode_steps=5), dataclasses.replace(TINY, worlds=6, minibatches=4))
 
 
-@pytest.fixture
-def no_compilation_cache():
-    """The persistent compilation cache off for one test: writing Brax's evaluation program into it aborted the
-    process (jaxlib 0.10.2, CPU, in ``compilation_cache.put_executable_and_time``), in the test run's shared cache.
-    JAX decides once per process whether the cache is used: the flag alone is not read again after the first compile,
-    so the decision is reset with it (``reset_cache``), both ways."""
-    from jax.experimental.compilation_cache import compilation_cache
-
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()
-    yield
-    jax.config.update("jax_enable_compilation_cache", True)
-    compilation_cache.reset_cache()
-
-
-def test_brax_ppo_trains_locomotion_through_the_adapter_on_this_jax(no_compilation_cache):
-    """Brax 0.14's own ``ppo.train`` (which calls the ``jax.device_put_replicated`` JAX removed) runs on the jaxmor
-    environment: the adapter installs the compatibility shim (jaxmor.envs.brax_compat)."""
+#: Brax 0.14's own ``ppo.train`` on the jaxmor environment, printing each evaluation's return and the policy's input
+#: width against the environment's observation size.
+_BRAX_PPO = textwrap.dedent(
+    """
     from brax.training.agents.ppo import train as ppo
 
+    from jaxmor import envs
     from jaxmor.envs.brax import BraxEnv, wrap_for_training
 
     env = BraxEnv(envs.Locomotion(episode_steps=20))
     rewards = []
     _, params, _ = ppo.train(
-        env,
-        num_timesteps=2 * 8 * 4 * 2,
-        episode_length=20,
-        wrap_env_fn=wrap_for_training,
-        num_envs=8,
-        batch_size=8,
-        num_minibatches=2,
-        unroll_length=4,
-        num_updates_per_batch=1,
-        num_evals=2,
-        num_eval_envs=8,
+        env, num_timesteps=2 * 8 * 4 * 2, episode_length=20, wrap_env_fn=wrap_for_training, num_envs=8,
+        batch_size=8, num_minibatches=2, unroll_length=4, num_updates_per_batch=1, num_evals=2, num_eval_envs=8,
         normalize_observations=True,
         progress_fn=lambda step, metrics: rewards.append(float(metrics["eval/episode_reward"])),
     )
+    print("rewards", *rewards)
+    print("width", params[1]["params"]["hidden_0"]["kernel"].shape[0], env.observation_size)
+    """
+)
+
+
+def test_brax_ppo_trains_locomotion_through_the_adapter_on_this_jax():
+    """Brax 0.14's own ``ppo.train`` (which calls the ``jax.device_put_replicated`` JAX removed) runs on the jaxmor
+    environment: the adapter installs the compatibility shim (jaxmor.envs.brax_compat).
+
+    It runs in a process of its own, as a user runs it: float32 and no persistent compilation cache. In the test
+    workers (float64, the run's shared cache, after hundreds of other programs) XLA's compile of Brax's training
+    program aborted the whole worker twice on 2-core CI machines (``Fatal Python error: Aborted``, once writing the
+    cache entry, once compiling), which took the run's remaining tests down with it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_ENABLE_X64", "JAX_COMPILATION_CACHE_DIR")}
+    out = subprocess.run(
+        [sys.executable, "-c", _BRAX_PPO], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in out.stdout.strip().splitlines())
+    rewards = [float(r) for r in lines["rewards"].split()]
     assert len(rewards) == 2 and all(np.isfinite(rewards))
-    assert params[1]["params"]["hidden_0"]["kernel"].shape[0] == env.observation_size
+    width, observation_size = lines["width"].split()
+    assert width == observation_size
 
 
 def test_the_compatibility_shim_matches_the_removed_function():
