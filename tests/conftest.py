@@ -34,11 +34,12 @@ import jaxmor  # noqa: E402  (after the x64 switch, so that nothing is traced be
 
 #: The notebooks that take over a minute on 2 cores (training).
 SLOW_NOTEBOOKS: tuple[str, ...] = ()
-#: The files of the default run that took longest on 2 cores (``--durations=0``, 2026-12-04: 60-130 s each), longest
-#: first. pytest-xdist hands whole files to its two workers in collection order (``--dist loadfile
+#: The files of the default run that took longest on 2 cores (``--durations=0``, 2026-12-04 and -05: 60-150 s
+#: each), longest first. pytest-xdist hands whole files to its two workers in collection order (``--dist loadfile
 #: --no-loadscope-reorder`` in pyproject.toml's addopts): these go out first, so that the run does not end with one
 #: worker alone on a long file while the other idles. The order changes what runs when, never what runs.
 LONGEST_FIRST = (
+    "test_train.py",
     "test_envs.py",
     "test_viewer.py",
     "test_backlash.py",
@@ -56,6 +57,8 @@ LONGEST_FIRST = (
     "test_reliability.py",
     "test_compiled.py",
     "test_tendons.py",
+    "test_rl.py",
+    "test_policies.py",
 )
 
 

@@ -38,6 +38,7 @@ def pd_fns(pd_env):
     return jax.jit(jax.vmap(pd_env.reset)), jax.jit(jax.vmap(pd_env.step))
 
 
+@pytest.mark.slow  # 40-70 s on 2 cores, the default environment's float64 compile; pd_fns' step runs by default
 def test_environment_runs_under_jit_vmap_at_4096_worlds():
     env = envs.Locomotion()
     n = 4096

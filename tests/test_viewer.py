@@ -61,6 +61,7 @@ def browser():
 # API runs one at a time in a thread).
 
 
+@pytest.mark.slow  # 55-70 s on 2 cores; the Quickstart runs the demo, test_four_worlds_side_by_side the capture
 def test_demo_writes_a_gif(tmp_path, capsys):
     _browser_or_skip()
     from PIL import Image
