@@ -21,6 +21,7 @@ from oracles import motor_region, rot_of_quat
 
 import jaxmor
 from jaxmor import ArgumentError, envs
+from jaxmor.envs.locomotion import REGION_TOLERANCE
 
 N_SMALL = 16
 
@@ -179,6 +180,7 @@ def test_actions_at_plus_minus_one_are_the_torque_bounds(motor_model):
         )
         expected = np.where(np.asarray(signs) > 0, upper, lower) * gear
         assert np.any(np.abs(expected) < np.asarray(m.peak_torque) * gear * 0.999)  # on the voltage band somewhere
+        assert float(out.metrics["outside_region"]) == 0.0  # every torque on the bound: inside, not outside
     else:
         root = etree.parse(str(jaxmor.robots.path("quadruped"))).getroot()
         effort = {
@@ -220,6 +222,11 @@ def test_box_mor_monitors_the_region_and_reports_its_violation():
     assert outside.sum() > 0
     peak = np.asarray(model.actuators.motor.peak_torque)
     np.testing.assert_allclose(float(out.metrics["region_violation"]), np.sum(outside / peak), rtol=1e-9)
+    share = np.mean(outside / peak > REGION_TOLERANCE)
+    assert 0 < share < 1 and float(out.metrics["outside_region"]) == share  # some legs inside, some beyond
+    no_load = np.asarray(m.velocity_constant) * np.asarray(state.sim.bus_voltage)
+    speed = np.asarray(jaxmor.transmission_matrix(model)) @ np.asarray(out.sim.u)  # the step's end (no backlash)
+    np.testing.assert_allclose(float(out.metrics["speed_ratio"]), np.max(np.abs(speed) / no_load), rtol=1e-12)
 
 
 def test_observation_holds_base_frame_velocities_and_motor_speeds(pd_env):

@@ -186,9 +186,10 @@ class Locomotion(Env):
     the motor region's bound, i.e. ``ActuatorState.saturation``, mean over the physics steps),
     ``region_violation`` (how far the applied motor torques lie outside the motor region, summed over
     actuators, over the peak torque: zero with the region enforced; the Box-MOR policy's gap to real
-    motors), ``outside_region`` (the share of actuators whose applied torque lies outside the motor region, mean
-    over the physics steps), ``speed_ratio`` (the largest motor speed over its no-load speed ``Kv V``),
-    ``command_level`` and ``terrain_level`` (the world's curriculum levels, 0 without one).
+    motors), ``outside_region`` (the share of actuators whose applied torque lies outside the motor region by more
+    than :data:`REGION_TOLERANCE` of the peak torque, mean over the physics steps), ``speed_ratio`` (the largest
+    motor speed over its no-load speed ``Kv V``), ``command_level`` and ``terrain_level`` (the world's curriculum
+    levels, 0 without one).
 
     Command curriculum (``command_levels``): every world starts at level 0, where the forward command's range is
     the first ``1 / command_levels`` of ``command_ranges[0]``; after an episode without a fall whose mean tracking
@@ -681,7 +682,7 @@ class Locomotion(Env):
                     jnp.mean((st.saturation != 0).astype(dtype)),
                     jnp.sum(violation * gear / peak),
                     jnp.sum(outside / peak),
-                    jnp.mean((violation > 0).astype(dtype)),
+                    jnp.mean((violation * gear / peak > REGION_TOLERANCE).astype(dtype)),
                 ]
             )
             return (s, sums + values, saturated), None
@@ -730,6 +731,10 @@ def top_speed(model: Model, standing_q: np.ndarray, feet: Sequence[str] | None =
     return float(2.0 / np.pi * np.max(sweep))
 
 
+#: How far outside the motor region, as a share of the peak torque, an applied torque must lie to count in the
+#: ``outside_region`` metric: the clip puts torques on the region's bound, and the bound computed again after the step
+#: (in float32, with the step's bus voltage) differs from the clip's by round-off.
+REGION_TOLERANCE = 1e-3
 #: The damping ratio of the default PD gains: ``kd = 2 DAMPING_RATIO sqrt(kp I)``.
 DAMPING_RATIO = 0.5
 #: The position error, as a share of the action scale, at which the default PD asks for the peak torque: a full

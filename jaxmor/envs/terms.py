@@ -36,8 +36,8 @@ __all__ = [
 #: terms are in the base frame; ``nf`` is the number of feet. The tracking terms dominate on purpose: a policy
 #: whose steps cost more than they earn learns to end its episodes early.
 DEFAULT_REWARD_WEIGHTS = {
-    "tracking_linear": 1.0,  # exp(-|v_xy - command_xy|^2 / 0.25), v in m/s
-    "tracking_yaw": 0.5,  # exp(-(w_z - command_yaw)^2 / 0.25), w in rad/s
+    "tracking_linear": 2.0,  # exp(-|v_xy - command_xy|^2 / 0.25), v in m/s
+    "tracking_yaw": 1.0,  # exp(-(w_z - command_yaw)^2 / 0.25), w in rad/s
     "vertical_speed": -2.0,  # v_z^2 [m^2/s^2]
     "roll_pitch_rate": -0.05,  # |w_xy|^2 [rad^2/s^2]
     "orientation": -1.0,  # |g_xy|^2, gravity's direction in the base frame (0 when level)
