@@ -136,12 +136,11 @@ def test_brax_ppo_trains_locomotion_through_the_adapter_on_this_jax():
     assert len(rewards) == 2 and all(np.isfinite(rewards))
 
 
-@pytest.mark.slow  # about 5 minutes on 2 cores
+@pytest.mark.slow  # about 8 minutes on 2 cores
 def test_brax_ppo_raises_the_evaluation_return():
     """1.5 M steps of Brax's PPO on the default Locomotion task: the evaluation return (deterministic policy, 128
-    worlds, 200-step episodes) after training is above the untrained policy's, by more than the evaluation's spread
-    between two untrained seeds would explain (the untrained robots fall within about a second; surviving and
-    tracking the command earn about 2 per simulated second)."""
+    worlds, 200-step episodes) after training is above the untrained policy's by more than 1 (an untrained robot
+    falls within about a second; the trained default policy earns about 3 per simulated second)."""
     settings = dict(num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20, num_updates_per_batch=4)
     rewards = _brax_ppo(num_timesteps=1_500_000, episode_length=200, num_evals=4, num_eval_envs=128, **settings)
     assert len(rewards) == 4 and all(np.isfinite(rewards))
