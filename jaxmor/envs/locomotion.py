@@ -675,14 +675,14 @@ class Locomotion(Env):
             s = physics_step(model, s.replace(actuator_torque=command))
             st = s.actuator_state
             now = motor.replace(bus_voltage=s.bus_voltage)
-            violation = motor_operating_region_violation(now, st.motor_speed, st.motor_torque)
+            violation = motor_operating_region_violation(now, st.motor_speed, st.motor_torque) * gear / peak
             values = jnp.stack(
                 [
                     jnp.sum(jnp.abs(st.motor_torque * st.average_motor_speed)),
                     jnp.mean((st.saturation != 0).astype(dtype)),
-                    jnp.sum(violation * gear / peak),
+                    jnp.sum(violation),
                     jnp.sum(outside / peak),
-                    jnp.mean((violation * gear / peak > REGION_TOLERANCE).astype(dtype)),
+                    jnp.mean((violation > REGION_TOLERANCE).astype(dtype)),
                 ]
             )
             return (s, sums + values, saturated), None
