@@ -14,6 +14,7 @@ from jaxmor.actuation.affine import (
 )
 from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.controller import with_drive_controller
+from jaxmor.actuation.definitions import ActuatorCoupling, ActuatorDefinition, DriveControllerDefinition
 from jaxmor.actuation.drive import actuate, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.latency import with_command_delay
 from jaxmor.actuation.motor import (
@@ -51,7 +52,6 @@ from jaxmor.build.sensors import with_sensors
 from jaxmor.build.terrain import with_terrain
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
-from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition, DriveControllerDefinition
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning
 from jaxmor.model import (
     actuator_index,

@@ -45,9 +45,9 @@ from jaxmor import (
     transmission_matrix,
     with_actuators,
 )
+from jaxmor.actuation.definitions import ActuatorCoupling, ActuatorDefinition
 from jaxmor.actuation.motor import DcMotorParameters, MotorSaturation, motor_operating_region_violation
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.actuators import ActuatorCoupling, ActuatorDefinition
 
 NONE, PEAK, VOLTAGE = int(MotorSaturation.NONE), int(MotorSaturation.PEAK_TORQUE), int(MotorSaturation.VOLTAGE)
 

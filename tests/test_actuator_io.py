@@ -13,16 +13,10 @@ from pathlib import Path
 import pytest
 from models import HOUND_URDF
 
+from jaxmor.actuation.definitions import ActuatorCoupling, ActuatorDefinition, definition_is_valid, validate_actuators
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.errors import ModelError
-from jaxmor.io.actuators import (
-    ActuatorCoupling,
-    ActuatorDefinition,
-    actuator_search_dirs,
-    definition_is_valid,
-    parse_actuators,
-    validate_actuators,
-)
+from jaxmor.io.actuators import actuator_search_dirs, parse_actuators
 from jaxmor.io.xml import parse_xml
 
 #: Joints of the synthetic robot written by :func:`robot_text`, name -> URDF type.

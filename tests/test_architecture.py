@@ -31,7 +31,12 @@ TURNTABLE = ROBOTS / "turntable" / "turntable.urdf"
 #: What the readers in ``jaxmor/io`` may import from jaxmor: errors, the motor constants and their
 #: validity rule (the spec's value type, no Model or State), the motor-dynamics definitions beside them
 #: (``ThermalModel`` etc.; that module imports neither Model nor State), and each other.
-IO_MAY_IMPORT = {"jaxmor.errors", "jaxmor.actuation.motor", "jaxmor.actuation.motor_dynamics"}
+IO_MAY_IMPORT = {
+    "jaxmor.errors",
+    "jaxmor.actuation.motor",
+    "jaxmor.actuation.motor_dynamics",
+    "jaxmor.actuation.definitions",
+}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +79,15 @@ def test_kinematics_is_computed_once_per_traced_step(monkeypatch, quadruped, rob
 #: under ``jaxmor/sim``). A module belongs to the most specific entry that names it.
 LAYERS = [
     ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks"]),
-    ("motor laws", ["jaxmor.actuation.motor", "jaxmor.actuation.motor_dynamics", "jaxmor.actuation.residual"]),
+    (
+        "motor laws",
+        [
+            "jaxmor.actuation.motor",
+            "jaxmor.actuation.motor_dynamics",
+            "jaxmor.actuation.residual",
+            "jaxmor.actuation.definitions",
+        ],
+    ),
     ("readers", ["jaxmor.io", "jaxmor.io."]),
     ("core types", ["jaxmor.types", "jaxmor.model"]),
     ("actuation", ["jaxmor.actuation", "jaxmor.actuation."]),
@@ -163,6 +176,16 @@ def test_every_module_has_a_layer_and_imports_run_one_way():
     graph = _graph()
     assert {"jaxmor.sim.pipeline", "jaxmor.actuation.drive", "jaxmor.io.urdf", "jaxmor.tools.cli"} <= set(graph)
     assert not _upward(graph), "imports that run up the layers:\n" + "\n".join(_upward(graph))
+
+
+def test_actuation_imports_no_reader():
+    """The actuators' definitions and checks live in ``actuation/`` and the readers in ``io/`` produce them: no
+    module of ``jaxmor.actuation`` imports one of ``jaxmor.io`` (the readers sit below the drive train only
+    because they describe it)."""
+    graph = _graph()
+    edges = [(m, i) for m, imports in graph.items() if m.startswith("jaxmor.actuation") for i in imports]
+    assert ("jaxmor.actuation.compile", "jaxmor.actuation.definitions") in edges  # the walk sees the package
+    assert not [(m, i) for m, i in edges if i.startswith("jaxmor.io")]
 
 
 def test_the_import_graph_has_no_cycle():
@@ -333,3 +356,21 @@ def test_reset_actuator_state_fits_the_new_actuators():
     jaxmor.step(bare, fitted)  # fits: no error
     back = jaxmor.reset_actuator_state(model, fitted)
     np.testing.assert_array_equal(back.bus_voltage, [24.0])  # the definition's, not the 20 V set before
+
+
+# --------------------------------------------------------------------------------------------------
+# CHANGELOG.md is a short list of one-line entries (issue 53); measured figures belong in docs/design/.
+
+CHANGELOG = Path(__file__).resolve().parent.parent / "CHANGELOG.md"
+
+
+def test_the_changelog_is_short_with_one_line_entries():
+    size = CHANGELOG.stat().st_size
+    assert size < 15_000, f"CHANGELOG.md is {size} bytes, not under 15,000: move details to docs/design/"
+    lines = CHANGELOG.read_text(encoding="utf-8").splitlines()
+    continued = [
+        number
+        for number, (line, after) in enumerate(zip(lines, lines[1:] + [""], strict=True), start=1)
+        if line.startswith("- ") and after.strip() and not after.startswith(("- ", "|", "#"))
+    ]
+    assert not continued, f"CHANGELOG.md entries that go on past their line (line numbers): {continued}"

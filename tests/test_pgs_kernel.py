@@ -1,10 +1,11 @@
 """The Pallas PGS kernel (``jaxmor.sim.pgs_kernel``, interpret mode) against the solver's XLA sweeps.
 
-Reference: ``jax.vmap`` of :func:`jaxmor.sim.solver.solve_all` (its ``_iterate``, a ``fori_loop`` of
-``_fast_sweep``), on problems of real steps: the shipped quadruped on the ground, three worlds from its
-standing pose with different heights and velocities, after a few steps (warm starts from the last step's
-impulses; feet resting and in the air). The kernel path is the same ``solve_all`` with ``_iterate``
-replaced by :func:`jaxmor.sim.pgs_kernel.iterate`, so both see identical inputs (the same inverse
+Reference: ``jax.vmap`` of :func:`jaxmor.sim.solver.solve_all` with its sweeps done by the XLA loops,
+:func:`jaxmor.sim.solver._xla_iterate` (``fori_loop`` trips of :func:`jaxmor.sim.solver._sweep`), on problems of
+real steps: the shipped quadruped on the ground, three worlds from its standing pose with different heights and
+velocities, after a few steps (warm starts from the last step's impulses; feet resting and in the air). The
+kernel path is the same ``solve_all`` with :func:`jaxmor.sim.solver._iterate` replaced by
+:func:`jaxmor.sim.pgs_kernel.iterate` (interpret mode), so both see identical inputs (the same inverse
 diagonal and tangential eigenvalues) and only the sweeps differ.
 
 Sizes: the tests keep the principal sub-problem of three contact slots (two of the most loaded, one

@@ -14,12 +14,12 @@ import numpy as np
 
 from jaxmor.actuation.backlash import with_backlash
 from jaxmor.actuation.controller import compile_controllers
+from jaxmor.actuation.definitions import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.actuation.motor import DcMotorParameters, motor_problem
 from jaxmor.actuation.motor_dynamics import compile_dynamics
 from jaxmor.actuation.residual import no_residual
 from jaxmor.checks import model_dtype, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.actuators import API_SOURCE, ActuatorDefinition, validate_actuators
 from jaxmor.types import Model, MotorActuators, no_backlash, no_controllers
 
 
@@ -137,7 +137,7 @@ def compile_actuators(model: Model, definitions: Sequence[ActuatorDefinition]) -
 
     Raises:
         ModelError: an invalid definition, an unknown/fixed/multi-DoF joint, a joint driven twice,
-            a bad coupling or a duplicate name (see :func:`jaxmor.io.actuators.validate_actuators`),
+            a bad coupling or a duplicate name (see :func:`jaxmor.actuation.definitions.validate_actuators`),
             naming the definition's file and line, or ``<api>`` for definitions made in Python.
         ArgumentError: an entry that is not an :class:`ActuatorDefinition`, or a joint already driven
             by an affine actuator.

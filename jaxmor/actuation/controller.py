@@ -27,11 +27,11 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxmor.actuation.backlash import rotor_coordinates, rotor_view
+from jaxmor.actuation.definitions import CONTROLLER_SIDES as SIDES
+from jaxmor.actuation.definitions import DriveControllerDefinition
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_pd, actuator_torque_bounds
 from jaxmor.checks import concrete, is_traced
 from jaxmor.errors import ArgumentError, brief_repr
-from jaxmor.io.actuators import CONTROLLER_SIDES as SIDES
-from jaxmor.io.actuators import DriveControllerDefinition
 from jaxmor.types import DriveController, Model, State
 
 

@@ -19,18 +19,13 @@ import numpy as np
 from jaxmor.actuation.affine import AffineActuatorDefinition, compile_affine
 from jaxmor.actuation.compile import compile_actuators, with_backlash_definitions
 from jaxmor.actuation.controller import controller_definition
+from jaxmor.actuation.definitions import ActuatorCoupling, ActuatorDefinition, BacklashDefinition
 from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import features_of
 from jaxmor.build.learned import residual_from_file, save_residual
 from jaxmor.errors import ArgumentError
-from jaxmor.io.actuators import (
-    ActuatorCoupling,
-    ActuatorDefinition,
-    BacklashDefinition,
-    actuators_from_element,
-    actuators_to_xml,
-)
+from jaxmor.io.actuators import actuators_from_element, actuators_to_xml
 from jaxmor.io.residual_file import read_residual
 from jaxmor.io.xml import looks_like_xml, parse_xml
 from jaxmor.state import reset_actuator_state

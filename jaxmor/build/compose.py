@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.definitions import API_SOURCE
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
 from jaxmor.actuation.residual import no_residual
 from jaxmor.build.builder import build_model, topology_tables
@@ -37,7 +38,6 @@ from jaxmor.build.tendons import combine_tendons
 from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
 from jaxmor.checks import as_scalar, as_stored
 from jaxmor.errors import ArgumentError
-from jaxmor.io.actuators import API_SOURCE
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index

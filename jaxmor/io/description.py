@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxmor.io.actuators import ActuatorDefinition
+from jaxmor.actuation.definitions import ActuatorDefinition
 from jaxmor.io.mesh import Hull
 from jaxmor.io.residual_file import ResidualFile
 

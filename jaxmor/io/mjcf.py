@@ -96,9 +96,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxmor.actuation.definitions import ActuatorDefinition
 from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io import mjcf_geometry as geo
-from jaxmor.io.actuators import ActuatorDefinition, actuators_from_element, resolve_actuator_file
+from jaxmor.io.actuators import actuators_from_element, resolve_actuator_file
 from jaxmor.io.description import (
     AffineActuator,
     ContactPair,

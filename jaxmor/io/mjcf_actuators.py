@@ -9,7 +9,7 @@ actuator shortcuts of a default class share one actuator default, as in MuJoCo: 
 result there depends on the order of the defaults.
 
 MuJoCo's ``<dcmotor>`` on a hinge or slide becomes a jaxmor DC-motor actuator
-(:class:`~jaxmor.io.actuators.ActuatorDefinition`, :func:`dc_motor`): the same motor, its thermal model,
+(:class:`~jaxmor.actuation.definitions.ActuatorDefinition`, :func:`dc_motor`): the same motor, its thermal model,
 inductance, cogging and LuGre friction, with the constants MuJoCo's compiler derives (``mjs_setToDCMotor``):
 
 * ``K``: ``motorconst="Kt Ke"``, the geometric mean when both are positive, else the positive one; a
@@ -48,10 +48,10 @@ import math
 
 import numpy as np
 
+from jaxmor.actuation.definitions import ActuatorDefinition
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ArgumentError, brief_repr
-from jaxmor.io.actuators import ActuatorDefinition
 from jaxmor.io.description import AffineActuator
 from jaxmor.io.mjcf_document import (
     CLASS_ROOT,
