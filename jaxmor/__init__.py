@@ -49,7 +49,8 @@ from jaxmor.build.scene import (
     with_self_collision,
 )
 from jaxmor.build.sensors import with_sensors
-from jaxmor.build.terrain import with_terrain
+from jaxmor.build.terrain import with_geom_grids
+from jaxmor.build.terrain import with_terrain as with_terrain  # deprecated alias (0.5 only), not in __all__
 from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning
@@ -251,5 +252,5 @@ __all__ = [
     "with_residual",
     "with_self_collision",
     "with_sensors",
-    "with_terrain",
+    "with_geom_grids",
 ]

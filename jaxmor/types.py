@@ -317,7 +317,7 @@ class AffineActuators:
 
 @struct.dataclass
 class TerrainGrid:
-    """The static world geoms of one type, binned into a uniform ``(x, y)`` grid (:func:`jaxmor.with_terrain`).
+    """The static world geoms of one type, binned into a uniform ``(x, y)`` grid (:func:`jaxmor.with_geom_grids`).
 
     Each step, every robot geom of ``robot`` looks up the cell under its centre (clamped to the grid) and is
     tested against the ``capacity`` world geoms that cell lists, so that the step's program and cost follow the
@@ -689,7 +689,7 @@ class Model:
         affine: the affine (MuJoCo-style) actuators.
         keyframes: the description's named states (MJCF ``<key>``), for :func:`jaxmor.set_keyframe` (static).
         terrain: the world geoms binned into grids (:class:`TerrainGrid`, one per geom type), which collide with
-            the robot geoms without contact pairs (:func:`jaxmor.with_terrain`); empty when every world geom is
+            the robot geoms without contact pairs (:func:`jaxmor.with_geom_grids`); empty when every world geom is
             in ``contact_pairs``.
         sites: the named frames fixed on links (:class:`Sites`, MJCF ``<site>``).
         sensors: the sensors (:class:`Sensors`, MJCF ``<sensor>``), read by :func:`jaxmor.read_sensors`.

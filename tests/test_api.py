@@ -36,7 +36,7 @@ PUBLIC = [
     "with_drive_controller", "with_geom_properties", "with_ground_contact", "with_height_field", "with_options",
     "with_residual",
     "with_self_collision",
-    "with_sensors", "with_terrain",
+    "with_sensors", "with_geom_grids",
 ]  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""Terrain grids (``Model.terrain``, ``jaxmor.with_terrain``): the Go2 on a 50-step staircase and on 2,500 boxes.
+"""Terrain grids (``Model.terrain``, ``jaxmor.with_geom_grids``): the Go2 on a 50-step staircase and on 2,500 boxes.
 
 The grid's candidates are checked against an independent NumPy sphere-box distance and against the all-pairs
 path on a small scene; the step's program is checked not to grow with the box count; the robot must stand on
@@ -66,7 +66,7 @@ def small():
     """Ten boxes (fewer than TERRAIN_MIN_GEOMS, so loaded as pairs), their grid, and Go2 poses over them."""
     geoms, _ = box_field(n=4, side=0.2, low=0.02, high=0.06, seed=3)
     pairs = _load(geoms[:10])
-    grid = jaxmor.with_terrain(pairs)
+    grid = jaxmor.with_geom_grids(pairs)
     rng = np.random.default_rng(0)
     home = jaxmor.set_keyframe(pairs, jaxmor.init_state(pairs), "home").q
     poses = []
@@ -84,15 +84,25 @@ def small():
     return pairs, grid, poses, run
 
 
-def test_with_terrain_moves_the_world_pairs_into_one_grid(small):
+def test_with_geom_grids_moves_the_world_pairs_into_one_grid(small):
     pairs, grid, _, _ = small
     assert pairs.terrain == () and len(pairs.contact_pairs) == 10 * 23
     assert grid.contact_pairs == () and len(grid.terrain) == 1
     (g,) = grid.terrain
     assert g.kind == jaxmor.GeomType.BOX and len(g.robot) == 23 and np.asarray(g.world).size == 10
     assert g.capacity < 10 and np.asarray(g.cells).shape == (g.shape[0] * g.shape[1], g.capacity)
-    back = jaxmor.with_terrain(grid, enabled=False)
+    back = jaxmor.with_geom_grids(grid, enabled=False)
     assert back.terrain == () and set(back.contact_pairs) == set(pairs.contact_pairs)
+
+
+def test_with_terrain_is_a_deprecated_alias(small):
+    """The old name still builds the same grids for one release, with a DeprecationWarning that names the new one."""
+    pairs, grid, _, _ = small
+    with pytest.warns(DeprecationWarning, match="with_geom_grids"):
+        old = jaxmor.with_terrain(pairs)
+    assert old.contact_pairs == grid.contact_pairs and len(old.terrain) == len(grid.terrain) == 1
+    np.testing.assert_array_equal(np.asarray(old.terrain[0].cells), np.asarray(grid.terrain[0].cells))
+    assert "with_terrain" not in jaxmor.__all__
 
 
 def test_grid_candidates_within_reach_are_the_exact_pairs(small):
@@ -140,9 +150,9 @@ def test_a_stale_grid_is_refused_and_rebuilt(small):
     _, grid, poses, _ = small
     w = int(np.asarray(grid.terrain[0].world)[0])
     moved = grid.replace(geom_translation=grid.geom_translation.at[w, 0].add(1.0))
-    with pytest.raises(jaxmor.ArgumentError, match="stale.*with_terrain"):
+    with pytest.raises(jaxmor.ArgumentError, match="stale.*with_geom_grids"):
         collide(moved, body_poses(moved, poses[0]))
-    rebuilt = jaxmor.with_terrain(moved)
+    rebuilt = jaxmor.with_geom_grids(moved)
     assert rebuilt.terrain[0].fingerprint != grid.terrain[0].fingerprint
     collide(rebuilt, body_poses(rebuilt, poses[0]))
     wider = jaxmor.with_options(grid, contact_reach=0.05)  # the editor rebuilds the grid

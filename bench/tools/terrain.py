@@ -26,7 +26,7 @@ GO2_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "unitree_go2"
 STAIRS = {"steps": 50, "tread": 0.3, "riser": 0.1, "width": 1.2}
 FIELD = {"n": 50, "side": 0.2, "low": 0.02, "high": 0.06}
 SCENES = ("flat", "stairs", "field")
-#: A scene measured only with ``--pairs``: the staircase with its boxes as contact pairs (``with_terrain(...,
+#: A scene measured only with ``--pairs``: the staircase with its boxes as contact pairs (``with_geom_grids(...,
 #: enabled=False)``), the path without grids.
 PAIRS_SCENE = "stairs_pairs"
 
@@ -96,7 +96,7 @@ def scene_model(name: str):
         warnings.simplefilter("ignore")  # the Go2's condim 6 feet keep only their sliding friction
         model = jaxmor.load_mjcf(go2_scene(geoms), assets_dir=GO2_DIR)
     if name == PAIRS_SCENE:
-        model = jaxmor.with_terrain(model, enabled=False)
+        model = jaxmor.with_geom_grids(model, enabled=False)
     state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
     q = state.q.at[0].set(xy[0]).at[1].set(xy[1]).at[2].add(top + 0.01)
     return model, state.replace(q=q)

@@ -35,7 +35,7 @@ from jaxmor.build.equality import combine_equalities
 from jaxmor.build.scene import with_geom_properties
 from jaxmor.build.sensors import combine_sensors, combine_sites
 from jaxmor.build.tendons import combine_tendons
-from jaxmor.build.terrain import binned, terrain_pairs, with_terrain
+from jaxmor.build.terrain import binned, terrain_pairs, with_geom_grids
 from jaxmor.checks import as_scalar, as_stored
 from jaxmor.errors import ArgumentError
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
@@ -522,4 +522,4 @@ def combine(
     combined = Model(**fields)
     pairs = _cross_pairs(combined, ng, collide_with)
     combined = combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs))
-    return with_terrain(combined) if model.terrain or other.terrain else binned(combined)
+    return with_geom_grids(combined) if model.terrain or other.terrain else binned(combined)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import jax.numpy as jnp
 
 from jaxmor.build.builder import DEFAULT_FRICTION
-from jaxmor.build.terrain import binned, with_terrain
+from jaxmor.build.terrain import binned, with_geom_grids
 from jaxmor.checks import as_array, as_scalar, as_stored, check_options, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
@@ -221,4 +221,4 @@ def with_options(model: Model, **options: object) -> Model:
     new = model.opt.replace(**values)
     check_options(new, "with_options")
     model = model.replace(opt=new)
-    return with_terrain(model) if model.terrain and "contact_reach" in options else model
+    return with_geom_grids(model) if model.terrain and "contact_reach" in options else model

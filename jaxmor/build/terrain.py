@@ -1,6 +1,6 @@
 """Terrain as a model editor: the world geoms' contact pairs compiled into grids (``Model.terrain``).
 
-:func:`with_terrain` takes the contact pairs between the robot geoms and the static world geoms (terrain boxes,
+:func:`with_geom_grids` takes the contact pairs between the robot geoms and the static world geoms (terrain boxes,
 walls) out of ``Model.contact_pairs`` and bins the world geoms into one uniform ``(x, y)`` grid per geom type
 (:class:`~jaxmor.types.TerrainGrid`), so that a step's program and cost no longer grow with the number of
 world geoms. :func:`binned` applies it when a world holds at least :data:`TERRAIN_MIN_GEOMS` world geoms
@@ -11,6 +11,7 @@ reach: ``docs/design/collision.md``, "Terrain".
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax.numpy as jnp
 import numpy as np
@@ -128,7 +129,7 @@ def _grid(model: Model, kind: GeomType, pairs: list[tuple[int, int]]) -> Terrain
     )
 
 
-def with_terrain(model: Model, enabled: bool = True) -> Model:
+def with_geom_grids(model: Model, enabled: bool = True) -> Model:
     """A copy of ``model`` whose world geoms collide with the robot through grids (``Model.terrain``), or
     (``enabled=False``) through contact pairs again.
 
@@ -157,10 +158,25 @@ def with_terrain(model: Model, enabled: bool = True) -> Model:
     return model.replace(contact_pairs=rest, terrain=grids)
 
 
+def with_terrain(model: Model, enabled: bool = True) -> Model:
+    """Deprecated: the old name of :func:`with_geom_grids` (it builds grids of world geoms, not the terrain that
+    :mod:`jaxmor.terrain` generates); kept for the 0.5 release.
+
+    Raises:
+        DeprecationWarning: as a warning, at every call.
+    """
+    warnings.warn(
+        "jaxmor.with_terrain is deprecated: call jaxmor.with_geom_grids (same arguments)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return with_geom_grids(model, enabled)
+
+
 def binned(model: Model) -> Model:
-    """``model`` with grids (:func:`with_terrain`) when it has them already or when at least
+    """``model`` with grids (:func:`with_geom_grids`) when it has them already or when at least
     :data:`TERRAIN_MIN_GEOMS` world geoms are in its contact pairs; else ``model`` itself."""
     if model.terrain:
-        return with_terrain(model)
+        return with_geom_grids(model)
     world = {w for group in _world_pairs(model, model.contact_pairs).values() for w, _ in group}
-    return with_terrain(model) if len(world) >= TERRAIN_MIN_GEOMS else model
+    return with_geom_grids(model) if len(world) >= TERRAIN_MIN_GEOMS else model

@@ -101,7 +101,7 @@ def check_current(model: Model) -> None:
             raise ArgumentError(
                 f"the terrain grid of the {grid.kind.label} world geoms is stale: the world geoms' poses or sizes, "
                 "the robot geoms' sizes or opt.contact_reach changed since it was built; rebuild it with "
-                "jaxmor.with_terrain(model)"
+                "jaxmor.with_geom_grids(model)"
             )
 
 
