@@ -7,6 +7,9 @@ the final ``q``, ``u``, impulses and actuator states (and the trajectory of ``q`
     python -m bench.final_states --save before.npz          # on the old commit
     python -m bench.final_states --compare before.npz       # on the new one: max differences per field
 
+``--drive-train`` runs the same scenario through the whole drive train: a command delay of 2 steps, a drive
+controller at the joints (p 5 Nm/rad, d 0.1 Nm s/rad, every 2 steps) and a 0.02 rad backlash on every actuator.
+
 ``--compare`` exits with status 1 when a field differs by more than ``--tolerance`` (default 1e-12,
 absolute, the figure the architecture issue asks for).
 """
@@ -20,7 +23,7 @@ import jax
 import numpy as np
 
 
-def final_states(n_worlds: int, n_steps: int, dt: float) -> dict[str, np.ndarray]:
+def final_states(n_worlds: int, n_steps: int, dt: float, drive_train: bool = False) -> dict[str, np.ndarray]:
     """The fields compared, after ``n_steps`` steps of ``n_worlds`` worlds (float64)."""
     import jax.numpy as jnp
 
@@ -28,6 +31,10 @@ def final_states(n_worlds: int, n_steps: int, dt: float) -> dict[str, np.ndarray
     from bench import scenario as sc
 
     model = sc.jaxmor_model(dt, jnp.float64)
+    if drive_train:
+        model = jaxmor.with_command_delay(model, steps=2)
+        model = jaxmor.with_drive_controller(model, p_gain=5.0, d_gain=0.1, period=2)
+        model = jaxmor.with_backlash(model, width=0.02)
     states = sc.jaxmor_states(model, n_worlds)
     controls = jnp.asarray(sc.controls(n_worlds, n_steps, dt))
     final, traj = jax.jit(lambda s, c: jaxmor.rollout_batch(model, s, c))(states, controls)
@@ -44,6 +51,10 @@ def final_states(n_worlds: int, n_steps: int, dt: float) -> dict[str, np.ndarray
         "joint_loss_torque": act.joint_loss_torque,
         "trajectory_q": traj.q,
     }
+    if drive_train:
+        out |= {
+            k: getattr(final, k) for k in ("command_history", "controller_torque", "backlash_play", "backlash_rate")
+        }
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -56,9 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--dt", type=float, default=0.002)
     parser.add_argument("--tolerance", type=float, default=1e-12)
+    parser.add_argument("--drive-train", action="store_true", help="with delay, drive controller and backlash")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    states = final_states(args.worlds, args.steps, args.dt)
+    states = final_states(args.worlds, args.steps, args.dt, args.drive_train)
     if args.save:
         np.savez(args.save, **states)
         print(f"saved {len(states)} fields of {args.worlds} worlds x {args.steps} steps to {args.save}")

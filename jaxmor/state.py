@@ -74,19 +74,12 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         u=u,
         time=jnp.zeros((), dtype),
         time_compensation=jnp.zeros((), dtype),
-        actuator_torque=jnp.zeros((model.na,), dtype),
-        actuator_p_gain=jnp.zeros((model.na,), dtype),
-        actuator_d_gain=jnp.zeros((model.na,), dtype),
-        actuator_position_target=jnp.zeros((model.na,), dtype),
-        actuator_velocity_target=jnp.zeros((model.na,), dtype),
-        ctrl=jnp.zeros((model.nu,), dtype),
         feedforward_force=zero_v,
         pd_p_gain=zero_v,
         pd_d_gain=zero_v,
         pd_position_target=zero_v,
         pd_velocity_target=zero_v,
         external_force=zero_v,
-        bus_voltage=_initial_bus_voltage(model, dtype),
         mor_enforced=jnp.asarray(True),
         actuation_limit=jnp.asarray(model.dof_effort_limit, dtype),
         contact_impulse=jnp.zeros((contact_budget(model), 3), dtype),
@@ -95,18 +88,10 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         friction_impulse=zero_v,
         limit_impulse=zero_v,
         equality_impulse=jnp.zeros((model.equality.rows,), dtype),
-        actuator_state=zero_actuator_state(model.na, dtype),
-        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
-        actuator_history=initial_history(model, q, u),
         nonfinite=jnp.asarray(False),
         invalid=jnp.asarray(False),
         step_count=jnp.zeros((), jnp.int32),
-        command_history=jnp.zeros((delay_slots(model), model.na, 3), dtype),
-        ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
-        controller_integral=jnp.zeros((model.na,), dtype),
-        controller_torque=jnp.zeros((model.na,), dtype),
-        backlash_play=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
-        backlash_rate=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
+        **_actuator_inputs(model, q, u, dtype),
     )
 
 
@@ -565,6 +550,33 @@ def set_keyframe(model: Model, state: State, key: str | int) -> State:
     )
 
 
+def _actuator_inputs(model: Model, q: jax.Array, u: jax.Array, dtype: Any) -> dict[str, Any]:
+    """The State fields that belong to the actuators, as a world starts (:func:`init_state`) and as
+    :func:`reset_actuator_state` sets them: zero torques, gains, targets, controls, buffers and controller states,
+    the descriptions' bus voltages, cleared actuator states, the motors at ambient temperature, the residual's
+    history held at ``q`` and ``u``, the rotors at the centre of their play."""
+    zero_a = jnp.zeros((model.na,), dtype)
+    slots, play = delay_slots(model), sum(model.actuators.backlash.active)
+    return dict(
+        actuator_torque=zero_a,
+        actuator_p_gain=zero_a,
+        actuator_d_gain=zero_a,
+        actuator_position_target=zero_a,
+        actuator_velocity_target=zero_a,
+        ctrl=jnp.zeros((model.nu,), dtype),
+        bus_voltage=_initial_bus_voltage(model, dtype),
+        actuator_state=zero_actuator_state(model.na, dtype),
+        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
+        actuator_history=initial_history(model, q, u),
+        command_history=jnp.zeros((slots, model.na, 3), dtype),
+        ctrl_history=jnp.zeros((slots, model.nu), dtype),
+        controller_integral=zero_a,
+        controller_torque=zero_a,
+        backlash_play=jnp.zeros((play,), dtype),
+        backlash_rate=jnp.zeros((play,), dtype),
+    )
+
+
 def reset_actuator_state(model: Model, state: State) -> State:
     """A state whose actuator inputs fit the model's actuators again, after the actuators changed.
 
@@ -578,25 +590,7 @@ def reset_actuator_state(model: Model, state: State) -> State:
         model: the model with its new actuators (``with_actuators``, ``with_affine_actuators``).
         state: a state of a world of the model (made before the actuators changed).
     """
-    dtype = state.q.dtype
-    return state.replace(
-        actuator_torque=jnp.zeros((model.na,), dtype),
-        actuator_p_gain=jnp.zeros((model.na,), dtype),
-        actuator_d_gain=jnp.zeros((model.na,), dtype),
-        actuator_position_target=jnp.zeros((model.na,), dtype),
-        actuator_velocity_target=jnp.zeros((model.na,), dtype),
-        bus_voltage=_initial_bus_voltage(model, dtype),
-        actuator_state=zero_actuator_state(model.na, dtype),
-        motor_state=initial_motor_state(model.actuators.dynamics, model.na, dtype),
-        actuator_history=initial_history(model, state.q, state.u),
-        ctrl=jnp.zeros((model.nu,), dtype),
-        command_history=jnp.zeros((delay_slots(model), model.na, 3), dtype),
-        ctrl_history=jnp.zeros((delay_slots(model), model.nu), dtype),
-        controller_integral=jnp.zeros((model.na,), dtype),
-        controller_torque=jnp.zeros((model.na,), dtype),
-        backlash_play=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
-        backlash_rate=jnp.zeros((sum(model.actuators.backlash.active),), dtype),
-    )
+    return state.replace(**_actuator_inputs(model, state.q, state.u, state.q.dtype))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from flax import struct
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
 from jaxmor.actuation.residual import ResidualNetwork, no_residual
+from jaxmor.fields import leaf
 
 
 class JointType(enum.IntEnum):
@@ -100,14 +101,14 @@ class Options:
             (it changes no physics).
     """
 
-    timestep: jax.Array
-    gravity: jax.Array
+    timestep: jax.Array = leaf((), randomize="timestep", domain="positive")
+    gravity: jax.Array = leaf((3,), randomize="gravity", domain="finite")
     solver_iterations: int = struct.field(pytree_node=False)
     position_iterations: int = struct.field(pytree_node=False, default=10)
     friction_rule: str = struct.field(pytree_node=False, default="geometric_mean")
     implicit_bias: str = struct.field(pytree_node=False, default="kahan")
     contact_budget: int | None = struct.field(pytree_node=False, default=None)
-    contact_reach: jax.Array = 0.01
+    contact_reach: jax.Array = leaf((), default=0.01)
 
 
 @struct.dataclass
@@ -123,8 +124,8 @@ class Battery:
             (static).
     """
 
-    open_circuit_voltage: jax.Array
-    internal_resistance: jax.Array
+    open_circuit_voltage: jax.Array = leaf((), randomize="battery.open_circuit_voltage", domain="positive")
+    internal_resistance: jax.Array = leaf((), randomize="battery.internal_resistance", domain="non-negative")
     enabled: bool = struct.field(pytree_node=False, default=False)
 
 
@@ -148,10 +149,10 @@ class DriveController:
             torque (static); else on the joint, at the gear output.
     """
 
-    p_gain: jax.Array
-    i_gain: jax.Array
-    d_gain: jax.Array
-    period: jax.Array
+    p_gain: jax.Array = leaf(("na",), randomize="controller.p_gain", domain="non-negative")
+    i_gain: jax.Array = leaf(("na",), randomize="controller.i_gain", domain="non-negative")
+    d_gain: jax.Array = leaf(("na",), randomize="controller.d_gain", domain="non-negative")
+    period: jax.Array = leaf(("na",), randomize="controller.period", domain="period")
     active: tuple[bool, ...] = struct.field(pytree_node=False, default=())
     motor_side: tuple[bool, ...] = struct.field(pytree_node=False, default=())
 
@@ -184,8 +185,8 @@ class Backlash:
         active: which actuators have backlash (static); the others ignore ``width`` and ``inertia``.
     """
 
-    width: jax.Array
-    inertia: jax.Array
+    width: jax.Array = leaf(("na",), randomize="backlash.width", domain="non-negative")
+    inertia: jax.Array = leaf(("na",), randomize="backlash.inertia", domain="positive")
     active: tuple[bool, ...] = struct.field(pytree_node=False, default=())
 
     @property
@@ -240,13 +241,13 @@ class MotorActuators:
     coupling_actuator: tuple[int, ...] = struct.field(pytree_node=False)
     coupling_v_index: tuple[int, ...] = struct.field(pytree_node=False)
     nv: int = struct.field(pytree_node=False)
-    gear_ratio: jax.Array
-    coupling_ratio: jax.Array
+    gear_ratio: jax.Array = leaf(("na",), randomize="actuator.gear_ratio", domain="positive")
+    coupling_ratio: jax.Array = leaf(("nk",))
     motor: DcMotorParameters
-    output_damping: jax.Array
-    output_friction: jax.Array
+    output_damping: jax.Array = leaf(("na",), randomize="actuator.output_damping", domain="non-negative")
+    output_friction: jax.Array = leaf(("na",), randomize="actuator.output_friction", domain="non-negative")
     dynamics: MotorDynamics
-    delay: jax.Array
+    delay: jax.Array = leaf(("na",), randomize="actuator.delay", domain="delay")
     controller: DriveController
     residual: ResidualNetwork = struct.field(default_factory=no_residual)
     backlash: Backlash = struct.field(default_factory=no_backlash)
@@ -290,15 +291,15 @@ class AffineActuators:
             its force acts through the tendon's Jacobian (:func:`jaxmor.sim.tendon.actuator_moment`).
     """
 
-    gear: jax.Array
-    gain: jax.Array
-    bias_q: jax.Array
-    bias_v: jax.Array
-    ctrl_lower: jax.Array
-    ctrl_upper: jax.Array
-    force_lower: jax.Array
-    force_upper: jax.Array
-    delay: jax.Array
+    gear: jax.Array = leaf(("nu",))
+    gain: jax.Array = leaf(("nu",))
+    bias_q: jax.Array = leaf(("nu",))
+    bias_v: jax.Array = leaf(("nu",))
+    ctrl_lower: jax.Array = leaf(("nu",))
+    ctrl_upper: jax.Array = leaf(("nu",))
+    force_lower: jax.Array = leaf(("nu",))
+    force_upper: jax.Array = leaf(("nu",))
+    delay: jax.Array = leaf(("nu",), randomize="affine.delay", domain="delay")
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
     v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
@@ -343,11 +344,11 @@ class TerrainGrid:
     shape: tuple[int, int] = struct.field(pytree_node=False)
     capacity: int = struct.field(pytree_node=False)
     fingerprint: str = struct.field(pytree_node=False)
-    world: jax.Array
-    cells: jax.Array
-    allowed: jax.Array
-    origin: jax.Array
-    cell_size: jax.Array
+    world: jax.Array = leaf(("nw",), kind="i")
+    cells: jax.Array = leaf(("ncell", "capacity"), kind="i")
+    allowed: jax.Array = leaf(("nr", "nw"), kind="b")
+    origin: jax.Array = leaf((2,))
+    cell_size: jax.Array = leaf(())
 
 
 @struct.dataclass
@@ -365,11 +366,11 @@ class HeightField:
         restitution: () its coefficient of restitution, combined as the maximum [-].
     """
 
-    heights: jax.Array
-    origin: jax.Array
-    spacing: jax.Array
-    friction: jax.Array
-    restitution: jax.Array
+    heights: jax.Array = leaf(("ny", "nx"), randomize="terrain.heights", domain="finite")
+    origin: jax.Array = leaf((2,))
+    spacing: jax.Array = leaf((2,))
+    friction: jax.Array = leaf((), randomize="terrain.friction", domain="non-negative")
+    restitution: jax.Array = leaf(())
 
 
 @struct.dataclass
@@ -387,9 +388,9 @@ class Sites:
             half-length, an ellipsoid's radii, a box's half-sizes (unused values: MuJoCo's default 0.005).
     """
 
-    rotation: jax.Array
-    translation: jax.Array
-    size: jax.Array
+    rotation: jax.Array = leaf(("ns", 3, 3))
+    translation: jax.Array = leaf(("ns", 3))
+    size: jax.Array = leaf(("ns", 3))
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     link: tuple[int, ...] = struct.field(pytree_node=False, default=())
     shape: tuple[str, ...] = struct.field(pytree_node=False, default=())
@@ -428,10 +429,10 @@ class Sensors:
             magnetic>``, default ``(0, -0.5, 0)``).
     """
 
-    noise: jax.Array
-    cutoff: jax.Array
-    inertial_translation: jax.Array
-    magnetic: jax.Array
+    noise: jax.Array = leaf(("nsensor",))
+    cutoff: jax.Array = leaf(("nsensor",))
+    inertial_translation: jax.Array = leaf(("ni", 3))
+    magnetic: jax.Array = leaf((3,))
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     kinds: tuple[str, ...] = struct.field(pytree_node=False, default=())
     dims: tuple[int, ...] = struct.field(pytree_node=False, default=())
@@ -468,15 +469,15 @@ class Tendons:
         armature: (nt,) inertia added to the mass matrix as ``armature J^T J`` [kg or kg m^2].
     """
 
-    coefficient: jax.Array
-    lower: jax.Array
-    upper: jax.Array
-    spring_lower: jax.Array
-    spring_upper: jax.Array
-    stiffness: jax.Array
-    damping: jax.Array
-    friction: jax.Array
-    armature: jax.Array
+    coefficient: jax.Array = leaf(("ntj",))
+    lower: jax.Array = leaf(("nt",))
+    upper: jax.Array = leaf(("nt",))
+    spring_lower: jax.Array = leaf(("nt",))
+    spring_upper: jax.Array = leaf(("nt",))
+    stiffness: jax.Array = leaf(("nt",), randomize="tendon.stiffness", domain="non-negative")
+    damping: jax.Array = leaf(("nt",), randomize="tendon.damping", domain="non-negative")
+    friction: jax.Array = leaf(("nt",), randomize="tendon.friction", domain="non-negative")
+    armature: jax.Array = leaf(("nt",), randomize="tendon.armature", domain="non-negative")
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     joint_q: tuple[tuple[int, ...], ...] = struct.field(pytree_node=False, default=())
     joint_u: tuple[tuple[int, ...], ...] = struct.field(pytree_node=False, default=())
@@ -527,20 +528,20 @@ class Equalities:
             rows are zero.
     """
 
-    point_anchor: jax.Array
-    point_frame: jax.Array
-    point_torque_scale: jax.Array
-    joint_polycoef: jax.Array
-    joint_reference: jax.Array
-    active: jax.Array
+    point_anchor: jax.Array = leaf(("np", 2, 3))
+    point_frame: jax.Array = leaf(("np", 2, 4))
+    point_torque_scale: jax.Array = leaf(("np",))
+    joint_polycoef: jax.Array = leaf(("nj", 5))
+    joint_reference: jax.Array = leaf(("nj", 2))
+    active: jax.Array = leaf(("ne",))
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     point_body: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     point_weld: tuple[bool, ...] = struct.field(pytree_node=False, default=())
     point_rotation_rows: tuple[bool, ...] = struct.field(pytree_node=False, default=())
     joint_q: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     joint_u: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
-    tendon_polycoef: jax.Array = struct.field(default_factory=lambda: jnp.zeros((0, 5)))
-    tendon_reference: jax.Array = struct.field(default_factory=lambda: jnp.zeros((0, 2)))
+    tendon_polycoef: jax.Array = leaf(("nt", 5), default_factory=lambda: jnp.zeros((0, 5)))
+    tendon_reference: jax.Array = leaf(("nt", 2), default_factory=lambda: jnp.zeros((0, 2)))
     tendon: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
 
     @property
@@ -746,39 +747,39 @@ class Model:
     # Options.
     opt: Options
     # Bodies, links and geoms.
-    body_tree_rotation: jax.Array
-    body_tree_translation: jax.Array
-    body_axis: jax.Array
-    body_mass: jax.Array
-    body_com: jax.Array
-    body_inertia: jax.Array
-    link_rotation: jax.Array
-    link_translation: jax.Array
-    geom_size: jax.Array
-    geom_rotation: jax.Array
-    geom_translation: jax.Array
-    geom_friction: jax.Array
-    geom_restitution: jax.Array
-    mesh_vertices: jax.Array
-    mesh_planes: jax.Array
+    body_tree_rotation: jax.Array = leaf(("nb", 3, 3))
+    body_tree_translation: jax.Array = leaf(("nb", 3))
+    body_axis: jax.Array = leaf(("nb", 3))
+    body_mass: jax.Array = leaf(("nb",), randomize="body.mass", domain="positive")
+    body_com: jax.Array = leaf(("nb", 3), randomize="body.com", domain="finite")
+    body_inertia: jax.Array = leaf(("nb", 3, 3))
+    link_rotation: jax.Array = leaf(("nl", 3, 3))
+    link_translation: jax.Array = leaf(("nl", 3))
+    geom_size: jax.Array = leaf(("ng", 3))
+    geom_rotation: jax.Array = leaf(("ng", 3, 3))
+    geom_translation: jax.Array = leaf(("ng", 3))
+    geom_friction: jax.Array = leaf(("ng",), randomize="geom.friction", domain="non-negative")
+    geom_restitution: jax.Array = leaf(("ng",), randomize="geom.restitution", domain="in [0, 1]")
+    mesh_vertices: jax.Array = leaf(("nm", "mesh_vertices", 3))
+    mesh_planes: jax.Array = leaf(("nm", "mesh_planes", 4))
     # Per velocity.
-    dof_armature: jax.Array
-    dof_damping: jax.Array
-    dof_friction: jax.Array
-    dof_effort_limit: jax.Array
-    dof_velocity_limit: jax.Array
-    dof_lower: jax.Array
-    dof_upper: jax.Array
-    dof_stiffness: jax.Array
-    dof_springref: jax.Array
-    dof_actuator_force_lower: jax.Array
-    dof_actuator_force_upper: jax.Array
+    dof_armature: jax.Array = leaf(("nv",), randomize="joint.armature", domain="non-negative")
+    dof_damping: jax.Array = leaf(("nv",), randomize="joint.damping", domain="non-negative")
+    dof_friction: jax.Array = leaf(("nv",), randomize="joint.friction", domain="non-negative")
+    dof_effort_limit: jax.Array = leaf(("nv",))
+    dof_velocity_limit: jax.Array = leaf(("nv",))
+    dof_lower: jax.Array = leaf(("nv",))
+    dof_upper: jax.Array = leaf(("nv",))
+    dof_stiffness: jax.Array = leaf(("nv",), randomize="joint.stiffness", domain="non-negative")
+    dof_springref: jax.Array = leaf(("nv",))
+    dof_actuator_force_lower: jax.Array = leaf(("nv",))
+    dof_actuator_force_upper: jax.Array = leaf(("nv",))
     # Per coordinate.
-    q_default: jax.Array
+    q_default: jax.Array = leaf(("nq",))
     # The ground.
-    ground_height: jax.Array
-    ground_friction: jax.Array
-    ground_restitution: jax.Array
+    ground_height: jax.Array = leaf((), randomize="ground.height", domain="finite")
+    ground_friction: jax.Array = leaf((), randomize="ground.friction", domain="non-negative")
+    ground_restitution: jax.Array = leaf((), randomize="ground.restitution", domain="in [0, 1]")
     # Actuators.
     actuators: MotorActuators
     battery: Battery

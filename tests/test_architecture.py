@@ -33,6 +33,7 @@ TURNTABLE = ROBOTS / "turntable" / "turntable.urdf"
 #: (``ThermalModel`` etc.; that module imports neither Model nor State), and each other.
 IO_MAY_IMPORT = {
     "jaxmor.errors",
+    "jaxmor.fields",
     "jaxmor.actuation.motor",
     "jaxmor.actuation.motor_dynamics",
     "jaxmor.actuation.definitions",
@@ -78,7 +79,7 @@ def test_kinematics_is_computed_once_per_traced_step(monkeypatch, quadruped, rob
 #: The layers from the bottom, each a list of module names or package prefixes (``jaxmor.sim.`` = every module
 #: under ``jaxmor/sim``). A module belongs to the most specific entry that names it.
 LAYERS = [
-    ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks"]),
+    ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks", "jaxmor.fields"]),
     (
         "motor laws",
         [

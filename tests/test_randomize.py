@@ -252,3 +252,73 @@ def test_the_bus_voltage_sags_with_the_current_the_motors_draw(turntable):
     np.testing.assert_allclose(voltage * current, power, rtol=1e-9)
     with pytest.raises(ArgumentError, match="open_circuit_voltage must be positive"):
         jaxmor.with_battery(turntable, 0.0, 0.1)
+
+
+#: jaxmor.randomize's parameters as the hand-written table held them before their leaves declared them:
+#: name -> (path, rule).
+_TABLE_BEFORE = {
+    "body.mass": (("body_mass",), "positive"),
+    "body.com": (("body_com",), "finite"),
+    "geom.friction": (("geom_friction",), "non-negative"),
+    "geom.restitution": (("geom_restitution",), "in [0, 1]"),
+    "joint.damping": (("dof_damping",), "non-negative"),
+    "joint.friction": (("dof_friction",), "non-negative"),
+    "joint.armature": (("dof_armature",), "non-negative"),
+    "joint.stiffness": (("dof_stiffness",), "non-negative"),
+    "tendon.stiffness": (("tendons", "stiffness"), "non-negative"),
+    "tendon.damping": (("tendons", "damping"), "non-negative"),
+    "tendon.friction": (("tendons", "friction"), "non-negative"),
+    "tendon.armature": (("tendons", "armature"), "non-negative"),
+    "motor.resistance": (("actuators", "motor", "resistance"), "motor"),
+    "motor.torque_constant": (("actuators", "motor", "torque_constant"), "motor"),
+    "motor.velocity_constant": (("actuators", "motor", "velocity_constant"), "motor"),
+    "motor.peak_torque": (("actuators", "motor", "peak_torque"), "motor"),
+    "motor.bus_voltage": (("actuators", "motor", "bus_voltage"), "motor"),
+    "actuator.gear_ratio": (("actuators", "gear_ratio"), "positive"),
+    "actuator.output_damping": (("actuators", "output_damping"), "non-negative"),
+    "actuator.output_friction": (("actuators", "output_friction"), "non-negative"),
+    "motor.inductance": (("actuators", "dynamics", "inductance"), "non-negative"),
+    "motor.thermal_resistance": (("actuators", "dynamics", "thermal_resistance"), "positive"),
+    "motor.heat_capacity": (("actuators", "dynamics", "heat_capacity"), "positive"),
+    "motor.housing_thermal_resistance": (("actuators", "dynamics", "housing_thermal_resistance"), "positive"),
+    "motor.housing_heat_capacity": (("actuators", "dynamics", "housing_heat_capacity"), "positive"),
+    "motor.ambient_temperature": (("actuators", "dynamics", "ambient_temperature"), "temperature"),
+    "motor.resistance_tempco": (("actuators", "dynamics", "resistance_tempco"), "finite"),
+    "motor.flux_tempco": (("actuators", "dynamics", "flux_tempco"), "finite"),
+    "motor.cogging_amplitude": (("actuators", "dynamics", "cogging_amplitude"), "finite"),
+    "motor.lugre_stiffness": (("actuators", "dynamics", "lugre_stiffness"), "positive"),
+    "motor.lugre_coulomb": (("actuators", "dynamics", "lugre_coulomb"), "positive"),
+    "motor.lugre_static": (("actuators", "dynamics", "lugre_static"), "positive"),
+    "actuator.delay": (("actuators", "delay"), "delay"),
+    "affine.delay": (("affine", "delay"), "delay"),
+    "controller.p_gain": (("actuators", "controller", "p_gain"), "non-negative"),
+    "controller.i_gain": (("actuators", "controller", "i_gain"), "non-negative"),
+    "controller.d_gain": (("actuators", "controller", "d_gain"), "non-negative"),
+    "controller.period": (("actuators", "controller", "period"), "period"),
+    "backlash.width": (("actuators", "backlash", "width"), "non-negative"),
+    "backlash.inertia": (("actuators", "backlash", "inertia"), "positive"),
+    "gravity": (("opt", "gravity"), "finite"),
+    "timestep": (("opt", "timestep"), "positive"),
+    "ground.friction": (("ground_friction",), "non-negative"),
+    "ground.restitution": (("ground_restitution",), "in [0, 1]"),
+    "ground.height": (("ground_height",), "finite"),
+    "terrain.heights": (("height_field", "heights"), "finite"),
+    "terrain.friction": (("height_field", "friction"), "non-negative"),
+    "battery.open_circuit_voltage": (("battery", "open_circuit_voltage"), "positive"),
+    "battery.internal_resistance": (("battery", "internal_resistance"), "non-negative"),
+}
+
+
+def test_the_parameters_derived_from_the_declarations_are_the_hand_written_tables(quadruped):
+    """The parameter table comes from the Model leaves' declarations (``jaxmor.fields.leaf(randomize=...)``): the
+    same public names, paths and rules as the table written by hand before, and the elements named as it named
+    them (bodies, geoms, joints, actuators; none for the scalars; x, y, z for the gravity)."""
+    from jaxmor.tools.randomization import PARAMETERS
+
+    assert {n: (p.path, p.rule) for n, p in PARAMETERS.items()} == _TABLE_BEFORE
+    model = quadruped
+    expected = {"body": model.body_names, "geom": model.geom_names, "joint": model.joint_names}
+    expected |= dict.fromkeys(("motor", "actuator", "controller", "backlash"), model.actuators.names)
+    expected |= {"gravity": ("x", "y", "z"), "tendon": (), "affine": ()}
+    for name, parameter in PARAMETERS.items():
+        assert parameter.names(model) == expected.get(name.split(".")[0], ()), name

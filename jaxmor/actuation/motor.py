@@ -78,6 +78,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.fields import leaf
+
 ArrayLike = jnp.ndarray | float
 
 __all__ = [
@@ -131,11 +133,11 @@ class DcMotorParameters:
         peak_torque: peak torque [Nm]; ``inf`` leaves only the voltage limits.
     """
 
-    resistance: jnp.ndarray
-    torque_constant: jnp.ndarray
-    velocity_constant: jnp.ndarray
-    bus_voltage: jnp.ndarray
-    peak_torque: jnp.ndarray = float("inf")
+    resistance: jnp.ndarray = leaf(("na",), randomize="motor.resistance", domain="motor")
+    torque_constant: jnp.ndarray = leaf(("na",), randomize="motor.torque_constant", domain="motor")
+    velocity_constant: jnp.ndarray = leaf(("na",), randomize="motor.velocity_constant", domain="motor")
+    bus_voltage: jnp.ndarray = leaf(("na",), randomize="motor.bus_voltage", domain="motor")
+    peak_torque: jnp.ndarray = leaf(("na",), randomize="motor.peak_torque", domain="motor", default=float("inf"))
 
     def torque_per_volt(self) -> jnp.ndarray:
         """Motor torque per volt, ``Kt / R`` [Nm/V]; broadcast shape of the fields."""

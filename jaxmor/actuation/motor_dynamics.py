@@ -77,6 +77,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.fields import leaf
+
 __all__ = [
     "CoggingModel",
     "LugreModel",
@@ -285,25 +287,27 @@ class MotorDynamics:
     cut: tuple[bool, ...] = struct.field(pytree_node=False)
     cogging: tuple[bool, ...] = struct.field(pytree_node=False)
     lugre: tuple[bool, ...] = struct.field(pytree_node=False)
-    inductance: jax.Array
-    thermal_resistance: jax.Array
-    heat_capacity: jax.Array
-    housing_thermal_resistance: jax.Array
-    housing_heat_capacity: jax.Array
-    ambient_temperature: jax.Array
-    reference_temperature: jax.Array
-    resistance_tempco: jax.Array
-    flux_tempco: jax.Array
-    max_temperature: jax.Array
-    limit_start: jax.Array
-    cogging_amplitude: jax.Array
-    cogging_periods: jax.Array
-    cogging_phase: jax.Array
-    lugre_stiffness: jax.Array
-    lugre_damping: jax.Array
-    lugre_coulomb: jax.Array
-    lugre_static: jax.Array
-    lugre_stribeck_velocity: jax.Array
+    inductance: jax.Array = leaf(("na",), randomize="motor.inductance", domain="non-negative")
+    thermal_resistance: jax.Array = leaf(("na",), randomize="motor.thermal_resistance", domain="positive")
+    heat_capacity: jax.Array = leaf(("na",), randomize="motor.heat_capacity", domain="positive")
+    housing_thermal_resistance: jax.Array = leaf(
+        ("na",), randomize="motor.housing_thermal_resistance", domain="positive"
+    )
+    housing_heat_capacity: jax.Array = leaf(("na",), randomize="motor.housing_heat_capacity", domain="positive")
+    ambient_temperature: jax.Array = leaf(("na",), randomize="motor.ambient_temperature", domain="temperature")
+    reference_temperature: jax.Array = leaf(("na",))
+    resistance_tempco: jax.Array = leaf(("na",), randomize="motor.resistance_tempco", domain="finite")
+    flux_tempco: jax.Array = leaf(("na",), randomize="motor.flux_tempco", domain="finite")
+    max_temperature: jax.Array = leaf(("na",))
+    limit_start: jax.Array = leaf(("na",))
+    cogging_amplitude: jax.Array = leaf(("na",), randomize="motor.cogging_amplitude", domain="finite")
+    cogging_periods: jax.Array = leaf(("na",))
+    cogging_phase: jax.Array = leaf(("na",))
+    lugre_stiffness: jax.Array = leaf(("na",), randomize="motor.lugre_stiffness", domain="positive")
+    lugre_damping: jax.Array = leaf(("na",))
+    lugre_coulomb: jax.Array = leaf(("na",), randomize="motor.lugre_coulomb", domain="positive")
+    lugre_static: jax.Array = leaf(("na",), randomize="motor.lugre_static", domain="positive")
+    lugre_stribeck_velocity: jax.Array = leaf(("na",))
 
     @property
     def any_inductive(self) -> bool:

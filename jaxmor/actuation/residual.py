@@ -21,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmor.fields import leaf
+
 #: Signals per step of history: commanded motor torque, motor speed, motor angle.
 SIGNALS = ("commanded_motor_torque", "motor_speed", "motor_angle")
 
@@ -42,14 +44,14 @@ class ResidualNetwork:
         b_out: () output bias.
     """
 
-    input_scale: jax.Array
-    output_scale: jax.Array
-    w_in: jax.Array
-    b_in: jax.Array
-    w_hidden: jax.Array
-    b_hidden: jax.Array
-    w_out: jax.Array
-    b_out: jax.Array
+    input_scale: jax.Array = leaf((3,))
+    output_scale: jax.Array = leaf(())
+    w_in: jax.Array = leaf(("nf", "width"))
+    b_in: jax.Array = leaf(("width",))
+    w_hidden: jax.Array = leaf(("extra", "width", "width"))
+    b_hidden: jax.Array = leaf(("extra", "width"))
+    w_out: jax.Array = leaf(("width",))
+    b_out: jax.Array = leaf(())
     history: int = struct.field(pytree_node=False, default=0)
     active: tuple[bool, ...] = struct.field(pytree_node=False, default=())
 

@@ -28,39 +28,21 @@ import dataclasses
 import enum
 import json
 import os
+import typing
 from pathlib import Path
 
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from jaxmor.actuation.motor import DcMotorParameters
-from jaxmor.actuation.motor_dynamics import MotorDynamics, MotorState
-from jaxmor.actuation.residual import ResidualNetwork
 from jaxmor.build.checkpoint_format import Decoder
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.files import shortened, writing
 from jaxmor.state import state_shapes
 from jaxmor.types import (
-    ActuatorState,
-    AffineActuators,
-    Backlash,
-    Battery,
-    DriveController,
-    Equalities,
-    GeomType,
-    HeightField,
-    JointType,
-    Keyframe,
     Model,
-    MotorActuators,
-    Options,
-    Sensors,
-    Sites,
     State,
-    Tendons,
-    TerrainGrid,
 )
 
 #: The format's name and version, written into every checkpoint.
@@ -71,34 +53,29 @@ FORMAT = "jaxmor-checkpoint"
 #: State.backlash_play and backlash_rate).
 FORMAT_VERSION = 5
 _META = "jaxmor_checkpoint"
-#: What a checkpoint may construct: jaxmor's dataclasses and enums, by name.
-_TYPES = {
-    t.__name__: t
-    for t in (
-        Model,
-        Options,
-        MotorActuators,
-        DcMotorParameters,
-        AffineActuators,
-        Battery,
-        Keyframe,
-        TerrainGrid,
-        Sites,
-        Sensors,
-        Equalities,
-        HeightField,
-        Tendons,
-        State,
-        ActuatorState,
-        MotorDynamics,
-        DriveController,
-        Backlash,
-        MotorState,
-        ResidualNetwork,
-        JointType,
-        GeomType,
-    )
-}
+
+
+def _reachable_types(*roots: type) -> dict[str, type]:
+    """The dataclasses and enums that ``roots`` hold, themselves included, by name (following type annotations)."""
+    found: dict[str, type] = {}
+    todo = list(roots)
+    while todo:
+        t = todo.pop()
+        if t.__name__ in found:
+            continue
+        found[t.__name__] = t
+        if dataclasses.is_dataclass(t):
+            hints = list(typing.get_type_hints(t).values())
+            while hints:
+                hint = hints.pop()
+                hints += [a for a in typing.get_args(hint) if a is not Ellipsis]
+                if dataclasses.is_dataclass(hint) or (isinstance(hint, type) and issubclass(hint, enum.Enum)):
+                    todo.append(hint)
+    return found
+
+
+#: What a checkpoint may construct: jaxmor's dataclasses and enums that a Model or a State holds, by name.
+_TYPES = _reachable_types(Model, State)
 
 
 def _encode(value, prefix: str, arrays: dict):

@@ -9,11 +9,11 @@ archive must be named by exactly one leaf.
 
 Each array leaf is checked against its expected dtype kind and trailing shape:
 
-* Model leaves: :data:`_MODEL_LEAVES` gives each field's dims, written with counts that the decoded static fields
-  give (:data:`_COUNTS`: ``nb`` the bodies' names, ``nv`` the ``nv`` field, ``na`` the motor actuators' names,
-  ...; a parent's counts hold in its children); a name no count defines (a mesh's padded vertex count, a height
-  field's rows) is bound by the first leaf that uses it within its dataclass and must agree in the others. Every
-  model leaf is a float except the terrain grids' indices (int) and filter (bool).
+* Model leaves: each field's declaration (:func:`jaxmor.fields.leaf`) gives its dims and kind, the dims written
+  with counts that the decoded static fields give (:data:`_COUNTS`: ``nb`` the bodies' names, ``nv`` the ``nv``
+  field, ``na`` the motor actuators' names, ...; a parent's counts hold in its children); a name no count defines
+  (a mesh's padded vertex count, a height field's rows) is bound by the first leaf that uses it within its
+  dataclass and must agree in the others.
 * State leaves: the dims :func:`jaxmor.state.state_shapes` gives for the decoded model (the State's declared
   ``dims``), and the kinds of :data:`_STATE_KINDS` (float otherwise), which are :func:`jaxmor.init_state`'s.
 
@@ -37,83 +37,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ModelError
+from jaxmor.fields import declared_leaves
 
 #: The deepest nesting of JSON nodes followed (the format's types nest five levels at most).
 MAX_DEPTH = 16
 #: Text of a value quoted in a message.
 _QUOTE = 80
 
-_NA = ("na",)
-_DOF = tuple(
-    f"dof_{n}"
-    for n in ("armature", "damping", "friction", "stiffness", "springref", "effort_limit", "velocity_limit")
-    + ("lower", "upper", "actuator_force_lower", "actuator_force_upper")
-)
-#: Each class's leaves: ``(default dims, {field: dims})``; a dim is a size or the name of a count.
-_MODEL_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
-    "Model": (
-        None,
-        {
-            **dict.fromkeys(("body_tree_rotation", "body_inertia"), ("nb", 3, 3)),
-            **dict.fromkeys(("body_tree_translation", "body_axis", "body_com"), ("nb", 3)),
-            "body_mass": ("nb",),
-            "link_rotation": ("nl", 3, 3),
-            "link_translation": ("nl", 3),
-            "geom_size": ("ng", 3),
-            "geom_rotation": ("ng", 3, 3),
-            "geom_translation": ("ng", 3),
-            **dict.fromkeys(("geom_friction", "geom_restitution"), ("ng",)),
-            "mesh_vertices": ("nm", "mesh_vertices", 3),
-            "mesh_planes": ("nm", "mesh_planes", 4),
-            **dict.fromkeys(_DOF, ("nv",)),
-            "q_default": ("nq",),
-            **dict.fromkeys(("ground_height", "ground_friction", "ground_restitution"), ()),
-        },
-    ),
-    "Options": ((), {"gravity": (3,)}),
-    "MotorActuators": (_NA, {"coupling_ratio": ("nk",)}),
-    "DcMotorParameters": (_NA, {}),
-    "MotorDynamics": (_NA, {}),
-    "DriveController": (_NA, {}),
-    "Backlash": (_NA, {}),
-    "Battery": ((), {}),
-    "ResidualNetwork": (
-        None,
-        {
-            "input_scale": (3,),
-            **dict.fromkeys(("output_scale", "b_out"), ()),
-            "w_in": ("nf", "width"),
-            **dict.fromkeys(("b_in", "w_out"), ("width",)),
-            "w_hidden": ("extra", "width", "width"),
-            "b_hidden": ("extra", "width"),
-        },
-    ),
-    "AffineActuators": (("nu",), {}),
-    "Sites": (("ns", 3), {"rotation": ("ns", 3, 3)}),
-    "Sensors": (("nsensor",), {"inertial_translation": ("ni", 3), "magnetic": (3,)}),
-    "Equalities": (
-        None,
-        {
-            "point_anchor": ("np", 2, 3),
-            "point_frame": ("np", 2, 4),
-            "point_torque_scale": ("np",),
-            "joint_polycoef": ("nj", 5),
-            "joint_reference": ("nj", 2),
-            "tendon_polycoef": ("nt", 5),
-            "tendon_reference": ("nt", 2),
-            "active": ("ne",),
-        },
-    ),
-    "Tendons": (("nt",), {"coefficient": ("ntj",)}),
-    "TerrainGrid": ((), {"world": ("nw",), "cells": ("ncell", "capacity"), "allowed": ("nr", "nw"), "origin": (2,)}),
-    "HeightField": ((), {"heights": ("ny", "nx"), "origin": (2,), "spacing": (2,)}),
-}
-#: Model leaves that are not floats: ``"Class.field": kind`` (NumPy's ``dtype.kind``).
-_MODEL_KINDS = {
-    "TerrainGrid.world": "i",
-    "TerrainGrid.cells": "i",
-    "TerrainGrid.allowed": "b",
-}
 #: State leaves that are not floats (:func:`jaxmor.init_state`'s dtypes), by their path below ``state``.
 _STATE_KINDS = {
     "mor_enforced": "b",
@@ -303,7 +233,7 @@ class Decoder:
         self._check_lengths(cls.__name__, values, path, own)
         for n in names:
             if n in later and _is_leaf(hints[n]):
-                values[n] = self._leaf(fields[n], cls.__name__, f"{path}.{n}", own)
+                values[n] = self._leaf(fields[n], cls, f"{path}.{n}", own)
             elif n in later:
                 values[n] = self.decode(fields[n], hints[n], f"{path}.{n}", own, depth + 1)
         try:
@@ -319,7 +249,7 @@ class Decoder:
             if size != counts[count]:
                 raise self.fail(f"{path}.{name}", f"{size} entries, but the {count} count is {counts[count]}")
 
-    def _leaf(self, node: dict, owner: str, path: str, counts: dict):
+    def _leaf(self, node: dict, owner: type, path: str, counts: dict):
         kind, dims = self._expected(owner, path)
         if not isinstance(node, dict):
             raise self.fail(path, f"expected an array node, got {_short(node)}")
@@ -342,7 +272,7 @@ class Decoder:
         self._check_shape(array, dims, path, counts)
         return jnp.asarray(array)
 
-    def _expected(self, owner: str, path: str) -> tuple[str, tuple]:
+    def _expected(self, owner: type, path: str) -> tuple[str, tuple]:
         """``(kind, dims)`` of the leaf at ``path`` (a field of class ``owner``)."""
         root, _, below = path.partition(".")
         if root == "state":
@@ -350,11 +280,10 @@ class Decoder:
                 raise self.fail(path, "not a field of this jaxmor's State")
             return _STATE_KINDS.get(below, "f"), self.state_shapes[below]
         field = path.rsplit(".", 1)[1]
-        default, dims = _MODEL_LEAVES.get(owner, (None, {}))
-        found = dims.get(field, default)
+        found = declared_leaves(owner).get(field)
         if found is None:
             raise self.fail(path, "this jaxmor's checkpoint format has no dims for this field")
-        return _MODEL_KINDS.get(f"{owner}.{field}", "f"), found
+        return found.kind, found.dims
 
     def _check_dtype(self, array: np.ndarray, kind: str, path: str) -> None:
         dtype = array.dtype

@@ -38,6 +38,7 @@ from jaxmor.build.tendons import combine_tendons
 from jaxmor.build.terrain import binned, terrain_pairs, with_geom_grids
 from jaxmor.checks import as_scalar, as_stored
 from jaxmor.errors import ArgumentError
+from jaxmor.fields import declared_leaves
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
@@ -53,10 +54,11 @@ from jaxmor.types import (
     MotorActuators,
 )
 
-#: The Model fields :func:`combine` keeps from the first model.
-_KEPT = ("name", "source", "ground", "opt", "ground_height", "ground_friction", "ground_restitution", "battery")
-#: Prefixes of the per-body, per-link, per-geom and per-velocity array leaves, concatenated by :func:`combine`.
-_CONCATENATED = ("body_", "link_", "geom_", "dof_")
+#: The Model's static fields and dataclasses that :func:`combine` keeps from the first model (and every scalar leaf,
+#: by its declared dims).
+_KEPT = ("name", "source", "ground", "opt", "battery")
+#: The counts along which :func:`combine` concatenates a Model leaf whose declared first dim is one of them.
+_CONCATENATED = ("nb", "nl", "ng", "nv", "nq")
 #: Below this norm an orientation quaternion has no direction and is refused.
 QUATERNION_NORM_FLOOR = 1e-9
 #: Round-off allowed in the triangle inequality of principal moments, relative to the largest moment.
@@ -470,7 +472,9 @@ def combine(
     parent = model.body_parent + shift(other.body_parent, nb)
     kinds = model.body_joint_type + other.body_joint_type
     fields = dict(topology_tables(parent, kinds))
+    leaves = declared_leaves(Model)
     fields.update({f: getattr(model, f) for f in _KEPT})
+    fields.update({f: getattr(model, f) for f, leaf in leaves.items() if leaf.dims == ()})
     fields.update(
         body_names=model.body_names + tuple(prefix + n for n in other.body_names),
         body_parent=parent,
@@ -514,7 +518,7 @@ def combine(
         if f.name in fields:
             continue
         mine = getattr(model, f.name)
-        if f.name == "q_default" or (f.metadata.get("pytree_node", True) and f.name.startswith(_CONCATENATED)):
+        if f.name in leaves and leaves[f.name].dims[0] in _CONCATENATED:
             theirs = placed.get(f.name, getattr(other, f.name))
             fields[f.name] = jnp.concatenate([mine, jnp.asarray(theirs, mine.dtype)])
         else:  # a field this editor does not know how to combine: fail loudly rather than guess

@@ -96,6 +96,7 @@ from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, motor_proble
 from jaxmor.actuation.motor_dynamics import ABSOLUTE_ZERO
 from jaxmor.checks import as_finite, as_key, as_positive_int, is_traced, quoted, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError, brief_repr
+from jaxmor.fields import model_leaves
 from jaxmor.types import Model
 
 #: The most values one parameter's draws may hold (``n_worlds`` times its elements; 2 GiB of float64).
@@ -246,68 +247,33 @@ def _none(model: Model) -> tuple[str, ...]:
     return ()
 
 
-PARAMETERS: dict[str, _Parameter] = {
-    "body.mass": _Parameter(("body_mass",), lambda m: m.body_names, "positive"),
-    # An additive offset (3,) [m] of each body's centre of mass in its body frame (:func:`_draw_com`).
-    "body.com": _Parameter(("body_com",), lambda m: m.body_names, "finite"),
-    "geom.friction": _Parameter(("geom_friction",), lambda m: m.geom_names, "non-negative"),
-    "geom.restitution": _Parameter(("geom_restitution",), lambda m: m.geom_names, "in [0, 1]"),
-    "joint.damping": _Parameter(("dof_damping",), _joints, "non-negative"),
-    "joint.friction": _Parameter(("dof_friction",), _joints, "non-negative"),
-    "joint.armature": _Parameter(("dof_armature",), _joints, "non-negative"),
-    "joint.stiffness": _Parameter(("dof_stiffness",), _joints, "non-negative"),
-    "tendon.stiffness": _Parameter(("tendons", "stiffness"), lambda m: m.tendons.names, "non-negative"),
-    "tendon.damping": _Parameter(("tendons", "damping"), lambda m: m.tendons.names, "non-negative"),
-    "tendon.friction": _Parameter(("tendons", "friction"), lambda m: m.tendons.names, "non-negative"),
-    "tendon.armature": _Parameter(("tendons", "armature"), lambda m: m.tendons.names, "non-negative"),
-    "motor.resistance": _Parameter(("actuators", "motor", "resistance"), _actuators, "motor"),
-    "motor.torque_constant": _Parameter(("actuators", "motor", "torque_constant"), _actuators, "motor"),
-    "motor.velocity_constant": _Parameter(("actuators", "motor", "velocity_constant"), _actuators, "motor"),
-    "motor.peak_torque": _Parameter(("actuators", "motor", "peak_torque"), _actuators, "motor"),
-    "motor.bus_voltage": _Parameter(("actuators", "motor", "bus_voltage"), _actuators, "motor"),
-    "actuator.gear_ratio": _Parameter(("actuators", "gear_ratio"), _actuators, "positive"),
-    "actuator.output_damping": _Parameter(("actuators", "output_damping"), _actuators, "non-negative"),
-    "actuator.output_friction": _Parameter(("actuators", "output_friction"), _actuators, "non-negative"),
-    # The motors' dynamic features (jaxmor.actuation.motor_dynamics); drawn for every selected actuator, used by those
-    # that
-    # have the feature.
-    "motor.inductance": _Parameter(("actuators", "dynamics", "inductance"), _actuators, "non-negative"),
-    "motor.thermal_resistance": _Parameter(("actuators", "dynamics", "thermal_resistance"), _actuators, "positive"),
-    "motor.heat_capacity": _Parameter(("actuators", "dynamics", "heat_capacity"), _actuators, "positive"),
-    "motor.housing_thermal_resistance": _Parameter(
-        ("actuators", "dynamics", "housing_thermal_resistance"), _actuators, "positive"
-    ),
-    "motor.housing_heat_capacity": _Parameter(
-        ("actuators", "dynamics", "housing_heat_capacity"), _actuators, "positive"
-    ),
-    "motor.ambient_temperature": _Parameter(
-        ("actuators", "dynamics", "ambient_temperature"), _actuators, "temperature"
-    ),
-    "motor.resistance_tempco": _Parameter(("actuators", "dynamics", "resistance_tempco"), _actuators, "finite"),
-    "motor.flux_tempco": _Parameter(("actuators", "dynamics", "flux_tempco"), _actuators, "finite"),
-    "motor.cogging_amplitude": _Parameter(("actuators", "dynamics", "cogging_amplitude"), _actuators, "finite"),
-    "motor.lugre_stiffness": _Parameter(("actuators", "dynamics", "lugre_stiffness"), _actuators, "positive"),
-    "motor.lugre_coulomb": _Parameter(("actuators", "dynamics", "lugre_coulomb"), _actuators, "positive"),
-    "motor.lugre_static": _Parameter(("actuators", "dynamics", "lugre_static"), _actuators, "positive"),
-    "actuator.delay": _Parameter(("actuators", "delay"), _actuators, "delay"),
-    "affine.delay": _Parameter(("affine", "delay"), lambda m: m.affine.names, "delay"),
-    "controller.p_gain": _Parameter(("actuators", "controller", "p_gain"), _actuators, "non-negative"),
-    "controller.i_gain": _Parameter(("actuators", "controller", "i_gain"), _actuators, "non-negative"),
-    "controller.d_gain": _Parameter(("actuators", "controller", "d_gain"), _actuators, "non-negative"),
-    "controller.period": _Parameter(("actuators", "controller", "period"), _actuators, "period"),
-    "backlash.width": _Parameter(("actuators", "backlash", "width"), _actuators, "non-negative"),
-    "backlash.inertia": _Parameter(("actuators", "backlash", "inertia"), _actuators, "positive"),
-    "gravity": _Parameter(("opt", "gravity"), lambda m: ("x", "y", "z"), "finite"),
-    "timestep": _Parameter(("opt", "timestep"), _none, "positive"),
-    "ground.friction": _Parameter(("ground_friction",), _none, "non-negative"),
-    "ground.restitution": _Parameter(("ground_restitution",), _none, "in [0, 1]"),
-    "ground.height": _Parameter(("ground_height",), _none, "finite"),
-    # The ground's height field (every vertex an element; ``shared=True``: one draw for the whole field).
-    "terrain.heights": _Parameter(("height_field", "heights"), _none, "finite"),
-    "terrain.friction": _Parameter(("height_field", "friction"), _none, "non-negative"),
-    "battery.open_circuit_voltage": _Parameter(("battery", "open_circuit_voltage"), _none, "positive"),
-    "battery.internal_resistance": _Parameter(("battery", "internal_resistance"), _none, "non-negative"),
+def _axes(model: Model) -> tuple[str, ...]:
+    return ("x", "y", "z")
+
+
+#: How a parameter's elements are named, by its leaf's first declared dim (other leaves: none, a vector (3,): axes).
+_NAMES: dict[str, Callable[[Model], tuple[str, ...]]] = {
+    "nb": lambda m: m.body_names,
+    "ng": lambda m: m.geom_names,
+    "nv": _joints,
+    "na": _actuators,
+    "nu": lambda m: m.affine.names,
+    "nt": lambda m: m.tendons.names,
 }
+
+
+def _declared_parameters() -> dict[str, _Parameter]:
+    """The parameters, from the Model leaves declared with a ``randomize`` name (:func:`jaxmor.fields.leaf`)."""
+    out = {}
+    for path, leaf in model_leaves(Model):
+        if leaf.randomize:
+            names = _axes if leaf.dims == (3,) else _NAMES.get(leaf.dims[0] if leaf.dims else None, _none)
+            out[leaf.randomize] = _Parameter(path, names, leaf.domain)
+    return out
+
+
+#: The parameters by their public name: each a Model leaf declared with that name, its domain and dims.
+PARAMETERS: dict[str, _Parameter] = _declared_parameters()
 ALIASES = {"bus_voltage": "motor.bus_voltage"}
 
 
