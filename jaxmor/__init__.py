@@ -28,30 +28,6 @@ from jaxmor.actuation.motor import (
 )
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, MotorState, ThermalModel
 from jaxmor.actuation.residual import ResidualNetwork
-from jaxmor.build.actuators import (
-    export_actuators,
-    get_actuators,
-    import_actuators,
-    with_actuators,
-    with_affine_actuators,
-)
-from jaxmor.build.builder import load_mjcf, load_urdf
-from jaxmor.build.checkpoint import load_checkpoint, save_checkpoint
-from jaxmor.build.compose import add_free_body, combine
-from jaxmor.build.height_field import with_height_field
-from jaxmor.build.learned import residual_network, with_residual
-from jaxmor.build.scene import (
-    add_ground,
-    with_battery,
-    with_geom_properties,
-    with_ground_contact,
-    with_options,
-    with_self_collision,
-)
-from jaxmor.build.sensors import with_sensors
-from jaxmor.build.terrain import with_geom_grids
-from jaxmor.build.terrain import with_terrain as with_terrain  # deprecated alias (0.5 only), not in __all__
-from jaxmor.build.world import export_package, export_world, load_world
 from jaxmor.errors import ArgumentError, JaxmorError, ModelError
 from jaxmor.io.mjcf_differences import MujocoDifferenceWarning
 from jaxmor.model import (
@@ -65,6 +41,30 @@ from jaxmor.model import (
     summary,
     transmission_matrix,
 )
+from jaxmor.modeling.actuators import (
+    export_actuators,
+    get_actuators,
+    import_actuators,
+    with_actuators,
+    with_affine_actuators,
+)
+from jaxmor.modeling.builder import load_mjcf, load_urdf
+from jaxmor.modeling.checkpoint import load_checkpoint, save_checkpoint
+from jaxmor.modeling.compose import add_free_body, combine
+from jaxmor.modeling.height_field import with_height_field
+from jaxmor.modeling.learned import residual_network, with_residual
+from jaxmor.modeling.scene import (
+    add_ground,
+    with_battery,
+    with_geom_properties,
+    with_ground_contact,
+    with_options,
+    with_self_collision,
+)
+from jaxmor.modeling.sensors import with_sensors
+from jaxmor.modeling.terrain import with_geom_grids
+from jaxmor.modeling.terrain import with_terrain as with_terrain  # deprecated alias (0.5 only), not in __all__
+from jaxmor.modeling.world import export_package, export_world, load_world
 from jaxmor.sim.batch import init_states, rollout_batch, shard_worlds
 from jaxmor.sim.collision import Contacts, collide, contact_budget, contact_count
 from jaxmor.sim.dynamics import bias_force, forward_dynamics, inverse_dynamics, mass_matrix
@@ -72,7 +72,7 @@ from jaxmor.sim.forces import affine_joint_force, generalized_force, joint_dampi
 from jaxmor.sim.integrator import integrate_positions
 from jaxmor.sim.kinematics import Poses, forward_kinematics, link_jacobian, point_jacobian
 from jaxmor.sim.pipeline import rollout, step
-from jaxmor.sim.sensing import read_sensors
+from jaxmor.sim.sensors import read_sensors
 from jaxmor.state import (
     actuator_states,
     actuator_torques,

@@ -2,7 +2,7 @@
 
 Every ``jax.Array`` field of :class:`~jaxmor.Model` and of the dataclasses it holds is written
 ``name: jax.Array = leaf(dims, ...)``. The code derives from that declaration what it needs to know of the field:
-the checkpoint format's expected shape and dtype kind (:mod:`jaxmor.build.checkpoint_format`), how
+the checkpoint format's expected shape and dtype kind (:mod:`jaxmor.modeling.checkpoint_format`), how
 :func:`jaxmor.combine` merges a Model leaf (along its first dim, or kept when it is a scalar), and
 :func:`jaxmor.randomize`'s parameter table (the public name, the valid domain, the elements' names from the first
 dim: :mod:`jaxmor.tools.randomization`). ``tests/test_checkpoint_fuzz.py`` fails on an array field without one.

@@ -288,7 +288,7 @@ class AffineActuators:
             actuator on a tendon (static).
         tendon: the fixed tendon (index into ``Model.tendons``) each actuator pulls, ``-1`` for one on a joint
             (static; empty when none does): its "joint position and velocity" are the tendon's length and rate,
-            its force acts through the tendon's Jacobian (:func:`jaxmor.sim.tendon.actuator_moment`).
+            its force acts through the tendon's Jacobian (:func:`jaxmor.sim.tendons.actuator_moment`).
     """
 
     gear: jax.Array = leaf(("nu",))
@@ -451,7 +451,7 @@ def empty_sensors() -> Sensors:
 @struct.dataclass
 class Tendons:
     """Fixed tendons (MJCF ``<tendon><fixed>``), ``nt`` of them: each a length ``L = sum_i c_i q_i`` over hinges and
-    slides, with a Jacobian of constant rows (:mod:`jaxmor.sim.tendon`, MuJoCo's semantics).
+    slides, with a Jacobian of constant rows (:mod:`jaxmor.sim.tendons`, MuJoCo's semantics).
 
     Attributes:
         names: each tendon's name (static).

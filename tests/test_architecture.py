@@ -93,7 +93,7 @@ LAYERS = [
     ("core types", ["jaxmor.types", "jaxmor.model"]),
     ("actuation", ["jaxmor.actuation", "jaxmor.actuation."]),
     ("simulation", ["jaxmor.sim", "jaxmor.sim.", "jaxmor.state"]),
-    ("building", ["jaxmor.build", "jaxmor.build.", "jaxmor.robots"]),
+    ("building", ["jaxmor.modeling", "jaxmor.modeling.", "jaxmor.robots"]),
     ("tools", ["jaxmor.tools", "jaxmor.tools."]),
     ("environments", ["jaxmor.envs", "jaxmor.envs."]),
     ("public API", ["jaxmor"]),
@@ -213,9 +213,9 @@ def test_no_module_is_named_like_a_public_function():
 
 
 def test_subpackage_inits_import_nothing():
-    """``jaxmor.sim``, ``.actuation``, ``.build``, ``.tools`` and ``.io`` only document: importing one stage does
+    """``jaxmor.sim``, ``.actuation``, ``.modeling``, ``.tools`` and ``.io`` only document: importing one stage does
     not import the others, and no layer is crossed through an ``__init__``."""
-    for package in ("sim", "actuation", "build", "tools", "io"):
+    for package in ("sim", "actuation", "modeling", "tools", "io"):
         tree = ast.parse((PACKAGE / package / "__init__.py").read_text())
         assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))], package
 

@@ -167,7 +167,7 @@ def test_the_acceleration_with_springs_and_dampers_is_mujocos():
     the forward dynamics, against MuJoCo's ``qacc`` at random states far from the cone limits (its constraint rows
     would add MuJoCo's soft impulses). Tolerance 1e-9 relative: the same dynamics in float64 (measured 5e-15); a
     spring in the wrong frame or of the wrong sign gives 1e-1."""
-    from jaxmor.sim.sensing import acceleration
+    from jaxmor.sim.sensors import acceleration
 
     model, m, ref = load(SHOULDERS)
     data = mujoco.MjData(m)

@@ -333,7 +333,7 @@ _FORMAT_5_KINDS = {
 
 
 def _model_classes() -> dict[str, type]:
-    from jaxmor.build.checkpoint import _TYPES
+    from jaxmor.modeling.checkpoint import _TYPES
 
     skip = ("State", "ActuatorState", "MotorState")
     return {n: c for n, c in _TYPES.items() if n not in skip and hasattr(c, "__dataclass_fields__")}
@@ -357,7 +357,7 @@ def test_the_declared_leaves_give_format_5s_dims_and_kinds():
 
 
 def test_a_state_kind_matches_init_state(saved):
-    from jaxmor.build.checkpoint_format import _STATE_KINDS
+    from jaxmor.modeling.checkpoint_format import _STATE_KINDS
 
     model, state, _ = saved
     flat = jax.tree_util.tree_flatten_with_path(jax.eval_shape(jaxmor.init_state, model))[0]

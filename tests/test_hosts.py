@@ -234,7 +234,7 @@ def test_two_processes_roll_out_a_sharded_batch_checkpoint_it_and_match_one_proc
 def test_an_array_that_cannot_be_gathered_is_an_argument_error_naming_it(monkeypatch):
     """JAX's error when gathering fails (no collectives, a process missing) becomes an ArgumentError naming the
     leaf; a single process cannot make a global array, so the gather is made to fail."""
-    from jaxmor.build import checkpoint
+    from jaxmor.modeling import checkpoint
 
     def refuse(*_, **__):
         raise RuntimeError("no cross-process collectives")

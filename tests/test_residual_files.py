@@ -20,8 +20,8 @@ import pytest
 from models import TURNTABLE_URDF
 
 import jaxmor
-from jaxmor.build.learned import residual_arrays
 from jaxmor.io import residual_file
+from jaxmor.modeling.learned import residual_arrays
 
 STEPS = 20
 MOTORS = (

@@ -36,7 +36,7 @@ import jaxmor
 from jaxmor.errors import ModelError
 from jaxmor.sim.equality import equality_rows
 from jaxmor.sim.kinematics import kinematics
-from jaxmor.sim.tendon import spring_force, tendon_jacobian, tendon_lengths
+from jaxmor.sim.tendons import spring_force, tendon_jacobian, tendon_lengths
 
 mujoco = pytest.importorskip("mujoco")
 compare = pytest.importorskip("jaxmor.tools.compare")

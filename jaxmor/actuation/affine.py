@@ -1,7 +1,7 @@
 """MuJoCo-style affine actuators: motors, position servos, velocity servos (``spec/affine-actuator.md``).
 
 An affine actuator drives one 1-DOF joint (hinge/revolute/continuous or slide/prismatic), or pulls one
-fixed tendon (:mod:`jaxmor.sim.tendon`: then ``q`` and ``v`` below are the tendon's length and rate and the
+fixed tendon (:mod:`jaxmor.sim.tendons`: then ``q`` and ``v`` below are the tendon's length and rate and the
 force acts through its Jacobian), with one parameter set, so downstream code never branches on the actuator
 type::
 
@@ -390,12 +390,12 @@ def joint_state(act: AffineActuators, q: jnp.ndarray, v: jnp.ndarray) -> tuple[j
 
     Raises:
         ArgumentError: an actuator pulls a tendon (its length needs the model:
-            :func:`jaxmor.sim.tendon.actuator_coordinates`).
+            :func:`jaxmor.sim.tendons.actuator_coordinates`).
     """
     if act.on_tendons:
         raise ArgumentError(
             "an affine actuator pulls a tendon, whose length needs the model: use "
-            "jaxmor.sim.tendon.actuator_coordinates(model, q, u) and jaxmor.generalized_force"
+            "jaxmor.sim.tendons.actuator_coordinates(model, q, u) and jaxmor.generalized_force"
         )
     q, v = jnp.asarray(q), jnp.asarray(v)
     for name, x, index in (("q", q, act.q_index), ("v", v, act.v_index)):

@@ -26,8 +26,6 @@ from flax import struct
 from jaxmor.actuation.backlash import rotor_view, with_backlash
 from jaxmor.actuation.drive import actuator_joint_q_index, actuator_torque_bounds, motor_speeds
 from jaxmor.actuation.motor import motor_operating_region_violation
-from jaxmor.build.builder import load_urdf
-from jaxmor.build.scene import add_ground, with_options
 from jaxmor.checks import as_int, as_nonnegative, as_positive, as_positive_int
 from jaxmor.envs import terms
 from jaxmor.envs.core import Env
@@ -36,12 +34,14 @@ from jaxmor.envs.stability import check_pd_step
 from jaxmor.envs.terms import DEFAULT_COMMAND_RANGES, DEFAULT_OBSERVATION_NOISE, DEFAULT_REWARD_WEIGHTS
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.math import quat_to_rotation
+from jaxmor.modeling.builder import load_urdf
+from jaxmor.modeling.scene import add_ground, with_options
 from jaxmor.robots import path as robot_path
 from jaxmor.robots import quadruped_standing_q
 from jaxmor.sim.collision.height_field import ground_heights
 from jaxmor.sim.dynamics import mass_matrix
 from jaxmor.sim.pipeline import step as physics_step
-from jaxmor.sim.sensing import read_sensors
+from jaxmor.sim.sensors import read_sensors
 from jaxmor.state import init_state
 from jaxmor.tools.randomization import Distribution, integers, randomize, scale, uniform
 from jaxmor.tools.terrain import Terrain

@@ -2,7 +2,7 @@
 is compiled.
 
 Plain Python and NumPy, with the source line of every element, so that the model builder
-(:mod:`jaxmor.build.builder`) can report problems it finds later (a floating joint in the wrong place, a
+(:mod:`jaxmor.modeling.builder`) can report problems it finds later (a floating joint in the wrong place, a
 massless body) at the right line. Readers check what they can see alone (syntax, numbers, names,
 a tree with one root); the builder checks what needs the whole tree.
 

@@ -2,7 +2,7 @@
 
 Each is read with MuJoCo's semantics into a :class:`~jaxmor.io.description.PointEquality`,
 :class:`~jaxmor.io.description.JointEquality` or :class:`~jaxmor.io.description.TendonEquality` (the builder turns
-them into the Model's rows, :mod:`jaxmor.build.equality`). Their ``solref`` and ``solimp`` (MuJoCo's soft
+them into the Model's rows, :mod:`jaxmor.modeling.equality`). Their ``solref`` and ``solimp`` (MuJoCo's soft
 constraints) are read and not followed: jaxmor holds an equality exactly, as bilateral rows of its solver, and the
 load's :class:`~jaxmor.io.mjcf_differences.MujocoDifferenceWarning` says so. ``<default><equality>`` gives every
 constraint of its class ``active``, ``solref`` and ``solimp``; ``<option><flag equality="disable">`` keeps the

@@ -16,7 +16,7 @@ The file is looked up and confined like an actuator file (:func:`jaxmor.io.actua
 description's folder tree and the search path; a file outside them, missing or unreadable gets one message),
 read without pickles (``allow_pickle=False``) and refused when it declares more than :data:`MAX_RESIDUAL_BYTES`
 of arrays. Here it is only read; whether it fits the model (actuator names, shapes, the history's length) is
-checked when the model is built (:func:`jaxmor.build.learned.residual_from_file`), with the element's file and
+checked when the model is built (:func:`jaxmor.modeling.learned.residual_from_file`), with the element's file and
 line in the message.
 """
 

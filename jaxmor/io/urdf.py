@@ -25,7 +25,7 @@ What is read:
 
 Structure: the reader checks that the links form one tree (one root, no cycle, one parent per
 link, ``world`` only at the root). Merging fixed joints, choosing a fixed or floating base and
-compiling arrays is the model builder's work (:mod:`jaxmor.build.builder`).
+compiling arrays is the model builder's work (:mod:`jaxmor.modeling.builder`).
 
 Validation: every error names the file (or ``"<string>"``) and the line of the offending element:
 malformed XML, missing or duplicate names, unknown links or joint types, a link with two parents,

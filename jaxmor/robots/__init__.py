@@ -115,10 +115,10 @@ def go2(with_motors: bool = True, *, ground: bool = True) -> Model:
     Raises:
         ArgumentError: ``with_motors`` or ``ground`` is not a bool.
     """
-    from jaxmor.build.actuators import with_actuators, with_affine_actuators
-    from jaxmor.build.builder import load_mjcf
-    from jaxmor.build.scene import add_ground
     from jaxmor.io.actuators import actuators_from_xml
+    from jaxmor.modeling.actuators import with_actuators, with_affine_actuators
+    from jaxmor.modeling.builder import load_mjcf
+    from jaxmor.modeling.scene import add_ground
 
     for name, value in (("with_motors", with_motors), ("ground", ground)):
         if not isinstance(value, bool):

@@ -32,7 +32,7 @@ rows with Jacobians ``J`` (``R x nv``) add impulses ``lam``::
   its three body-frame velocities, ``|lam_f| <= tau_c h`` with target ``v = 0``, then MuJoCo's cone limit on its
   rotation angle ``theta`` (the row's velocity is ``d theta / dt``, its Jacobian the unit rotation axis), speculative
   like a joint's: ``v <= (theta_max - theta)/h`` with ``lam_l <= 0``. Inactive (infinite bound) without a range.
-* **fixed tendons** (one row per tendon, after those; its Jacobian the tendon's, :mod:`jaxmor.sim.tendon`): the
+* **fixed tendons** (one row per tendon, after those; its Jacobian the tendon's, :mod:`jaxmor.sim.tendons`): the
   tendon's friction loss and its length limits, a joint row's law on the tendon's length ``L``. Their impulses are
   not kept in the State (the warm start of these rows is zero).
 * **gear teeth** (one row per actuator with backlash, after those; :mod:`jaxmor.actuation.backlash`): a limit row
@@ -81,7 +81,7 @@ from jaxmor.sim.equality import equality_rows
 from jaxmor.sim.forces import Forces
 from jaxmor.sim.free_motion import FreeMotion
 from jaxmor.sim.kinematics import Kinematics, relative_point_jacobians
-from jaxmor.sim.tendon import tendon_jacobian, tendon_lengths
+from jaxmor.sim.tendons import tendon_jacobian, tendon_lengths
 from jaxmor.types import Model, State
 
 #: Fraction of the penetration (beyond the allowance) removed per step by the position pass.

@@ -18,7 +18,7 @@ With body Jacobians ``J_i`` (``v_i = J_i nu``, carried down the tree), ``M_l = s
 and ``b_l = sum_i J_i^T f_i`` with ``f_i = I_i a_i + v_i x* I_i v_i`` (the recursive Newton-Euler
 algorithm's forward pass for ``a_i``; its backward pass is the sum over ``J_i^T``). Rotor inertia
 (``dof_armature``) is added to the diagonal of ``M``, the fixed tendons' armature as ``a J^T J``
-(:func:`jaxmor.sim.tendon.tendon_inertia`). Gravity enters as a fictitious upward
+(:func:`jaxmor.sim.tendons.tendon_inertia`). Gravity enters as a fictitious upward
 acceleration of the world.
 
 The velocity derivative ``D = db/du = T^T D_l T`` (the implicit integrator's term) is the same sums
@@ -48,7 +48,7 @@ from flax import struct
 from jaxmor.checks import as_vector
 from jaxmor.math import gauss_jordan, skew, take_static
 from jaxmor.sim.kinematics import Kinematics, kinematics, parent_first
-from jaxmor.sim.tendon import tendon_inertia
+from jaxmor.sim.tendons import tendon_inertia
 from jaxmor.types import JointType, Model
 
 

@@ -12,7 +12,7 @@ Each constraint contributes rows with a residual ``e`` (zero when it holds) and 
   q_err``).
 * ``joint``, 1 row: ``e = (q1 - r1) - sum_k c_k (q2 - r2)^k``, ``J = e_u1 - p'(q2 - r2) e_u2``.
 * ``tendon``, 1 row: the same with two fixed tendons' lengths ``L1``, ``L2`` for ``q1``, ``q2`` and their Jacobian
-  rows for ``e_u1``, ``e_u2`` (:mod:`jaxmor.sim.tendon`), ``r1``, ``r2`` their lengths at the reference.
+  rows for ``e_u1``, ``e_u2`` (:mod:`jaxmor.sim.tendons`), ``r1``, ``r2`` their lengths at the reference.
 
 The rows of an inactive constraint are zero. The constraint stage holds the rows as bilateral rows of the velocity
 problem (:mod:`jaxmor.sim.constraint`).
@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxmor.math import quat_to_rotation, safe_div, safe_sqrt, skew
 from jaxmor.sim.kinematics import Poses, ancestor_mask, dof_axes, relative_point_jacobians
-from jaxmor.sim.tendon import tendon_jacobian, tendon_lengths
+from jaxmor.sim.tendons import tendon_jacobian, tendon_lengths
 from jaxmor.types import Model
 
 

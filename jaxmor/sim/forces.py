@@ -8,7 +8,7 @@ Composition (the actuator spec's "What happens in a simulation step"), at ``q_t,
           + tau_ext + tau_spring - b_j u_t
     tau_PD_explicit = kp (q_ref - q_t - h u_t) + kd (u_ref - u_t)
     tau_spring = k (q_spring - q_t - h u_t)        (a ball joint's: -k (r_t + h u_t))
-          + J^T f_tendon                            (the fixed tendons' springs and dampers, jaxmor.sim.tendon)
+          + J^T f_tendon                            (the fixed tendons' springs and dampers, jaxmor.sim.tendons)
 
 (the PD torque at ``t+1`` with ``u_t`` for ``u_{t+1}``; the joint springs, ``Model.dof_stiffness`` ``k`` and
 ``Model.dof_springref`` ``q_spring``, the same way; a ball joint's spring pulls its rotation vector ``r`` to zero,
@@ -43,7 +43,7 @@ from jaxmor.actuation.drive import Drive, actuate, begin
 from jaxmor.actuation.motor_dynamics import cogging_torque
 from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
-from jaxmor.sim.tendon import actuator_coordinates, actuator_moment, tendon_passive
+from jaxmor.sim.tendons import actuator_coordinates, actuator_moment, tendon_passive
 from jaxmor.types import ActuatorState, Model, State
 
 
@@ -57,7 +57,7 @@ class Forces:
         implicit: (nv,) the diagonal ``kd + h kp + h k + b_j / 2`` (plus the LuGre slope) of the implicit PD,
             spring, damping and friction terms [N s/m, Nm s/rad]; the effective mass adds ``h`` times it.
         coupled: (nv, nv) the fixed tendons' implicit term ``(h k + b / 2) J^T J``
-            (:func:`jaxmor.sim.tendon.tendon_passive`), ``None`` without tendons; the effective mass adds ``h``
+            (:func:`jaxmor.sim.tendons.tendon_passive`), ``None`` without tendons; the effective mass adds ``h``
             times it [N s/m, Nm s/rad].
         damping: (nv,) viscous damping of each joint, its actuator's output damping included.
         friction: (nv,) Coulomb friction of each joint, its actuator's output friction included.
@@ -99,7 +99,7 @@ def joint_friction(model: Model) -> jax.Array:
 
 def affine_joint_force(model: Model, state: State) -> jax.Array:
     """(nv,) generalized force of the affine actuators at the state's ``ctrl``, ``q`` and ``u`` (an actuator on a
-    tendon through the tendon's Jacobian, :mod:`jaxmor.sim.tendon`)."""
+    tendon through the tendon's Jacobian, :mod:`jaxmor.sim.tendons`)."""
     act = model.affine
     if not act.on_tendons:
         return affine_generalized_force(act, state.ctrl, state.q, state.u, model.nv)

@@ -30,8 +30,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.build.height_field import with_height_field
 from jaxmor.errors import ArgumentError
+from jaxmor.modeling.height_field import with_height_field
 from jaxmor.types import Model
 
 #: The sub-terrain kinds, in the default column order.

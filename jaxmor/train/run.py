@@ -120,8 +120,8 @@ def _robot(robot: str):
         ArgumentError: an unknown robot.
     """
     from jaxmor import robots
-    from jaxmor.build.builder import load_urdf
-    from jaxmor.build.scene import add_ground
+    from jaxmor.modeling.builder import load_urdf
+    from jaxmor.modeling.scene import add_ground
 
     if robot == "quadruped":
         model = add_ground(load_urdf(robots.path("quadruped")))

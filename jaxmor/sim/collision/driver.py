@@ -227,7 +227,7 @@ def combine_friction(
     The surface of higher priority (MJCF ``priority``; URDF geoms and the ground have 0) gives its friction.
     Of equal priorities: both given, ``rule`` combines them; one given, that one (a surface whose description
     gives no friction, like every URDF geom, takes the other surface's); neither,
-    :data:`jaxmor.build.builder.DEFAULT_FRICTION`, which is what a geom without a given friction holds.
+    :data:`jaxmor.modeling.builder.DEFAULT_FRICTION`, which is what a geom without a given friction holds.
 
     Args:
         rule: a key of :data:`FRICTION_RULES`.

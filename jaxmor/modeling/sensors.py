@@ -1,5 +1,5 @@
 """A description's sites and sensors compiled into the Model's :class:`~jaxmor.types.Sites` and
-:class:`~jaxmor.types.Sensors` (by :func:`jaxmor.build.builder.build_model`), combined by :func:`jaxmor.combine`,
+:class:`~jaxmor.types.Sensors` (by :func:`jaxmor.modeling.builder.build_model`), combined by :func:`jaxmor.combine`,
 and added to a loaded model (:func:`with_sensors`)."""
 
 from __future__ import annotations

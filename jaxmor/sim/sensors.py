@@ -20,7 +20,7 @@ from jaxmor.sim.dynamics import forward_dynamics
 from jaxmor.sim.forces import actuator_joint_force, spring_force
 from jaxmor.sim.kinematics import ancestor_mask, dof_axes, kinematics, link_poses, relative_point_jacobians
 from jaxmor.sim.pipeline import stages
-from jaxmor.sim.tendon import actuator_coordinates, tendon_jacobian, tendon_lengths
+from jaxmor.sim.tendons import actuator_coordinates, tendon_jacobian, tendon_lengths
 from jaxmor.sim.touch import touch_force
 from jaxmor.sim.wrench import subtree_wrench
 from jaxmor.state import check_state

@@ -23,11 +23,11 @@ from jaxmor.actuation.definitions import ActuatorCoupling, ActuatorDefinition, B
 from jaxmor.actuation.latency import fitted_max_delay
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import features_of
-from jaxmor.build.learned import residual_from_file, save_residual
 from jaxmor.errors import ArgumentError
 from jaxmor.io.actuators import actuators_from_element, actuators_to_xml
 from jaxmor.io.residual_file import read_residual
 from jaxmor.io.xml import looks_like_xml, parse_xml
+from jaxmor.modeling.learned import residual_from_file, save_residual
 from jaxmor.state import reset_actuator_state
 from jaxmor.types import Model, State
 

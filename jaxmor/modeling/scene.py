@@ -11,11 +11,11 @@ from collections.abc import Iterable
 
 import jax.numpy as jnp
 
-from jaxmor.build.builder import DEFAULT_FRICTION
-from jaxmor.build.terrain import binned, with_geom_grids
 from jaxmor.checks import as_array, as_scalar, as_stored, check_options, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
+from jaxmor.modeling.builder import DEFAULT_FRICTION
+from jaxmor.modeling.terrain import binned, with_geom_grids
 from jaxmor.sim.collision import check_pairs
 from jaxmor.types import Battery, Model
 

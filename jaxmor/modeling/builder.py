@@ -38,12 +38,6 @@ from jaxmor.actuation.compile import (
     with_backlash_definitions,
 )
 from jaxmor.actuation.latency import fitted_max_delay
-from jaxmor.build.equality import compile_equalities
-from jaxmor.build.height_field import with_height_field
-from jaxmor.build.learned import residual_from_file
-from jaxmor.build.sensors import compile_sensors, compile_sites
-from jaxmor.build.tendons import compile_tendons, with_tendon_couplings
-from jaxmor.build.terrain import binned
 from jaxmor.checks import model_dtype
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Joint, RobotDescription, combine_masses
@@ -54,6 +48,12 @@ from jaxmor.io.mjcf_differences import MujocoDifferenceWarning, self_collision_l
 from jaxmor.io.mjcf_pairs import difference_line
 from jaxmor.io.urdf import POINT_MASS_FLOOR, POINT_MASS_RADIUS, parse_urdf
 from jaxmor.model import collision_candidates, exclusion_pairs, match_geoms
+from jaxmor.modeling.equality import compile_equalities
+from jaxmor.modeling.height_field import with_height_field
+from jaxmor.modeling.learned import residual_from_file
+from jaxmor.modeling.sensors import compile_sensors, compile_sites
+from jaxmor.modeling.tendons import compile_tendons, with_tendon_couplings
+from jaxmor.modeling.terrain import binned
 from jaxmor.sim.collision import check_pairs, combine_friction
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, Options
 

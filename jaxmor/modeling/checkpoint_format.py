@@ -1,4 +1,4 @@
-"""What a checkpoint's structure and arrays may be: the reading side of :mod:`jaxmor.build.checkpoint`.
+"""What a checkpoint's structure and arrays may be: the reading side of :mod:`jaxmor.modeling.checkpoint`.
 
 Decoding follows the type annotations of jaxmor's dataclasses, never the file: each JSON node must be the form
 its field's type takes (``{"value": ...}`` for ``int``, ``float``, ``bool``, ``str`` and ``None``,

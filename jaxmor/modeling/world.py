@@ -24,7 +24,7 @@ world's actuators (inline models, their bus voltages, nonzero torques, the monit
 description's, and the options, ground, battery and state are applied: the result equals the exported world
 (numbers are written with ``repr``, which reads back exactly). A model changed in ways the file cannot hold
 (randomized leaves, geom properties, collision pairs, added bodies, affine actuators set in Python) is refused
-at export, naming the first difference: save a checkpoint instead (:mod:`jaxmor.build.checkpoint`).
+at export, naming the first difference: save a checkpoint instead (:mod:`jaxmor.modeling.checkpoint`).
 
 World files are read as untrusted input (:func:`jaxmor.io.xml.parse_xml`); actuator files they link are read
 with the actuator files' search path and safety rules.
@@ -45,10 +45,6 @@ import jax.numpy as jnp
 import numpy as np
 from lxml import etree
 
-from jaxmor.build.actuators import export_actuators, get_actuators, with_actuators
-from jaxmor.build.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
-from jaxmor.build.learned import residual_arrays, residual_from_arrays, residual_from_file, save_residual
-from jaxmor.build.scene import add_ground, with_battery, with_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.actuators import actuators_from_element, locate_actuator_file
 from jaxmor.io.files import readable_file, shortened, writing
@@ -56,6 +52,10 @@ from jaxmor.io.mesh import resolve_mesh
 from jaxmor.io.mjcf import ACTUATORS_TEXT
 from jaxmor.io.residual_file import weights_file
 from jaxmor.io.xml import check_attributes, parse_float, parse_vector, parse_xml, tag
+from jaxmor.modeling.actuators import export_actuators, get_actuators, with_actuators
+from jaxmor.modeling.builder import DEFAULT_FRICTION, load_mjcf, load_urdf
+from jaxmor.modeling.learned import residual_arrays, residual_from_arrays, residual_from_file, save_residual
+from jaxmor.modeling.scene import add_ground, with_battery, with_options
 from jaxmor.state import check_state, init_state, reset_actuator_state
 from jaxmor.types import Model, State
 
@@ -186,7 +186,7 @@ def export_world(
         raise ArgumentError(
             f"export_world: a world file cannot hold this model: {difference} differs from what its description "
             "and the world file give (a randomized or edited model); save a checkpoint instead "
-            "(jaxmor.build.checkpoint)"
+            "(jaxmor.modeling.checkpoint)"
         )
     folder = Path(path).resolve().parent
     robot = os.path.relpath(Path(model.source).resolve(), folder)
@@ -308,7 +308,7 @@ def _read_actuators(element, source: str, folder: Path, actuator_dirs, model: Mo
 
 def _read_residual(el, source: str, folder: Path, model: Model) -> Model:
     """The model with the learned residual of a ``<residual file="..."/>`` element: a weights file in the world
-    file's folder (:func:`jaxmor.build.learned.residual_arrays`), read without pickles."""
+    file's folder (:func:`jaxmor.modeling.learned.residual_arrays`), read without pickles."""
     check_attributes(el, ("file",), source)
     file = el.get("file")
     path = (folder / file).resolve() if file else None

@@ -30,18 +30,18 @@ from jax.typing import ArrayLike
 from jaxmor.actuation.definitions import API_SOURCE
 from jaxmor.actuation.motor_dynamics import concatenate_dynamics
 from jaxmor.actuation.residual import no_residual
-from jaxmor.build.builder import build_model, topology_tables
-from jaxmor.build.equality import combine_equalities
-from jaxmor.build.scene import with_geom_properties
-from jaxmor.build.sensors import combine_sensors, combine_sites
-from jaxmor.build.tendons import combine_tendons
-from jaxmor.build.terrain import binned, terrain_pairs, with_geom_grids
 from jaxmor.checks import as_scalar, as_stored
 from jaxmor.errors import ArgumentError
 from jaxmor.fields import declared_leaves
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
+from jaxmor.modeling.builder import build_model, topology_tables
+from jaxmor.modeling.equality import combine_equalities
+from jaxmor.modeling.scene import with_geom_properties
+from jaxmor.modeling.sensors import combine_sensors, combine_sites
+from jaxmor.modeling.tendons import combine_tendons
+from jaxmor.modeling.terrain import binned, terrain_pairs, with_geom_grids
 from jaxmor.sim.collision import check_pairs
 from jaxmor.types import (
     AffineActuators,
@@ -225,7 +225,7 @@ def add_free_body(
         inertia: its rotational inertia about the centre in its axes [kg m^2], (3,) principal moments or a
             symmetric (3, 3) tensor; default the uniform solid's (:func:`solid_inertia`).
         friction: the geom's Coulomb friction coefficient (``>= 0``, given: combined with the other surface's by
-            ``model.opt.friction_rule``); default none given (:data:`jaxmor.build.builder.DEFAULT_FRICTION`, which
+            ``model.opt.friction_rule``); default none given (:data:`jaxmor.modeling.builder.DEFAULT_FRICTION`, which
             takes the other surface's).
         restitution: the geom's coefficient of restitution in ``[0, 1]``; default 0.
         collide_with: ``True``: contact pairs with every geom of the model it can collide with (module

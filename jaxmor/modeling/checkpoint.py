@@ -13,7 +13,7 @@ A tuple's items are saved under ``.../0``, ``.../1``, ... (e.g. ``model/terrain/
 
 A checkpoint is untrusted input: loading decodes the structure against the annotations of jaxmor's own
 dataclasses (only those of :data:`_TYPES` and their enums are ever constructed) and checks every array's dtype
-kind and trailing shape against the counts of the decoded model (:mod:`jaxmor.build.checkpoint_format` has the
+kind and trailing shape against the counts of the decoded model (:mod:`jaxmor.modeling.checkpoint_format` has the
 rules); anything else in the file, damaged bytes included, is a :class:`~jaxmor.ModelError` naming the file and
 the field. A crafted file whose values have valid types, dtypes and shapes loads, as a model edited in Python
 would (index tables are not checked against each other). The arrays come back with the dtypes they were saved
@@ -35,10 +35,10 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from jaxmor.build.checkpoint_format import Decoder
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.files import shortened, writing
+from jaxmor.modeling.checkpoint_format import Decoder
 from jaxmor.state import state_shapes
 from jaxmor.types import (
     Model,
@@ -254,7 +254,7 @@ def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tupl
     Raises:
         ModelError: the file is missing, truncated, not a jaxmor checkpoint (a foreign ``.npz``, a pickle),
             of another format version, holds float64 or int64 arrays while ``jax_enable_x64`` is off, or holds
-            anything the format does not allow (:mod:`jaxmor.build.checkpoint_format`: a field of the wrong
+            anything the format does not allow (:mod:`jaxmor.modeling.checkpoint_format`: a field of the wrong
             type, an array of the wrong dtype or shape, an array no field names); naming the file and the
             field.
         ArgumentError: ``model`` is not a Model or does not match the checkpoint's (the message names the first

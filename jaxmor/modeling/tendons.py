@@ -17,7 +17,7 @@ from jax import numpy as jnp
 from jaxmor.actuation.compile import check_representable
 from jaxmor.errors import ModelError
 from jaxmor.io.description import RobotDescription, TendonEquality
-from jaxmor.sim.tendon import tendon_lengths
+from jaxmor.sim.tendons import tendon_lengths
 from jaxmor.types import Equalities, Model, Tendons
 
 
