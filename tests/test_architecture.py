@@ -189,6 +189,15 @@ def test_actuation_imports_no_reader():
     assert not [(m, i) for m, i in edges if i.startswith("jaxmor.io")]
 
 
+def test_the_simulation_reads_no_file_module():
+    """The step works on the Model alone: no module of ``jaxmor.sim`` (nor the State's) imports a reader of
+    ``jaxmor.io`` (the hulls' padded topology lives with the hull contacts, ``sim/collision/polytope.py``)."""
+    graph = _graph()
+    sim = [m for m in graph if m.startswith("jaxmor.sim") or m == "jaxmor.state"]
+    assert "jaxmor.sim.collision.driver" in sim
+    assert not [(m, i) for m in sim for i in graph[m] if i.startswith("jaxmor.io")]
+
+
 def test_the_import_graph_has_no_cycle():
     assert not _cycles(_graph())
 

@@ -192,7 +192,7 @@ def test_mesh_pairs_equal_the_primitive_pairs_of_the_same_box(files):
     from jaxmor.sim.collision import polytope, primitive
 
     model = load(mesh_urdf("../meshes/box.stl"), files / "pkg" / "robots")
-    faces, edges = meshes.padded_topology(model.mesh_faces, model.mesh_edges, model.mesh_planes.shape[1])
+    faces, edges = polytope.padded_topology(model.mesh_faces, model.mesh_edges, model.mesh_planes.shape[1])
     valid = np.arange(64)[None] < model.mesh_vertex_count[0]
     hull = (model.mesh_vertices[:1], model.mesh_planes[:1], valid, faces[:1], edges[:1])
     assert model.mesh_vertex_count == (8,) and len(model.mesh_faces[0]) == 6 and len(model.mesh_edges[0]) == 12

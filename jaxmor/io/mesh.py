@@ -320,26 +320,6 @@ def _unique_planes(equations: np.ndarray, size: float) -> np.ndarray:
     return np.array(keep)
 
 
-def padded_topology(
-    faces: Sequence[tuple[tuple[int, ...], ...]], edges: Sequence[tuple[tuple[int, int], ...]], planes: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(faces (n, planes, K), edges (n, E, 2))`` int32 of ``n`` hulls' rings and edges (``planes`` the Model's padded
-    plane count), ``K`` and ``E`` the most of any of them: rings padded by repeating their last vertex, the
-    missing planes' faces by the first face (as :func:`padded` repeats the first plane), the edges by the first
-    edge (a repeated edge adds no axis)."""
-    k = max((len(r) for f in faces for r in f), default=3)
-    e = max((len(x) for x in edges), default=1)
-    out_f = np.zeros((len(faces), planes, k), np.int32)
-    out_e = np.zeros((len(edges), e, 2), np.int32)
-    for i, (rings, sides) in enumerate(zip(faces, edges, strict=True)):
-        rows = [list(r) + [r[-1]] * (k - len(r)) for r in rings]
-        out_f[i] = rows[0]
-        out_f[i, : len(rows)] = rows
-        out_e[i] = sides[0]
-        out_e[i, : len(sides)] = sides
-    return out_f, out_e
-
-
 def padded(hulls: Sequence[Hull]) -> tuple[np.ndarray, np.ndarray]:
     """``(vertices (n, V, 3), planes (n, P, 4))`` of ``n`` hulls, each padded with its vertices' centroid and its
     first plane (module docstring); ``V`` is :data:`MAX_HULL_VERTICES` or the largest hull's count if larger,

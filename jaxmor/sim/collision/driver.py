@@ -17,7 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ArgumentError
-from jaxmor.io.mesh import padded_topology
 from jaxmor.math import safe_sqrt
 from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
@@ -30,6 +29,7 @@ from jaxmor.sim.collision.polytope import (
     cylinder_cylinder,
     cylinder_mesh,
     mesh_mesh,
+    padded_topology,
     sphere_mesh,
 )
 from jaxmor.sim.collision.primitive import (
@@ -296,7 +296,7 @@ def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple
 def _hulls(model: Model, geoms, dtype) -> tuple:
     """``(vertices (n, V, 3), planes (n, P, 4), valid (n, V) bool, faces (n, P, K) int, edges (n, E, 2) int)`` of the
     mesh geoms ``geoms``, in their frames; ``valid`` marks which rows are vertices (the rest is padding, never
-    chosen); faces and edges padded by :func:`jaxmor.io.mesh.padded_topology`."""
+    chosen); faces and edges padded by :func:`jaxmor.sim.collision.polytope.padded_topology`."""
     hulls = np.array([model.geom_mesh[g] for g in geoms], dtype=np.int32)
     count = np.array(model.mesh_vertex_count, dtype=np.int32)[hulls]
     valid = np.arange(model.mesh_vertices.shape[1])[None, :] < count[:, None]

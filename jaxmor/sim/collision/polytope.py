@@ -4,7 +4,7 @@ hull) with a box, a prism or a mesh, by the separating-axis manifold (:mod:`.sep
 Kernels take two batches of geoms as :mod:`~jaxmor.sim.collision.primitive`'s do, a mesh geom's size being its
 hull ``(vertices (..., V, 3) [m], planes (..., P, 4), valid (..., V) bool, faces (..., P, K) int, edges (..., E, 2)
 int)`` in the geom's frame (``valid`` marks the real vertices; padding rows are the hull's centroid, inside it, so
-they never decide an axis or a contact; :func:`jaxmor.io.mesh.padded_topology` pads faces and edges). The method
+they never decide an axis or a contact; :func:`padded_topology` pads faces and edges). The method
 and its limits: ``docs/design/collision.md``, "Polytope contacts".
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,27 @@ import numpy as np
 from jaxmor.sim.collision.contacts import kernel
 from jaxmor.sim.collision.primitive import deepest_on_segment, segment_ends
 from jaxmor.sim.collision.separating_axis import polytope_manifold
+
+
+def padded_topology(
+    faces: Sequence[tuple[tuple[int, ...], ...]], edges: Sequence[tuple[tuple[int, int], ...]], planes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(faces (n, planes, K), edges (n, E, 2))`` int32 of ``n`` hulls' rings and edges (``planes`` the Model's padded
+    plane count), ``K`` and ``E`` the most of any of them: rings padded by repeating their last vertex, the
+    missing planes' faces by the first face (as :func:`jaxmor.io.mesh.padded` repeats the first plane), the edges
+    by the first edge (a repeated edge adds no axis)."""
+    k = max((len(r) for f in faces for r in f), default=3)
+    e = max((len(x) for x in edges), default=1)
+    out_f = np.zeros((len(faces), planes, k), np.int32)
+    out_e = np.zeros((len(edges), e, 2), np.int32)
+    for i, (rings, sides) in enumerate(zip(faces, edges, strict=True)):
+        rows = [list(r) + [r[-1]] * (k - len(r)) for r in rings]
+        out_f[i] = rows[0]
+        out_f[i, : len(rows)] = rows
+        out_e[i] = sides[0]
+        out_e[i, : len(sides)] = sides
+    return out_f, out_e
+
 
 #: (8, 3) the corner sign vectors of a box, ``s_x`` varying slowest and ``s_z`` fastest.
 BOX_SIGNS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
