@@ -325,11 +325,18 @@ def run_paired(builders: dict[str, Callable[[], Program]], spec: dict, baseline:
 
 # ---------------------------------------------------------------------------------------------- entry
 
+#: The scenarios by name: the module of each, with its ``SCENARIO`` (runner side) and ``RUNNERS`` (case side).
+SCENARIOS = {
+    "quadruped": "bench.quadruped",
+    "go2": "bench.go2",
+    "motor-dynamics": "bench.motor_dynamics",
+    "envs": "bench.envs",
+    "gpu-plan": "bench.gpu_plan",
+}
+
 
 def run_case(spec: dict) -> dict:
     """Run one case in this process; never raises (errors are reported in the result)."""
-    from bench.runner import SCENARIOS
-
     result = {"status": "ok"}
     phase(f"start {spec['scenario']} {spec['engine']} {spec['kind']} N={spec['n_worlds']} (setup and compile)")
     try:

@@ -75,6 +75,7 @@ def run_paired(spec: dict) -> dict:
     """Build the env and the cases, and time them by the paired protocol (the same order every round)."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
     import jaxmor
     from bench import case
@@ -163,8 +164,8 @@ def run_paired(spec: dict) -> dict:
             "chunk": width,
             "motor_model": e.motor_model,
             "action_mode": e.action_mode,
-            "kp": e.kp,
-            "kd": e.kd,
+            "kp": np.asarray(e.kp).tolist(),  # [Nm/rad], per joint (from the motors) or one value
+            "kd": np.asarray(e.kd).tolist(),
             "solver_iterations": int(e.model.opt.solver_iterations),
         }
         return lambda: case.jax_program(fn, args, check_of(name), settings)

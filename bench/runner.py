@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import report
-from bench.case import MARKER, PHASE
+from bench.case import MARKER, PHASE, SCENARIOS
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -48,15 +48,6 @@ HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 #: 2: ``versions.jaxmor`` is the version of the checkout the cases import (its pyproject.toml); schema 1
 #: recorded the installed distribution's metadata, which an editable install leaves behind (see report.header).
 SCHEMA = 2
-
-#: The scenarios, by name: the module that defines each one's ``SCENARIO``.
-SCENARIOS = {
-    "quadruped": "bench.quadruped",
-    "go2": "bench.go2",
-    "motor-dynamics": "bench.motor_dynamics",
-    "envs": "bench.envs",
-    "gpu-plan": "bench.gpu_plan",
-}
 
 
 @dataclass(frozen=True)

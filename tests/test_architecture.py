@@ -202,6 +202,25 @@ def test_the_import_graph_has_no_cycle():
     assert not _cycles(_graph())
 
 
+def test_the_bench_imports_have_no_cycle():
+    """``bench/`` (runners, cases, tools) imports in one direction too: ``case`` runs in the case process and
+    holds the scenario table that ``runner`` reads."""
+    root = PACKAGE.parent / "bench"
+    modules = {".".join(p.relative_to(root.parent).with_suffix("").parts): p for p in root.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        imports = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bench"):
+                subs = {f"{node.module}.{a.name}" for a in node.names} & set(modules)
+                imports |= subs or {node.module}
+            elif isinstance(node, ast.Import):
+                imports |= {a.name for a in node.names if a.name.startswith("bench")}
+        graph[name] = {i for i in imports if i in modules and i != name}
+    assert "bench.case" in graph["bench.runner"]
+    assert not _cycles(graph)
+
+
 def test_the_layering_checks_can_fail():
     """The checks on a made-up graph: an upward import and a cycle are both reported."""
     graph = {"jaxmor.io.urdf": {"jaxmor.sim.pipeline"}, "jaxmor.sim.pipeline": {"jaxmor.sim.solver"}}
