@@ -142,12 +142,38 @@ def test_integer_draws_and_refusals(pendulum):
 
 
 def test_with_command_delay_refuses_bad_values(pendulum):
-    with pytest.raises(ArgumentError, match=r"steps must be >= 0"):
+    with pytest.raises(ArgumentError, match=r"steps must be in \[0, 1000\]"):
         jaxmor.with_command_delay(pendulum, -1)
     with pytest.raises(ArgumentError, match=r"steps must be an int or \(1,\) ints"):
         jaxmor.with_command_delay(pendulum, 1.5)
-    with pytest.raises(ArgumentError, match="max_delay must be an int >= the longest delay"):
+    with pytest.raises(ArgumentError, match=r"max_delay must be an int in \[the longest delay \(3\), 1000\]"):
         jaxmor.with_command_delay(pendulum, 3, max_delay=2)
+
+
+def test_delays_are_bounded_before_anything_is_allocated(pendulum, tmp_path):
+    """A delay beyond MAX_DELAY (1,000 steps) is refused where it is given, in the 64-bit integers it came in: 2^32 + 5
+    steps no longer wraps to 5 in int32, and 10^8 steps no longer allocates 1.2 GB of buffers in init_state."""
+    from jaxmor.actuation.definitions import MAX_DELAY
+
+    assert MAX_DELAY == 1000
+    for steps in (np.int64(2**32 + 5), 10**8, MAX_DELAY + 1):
+        with pytest.raises(ArgumentError, match=r"steps must be in \[0, 1000\]"):
+            jaxmor.with_command_delay(pendulum, steps)
+    with pytest.raises(ArgumentError, match="max_delay"):
+        jaxmor.with_command_delay(pendulum, 1, max_delay=MAX_DELAY + 1)
+    at_most = jaxmor.with_command_delay(pendulum, MAX_DELAY)
+    assert at_most.max_delay == MAX_DELAY
+    path = tmp_path / "late.urdf"
+    path.write_text(DRIVE_URDF.format(delay='delay="100000000"', controller=""))
+    with pytest.raises(jaxmor.ModelError, match=r"delay of <actuator> must be an integer in \[0, 1000\]"):
+        jaxmor.load_urdf(path)
+    mjcf = tmp_path / "late.xml"
+    mjcf.write_text(
+        '<mujoco><worldbody><body><joint name="j" type="hinge"/><geom size="0.1"/></body></worldbody>'
+        '<actuator><motor joint="j" delay="0.002" nsample="2147483647"/></actuator></mujoco>'
+    )
+    with pytest.raises(jaxmor.ModelError, match=r"nsample must be in \[0, 1000\]"):
+        jaxmor.load_mjcf(mjcf)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -315,8 +341,8 @@ def test_actuator_file_gives_delay_and_controller(drive_file):
 @pytest.mark.parametrize(
     ("delay", "controller", "line", "message"),
     [
-        ('delay="-1"', "", 9, r"delay of <actuator> must be an integer >= 0, got '-1'"),
-        ('delay="1.5"', "", 9, r"delay of <actuator> must be an integer >= 0"),
+        ('delay="-1"', "", 9, r"delay of <actuator> must be an integer in \[0, 1000\], got '-1'"),
+        ('delay="1.5"', "", 9, r"delay of <actuator> must be an integer in \[0, 1000\]"),
         ("", '<controller i_gain="1"/>', 11, "<controller> needs p_gain"),
         ("", '<controller p_gain="-1"/>', 11, "p_gain of <controller> must not be negative"),
         ("", '<controller p_gain="1" period="0"/>', 11, r"period of <controller> must be an integer >= 1"),

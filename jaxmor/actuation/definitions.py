@@ -22,6 +22,7 @@ __all__ = [
     "API_SOURCE",
     "CONTROLLER_SIDES",
     "DRIVABLE_JOINT_TYPES",
+    "MAX_DELAY",
     "ActuatorCoupling",
     "ActuatorDefinition",
     "BacklashDefinition",
@@ -37,6 +38,10 @@ DRIVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})
 #: Source used in messages for definitions made in Python (they have no file or line).
 API_SOURCE = "<api>"
 
+
+#: The longest command delay jaxmor takes [physics steps] (actuator files, MJCF ``nsample``, ``with_command_delay``):
+#: 1 s at a 1 ms step; the State's buffers hold ``(max_delay + 1, na, 3)`` values per world.
+MAX_DELAY = 1000
 
 #: The sides a drive controller can work on.
 CONTROLLER_SIDES = ("joint", "motor")
@@ -231,8 +236,8 @@ def definition_problem(defn: ActuatorDefinition) -> str | None:
 
 def _drive_problem(defn: ActuatorDefinition) -> str | None:
     """Why a definition's command delay or drive controller is invalid, or ``None``."""
-    if not isinstance(defn.delay, int) or isinstance(defn.delay, bool) or defn.delay < 0:
-        return f"delay must be an int >= 0 [steps], got {defn.delay!r}"
+    if not isinstance(defn.delay, int) or isinstance(defn.delay, bool) or not 0 <= defn.delay <= MAX_DELAY:
+        return f"delay must be an int in [0, {MAX_DELAY}] [steps], got {defn.delay!r}"
     if defn.controller is None:
         return None
     if not isinstance(defn.controller, DriveControllerDefinition):

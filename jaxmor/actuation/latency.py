@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.definitions import MAX_DELAY
 from jaxmor.checks import concrete, is_traced
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.types import Model, State
@@ -81,8 +82,11 @@ def _steps(value: ArrayLike, n: int, name: str) -> np.ndarray:
         raise ArgumentError(
             f"with_command_delay: {name} must be an int or ({n},) ints [steps], got {brief_repr(value)}"
         )
-    if np.any(array < 0):
-        raise ArgumentError(f"with_command_delay: {name} must be >= 0 [steps], got {array.tolist()}")
+    if np.any(array < 0) or np.any(array > MAX_DELAY):
+        raise ArgumentError(
+            f"with_command_delay: {name} must be in [0, {MAX_DELAY}] [steps] (MAX_DELAY), "
+            f"got {brief_repr(array.tolist())}"
+        )
     return np.broadcast_to(array, (n,)).astype(np.int32)
 
 
@@ -104,7 +108,8 @@ def with_command_delay(
 
     Raises:
         ArgumentError: a delay that is not a non-negative integer of the right shape, or a ``max_delay`` that is not
-            an int ``>= 0`` or is shorter than a delay.
+            an int ``>= 0`` or is shorter than a delay; a delay or ``max_delay`` above
+            :data:`jaxmor.actuation.definitions.MAX_DELAY` (1,000 steps).
     """
     motor = _steps(steps, model.na, "steps")
     ctrl = _steps(ctrl_steps, model.nu, "ctrl_steps")
@@ -112,9 +117,9 @@ def with_command_delay(
     if max_delay is None:
         max_delay = longest
     integral = isinstance(max_delay, (int, np.integer)) and not isinstance(max_delay, (bool, np.bool_))
-    if not integral or max_delay < longest:
+    if not integral or not longest <= max_delay <= MAX_DELAY:
         raise ArgumentError(
-            f"with_command_delay: max_delay must be an int >= the longest delay ({longest}), "
+            f"with_command_delay: max_delay must be an int in [the longest delay ({longest}), {MAX_DELAY}], "
             f"got {brief_repr(max_delay)}"
         )
     return model.replace(

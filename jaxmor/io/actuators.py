@@ -139,6 +139,7 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from jaxmor.actuation.definitions import (
+    MAX_DELAY,
     ActuatorCoupling,
     ActuatorDefinition,
     BacklashDefinition,
@@ -495,8 +496,8 @@ def parse_actuators(
     return definitions
 
 
-def _whole(element, attr: str, source: str, default: int, minimum: int) -> int:
-    """An integer attribute ``>= minimum`` (``default`` when absent); errors name the element's line."""
+def _whole(element, attr: str, source: str, default: int, minimum: int, maximum: int | None = None) -> int:
+    """An integer attribute in ``[minimum, maximum]`` (``default`` when absent); errors name the element's line."""
     text = element.get(attr)
     if text is None:
         return default
@@ -504,16 +505,17 @@ def _whole(element, attr: str, source: str, default: int, minimum: int) -> int:
         value = int(text.strip())
     except ValueError:
         value = None
-    if value is None or value < minimum:
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
         raise ModelError(
-            source, element.sourceline, f"{attr} of <{tag(element)}> must be an integer >= {minimum}, got {text!r}"
+            source, element.sourceline, f"{attr} of <{tag(element)}> must be an integer {bounds}, got {text!r}"
         )
     return value
 
 
 def _delay(element, source: str) -> int:
     """An ``<actuator>``'s ``delay`` [physics steps], 0 when absent."""
-    return _whole(element, "delay", source, 0, 0)
+    return _whole(element, "delay", source, 0, 0, MAX_DELAY)
 
 
 def _single_child(element, name: str, source: str):

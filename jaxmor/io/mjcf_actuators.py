@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from jaxmor.actuation.definitions import ActuatorDefinition
+from jaxmor.actuation.definitions import MAX_DELAY, ActuatorDefinition
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ArgumentError, brief_repr
@@ -182,8 +182,10 @@ def _with_delay(v: Values, actuator: AffineActuator) -> AffineActuator:
     interp = v.text("interp", "zoh")
     if not (math.isfinite(delay) and delay >= 0):
         raise v.error(f"actuator {actuator.name!r}: delay must be finite and >= 0 [s], got {delay!r}")
-    if nsample < 0:
-        raise v.error(f"actuator {actuator.name!r}: nsample must be >= 0, got {nsample}")
+    if not 0 <= nsample <= MAX_DELAY:
+        raise v.error(
+            f"actuator {actuator.name!r}: nsample must be in [0, {MAX_DELAY}] (jaxmor's MAX_DELAY), got {nsample}"
+        )
     if interp not in INTERPOLATIONS:
         raise v.error(f"actuator {actuator.name!r}: interp must be one of {INTERPOLATIONS}, got {interp!r}")
     if delay > 0 and nsample < 1:
