@@ -391,3 +391,19 @@ def test_two_terrain_grids_keep_their_own_arrays(saved, tmp_path):
     _rewrite((tmp_path / "two.npz").read_bytes(), tmp_path / "bad.npz", model__terrain__1__allowed=wider)
     with pytest.raises(ModelError, match=r"model\.terrain\[1\]\.allowed: shape \(1, 4\), expected .*\(1, 3\)"):
         jaxmor.load_checkpoint(tmp_path / "bad.npz")
+
+
+def test_an_archive_that_would_expand_past_the_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A small file whose entries declare more than MAX_CHECKPOINT_BYTES (1 GiB) decompressed is refused from the
+    archive's directory, before a byte is decompressed (here a 4 MiB cap and an entry of 8 MiB of zeros, 8 KiB on
+    disk); the cap counts the declared sizes, so the refusal names them."""
+    from jaxmor.modeling import checkpoint
+
+    monkeypatch.setattr(checkpoint, "MAX_CHECKPOINT_BYTES", 4 * 2**20)
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("model__x.npy", bytes(8 * 2**20))
+    assert path.stat().st_size < 64 * 2**10
+    with pytest.raises(ModelError, match=r"would take 8,388,608 bytes, more than MAX_CHECKPOINT_BYTES"):
+        jaxmor.load_checkpoint(path)
+    assert checkpoint.MAX_CHECKPOINT_BYTES == 4 * 2**20

@@ -126,6 +126,7 @@ FILES_A_CALLER_NAMES = {
     "load_urdf (str)": lambda tmp: jaxmor.load_urdf(str(tmp / f"{LONG}.urdf")),
     "load_mjcf": lambda tmp: jaxmor.load_mjcf(tmp / f"{LONG}.xml"),
     "load_world": lambda tmp: jaxmor.load_world(tmp / f"{LONG}.xml"),
+    "load_checkpoint": lambda tmp: jaxmor.load_checkpoint(tmp / f"{LONG}.npz"),
     "import_actuators": _import_actuators,
     "with_sensors": _with_sensors,
 }

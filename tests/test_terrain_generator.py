@@ -112,7 +112,16 @@ def test_a_ball_rests_on_every_spawn_point():
         ({"levels": 0}, "levels must be a positive int"),
         ({"kinds": ("lava",)}, "kinds must be some of"),
         ({"size": 8.05, "resolution": 0.1}, "must be a multiple of resolution"),
-        ({"resolution": 0.0}, "resolution must be positive"),
+        ({"resolution": 0.0}, r"resolution \[m\] must be positive"),
+        ({"size": float("inf")}, r"size \[m\] finite"),
+        ({"size": float("nan")}, r"size \[m\] finite"),
+        ({"seed": -1}, "seed must be an int >= 0"),
+        ({"seed": 1.5}, "seed must be an int >= 0"),
+        ({"parameters": Parameters(wavelength=0.0)}, "parameters.wavelength must be positive"),
+        ({"parameters": Parameters(run=0.0)}, "parameters.run must be positive"),
+        ({"parameters": Parameters(max_step=float("nan"))}, "parameters.max_step must be finite"),
+        ({"levels": 10**9}, "more than MAX_TERRAIN_VERTICES"),
+        ({"resolution": 1e-6}, "more than MAX_TERRAIN_VERTICES"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs, reason):

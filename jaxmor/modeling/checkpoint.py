@@ -29,6 +29,7 @@ import enum
 import json
 import os
 import typing
+import zipfile
 from pathlib import Path
 
 import jax
@@ -52,6 +53,8 @@ FORMAT = "jaxmor-checkpoint"
 #: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
 #: State.backlash_play and backlash_rate).
 FORMAT_VERSION = 5
+#: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
+MAX_CHECKPOINT_BYTES = 2**30
 _META = "jaxmor_checkpoint"
 
 
@@ -294,8 +297,13 @@ def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]
         ModelError: the file is missing, not an ``.npz`` archive, damaged (any error reading it), or lacks the
             structure entry.
     """
-    if not Path(path).is_file():
-        raise ModelError(source, None, "no such file")
+    try:
+        found = Path(path).is_file()
+    except (OSError, ValueError) as err:  # a name over the system's length limit, a NUL byte
+        raise ModelError(shortened(source), None, f"cannot be read: {getattr(err, 'strerror', None) or err}") from None
+    if not found:
+        raise ModelError(shortened(source), None, "no such file")
+    _check_size(path, source)
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
@@ -316,6 +324,25 @@ def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]
     if _META not in arrays:
         raise ModelError(source, None, "not a jaxmor checkpoint (a foreign .npz archive: no jaxmor_checkpoint entry)")
     return arrays
+
+
+def _check_size(path: str | os.PathLike, source: str) -> None:
+    """Refuse a file whose arrays would take more than :data:`MAX_CHECKPOINT_BYTES` once read: an archive by the
+    sizes its entries declare (before anything is decompressed), a single ``.npy`` file by its own size."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                size = sum(info.file_size for info in archive.infolist())
+        else:
+            size = os.path.getsize(path)
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return  # unreadable as an archive: the reader below names the damage
+    if size > MAX_CHECKPOINT_BYTES:
+        raise ModelError(
+            shortened(source),
+            None,
+            f"its arrays would take {size:,} bytes, more than MAX_CHECKPOINT_BYTES ({MAX_CHECKPOINT_BYTES:,})",
+        )
 
 
 def _read_structure(entry: np.ndarray, source: str) -> dict:

@@ -25,14 +25,20 @@ spawns, and its outermost vertices at 0, so that neighbouring cells meet without
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.errors import ArgumentError
+from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.modeling.height_field import with_height_field
 from jaxmor.types import Model
+
+#: The most grid vertices a terrain may have (a float64 height each: 512 MiB), checked before anything is allocated.
+MAX_TERRAIN_VERTICES = 2**26
+#: The parameters that are lengths dividing the cell (a period or a spacing), which must be positive [m].
+_POSITIVE = ("run", "roughness_step", "wavelength")
 
 #: The sub-terrain kinds, in the default column order.
 KINDS = ("flat", "slope", "stairs_up", "stairs_down", "rough", "obstacles", "stepping_stones", "wave")
@@ -117,18 +123,11 @@ def generate(
         The :class:`Terrain`, its corner at ``(0, 0)``.
 
     Raises:
-        ArgumentError: an unknown kind, or a size, resolution or level count out of range.
+        ArgumentError: an unknown kind; a size, resolution, level count or seed out of range; a parameter that is not
+            finite (or not positive where it divides a cell: ``run``, ``roughness_step``, ``wavelength``); a grid of
+            more than :data:`MAX_TERRAIN_VERTICES` vertices.
     """
-    if isinstance(levels, bool) or not isinstance(levels, int) or levels < 1:
-        raise ArgumentError(f"levels must be a positive int, got {levels!r}")
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown or not kinds:
-        raise ArgumentError(f"kinds must be some of {', '.join(KINDS)}, got {list(kinds)!r}")
-    if not resolution > 0 or not size >= 4 * resolution:
-        raise ArgumentError(f"resolution must be positive and size at least 4 of it, got {resolution!r}, {size!r}")
-    n = int(round(size / resolution))
-    if abs(n * resolution - size) > 1e-9 * size:
-        raise ArgumentError(f"size {size!r} must be a multiple of resolution {resolution!r}")
+    n = _checked(levels, kinds, size, resolution, seed, parameters)
     rng = np.random.default_rng(seed)
     difficulty = np.linspace(0.0, 1.0, levels) if levels > 1 else np.zeros(1)
     heights = np.zeros((levels * n + 1, len(kinds) * n + 1))
@@ -142,6 +141,41 @@ def generate(
             heights[row * n : (row + 1) * n + 1, col * n : (col + 1) * n + 1] = cell
             spawn[row, col] = ((col + 0.5) * size, (row + 0.5) * size, cell[n // 2, n // 2])
     return Terrain(heights, float(resolution), (0.0, 0.0), tuple(kinds), difficulty, spawn, float(size))
+
+
+def _checked(levels, kinds, size, resolution, seed, parameters: Parameters) -> int:
+    """The vertices along a cell's side, once every argument of :func:`generate` is checked (its Raises)."""
+    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
+        raise ArgumentError(f"levels must be a positive int, got {brief_repr(levels)}")
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise ArgumentError(f"kinds must be some of {', '.join(KINDS)}, got {brief_repr(list(kinds))}")
+    numbers = all(isinstance(v, (int, float, np.integer, np.floating)) for v in (resolution, size))
+    if not numbers or not (0 < resolution and 4 * resolution <= size < math.inf):
+        raise ArgumentError(
+            f"resolution [m] must be positive and size [m] finite and at least 4 of it, got {resolution!r}, {size!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ArgumentError(f"seed must be an int >= 0, got {brief_repr(seed)}")
+    for f in dataclasses.fields(Parameters):
+        value = getattr(parameters, f.name)
+        if (
+            not isinstance(value, (int, float, np.integer, np.floating))
+            or not math.isfinite(value)
+            or (f.name in _POSITIVE and value <= 0)
+        ):
+            rule = "positive and finite" if f.name in _POSITIVE else "finite"
+            raise ArgumentError(f"parameters.{f.name} must be {rule}, got {brief_repr(value)}")
+    n = int(round(size / resolution))
+    if abs(n * resolution - size) > 1e-9 * size:
+        raise ArgumentError(f"size {size!r} must be a multiple of resolution {resolution!r}")
+    vertices = (levels * n + 1) * (len(kinds) * n + 1)
+    if vertices > MAX_TERRAIN_VERTICES:
+        raise ArgumentError(
+            f"a terrain of {levels} levels x {len(kinds)} kinds, cells of {n} x {n} grid steps, has {vertices:,} "
+            f"vertices, more than MAX_TERRAIN_VERTICES ({MAX_TERRAIN_VERTICES:,}): fewer levels or a coarser resolution"
+        )
+    return n
 
 
 def _platform(x, y, p: Parameters) -> np.ndarray:
