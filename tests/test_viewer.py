@@ -210,6 +210,32 @@ def test_bad_input_is_an_argument_error(quadruped, tmp_path):
         viewer.write_html(model, trajectory, tmp_path / "x.html", geometry="visual")
 
 
+def test_a_damaged_trajectory_file_is_an_argument_error_naming_it(quadruped, tmp_path, monkeypatch):
+    """Each entry of a trajectory file is checked against the State's kind and shape: strings in ``time`` or a
+    complex ``q`` are refused (a traceback and a silent acceptance before), as are a header of the wrong type and a
+    file over MAX_TRAJECTORY_BYTES (from the archive's declared sizes)."""
+    from jaxmor.viewer import trajectory as files
+
+    model, trajectory = quadruped
+    saved = viewer.save_trajectory(tmp_path / "run.npz", model, trajectory)
+    data = dict(np.load(saved))
+    edits = {
+        "time holds strings": ({"state.time": np.full(data["state.time"].shape, "x")}, r"state\.time is str32"),
+        "complex q": ({"state.q": data["state.q"].astype(np.complex64)}, r"state\.q is complex64"),
+        "q of another shape": ({"state.q": data["state.q"][..., :5]}, "its q does not fit"),
+        "a bool of wrong shape": ({"state.nonfinite": data["state.q"]}, r"state\.nonfinite is float"),
+        "a string version": ({"jaxmor_trajectory": np.str_("1")}, "not a jaxmor trajectory file"),
+        "a negative time step": ({"timestep": np.float64(-1.0)}, "timestep must be a positive finite"),
+    }
+    for change, message in edits.values():
+        np.savez(tmp_path / "bad.npz", **{**data, **change})
+        with pytest.raises(jaxmor.ArgumentError, match=message):
+            viewer.load_trajectory(tmp_path / "bad.npz")
+    monkeypatch.setattr(files, "MAX_TRAJECTORY_BYTES", 1000)
+    with pytest.raises(jaxmor.ArgumentError, match="more than MAX_TRAJECTORY_BYTES"):
+        viewer.load_trajectory(saved)
+
+
 def test_import_jaxmor_does_not_import_viser():
     import subprocess
     import sys

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -52,6 +53,18 @@ def writing(where: str, argument: str, path: str | os.PathLike) -> Iterator[None
         other = err.filename is not None and str(err.filename) != os.fspath(path)
         detail = f" ({shortened(err.filename)})" if other else ""
         raise ArgumentError(f"{where}: {argument} {shortened(path)!r} cannot be written: {reason}{detail}") from None
+
+
+def archive_bytes(path: str | os.PathLike) -> int | None:
+    """The bytes a NumPy file's arrays take once read: an ``.npz`` archive's by the sizes its entries declare (nothing
+    decompressed), another file's by its size; ``None`` for a file that cannot be looked at (the reader names why)."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                return sum(info.file_size for info in archive.infolist())
+        return os.path.getsize(path)
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
 
 
 def readable_file(path: Path) -> bool:

@@ -29,7 +29,6 @@ import enum
 import json
 import os
 import typing
-import zipfile
 from pathlib import Path
 
 import jax
@@ -38,7 +37,7 @@ from jax.experimental import multihost_utils
 
 from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.files import shortened, writing
+from jaxmor.io.files import archive_bytes, shortened, writing
 from jaxmor.modeling.checkpoint_format import Decoder
 from jaxmor.state import state_shapes
 from jaxmor.types import (
@@ -327,17 +326,10 @@ def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]
 
 
 def _check_size(path: str | os.PathLike, source: str) -> None:
-    """Refuse a file whose arrays would take more than :data:`MAX_CHECKPOINT_BYTES` once read: an archive by the
-    sizes its entries declare (before anything is decompressed), a single ``.npy`` file by its own size."""
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                size = sum(info.file_size for info in archive.infolist())
-        else:
-            size = os.path.getsize(path)
-    except (OSError, zipfile.BadZipFile, ValueError):
-        return  # unreadable as an archive: the reader below names the damage
-    if size > MAX_CHECKPOINT_BYTES:
+    """Refuse a file whose arrays would take more than :data:`MAX_CHECKPOINT_BYTES` once read
+    (:func:`jaxmor.io.files.archive_bytes`: declared sizes, before anything is decompressed)."""
+    size = archive_bytes(path)
+    if size is not None and size > MAX_CHECKPOINT_BYTES:
         raise ModelError(
             shortened(source),
             None,

@@ -11,17 +11,22 @@ stored; a loaded State takes them from :func:`jaxmor.init_state`.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import zipfile
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from jaxmor.errors import ArgumentError
+from jaxmor.errors import ArgumentError, brief_repr
+from jaxmor.io.files import archive_bytes, shortened
 from jaxmor.types import Model, State
 
 #: The format's version.
 VERSION = 1
+#: The most bytes a trajectory file's arrays may take once read (1 GiB), checked before any is read.
+MAX_TRAJECTORY_BYTES = 2**30
 
 
 def _flat(state: State) -> dict[str, np.ndarray]:
@@ -70,29 +75,65 @@ def load_trajectory(path: str | os.PathLike) -> tuple[Model, State]:
     States of a trajectory file.
 
     Raises:
-        ArgumentError: not a trajectory file of this version, or a field the State does not have.
+        ArgumentError: not a trajectory file of this version (unreadable, over :data:`MAX_TRAJECTORY_BYTES` once
+            read, a header entry of the wrong type), or a field the State does not have or of the wrong dtype kind
+            or shape (strings, complex numbers), each naming the file.
     """
     import jaxmor
 
+    where = repr(shortened(str(path)))
+    size = archive_bytes(path)
+    if size is not None and size > MAX_TRAJECTORY_BYTES:
+        raise ArgumentError(f"{where}: its arrays would take {size:,} bytes, more than MAX_TRAJECTORY_BYTES")
     try:
         data = dict(np.load(path, allow_pickle=False))
-    except (OSError, ValueError) as exc:
-        raise ArgumentError(f"{str(path)!r} is not a trajectory file: {exc}") from None
-    if int(data.get("jaxmor_trajectory", -1)) != VERSION:
-        raise ArgumentError(f"{str(path)!r} is not a jaxmor trajectory file of version {VERSION}")
-    robot = str(data["robot"])
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ArgumentError(f"{where} is not a trajectory file: {brief_repr(str(exc))}") from None
+    robot, ground, timestep = _header(data, where)
     model = jaxmor.load_mjcf(robot) if robot.lower().endswith(".xml") else jaxmor.load_urdf(robot)
-    if bool(data["ground"]) and not model.ground:
+    if ground and not model.ground:
         model = jaxmor.add_ground(model)
-    model = jaxmor.with_options(model, timestep=float(data["timestep"]))
-    if "state.q" not in data or data["state.q"].shape[-1:] != (model.nq,):
-        raise ArgumentError(f"{str(path)!r}: its q does not fit the robot {robot!r} (nq = {model.nq})")
-    lead = data["state.q"].shape[:-1]
+    model = jaxmor.with_options(model, timestep=timestep)
+    q = data.get("state.q")
+    if q is None or q.ndim < 1 or q.shape[-1:] != (model.nq,):
+        raise ArgumentError(f"{where}: its q does not fit the robot {robot!r} (nq = {model.nq})")
+    lead = q.shape[:-1]
     template = jax.tree.map(lambda x: np.broadcast_to(np.asarray(x), lead + np.shape(x)), jaxmor.init_state(model))
     state_fields = {k[6:]: v for k, v in data.items() if k.startswith("state.")}
     motor_fields = {k[15:]: v for k, v in data.items() if k.startswith("actuator_state.")}
     try:
         states = template.replace(**state_fields, actuator_state=template.actuator_state.replace(**motor_fields))
     except TypeError as exc:
-        raise ArgumentError(f"{str(path)!r}: a field this jaxmor's State does not have: {exc}") from None
+        raise ArgumentError(f"{where}: a field this jaxmor's State does not have: {exc}") from None
+    _check_leaves(states, template, where)
     return model, states
+
+
+def _header(data: dict, where: str) -> tuple[str, bool, float]:
+    """The robot file, the ground flag and the time step [s] of a trajectory file's entries, checked."""
+
+    def entry(name: str, kinds: str):
+        value = data.get(name)
+        if value is None or value.shape != () or value.dtype.kind not in kinds:
+            raise ArgumentError(f"{where} is not a jaxmor trajectory file of version {VERSION} (its {name!r})")
+        return value.item()
+
+    if entry("jaxmor_trajectory", "iu") != VERSION:
+        raise ArgumentError(f"{where} is not a jaxmor trajectory file of version {VERSION}")
+    robot, ground, timestep = entry("robot", "U"), entry("ground", "b"), entry("timestep", "f")
+    if not (math.isfinite(timestep) and timestep > 0):
+        raise ArgumentError(f"{where}: its timestep must be a positive finite number [s], got {timestep!r}")
+    return robot, ground, timestep
+
+
+def _check_leaves(states: State, template: State, where: str) -> None:
+    """Every array of the loaded States of the kind (float, int, bool) and shape of the model's State's."""
+    paths = jax.tree_util.tree_flatten_with_path(states)[0]
+    for (path, got), want in zip(paths, jax.tree.leaves(template), strict=True):
+        got, want = np.asarray(got), np.asarray(want)
+        kind = {"f": "f", "i": "iu", "u": "iu", "b": "b"}[want.dtype.kind]
+        if got.dtype.kind not in kind or got.shape != want.shape:
+            name = jax.tree_util.keystr(path)
+            raise ArgumentError(
+                f"{where}: state{name} is {got.dtype.name} {got.shape}, expected {want.dtype.name} {want.shape}"
+            )
