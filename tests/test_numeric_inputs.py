@@ -321,3 +321,45 @@ def test_state_setters_refuse_a_value_that_overflows_the_states_dtype():
     with pytest.raises(ArgumentError, match=r"^p_gain\[0\] = 1e\+39 overflows in float32"):
         jaxmor.set_actuator_pd_gains(model, state, [1e39], [0.0])
     assert float(jaxmor.set_actuator_pd_gains(model, state, [1e38], [0.0]).actuator_p_gain[0]) == pytest.approx(1e38)
+
+
+# --------------------------------------------------------------------------------------------------
+# Affine actuator constants and height fields beyond float32 (they loaded as inf before).
+
+MJCF_HINGE = '<body><joint name="j" type="hinge"/><geom size=".1"/></body>'
+
+
+@pytest.mark.parametrize(
+    ("element", "field"),
+    [('<motor joint="j" gear="1e39"/>', "gear"), ('<position joint="j" kp="1e39"/>', "gain"),
+     ('<general joint="j" gainprm="1e39"/>', "gain"),
+     ('<general joint="j" biastype="affine" biasprm="0 -1e39"/>', "bias_q")],
+)  # fmt: skip
+def test_an_affine_actuator_constant_beyond_float32_is_refused_at_its_line(element, field):
+    text = f"<mujoco>\n  <worldbody>{MJCF_HINGE}</worldbody>\n  <actuator>\n    {element}\n  </actuator>\n</mujoco>\n"
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+        with pytest.raises(ModelError, match=rf"^<string>:{line_of(text, element)}: .*{field} -?1e\+39 overflows"):
+            jaxmor.load_mjcf(text)
+
+
+@pytest.mark.parametrize(
+    ("size", "pos", "message"),
+    [("1e39 1 0.1 0.1", "0 0 0", r"spacing \[m\]\[0\] = 1e\+39 overflows"),
+     ("1 1 0.1 0.1", "0 0 1e39", r"heights \[m\]\[0, 0\] = 1e\+39 overflows"),
+     ("1 1 1e39 0.1", "0 0 0", r"heights \[m\]\[1, 1\] = 1e\+39 overflows")],
+)  # fmt: skip
+def test_a_height_field_beyond_float32_is_refused(size, pos, message):
+    text = (
+        f'<mujoco>\n  <asset><hfield name="h" nrow="3" ncol="3" size="{size}" elevation="0 0 0 0 1 0 0 0 0"/></asset>\n'
+        f'  <worldbody><geom type="hfield" hfield="h" pos="{pos}"/>{MJCF_HINGE}</worldbody>\n</mujoco>\n'
+    )
+    with jax.enable_x64(False), warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+        with pytest.raises(ModelError, match=rf"^<string>:\d: height field .*{message}"):
+            jaxmor.load_mjcf(text)
+    model = float32_turntable()
+    with pytest.raises(ArgumentError, match=r"spacing \[m\]\[0\] = 1e\+39 overflows in float32"):
+        jaxmor.with_height_field(model, np.zeros((3, 3)), 1e39)
+    with pytest.raises(ArgumentError, match=r"the far corner .* overflows in float32"):
+        jaxmor.with_height_field(model, np.zeros((100, 100)), 1e37)

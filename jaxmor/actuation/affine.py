@@ -56,7 +56,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.checks import as_finite, as_nonnegative, as_range
+from jaxmor.checks import as_finite, as_nonnegative, as_range, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError
 from jaxmor.types import AffineActuators
 
@@ -300,21 +300,30 @@ def compile_affine(
         v_index.append(vi)
         tendon.append(-1)
 
-    def column(values: list[float]) -> jnp.ndarray:
-        return jnp.asarray(np.asarray(values, dtype=np.float64).reshape(len(definitions)), dtype=float)
+    dtype = jnp.result_type(float)
+
+    def column(values: list[float], name: str) -> jnp.ndarray:
+        array = np.asarray(values, dtype=np.float64).reshape(len(definitions))
+        problem = stored_problem(array, dtype, coordinates=name.startswith(("ctrl", "force")))
+        if problem is not None:
+            (i,), reason = problem
+            raise ArgumentError(
+                f"affine actuator '{definitions[i].name}': {name} {float(array[i])!r} {stored_failure(reason, dtype)}"
+            )
+        return jnp.asarray(array, dtype=dtype)
 
     inf = math.inf
     ctrl = [d.ctrl_range or (-inf, inf) for d in definitions]
     force = [d.force_range or (-inf, inf) for d in definitions]
     return AffineActuators(
-        gear=column([d.gear for d in definitions]),
-        gain=column([d.gain for d in definitions]),
-        bias_q=column([d.bias_q for d in definitions]),
-        bias_v=column([d.bias_v for d in definitions]),
-        ctrl_lower=column([r[0] for r in ctrl]),
-        ctrl_upper=column([r[1] for r in ctrl]),
-        force_lower=column([r[0] for r in force]),
-        force_upper=column([r[1] for r in force]),
+        gear=column([d.gear for d in definitions], "gear"),
+        gain=column([d.gain for d in definitions], "gain"),
+        bias_q=column([d.bias_q for d in definitions], "bias_q"),
+        bias_v=column([d.bias_v for d in definitions], "bias_v"),
+        ctrl_lower=column([r[0] for r in ctrl], "ctrl_lower"),
+        ctrl_upper=column([r[1] for r in ctrl], "ctrl_upper"),
+        force_lower=column([r[0] for r in force], "force_lower"),
+        force_upper=column([r[1] for r in force], "force_upper"),
         delay=jnp.asarray(np.asarray([getattr(d, "delay", 0) for d in definitions], np.float64)),
         names=tuple(d.name for d in definitions),
         q_index=tuple(q_index),

@@ -10,7 +10,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.checks import as_scalar, is_traced
+from jaxmor.checks import as_scalar, as_stored, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.types import HeightField, Model
 
@@ -50,6 +50,8 @@ def with_height_field(
     grid = _heights(heights, dtype)
     step = _pair(spacing, "spacing", dtype, positive=True)
     corner = _pair(origin, "origin", dtype, positive=False)
+    far = np.asarray(corner, np.float64) + np.asarray(step, np.float64) * (np.asarray(grid.shape[::-1]) - 1)
+    as_stored(far, "the far corner (origin + spacing (n - 1)) [m]", dtype, coordinates=True)
     field = HeightField(
         heights=grid,
         origin=corner,
@@ -80,6 +82,7 @@ def _heights(heights: Any, dtype) -> Any:
             raise ArgumentError(f"heights must be a 2-D array of numbers, got {type(heights).__name__}") from None
         if not np.all(np.isfinite(value)):
             raise ArgumentError("heights must be finite")
+        as_stored(value, "heights [m]", dtype, coordinates=True)
         arr = jnp.asarray(value, dtype)
     if arr.ndim != 2 or min(arr.shape) < 2:
         raise ArgumentError(f"heights must have shape (ny, nx) with ny, nx >= 2, got {arr.shape}")
@@ -99,4 +102,5 @@ def _pair(value: Any, name: str, dtype, positive: bool) -> Any:
         raise ArgumentError(f"{name} must be finite, got {arr.tolist()}")
     if positive and not np.all(arr > 0):
         raise ArgumentError(f"{name} must be positive, got {arr.tolist()}")
+    as_stored(arr, f"{name} [m]", dtype, coordinates=not positive)
     return jnp.asarray(arr, dtype)
