@@ -193,6 +193,21 @@ def test_a_grayscale_png_loads_as_mujocos_and_a_colour_one_is_refused(tmp_path):
         _load(tmp_path / "colour.xml")
 
 
+def test_a_png_with_too_many_pixels_is_refused_from_its_header(tmp_path):
+    """A PNG height field over MAX_HFIELD_PIXELS (4096 x 4096) is refused from its header before it is decoded: an
+    8,193 x 2,049 image of zeros is 17 KiB on disk and would take 134 MB decoded (a 196-megapixel one raised Pillow's
+    own DecompressionBombError before)."""
+    image = pytest.importorskip("PIL.Image")
+    image.fromarray(np.zeros((2049, 8193), np.uint8), "L").save(tmp_path / "big.png", optimize=True)
+    assert (tmp_path / "big.png").stat().st_size < 64 * 2**10
+    (tmp_path / "big.xml").write_text(
+        '<mujoco><asset><hfield name="h" file="big.png" size="1 1 0.4 0.1"/></asset><worldbody>'
+        '<geom type="hfield" hfield="h"/><body><freejoint/><geom size="0.1"/></body></worldbody></mujoco>'
+    )
+    with pytest.raises(ModelError, match=r"a PNG of 8193 x 2049 pixels, more than MAX_HFIELD_PIXELS \(16,777,216\)"):
+        _load(tmp_path / "big.xml")
+
+
 BAD = {
     "no size": ('<hfield name="h" nrow="2" ncol="2" elevation="0 0 0 1"/>', "needs size="),
     "short elevation": ('<hfield name="h" nrow="2" ncol="2" size="1 1 0.1 0.1" elevation="0 0 1"/>', "needs 4 numbers"),

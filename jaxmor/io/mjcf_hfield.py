@@ -34,6 +34,10 @@ class HeightFieldAsset:
     element: object
 
 
+#: The most pixels a PNG height field may have (4096 x 4096), checked from its header before it is decoded.
+MAX_HFIELD_PIXELS = 2**24
+
+
 def read_hfield_asset(v: Values, name: str, read_file) -> HeightFieldAsset:
     """An ``<hfield>`` asset (module docstring); ``read_file(file) -> bytes`` reads a file beside the model.
 
@@ -75,9 +79,15 @@ def _png(v: Values, name: str, raw: bytes) -> np.ndarray:
     except ImportError:
         raise v.error(f"hfield {name!r}: reading a PNG height field needs Pillow (pip install pillow)") from None
     try:
-        image = Image.open(io.BytesIO(raw))
+        image = Image.open(io.BytesIO(raw))  # reads the header only
+        width, height = image.size
+        if width * height > MAX_HFIELD_PIXELS:
+            raise v.error(
+                f"hfield {name!r}: a PNG of {width} x {height} pixels, more than MAX_HFIELD_PIXELS "
+                f"({MAX_HFIELD_PIXELS:,}), refused before it is decoded"
+            )
         image.load()
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, Image.DecompressionBombError) as err:
         raise v.error(f"hfield {name!r}: not a readable PNG ({err})") from None
     if image.mode not in ("L", "I;16", "I"):
         raise v.error(f"hfield {name!r}: a PNG height field must be grayscale (mode L or I;16), got mode {image.mode}")
