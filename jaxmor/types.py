@@ -879,7 +879,7 @@ def _field(dims: tuple, guard: str | None = None, control: bool = False):
       nested field (ActuatorState, MotorState) has it;
     * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
       ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
-      ``"not_nan"`` no NaN (``inf`` allowed), ``None`` nothing;
+      ``"non_negative"`` no NaN and nothing negative (``inf`` allowed), ``None`` nothing;
     * ``control``: an input a rollout can set per step (``jaxmor.rollout``'s ``controls``).
     """
     return struct.field(metadata={"dims": dims, "guard": guard, "control": control})
@@ -960,8 +960,9 @@ class State:
         backlash_rate: (nbl,) its rate, the rotor's velocity minus the gear output's [rad/s or m/s].
         invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
             ``jit``, where the setters cannot check values): a time step that is not positive and finite
-            (the world does not advance, as for ``nonfinite``), or an actuator that is not valid (it
-            applied no torque; ``actuator_state.valid`` says which). Stays set until cleared.
+            or a negative actuation limit (the world does not advance, as for ``nonfinite``), or an actuator
+            that is not valid (it applied no torque; ``actuator_state.valid`` says which). Stays set until
+            cleared.
     """
 
     # The dynamic state.
@@ -985,7 +986,7 @@ class State:
     # Runtime settings.
     bus_voltage: jax.Array = _field(dims=("na",), guard="finite", control=True)
     mor_enforced: jax.Array = _field(dims=())
-    actuation_limit: jax.Array = _field(dims=("nv",), guard="not_nan", control=True)
+    actuation_limit: jax.Array = _field(dims=("nv",), guard="non_negative", control=True)
     # The solver's warm start: the last step's impulses.
     contact_impulse: jax.Array = _field(dims=("nc", 3), guard="finite")
     contact_key: jax.Array = _field(dims=("nc",))

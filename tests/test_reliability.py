@@ -518,6 +518,21 @@ def test_a_traced_negative_time_step_flags_the_world_and_it_does_not_move(pendul
     assert not bool(run(1e-3).invalid)
 
 
+def test_a_traced_negative_actuation_limit_flags_the_world_and_it_does_not_move(pendulum):
+    """Set under ``jit`` (where ``set_actuation_limits`` cannot check it), a negative limit used to turn a commanded
+    +3 Nm into a clip to [+L, -L] (the sign flipped or shrunk, unflagged); now the world keeps its state and
+    ``invalid`` says why. A limit of +inf (none) and of 0 still run."""
+    state = jaxmor.init_state(pendulum, q=jnp.array([0.4]), u=jnp.array([0.2]))
+    state = state.replace(feedforward_force=jnp.array([3.0]))
+    run = jax.jit(lambda limit: jaxmor.step(pendulum, state.replace(actuation_limit=jnp.full((1,), limit))))
+    after = run(-2.0)
+    assert bool(after.invalid) and not bool(after.nonfinite)
+    assert float(after.q[0]) == 0.4 and float(after.u[0]) == 0.2 and float(after.time) == 0.0
+    for limit in (float("inf"), 0.0, 2.0):
+        good = run(limit)
+        assert not bool(good.invalid) and not bool(good.nonfinite) and float(good.time) > 0.0
+
+
 @pytest.mark.parametrize(
     "old, new, element, message",
     [

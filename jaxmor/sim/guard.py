@@ -54,8 +54,8 @@ def runnable(model: Model, state: State) -> jax.Array:
                 ok = ok & jnp.all(jnp.isfinite(x) & (jnp.abs(x) < DIVERGENCE_BOUND))
             elif rule == "finite":
                 ok = ok & jnp.all(jnp.isfinite(x))
-            else:  # "not_nan"
-                ok = ok & ~jnp.any(jnp.isnan(x))
+            else:  # "non_negative"
+                ok = ok & ~jnp.any(jnp.isnan(x) | (x < 0))
     return ok
 
 
@@ -88,11 +88,11 @@ def accept(model: Model, state: State, candidate: State, ok: jax.Array) -> State
     """The guard of the step: ``candidate`` where ``ok``, else ``state`` kept (see the module docstring).
 
     A rejected step changes only the flags and clears the external forces: ``invalid`` for a time step
-    that is not positive and finite, ``nonfinite`` otherwise (the world could not run, or its step went
-    non-finite).
+    that is not positive and finite or a negative actuation limit (values set under ``jit``), ``nonfinite``
+    otherwise (the world could not run, or its step went non-finite).
     """
     h = jnp.asarray(model.opt.timestep, state.u.dtype)
-    good_step = jnp.isfinite(h) & (h > 0)
+    good_step = jnp.isfinite(h) & (h > 0) & ~jnp.any(state.actuation_limit < 0)
     kept = state.replace(external_force=candidate.external_force)
     out = where_tree(ok, candidate, kept)
     return out.replace(
