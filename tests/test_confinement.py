@@ -80,6 +80,34 @@ def test_a_urdf_visual_mesh_outside_the_model_refuses_the_export_and_leaks_nothi
     assert anonymous(missing.value, "nothing") == anonymous(info.value, "secret")
 
 
+def test_a_urdf_saved_in_a_downloads_folder_reads_nothing_of_the_home(tmp_path):
+    """A URDF saved straight into ``home/Downloads`` reads meshes only below ``Downloads``: its parent (the home) is
+    no description package, so ``../.ssh/id_rsa`` and ``../notes.obj`` are refused like missing files, on loading and
+    on export; a hidden folder below an allowed tree is refused too, and a file that is no mesh format."""
+    home = tmp_path / "home"
+    (home / "Downloads" / ".cache").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY")
+    (home / "notes.obj").write_text(CUBE)
+    (home / "Downloads" / ".cache" / "cube.obj").write_text(CUBE)
+    (home / "Downloads" / "cube.obj").write_text(CUBE)
+    (home / "Downloads" / "key").write_text("PRIVATE KEY")
+    robot = home / "Downloads" / "robot.urdf"
+    for name in ("../.ssh/id_rsa", "../notes.obj", ".cache/cube.obj"):
+        robot.write_text(urdf(name, "cube.obj"))
+        with pytest.raises(jaxmor.ModelError, match=r":3: mesh file .* not found or not readable"):
+            jaxmor.export_package(jaxmor.load_urdf(robot), robot, tmp_path / "package")
+        robot.write_text(urdf("cube.obj", name))
+        with pytest.raises(jaxmor.ModelError, match=r":4: mesh file .* not found or not readable"):
+            jaxmor.load_urdf(robot)
+    robot.write_text(urdf("key", "cube.obj"))
+    with pytest.raises(jaxmor.ModelError, match=r":3: mesh file 'key' is not a mesh format"):
+        jaxmor.export_package(jaxmor.load_urdf(robot), robot, tmp_path / "package")
+    assert "PRIVATE" not in "".join(p.read_text(errors="replace") for p in (tmp_path / "package").rglob("*.*"))
+    robot.write_text(urdf("cube.obj", "cube.obj"))
+    assert jaxmor.load_urdf(robot).ng == 1  # its own folder is read
+
+
 def test_a_urdf_collision_mesh_outside_is_refused_like_a_missing_one_and_a_link_does_not_help(tree):
     robot = tree / "model" / "urdf" / "robot.urdf"
     errors = {}

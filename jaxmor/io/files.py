@@ -79,6 +79,11 @@ def readable_file(path: Path) -> bool:
         return False
 
 
+def _unhidden(path: Path, root: Path) -> bool:
+    """Whether no name of ``path`` below ``root`` is hidden (starts with a dot)."""
+    return not any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
 def confined_file(
     candidates: Iterable[str | os.PathLike],
     trees: Sequence[str | os.PathLike],
@@ -93,8 +98,8 @@ def confined_file(
 
     Returns:
         The resolved path of the first candidate whose real path lies in one of ``trees`` or directly in one of
-        ``parents`` and that is a readable regular file; ``None`` if there is none (whether missing, not
-        readable or outside).
+        ``parents``, with no hidden name (``.ssh``, ``.env``) on its way below that folder, and that is a readable
+        regular file; ``None`` if there is none (whether missing, not readable or outside).
     """
     roots = [Path(t).resolve() for t in trees]
     folders = [Path(p).resolve() for p in parents]
@@ -103,7 +108,8 @@ def confined_file(
             real = Path(candidate).resolve()
         except (OSError, RuntimeError, ValueError):
             continue
-        where = any(inside(real, t) for t in roots) or real.parent in folders
+        where = any(inside(real, t) and _unhidden(real, t) for t in roots)
+        where = where or (real.parent in folders and not real.name.startswith("."))
         if where and readable_file(real):
             return real
     return None

@@ -100,6 +100,27 @@ def _candidates(uri: str, resource_dir: str | None, package_dirs: Sequence[str |
     return [path if path.is_absolute() else base / path]
 
 
+#: The names of a folder that holds a robot's description beside its meshes (``robot/urdf/robot.urdf`` with
+#: ``robot/meshes/``): only from such a folder (or one whose parent holds a ``package.xml``) does a URDF read files
+#: in its parent's tree (``../meshes/...``).
+DESCRIPTION_FOLDERS = frozenset({"urdf", "urdfs", "robot", "robots", "xacro", "model", "models", "description", "mjcf"})
+
+
+#: The file suffixes a mesh may have (the formats trimesh reads, and MuJoCo's ``.msh``), any case: a description
+#: naming another file as a mesh is refused before it is read or copied into a package.
+MESH_SUFFIXES = frozenset({".stl", ".obj", ".dae", ".ply", ".off", ".glb", ".gltf", ".3mf", ".msh"})
+
+
+def model_trees(base: Path) -> list[Path]:
+    """The folders (with everything below them) a URDF in ``base`` reads its meshes from: ``base``, and its parent
+    where ``base`` is a description folder (:data:`DESCRIPTION_FOLDERS`) or the parent a ROS package; never the
+    parent of a file saved straight into a folder such as a home's ``Downloads`` (whose parent is the home)."""
+    parent = base.parent
+    if parent != base and (base.name.lower() in DESCRIPTION_FOLDERS or (parent / "package.xml").is_file()):
+        return [base, parent]
+    return [base]
+
+
 def _package_roots(uri: str, resource_dir: str | None) -> list[Path]:
     """For ``package://PKG/...``: the ancestors of ``resource_dir`` named ``PKG`` that hold a ``package.xml``."""
     if not uri.startswith("package://") or resource_dir is None:
@@ -127,7 +148,7 @@ def resolve_mesh(
             ``package_dirs`` are allowed).
         package_dirs: the search path's folders (their trees are allowed).
         source, line: the description and line naming the file (for messages).
-        trees: the model's folders (with everything below them); default ``resource_dir`` and its parent folder
+        trees: the model's folders (with everything below them); default :func:`model_trees` of ``resource_dir``
             (a URDF's rule).
         kind: what the file is, in messages (``"mesh"``, ``"texture"``, ...).
 
@@ -136,12 +157,12 @@ def resolve_mesh(
 
     Raises:
         ModelError: the file is not found, not readable or outside the allowed folders (one message for all
-            three, listing the places searched), or larger than :data:`MAX_MESH_BYTES`.
+            three, listing the places searched), a mesh without a suffix of :data:`MESH_SUFFIXES`, or larger than
+            :data:`MAX_MESH_BYTES`.
     """
     places = _candidates(uri, resource_dir, package_dirs)
     if trees is None:
-        base = None if resource_dir is None else Path(resource_dir).resolve()
-        trees = [] if base is None else [base, base.parent]
+        trees = [] if resource_dir is None else model_trees(Path(resource_dir).resolve())
     allowed = [*trees, *package_dirs, *_package_roots(uri, resource_dir)]
     path = confined_file(places, allowed)
     if path is None:
@@ -154,6 +175,12 @@ def resolve_mesh(
             line,
             f"{kind} file {shortened(uri)!r} not found or not readable in the allowed folders{hint}; searched: {shown} "
             "(files are read only within the model's folders and package_dirs)",
+        )
+    if kind == "mesh" and path.suffix.lower() not in MESH_SUFFIXES:
+        raise ModelError(
+            source,
+            line,
+            f"mesh file {shortened(uri)!r} is not a mesh format jaxmor reads ({', '.join(sorted(MESH_SUFFIXES))})",
         )
     size = path.stat().st_size
     if size > MAX_MESH_BYTES:
