@@ -27,10 +27,19 @@ NOT_YET = {
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_YET[n])) if n in NOT_YET else n for n in WALKING],
-)
+#: The policies checked in the default tier (the default command's and the omnidirectional one, which the training
+#: issue names); the others, about 20 s each, run with ``-m slow``.
+DEFAULT_TIER = {"quadruped-em", "quadruped-omni-em"}
+
+
+def _marks(name: str) -> list:
+    marks = [] if name in DEFAULT_TIER else [pytest.mark.slow]
+    if name in NOT_YET:
+        marks.append(pytest.mark.xfail(strict=True, reason=NOT_YET[name]))
+    return marks
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in WALKING])
 def test_a_committed_policy_walks_forward_at_half_a_metre_per_second(name):
     policy, config = load_run_policy(POLICIES / name)
     report = evaluate(policy, config, commands=((0.5, 0.0, 0.0),), worlds=4, seconds=6.0, settle=2.0)
