@@ -25,12 +25,12 @@ spawns, and its outermost vertices at 0, so that neighbouring cells meet without
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.checks import as_finite, as_int, as_positive, as_positive_int
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.modeling.height_field import with_height_field
 from jaxmor.types import Model
@@ -145,27 +145,18 @@ def generate(
 
 def _checked(levels, kinds, size, resolution, seed, parameters: Parameters) -> int:
     """The vertices along a cell's side, once every argument of :func:`generate` is checked (its Raises)."""
-    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
-        raise ArgumentError(f"levels must be a positive int, got {brief_repr(levels)}")
+    levels = as_positive_int(levels, "levels")
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         raise ArgumentError(f"kinds must be some of {', '.join(KINDS)}, got {brief_repr(list(kinds))}")
-    numbers = all(isinstance(v, (int, float, np.integer, np.floating)) for v in (resolution, size))
-    if not numbers or not (0 < resolution and 4 * resolution <= size < math.inf):
-        raise ArgumentError(
-            f"resolution [m] must be positive and size [m] finite and at least 4 of it, got {resolution!r}, {size!r}"
-        )
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ArgumentError(f"seed must be an int >= 0, got {brief_repr(seed)}")
+    resolution = as_positive(resolution, "resolution [m]")
+    size = as_finite(size, "size [m]")
+    if size < 4 * resolution:
+        raise ArgumentError(f"size [m] must be at least 4 resolutions, got {size!r} and {resolution!r}")
+    as_int(seed, "seed")
     for f in dataclasses.fields(Parameters):
-        value = getattr(parameters, f.name)
-        if (
-            not isinstance(value, (int, float, np.integer, np.floating))
-            or not math.isfinite(value)
-            or (f.name in _POSITIVE and value <= 0)
-        ):
-            rule = "positive and finite" if f.name in _POSITIVE else "finite"
-            raise ArgumentError(f"parameters.{f.name} must be {rule}, got {brief_repr(value)}")
+        check = as_positive if f.name in _POSITIVE else as_finite
+        check(getattr(parameters, f.name), f"parameters.{f.name}")
     n = int(round(size / resolution))
     if abs(n * resolution - size) > 1e-9 * size:
         raise ArgumentError(f"size {size!r} must be a multiple of resolution {resolution!r}")
