@@ -106,6 +106,9 @@ def test_a_urdf_saved_in_a_downloads_folder_reads_nothing_of_the_home(tmp_path):
     assert "PRIVATE" not in "".join(p.read_text(errors="replace") for p in (tmp_path / "package").rglob("*.*"))
     robot.write_text(urdf("cube.obj", "cube.obj"))
     assert jaxmor.load_urdf(robot).ng == 1  # its own folder is read
+    (home / "package.xml").write_text("<package/>")  # a ROS package's root: its tree is the model's
+    robot.write_text(urdf("cube.obj", "../notes.obj"))
+    assert jaxmor.load_urdf(robot).ng == 1
 
 
 def test_a_urdf_collision_mesh_outside_is_refused_like_a_missing_one_and_a_link_does_not_help(tree):
