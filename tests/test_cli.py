@@ -202,7 +202,7 @@ def demo_run(tmp_path_factory):
         results.append(original(*args, **kwargs))
         return results[-1]
 
-    out = tmp_path_factory.mktemp("demo")
+    out = tmp_path_factory.mktemp("demo") / "made" / "by-the-demo"  # a missing folder is made
     mp = pytest.MonkeyPatch()
     mp.setattr(jaxmor.tools.demo, "run_demo", spy)
     import contextlib
@@ -215,6 +215,13 @@ def demo_run(tmp_path_factory):
     finally:
         mp.undo()
     return code, stdout.getvalue(), out, results[0]
+
+
+def test_demo_refuses_a_file_as_its_folder(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    assert main(["demo", "--worlds", "8", "--out", str(taken)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -339,7 +339,9 @@ def test_an_affine_actuator_constant_beyond_float32_is_refused_at_its_line(eleme
     text = f"<mujoco>\n  <worldbody>{MJCF_HINGE}</worldbody>\n  <actuator>\n    {element}\n  </actuator>\n</mujoco>\n"
     with jax.enable_x64(False), warnings.catch_warnings():
         warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
-        with pytest.raises(ModelError, match=rf"^<string>:{line_of(text, element)}: .*{field} -?1e\+39 overflows"):
+        with pytest.raises(
+            ModelError, match=rf"^<string>:{line_of(text, element)}: actuator '[^']*': {field} -?1e\+39 overflows"
+        ):
             jaxmor.load_mjcf(text)
 
 

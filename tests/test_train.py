@@ -157,3 +157,28 @@ def test_the_compatibility_shim_matches_the_removed_function():
     np.testing.assert_array_equal(np.asarray(out["a"]), np.broadcast_to(tree["a"], (count, 2, 3)))
     assert out["b"].shape == (count,) and len(out["a"].sharding.device_set) == count
     assert jax.device_put_replicated is brax_compat.device_put_replicated or not brax_compat.install()
+
+
+def test_mirror_puts_each_reflection_in_the_batch():
+    """PPO with ``mirror``: the running statistics see every observation and its reflection, so an entry the
+    reflection negates in place (the lateral command, the forward-axis angular velocity...) has mean exactly 0."""
+    from jaxmor.train.ppo import PPO
+
+    ppo = PPO(envs.Locomotion(episode_steps=5), dataclasses.replace(TINY, mirror=True))
+    state, metrics = ppo.iterate(ppo.start(0))
+    assert np.isfinite(float(metrics["loss/total_loss"][0]))
+    mirror = ppo.mirror
+    negated = (mirror.observation_index == np.arange(len(mirror.observation_index))) & (mirror.observation_sign < 0)
+    mean = np.asarray(state.normalizer.mean[0])
+    assert negated.sum() >= 4 and np.all(np.abs(mean[negated]) < 1e-6)
+    assert np.any(np.abs(mean) > 1e-3)  # the others are not all zero (standing height, gravity's z...)
+
+
+def test_gain_scale_scales_the_default_gains():
+    from jaxmor.train.run import make_env
+
+    base, soft = make_env(RunConfig(randomization=False)), make_env(RunConfig(randomization=False, gain_scale=0.25))
+    np.testing.assert_allclose(soft.kp, 0.25 * base.kp, rtol=1e-12)
+    np.testing.assert_allclose(soft.kd, 0.5 * base.kd, rtol=1e-12)  # the damping ratio kept
+    with pytest.raises(ArgumentError, match="gain_scale"):
+        make_env(RunConfig(gain_scale=0.0))

@@ -30,6 +30,7 @@ from jaxmor.checks import as_int, as_nonnegative, as_positive, as_positive_int
 from jaxmor.envs import terms
 from jaxmor.envs.core import Env
 from jaxmor.envs.feet import Feet, FeetState, feet_of
+from jaxmor.envs.mirror import Mirror, locomotion_mirror
 from jaxmor.envs.stability import check_pd_step
 from jaxmor.envs.terms import DEFAULT_COMMAND_RANGES, DEFAULT_OBSERVATION_NOISE, DEFAULT_REWARD_WEIGHTS
 from jaxmor.errors import ArgumentError, brief_repr
@@ -129,6 +130,10 @@ def box_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.Array]
     upper = jnp.where(u > limit, 0.0, effort)
     lower = jnp.where(u < -limit, 0.0, -effort)
     return lower, upper
+
+
+#: The default position-target range of ``"pd"`` mode [rad].
+ACTION_SCALE = 0.5
 
 
 class Locomotion(Env):
@@ -296,7 +301,7 @@ class Locomotion(Env):
         action_mode: str = "pd",
         kp: float | np.ndarray | None = None,
         kd: float | np.ndarray | None = None,
-        action_scale: float = 0.5,
+        action_scale: float = ACTION_SCALE,
         timestep: float = 0.004,
         substeps: int = 5,
         episode_steps: int = 1000,
@@ -367,6 +372,15 @@ class Locomotion(Env):
         self.observation_size = self._opening_size() + 3 + clock + 5 * model.na + self._scan_size()
         self.action_size = model.na
         self._draw_pool(randomization, randomization_pool, seed)
+
+    def mirror(self) -> Mirror:
+        """The left-right reflection of this task's observations and actions
+        (:func:`jaxmor.envs.mirror.locomotion_mirror`).
+
+        Raises:
+            ArgumentError: sensor observations, or a robot, standing pose or gait clock that is not symmetric.
+        """
+        return locomotion_mirror(self)
 
     def _gait(self, model: Model, standing_q: np.ndarray, frequency: float | None):
         """``(frequency [Hz], offsets (nf,) [rad])`` of the gait clock, or ``(None, None)`` without one."""

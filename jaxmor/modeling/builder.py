@@ -776,7 +776,8 @@ def _compile_affine(model: Model, description: RobotDescription):
             compile_affine(definitions[-1:], q_index, v_index, tendons)
             delays.append(delay_steps(a, timestep))
         except ArgumentError as err:
-            raise ModelError(description.source, a.line, f"actuator '{a.name}': {err}") from None
+            reason = str(err).removeprefix(f"affine actuator '{a.name}': ")
+            raise ModelError(description.source, a.line, f"actuator '{a.name}': {reason}") from None
     affine = compile_affine(definitions, q_index, v_index, tendons)
     return affine.replace(delay=jnp.asarray(np.asarray(delays, np.float64), affine.delay.dtype))
 

@@ -322,7 +322,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--worlds", type=int, default=None, help="parallel worlds (default 1024 on a CPU, 8192 else)")
     demo.add_argument("--seconds", type=float, default=None, help="simulated time [s] (default 0.5)")
-    demo.add_argument("--out", default=".", help="folder for demo_regions.png (default: the current folder)")
+    demo.add_argument(
+        "--out", default=".", help="folder for demo_regions.png, made if missing (default: the current folder)"
+    )
     demo.add_argument("--video", default=None, help="also write a video of the first 4 worlds (.gif or .mp4)")
     view = sub.add_parser("view", help="write a 3D page of a robot file (.urdf, .xml) or a trajectory file (.npz)")
     view.add_argument("path")
@@ -355,6 +357,17 @@ def _train_parsers(sub) -> None:
     train.add_argument("--steps", type=int, default=20_000_000, help="environment steps (default 20M)")
     train.add_argument("--minutes", type=float, default=30.0, help="wall-clock budget [min] (default 30)")
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--mirror",
+        action="store_true",
+        help="add each transition's left-right reflection to PPO's batches (symmetric augmentation)",
+    )
+    train.add_argument(
+        "--gain-scale",
+        type=float,
+        default=1.0,
+        help="scale of the default PD gains from the motors: kp times it, kd times its square root (default 1)",
+    )
     train.add_argument("--out", default="runs/quadruped-em", help="the run folder (default runs/quadruped-em)")
     train.add_argument(
         "--devices",
@@ -383,9 +396,10 @@ def _train(args) -> int:
         motor_model=args.motor,
         terrain=args.terrain,
         seed=args.seed,
+        gain_scale=args.gain_scale,
         steps=args.steps,
         minutes=args.minutes,
-        ppo=PPOConfig(worlds=args.worlds),
+        ppo=PPOConfig(worlds=args.worlds, mirror=args.mirror),
         **command_settings(args.commands, args.robot),
     )
     out = train(args.out, config)

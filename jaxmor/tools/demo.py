@@ -306,10 +306,14 @@ def main(worlds: int | None, seconds: float, out: str, video: str | None = None)
     if not (seconds > 0 and math.isfinite(seconds)):
         raise ArgumentError(f"--seconds must be positive, got {seconds}")
     out_dir = Path(out)
-    if not out_dir.is_dir():
-        raise ArgumentError(f"--out {out!r} is not a folder")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ArgumentError(f"--out {out!r} is a file, not a folder")
     if video is not None and Path(video).suffix.lower() not in (".gif", ".mp4"):
         raise ArgumentError(f"--video must name a .gif or .mp4 file, got {video!r}")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArgumentError(f"--out {out!r}: cannot create the folder: {exc.strerror}") from None
 
     print(
         f"jaxmor demo: the shipped quadruped, standing, {worlds:,} worlds x {seconds:g} s"

@@ -9,8 +9,9 @@ training over ``command_ranges``. It measures, per world and over the steps befo
 * **tracking**: the mean of ``|v_xy - command_xy|`` [m/s] and of ``|w_z - command_yaw|`` [rad/s], leaving out the
   ``settle`` seconds after each command change (the robot accelerating); the mean forward speed [m/s];
 * **falls**: the share of worlds whose episode ended by a fall (the base below its fall height or tilted over);
-* **gait**: each foot's share of steps off the ground (the worlds' means, per foot), and the mean horizontal speed
-  of the stance feet [m/s] (:mod:`jaxmor.envs.feet`).
+* **gait**: each foot's share of steps off the ground while the command asks the robot to move (its norm at least
+  :data:`jaxmor.envs.terms.STANDING`; a standing command asks every foot to stay down), the means of the worlds that
+  had such steps, per foot; and the mean horizontal speed of the stance feet [m/s] (:mod:`jaxmor.envs.feet`).
 
 A policy **walks** (``verdict["walks"]``) when every foot is off the ground at least ``MIN_SWING`` (20%) of the
 time, the stance feet slip slower than ``MAX_SLIP`` (0.1 m/s), and it tracks within ``tolerance`` [m/s] with falls
@@ -25,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.envs.terms import STANDING
 from jaxmor.train.policy import Policy
 from jaxmor.train.run import RunConfig, make_env
 
@@ -82,6 +84,7 @@ def _per_world(records: dict, control_period: float, settle: float) -> dict[str,
     mean = masked_mean
 
     stance = r["touching"].sum(-1) > 0
+    moving = alive & (np.linalg.norm(r["command"], axis=-1) >= STANDING)
     return {
         "fell": fell_by[-1],
         "tracking_error": mean(r["tracking_error"], tracked),
@@ -89,6 +92,8 @@ def _per_world(records: dict, control_period: float, settle: float) -> dict[str,
         "forward_speed": mean(r["forward_speed"], tracked),
         "command_forward": r["command"][-1, :, 0],
         "swing": mean(~r["touching"], alive[..., None]),
+        "moving_swing": mean(~r["touching"], moving[..., None]),
+        "moved": np.any(moving, axis=0),
         "slip_speed": mean(r["slip_speed"], alive & stance),
     }
 
@@ -122,10 +127,10 @@ def evaluate(
 
     Returns:
         A JSON-able dict: ``"timestep"`` [s], ``"substeps"``, ``"worlds"``, ``"falls"`` (share), ``"tracking_error"``
-        [m/s], ``"yaw_rate_error"`` [rad/s], ``"swing"`` (per foot, the worlds' mean share off the ground),
-        ``"slip_speed"`` [m/s], ``"gait"`` (bool: every foot's swing >= MIN_SWING and slip < MAX_SLIP), and
+        [m/s], ``"yaw_rate_error"`` [rad/s], ``"swing"`` (per foot, the mean share off the ground under moving
+        commands), ``"slip_speed"`` [m/s], ``"gait"`` (bool: every foot's swing >= MIN_SWING and slip < MAX_SLIP), and
         ``"rows"``: per fixed command, its worlds' figures (``command``, ``speed`` reached, ``tracking_error``,
-        ``falls``, ``swing`` (smallest foot's), ``slip_speed``).
+        ``falls``, ``swing`` (smallest foot's share off the ground, whatever the command), ``slip_speed``).
     """
     substeps = max(1, round(config.substeps / timestep_factor))
     timestep = config.timestep * config.substeps / substeps
@@ -154,7 +159,8 @@ def evaluate(
 
 
 def _summary(per: dict, commands, timestep: float, substeps: int, worlds: int) -> dict:
-    swing = per["swing"].mean(axis=0)
+    moved = per["moved"]
+    swing = per["moving_swing"][moved].mean(axis=0) if moved.any() else np.zeros(per["swing"].shape[1])
     report = {
         "timestep": timestep,
         "substeps": substeps,

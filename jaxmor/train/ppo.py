@@ -54,6 +54,9 @@ class PPOConfig:
         max_grad_norm: global gradient-norm clipping.
         policy_layers: hidden layer sizes of the policy network.
         value_layers: hidden layer sizes of the value network.
+        mirror: add every transition's left-right reflection to the iteration's batch (symmetric data
+            augmentation, :mod:`jaxmor.envs.mirror`): the reflected observations and actions with the original's
+            rewards, advantages and behaviour log-probabilities; the gradient passes cost twice as much.
     """
 
     worlds: int = 1024
@@ -69,6 +72,7 @@ class PPOConfig:
     max_grad_norm: float = 1.0
     policy_layers: tuple[int, ...] = (256, 128, 128)
     value_layers: tuple[int, ...] = (256, 256, 128)
+    mirror: bool = False
 
 
 @struct.dataclass
@@ -101,8 +105,8 @@ class PPO:
         devices: the devices to split the worlds over (default: every local device).
 
     Raises:
-        ArgumentError: worlds not divisible by the devices, or a world's transitions not divisible into the
-            minibatches.
+        ArgumentError: worlds not divisible by the devices, a world's transitions not divisible into the
+            minibatches, or ``mirror`` on an environment without a ``mirror()`` (or without the symmetry).
     """
 
     def __init__(self, env, config: PPOConfig, devices=None):
@@ -115,6 +119,9 @@ class PPO:
                 f"minibatches={config.minibatches} (each minibatch holds whole trajectories of some worlds)"
             )
         self.local_worlds = config.worlds // count
+        if config.mirror and not hasattr(env, "mirror"):
+            raise ArgumentError(f"mirror needs an environment with a mirror() method; {type(env).__name__} has none")
+        self.mirror = env.mirror() if config.mirror else None
         self.env = wrap_for_training(BraxEnv(env))
         self.networks = ppo_networks.make_ppo_networks(
             env.observation_size,
@@ -178,6 +185,9 @@ class PPO:
             self.env, state.env_state, policy, key_unroll, cfg.unroll_length, extra_fields=fields
         )
         data = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), data)  # (worlds, time, ...)
+        metrics = episode_sums(data.extras["state_extras"], data.reward)
+        if self.mirror is not None:
+            data = with_reflection(data, self.mirror)
         normalizer = running_statistics.update(state.normalizer, data.observation, pmap_axis_name=AXIS)
 
         def epoch(carry, _):
@@ -194,7 +204,6 @@ class PPO:
             epoch, (state.optimizer_state, state.params, key_sgd), None, length=cfg.epochs
         )
         new = TrainState(params, optimizer_state, normalizer, env_state, key, state.iteration + 1)
-        metrics = episode_sums(data.extras["state_extras"], data.reward)
         metrics.update({f"loss/{k}": jax.lax.pmean(jnp.mean(v), AXIS) for k, v in losses.items()})
         return new, metrics
 
@@ -210,6 +219,21 @@ class PPO:
         """``(normalizer, policy parameters)`` of device 0, on the host."""
         first = jax.tree.map(lambda x: x[0], (state.normalizer, state.params.policy))
         return jax.device_get(first)
+
+
+def with_reflection(data, mirror):
+    """The (worlds, time, ...) transitions followed by their reflections (:class:`jaxmor.envs.mirror.Mirror`):
+    observations, actions and the pre-squashing actions reflected (``tanh`` commutes with a signed permutation),
+    everything else (rewards, discounts, behaviour log-probabilities, episode data) kept."""
+    policy_extras = dict(data.extras["policy_extras"])
+    policy_extras["raw_action"] = mirror.action(policy_extras["raw_action"])
+    reflected = data._replace(
+        observation=mirror.observation(data.observation),
+        next_observation=mirror.observation(data.next_observation),
+        action=mirror.action(data.action),
+        extras={**data.extras, "policy_extras": policy_extras},
+    )
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), data, reflected)
 
 
 def episode_sums(extras: dict, reward: jax.Array) -> dict[str, jax.Array]:

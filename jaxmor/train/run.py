@@ -31,6 +31,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxmor.checks import as_positive
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.train.ppo import PPO, PPOConfig, TrainState
 
@@ -56,6 +57,8 @@ class RunConfig:
         command_ranges: the velocity commands' ranges (forward, lateral [m/s], yaw [rad/s]).
         command_levels: levels of the command curriculum (:class:`jaxmor.envs.Locomotion`), or ``None``.
         gait_speedup: how much faster the gait clock turns per m/s of command [Hz s/m].
+        gain_scale: the default PD gains (:func:`jaxmor.envs.default_gains`) scaled: ``kp`` by it, ``kd`` by its
+            square root (the damping ratio kept); 1 keeps them.
         seed: the run's seed (parameters, worlds, randomization pool).
         steps: environment steps (control steps summed over the worlds) to train for.
         minutes: wall-clock budget [min]; the run stops at whichever of it and ``steps`` comes first.
@@ -71,6 +74,7 @@ class RunConfig:
     command_ranges: tuple[tuple[float, float], ...] = FORWARD_COMMANDS
     command_levels: int | None = None
     gait_speedup: float = 0.0
+    gain_scale: float = 1.0
     seed: int = 0
     steps: int = 20_000_000
     minutes: float = 30.0
@@ -159,6 +163,10 @@ def make_env(config: RunConfig, **overrides):
     elif config.terrain != "flat":
         raise ArgumentError(f"terrain must be 'flat' or 'rough', got {config.terrain!r}")
     options.update(overrides)
+    if as_positive(config.gain_scale, "gain_scale") != 1.0 and "kp" not in options:
+        action_scale = options.get("action_scale", envs.locomotion.ACTION_SCALE)
+        kp, kd = envs.default_gains(model, standing, action_scale)
+        options.update(kp=kp * config.gain_scale, kd=kd * math.sqrt(config.gain_scale))
     return envs.Locomotion(model, standing, **options)
 
 
