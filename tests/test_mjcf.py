@@ -855,3 +855,39 @@ def test_dcmotor_errors_name_the_element_and_its_line():
         text = model_text(BODY, actuators=f'\n<dcmotor name="bad" joint="j" {attrs}/>')
         error = refused(text, reason, "<dcmotor", "'bad'", line=line_of(text, "<dcmotor"))
         assert error.source == "<string>"
+
+
+# --------------------------------------------------------------------------------------------------
+# Visual-only elements: ignored, and named in the MuJoCo-difference warning.
+
+SKIN_FREE = """<mujoco>
+  <worldbody>
+    <body name="arm" pos="0 0 1"><joint name="j" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>
+    </body>
+  </worldbody>{skin}
+</mujoco>"""
+SKIN = """
+  <deformable>
+    <skin name="sleeve" vertex="0 0 0  0.3 0 0  0 0.05 0" face="0 1 2">
+      <bone body="arm" bindpos="0 0 0" bindquat="1 0 0 0" vertid="0 1 2" vertweight="1 1 1"/>
+    </skin>
+  </deformable>"""
+
+
+def test_a_skin_is_ignored_with_a_named_warning_and_changes_nothing():
+    """A ``<skin>`` (visual only in MuJoCo: it draws a mesh bound to bodies) loads in MuJoCo and in jaxmor; jaxmor's
+    model is the same file's without it, leaf for leaf, and the warning names it. A ``<deformable>`` with a flex is
+    still refused."""
+    mujoco = pytest.importorskip("mujoco")
+    with_skin = SKIN_FREE.format(skin=SKIN)
+    assert mujoco.MjModel.from_xml_string(with_skin).nskin == 1  # valid MJCF
+    with pytest.warns(jaxmor.MujocoDifferenceWarning, match=r"1 <skin> element\(s\) ignored"):
+        skinned = jaxmor.load_mjcf(with_skin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+        plain = jaxmor.load_mjcf(SKIN_FREE.format(skin=""))
+    for a, b in zip(jax.tree.leaves(skinned), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_array_equal(a, b)
+    flex = SKIN.replace("<skin", '<flex name="f" dim="1" body="arm world" vertex="0 0 0 0 0 0"/>\n    <skin')
+    with pytest.raises(ModelError, match="deformable objects are not supported"):
+        jaxmor.load_mjcf(SKIN_FREE.format(skin=flex))

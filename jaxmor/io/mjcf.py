@@ -373,6 +373,8 @@ class _Reader:
             name = tag(el)
             if name is None:
                 continue
+            if name == "deformable" and all(tag(child) in (None, "skin") for child in el):
+                continue  # skins only: visual, named in the MuJoCo-difference warning
             if name in REFUSED_ELEMENTS:
                 raise doc.error(el, f"<{name}>: {REFUSED_ELEMENTS[name]}")
             sections.setdefault(name, []).append(el)

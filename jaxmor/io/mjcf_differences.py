@@ -113,6 +113,13 @@ def _solver(option: dict[str, str]) -> list[str]:
     return lines
 
 
+def _skins(doc: Document) -> list[str]:
+    skins = sum(1 for el in doc.root.iter() if tag(el) == "skin")
+    if not skins:
+        return []
+    return [f"{skins} <skin> element(s) ignored: a skin is visual only in MuJoCo, and jaxmor's viewer does not draw it"]
+
+
 def differences(doc: Document) -> list[str]:
     """What MuJoCo does differently with this document, one line each (the contacts' softness always: MuJoCo's
     contacts are soft whatever the file sets).
@@ -122,10 +129,10 @@ def differences(doc: Document) -> list[str]:
 
     Returns:
         The lines, in a fixed order: contacts, joint limits, equality constraints, friction cone, integrator,
-        no-slip, solver.
+        no-slip, solver, skins.
     """
     option = _option(doc)
-    return _soft(doc) + _equality(doc) + _cone(option) + _solver(option)
+    return _soft(doc) + _equality(doc) + _cone(option) + _solver(option) + _skins(doc)
 
 
 def self_collision_line(pairs: int) -> str:

@@ -313,9 +313,10 @@ ACTUATOR_OWN = {
     ),
 }
 
-#: Elements skipped whole, wherever they appear: nothing in them changes the dynamics.
+#: Elements skipped whole, wherever they appear: nothing in them changes the dynamics (a ``<skin>`` is named in the
+#: MuJoCo-difference warning).
 IGNORED_ELEMENTS = frozenset(
-    "site camera light visual statistic size texture material sensor numeric tuple model lengthrange".split()
+    "site camera light visual statistic size texture material sensor numeric tuple model lengthrange skin".split()
 )
 
 #: Elements refused wherever they appear, with the reason.
@@ -323,7 +324,6 @@ REFUSED_ELEMENTS = {
     "deformable": "deformable objects are not supported",
     "flexcomp": "deformable objects (flexcomp) are not supported",
     "composite": "composite objects are not supported",
-    "skin": "skins are not supported",
     "extension": "plugins are not supported",
     "plugin": "plugins are not supported",
     "attach": "attaching models (<attach>) is not supported: include the model's file instead",
