@@ -891,3 +891,29 @@ def test_a_skin_is_ignored_with_a_named_warning_and_changes_nothing():
     flex = SKIN.replace("<skin", '<flex name="f" dim="1" body="arm world" vertex="0 0 0 0 0 0"/>\n    <skin')
     with pytest.raises(ModelError, match="deformable objects are not supported"):
         jaxmor.load_mjcf(SKIN_FREE.format(skin=flex))
+
+
+def test_an_included_file_may_have_a_mujocoinclude_root(tmp_path):
+    """MuJoCo takes the children of an included file's root whether it is ``<mujoco>`` or the older
+    ``<mujocoinclude>`` (dm_control and robosuite files use it): both engines load the same two bodies, with
+    MuJoCo's mass matrix and bias (float64, 1e-12)."""
+    mujoco = pytest.importorskip("mujoco")
+    (tmp_path / "arms.xml").write_text(
+        '<mujocoinclude>\n  <body name="upper" pos="0 0 1"><joint name="a" axis="0 1 0"/>\n'
+        '    <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>\n'
+        '    <body name="lower" pos="0.3 0 0"><joint name="b" axis="0 0 1"/><geom type="box" size=".1 .05 .02"/>\n'
+        "    </body></body>\n</mujocoinclude>\n"
+    )
+    main = tmp_path / "main.xml"
+    main.write_text('<mujoco>\n  <worldbody>\n    <include file="arms.xml"/>\n  </worldbody>\n</mujoco>\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+        model = jaxmor.load_mjcf(main)
+    ref = MujocoReference(model, mujoco.MjModel.from_xml_path(str(main)))
+    q, u, mass, bias = ref.terms(*ref.random_state(np.random.default_rng(0)))
+    assert model.nv == 2
+    assert rel_err(jaxmor.mass_matrix(model, q), mass) < 1e-12
+    assert rel_err(jaxmor.bias_force(model, q, u), bias) < 1e-12
+    (tmp_path / "arms.xml").write_text("<robot/>\n")
+    with pytest.raises(ModelError, match=r"arms.xml:1: an included file's root is <robot>"):
+        jaxmor.load_mjcf(main)

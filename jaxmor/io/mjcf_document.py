@@ -69,6 +69,10 @@ def read_document(path_or_xml, assets_dir) -> Document:
             _include(doc, el, included)
 
 
+#: The root elements an included file may have: MuJoCo takes the children of either.
+INCLUDED_ROOTS = ("mujoco", "mujocoinclude")
+
+
 def _include(doc: Document, el, included: set[Path]) -> None:
     check_known(doc, el, SPECS["include"])
     if len(el):
@@ -96,8 +100,12 @@ def _include(doc: Document, el, included: set[Path]) -> None:
         raise doc.error(el, f"the model includes more than {MAX_INCLUDES} files")
     included.add(found)
     sub_root, sub_source = parse_xml(found)
-    if tag(sub_root) != "mujoco":
-        raise ModelError(sub_source, sub_root.sourceline, f"an included file's root is <{tag(sub_root)}>, not <mujoco>")
+    if tag(sub_root) not in INCLUDED_ROOTS:
+        raise ModelError(
+            sub_source,
+            sub_root.sourceline,
+            f"an included file's root is <{tag(sub_root)}>, not <mujoco> (or <mujocoinclude>)",
+        )
     index = str(len(doc.sources))
     doc.sources.append(sub_source)
     for node in sub_root.iter():
