@@ -917,3 +917,21 @@ def test_an_included_file_may_have_a_mujocoinclude_root(tmp_path):
     (tmp_path / "arms.xml").write_text("<robot/>\n")
     with pytest.raises(ModelError, match=r"arms.xml:1: an included file's root is <robot>"):
         jaxmor.load_mjcf(main)
+
+
+def test_a_qpos0_outside_its_joints_range_is_named_in_the_warning():
+    """A hinge limited to 30-70 degrees starts at its ``ref`` (0, MuJoCo's qpos0 too), outside its range: the warning
+    names it with its range in radians, not the joint that starts inside; with limits disabled nothing is said."""
+    body = (
+        '<body pos="0 0 1"><joint name="{name}" axis="0 1 0" range="{range}" limited="true"/>'
+        '<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/></body>'
+    )
+    bodies = body.format(name="ankle", range="30 70") + body.format(name="knee", range="-10 70")
+    text = f"<mujoco>{{flag}}<worldbody>{bodies}</worldbody></mujoco>"
+    with pytest.warns(jaxmor.MujocoDifferenceWarning) as caught:
+        jaxmor.load_mjcf(text.format(flag=""))
+    said = " ".join(str(w.message) for w in caught)
+    assert "qpos0 outside the joint's range for ankle (0 outside [0.5236, 1.222])" in said and "knee (" not in said
+    with pytest.warns(jaxmor.MujocoDifferenceWarning) as caught:
+        jaxmor.load_mjcf(text.format(flag='<option><flag limit="disable"/></option>'))
+    assert "qpos0" not in " ".join(str(w.message) for w in caught)

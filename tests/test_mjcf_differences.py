@@ -52,12 +52,20 @@ def _mujoco_self_pairs(m: mujoco.MjModel) -> int:
 def test_the_go2_warning_names_what_its_file_sets():
     lines = _differences(GO2)
     kinds = [line.split(" ")[0] for line in lines]
-    assert kinds == ["soft", "friction", "solver", "self-collision:"], lines
+    assert kinds == ["soft", "friction", "solver", "qpos0", "self-collision:"], lines
     assert "2 element(s)" in lines[0]  # the foot default and the floor set solimp/solref-type attributes
     assert 'cone="pyramidal" impratio="100"' in lines[1]
     assert "(iterations, ls_iterations)" in lines[2]
-    pairs = _mujoco_self_pairs(mujoco.MjModel.from_xml_path(str(GO2)))
-    assert pairs == 210 and f"tests {pairs} pair(s)" in lines[3]
+    # the calves' range is -156 to -48 degrees in the file (MuJoCo's qpos0 0 outside it); hips and thighs hold 0
+    m = mujoco.MjModel.from_xml_path(str(GO2))
+    calves = [
+        m.joint(i).name for i in range(m.njnt) if m.jnt_limited[i] and not m.jnt_range[i, 0] <= 0 <= m.jnt_range[i, 1]
+    ]
+    assert sorted(calves) == [f"{leg}_calf_joint" for leg in ("FL", "FR", "RL", "RR")]
+    assert all(f"{name} (0 outside [-2.723, -0.8378])" in lines[3] for name in calves), lines[3]
+    assert "thigh" not in lines[3] and "hip" not in lines[3]
+    pairs = _mujoco_self_pairs(m)
+    assert pairs == 210 and f"tests {pairs} pair(s)" in lines[4]
     assert not any(line.startswith("self-collision") for line in _differences(GO2, self_collision=True))
 
 

@@ -354,7 +354,7 @@ class _Reader:
             equalities=equalities,
             tendons=tendons,
             height_field=None if "contact" in self.options.disabled else self.height_field,
-            mujoco_differences=differences(doc),
+            mujoco_differences=differences(doc) + self._start_outside_range(),
             residual=residual,
         )
         self._apply_disabled(description)
@@ -363,6 +363,24 @@ class _Reader:
     def _joint_ranges(self) -> dict[str, tuple[float, float]]:
         """The range [rad or m] of each limited hinge and slide, by name (for ``inheritrange``)."""
         return {j.name: (j.lower, j.upper) for j in self.joints if math.isfinite(j.lower) and math.isfinite(j.upper)}
+
+    def _start_outside_range(self) -> list[str]:
+        """The MuJoCo-difference line naming the limited joints whose ``qpos0`` (``ref``) lies outside their range."""
+        if "limit" in self.options.disabled:
+            return []
+        outside = []
+        for j in self.joints:
+            start = self.initial_q.get(j.name, ())
+            if len(start) == 1 and not j.lower <= start[0] <= j.upper:
+                outside.append(f"{j.name} ({start[0]:.4g} outside [{j.lower:.4g}, {j.upper:.4g}])")
+        if not outside:
+            return []
+        shown = ", ".join(outside[:8]) + (f" and {len(outside) - 8} more" if len(outside) > 8 else "")
+        return [
+            f"qpos0 outside the joint's range for {shown}: jaxmor's hard limit moves each to its nearest limit in "
+            "the first steps, MuJoCo's soft limit can throw it across the range (Gymnasium's Ant ends lower); "
+            "start both from a keyframe inside the ranges to compare them"
+        ]
 
     def _sections(self) -> dict[str, list]:
         """The children of ``<mujoco>`` by tag, in document order; refused and unexpected ones raise."""
