@@ -253,3 +253,46 @@ def test_an_exported_package_holds_only_the_models_files(tree):
     assert listing(tree / "package") == ["meshes", "meshes/cube.obj", "robot.urdf"]
     shutil.rmtree(tree / "model")
     assert jaxmor.load_urdf(written).ng == 1
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_a_file_outside_the_model_gets_the_one_argument_that_allows_it(tree):
+    """A refused file name that points outside the model's folders ends its message with the loader argument that
+    allows the folder it points into (MJCF: ``assets_dir``, URDF: ``package_dirs``), the same whether the file is
+    there or not; with that argument the model loads. A path through a hidden folder gets no such hint."""
+    outside = tree / "outside"
+    scene = tree / "model" / "scene.xml"
+    messages = {}
+    for name in ("secret", "nothing"):
+        scene.write_text(
+            mjcf(
+                '<compiler meshdir="../outside"/>\n<asset>\n<mesh name="m" file="' + name + '.obj"/></asset>',
+                '<geom type="mesh" mesh="m"/>',
+            )
+        )
+        with pytest.raises(jaxmor.ModelError) as info:
+            jaxmor.load_mjcf(scene)
+        messages[name] = anonymous(info.value, name)
+        assert str(info.value).endswith(f"is outside them: to read it from there, pass assets_dir={str(outside)!r}")
+    assert messages["secret"] == messages["nothing"]
+    scene.write_text(
+        mjcf(
+            '<compiler meshdir="../outside"/>\n<asset>\n<mesh name="m" file="secret.obj"/></asset>',
+            '<geom type="mesh" mesh="m"/>',
+        )
+    )
+    assert jaxmor.load_mjcf(scene, assets_dir=outside).ng == 1
+    (outside / "arm.xml").write_text('<mujocoinclude><geom size=".1"/></mujocoinclude>')
+    scene.write_text(mjcf("", '<include file="../outside/arm.xml"/>'))
+    with pytest.raises(jaxmor.ModelError, match=rf"pass assets_dir={re.escape(repr(str(outside)))}$"):
+        jaxmor.load_mjcf(scene)
+    assert jaxmor.load_mjcf(scene, assets_dir=outside).ng == 1
+    robot = tree / "model" / "urdf" / "robot.urdf"
+    robot.write_text(urdf("../meshes/cube.obj", "../../outside/secret.obj"))
+    with pytest.raises(jaxmor.ModelError, match=rf"pass package_dirs=\[{re.escape(repr(str(outside)))}\]$"):
+        jaxmor.load_urdf(robot)
+    (tree / ".hidden").mkdir()
+    robot.write_text(urdf("../meshes/cube.obj", "../../.hidden/cube.obj"))
+    with pytest.raises(jaxmor.ModelError) as info:
+        jaxmor.load_urdf(robot)
+    assert "pass package_dirs" not in str(info.value)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from jaxmor.errors import ArgumentError
 
-__all__ = ["confined_file", "inside", "readable_file", "shortened", "writing"]
+__all__ = ["confined_file", "inside", "outside_hint", "readable_file", "shortened", "writing"]
 
 #: The most characters of a file name a message quotes.
 QUOTED_CHARACTERS = 80
@@ -84,6 +84,36 @@ def _unhidden(path: Path, root: Path) -> bool:
     return not any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
+def _resolved(candidates: Iterable[str | os.PathLike]) -> Iterator[Path]:
+    """Each candidate with its links resolved, in order; those that cannot be resolved left out."""
+    for candidate in candidates:
+        try:
+            yield Path(candidate).resolve()
+        except (OSError, RuntimeError, ValueError):
+            continue
+
+
+def outside_hint(candidates: Iterable[str | os.PathLike], trees: Sequence[str | os.PathLike], keyword: str) -> str:
+    """The end of a refusal's message for a file name that points outside the allowed folders:
+    ``"; PATH is outside them: to read it from there, pass KEYWORD"``, from the first candidate that resolves
+    outside every one of ``trees``, or ``""``. The same whether the file exists or not (a refusal says nothing about
+    what lies outside), and nothing for a path with a hidden name on it (``.ssh``).
+
+    Args:
+        candidates: the paths the file name may mean.
+        trees: the allowed folders.
+        keyword: the loader argument that allows a folder, with ``{folder}`` where the folder goes, e.g.
+            ``"assets_dir={folder!r}"``.
+    """
+    roots = [Path(t).resolve() for t in trees]
+    for real in _resolved(candidates):
+        if any(inside(real, t) for t in roots) or any(part.startswith(".") for part in real.parts[1:]):
+            continue
+        allow = keyword.format(folder=str(real.parent))
+        return f"; {shortened(real)} is outside them: to read it from there, pass {allow}"
+    return ""
+
+
 def confined_file(
     candidates: Iterable[str | os.PathLike],
     trees: Sequence[str | os.PathLike],
@@ -103,11 +133,7 @@ def confined_file(
     """
     roots = [Path(t).resolve() for t in trees]
     folders = [Path(p).resolve() for p in parents]
-    for candidate in candidates:
-        try:
-            real = Path(candidate).resolve()
-        except (OSError, RuntimeError, ValueError):
-            continue
+    for real in _resolved(candidates):
         where = any(inside(real, t) and _unhidden(real, t) for t in roots)
         where = where or (real.parent in folders and not real.name.startswith("."))
         if where and readable_file(real):

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ArgumentError, ModelError
-from jaxmor.io.files import confined_file, shortened
+from jaxmor.io.files import confined_file, outside_hint, shortened
 
 #: Most vertices of a simulated mesh hull by default; a hull with more is simplified (module docstring). The
 #: loaders' ``max_hull_vertices`` (MJCF: a mesh's ``maxhullvert``) choose another bound.
@@ -161,6 +161,7 @@ def resolve_mesh(
             :data:`MAX_MESH_BYTES`.
     """
     places = _candidates(uri, resource_dir, package_dirs)
+    trees_given = trees
     if trees is None:
         trees = [] if resource_dir is None else model_trees(Path(resource_dir).resolve())
     allowed = [*trees, *package_dirs, *_package_roots(uri, resource_dir)]
@@ -170,11 +171,13 @@ def resolve_mesh(
         hint = " (pass package_dirs=[...] to the loader)" if uri.startswith("package://") else ""
         if resource_dir is None:
             hint += " (a description given as text needs its folder: resource_dir, assets_dir for MJCF)"
+        keyword = "package_dirs=[{folder!r}]" if trees_given is None else "assets_dir={folder!r}"
+        outside = outside_hint(places, allowed, keyword)
         raise ModelError(
             source,
             line,
             f"{kind} file {shortened(uri)!r} not found or not readable in the allowed folders{hint}; searched: {shown} "
-            "(files are read only within the model's folders and package_dirs)",
+            f"(files are read only within the model's folders and package_dirs){outside}",
         )
     if kind == "mesh" and path.suffix.lower() not in MESH_SUFFIXES:
         raise ModelError(

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxmor.errors import ModelError, brief_repr
-from jaxmor.io.files import confined_file, shortened
+from jaxmor.io.files import confined_file, outside_hint, shortened
 from jaxmor.io.mjcf_schema import ACTUATOR_SPECS, IGNORED_ELEMENTS, REFUSED_ELEMENTS, SPECS, ElementSpec
 from jaxmor.io.xml import STRING_SOURCE, parse_float, parse_xml, tag
 
@@ -86,13 +86,15 @@ def _include(doc: Document, el, included: set[Path]) -> None:
     if not bases:
         raise doc.error(el, f"<include file={name!r}> in MJCF text needs assets_dir (the folder it is in)")
     trees = [d for d in (doc.main_dir, doc.assets_dir) if d is not None]
-    found = confined_file([base / name for base in bases], trees)  # an absolute name stays itself
+    candidates = [base / name for base in bases]  # an absolute name stays itself
+    found = confined_file(candidates, trees)
     if found is None:
         where = ", ".join(str(t) for t in trees)
+        hint = outside_hint(candidates, trees, "assets_dir={folder!r}")
         raise doc.error(
             el,
             f"included file {shortened(name)!r} not found or not readable inside the model's folders "
-            f"(searched: {where})",
+            f"(searched: {where}){hint}",
         )
     if found in included:
         raise doc.error(el, f"file {name!r} is included twice (an include cycle?)")
