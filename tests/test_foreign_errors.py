@@ -469,3 +469,16 @@ def test_sysid_record_refuses_bad_torques_noise_and_keys(turntable):
     for args, options, message in cases:
         with pytest.raises(ArgumentError, match=message):
             sysid.record(*args, **options)
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_a_model_without_degrees_of_freedom_is_refused_by_step_and_rollout():
+    """A scene of static geoms loads (to look at it), but stepping it is a jaxmor error, not a JAX ``TypeError`` from
+    inside the solver."""
+    model = jaxmor.load_mjcf('<mujoco><worldbody><geom type="box" size="1 1 1"/><body><geom size=".1"/></body>'
+                             "</worldbody></mujoco>")  # fmt: skip
+    assert model.nv == 0
+    state = jaxmor.init_state(model)
+    for run in (lambda: jaxmor.step(model, state), lambda: jaxmor.rollout(model, state, jnp.zeros((3, 0)))):
+        with pytest.raises(ArgumentError, match=r"no degrees of freedom \(nv = 0"):
+            run()

@@ -73,9 +73,15 @@ def step(model: Model, state: State) -> State:
         ArgumentError: the state does not fit the model (a field of the wrong shape, e.g. a state made
             before ``add_ground``, or a batch of states without ``vmap``), the options are invalid
             (a time step that is not positive and finite when it is concrete, a gravity that is not a
-            3-vector, a sweep count below 1), or a model field holds something that is not numeric (a list or
-            a number put where an array belongs is taken as one); checked when traced.
+            3-vector, a sweep count below 1), a model field holds something that is not numeric (a list or
+            a number put where an array belongs is taken as one), or the model has no degrees of freedom;
+            checked when traced.
     """
+    if model.nv == 0:
+        raise ArgumentError(
+            "the model has no degrees of freedom (nv = 0: no joint, no free body): nothing in it moves, so there "
+            "is nothing to step"
+        )
     model = as_array_leaves(model, "model", "step")
     check_state(model, state, "step")
     check_options(model.opt, "step")
