@@ -572,8 +572,8 @@ REFUSALS = {
                           '<freejoint/></body></body>', "only in a top-level body"),
     "free joint with another joint": ("world", '<body name="f2"><freejoint/>\n<joint/><geom size=".1"/></body>',
                                       '<freejoint/>\n<joint/><geom', "the body's only joint"),
-    "springdamper": ("world", '<body><joint springdamper="1 1"/><geom size=".1"/></body>', "springdamper",
-                     "springdamper"),
+    "springdamper on a ball joint": ("world", '<body><joint type="ball" springdamper="1 1"/><geom size=".1"/></body>',
+                                     "springdamper", "springdamper on a ball joint"),
     "free-joint stiffness": ("world", '<body><joint type="free" stiffness="1"/><geom size=".1"/></body>', "stiffness",
                              "stiffness='1' on a free joint"),
     "shell inertia": ("world", '<body><joint/><geom size=".1" shellinertia="true"/></body>', "shell", "shellinertia"),
@@ -935,3 +935,38 @@ def test_a_qpos0_outside_its_joints_range_is_named_in_the_warning():
     with pytest.warns(jaxmor.MujocoDifferenceWarning) as caught:
         jaxmor.load_mjcf(text.format(flag='<option><flag limit="disable"/></option>'))
     assert "qpos0" not in " ".join(str(w.message) for w in caught)
+
+
+SPRING_CHAIN = """<mujoco>{head}
+  <worldbody>
+    <body name="upper" pos="0 0 1"><joint name="shoulder" axis="0 1 0" springdamper="{sd}" armature="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.05"/>
+      <body name="lower" pos="0.3 0 0"><joint name="elbow" axis="0 1 0" ref="40" range="-90 90"/>
+        <geom type="capsule" fromto="0 0 0 0.25 0 0" size="0.04"/>
+        <body name="tip" pos="0.25 0 0"><joint name="reach" type="slide" axis="1 0 0" springdamper="0.2 1.5"
+            stiffness="99" damping="7"/><geom type="box" size=".05 .03 .02"/></body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_springdamper_sets_stiffness_and_damping_as_mujoco_does():
+    """``springdamper="tc zeta"`` overrides a hinge's or slide's stiffness and damping with values from its effective
+    inertia at qpos0 (here the shoulder's depends on the elbow's ``ref`` of 40 degrees, and its armature counts):
+    MuJoCo's
+    compiled ``jnt_stiffness`` and ``dof_damping`` to 1e-12 (float64); ``0 0`` leaves the file's values; a ball
+    joint's, a negative one, a single zero, and one with springs disabled are refused."""
+    mujoco = pytest.importorskip("mujoco")
+    for sd in ("0.1 0.7", "0.05 2", "0 0"):
+        text = SPRING_CHAIN.format(head="", sd=sd)
+        m, model = mujoco.MjModel.from_xml_string(text), jaxmor.load_mjcf(text)
+        assert rel_err(model.dof_stiffness, m.jnt_stiffness) < 1e-12, sd
+        assert rel_err(model.dof_damping, m.dof_damping) < 1e-12, sd
+    assert float(model.dof_stiffness[0]) == 0.0  # "0 0": the shoulder keeps the file's (none)
+    for bad in ("-0.1 1", "0 1"):  # MuJoCo refuses both ("when defined, springdamper values must be positive")
+        with pytest.raises(ModelError, match=r"springdamper must be two finite numbers > 0 \(or 0 0: none\)"):
+            jaxmor.load_mjcf(SPRING_CHAIN.format(head="", sd=bad))
+    with pytest.raises(ModelError, match=r"joint 'shoulder': springdamper with springs or dampers disabled"):
+        jaxmor.load_mjcf(SPRING_CHAIN.format(head='<option><flag spring="disable"/></option>', sd="0.1 1"))

@@ -142,6 +142,9 @@ class Joint:
         springref: the position at which the spring is relaxed [rad or m].
         actuator_force_lower, actuator_force_upper: bounds of the joint's total actuator force [Nm or N]
             (MJCF ``actuatorfrcrange``; ``-inf``/``inf`` where none, as for every URDF joint).
+        spring_damper: MJCF ``springdamper``, ``(time constant [s], damping ratio)``, both ``> 0``, or ``None``: the
+            model's stiffness and damping of this hinge or slide are then set from its effective inertia ``I`` at
+            the default configuration, ``I / (tc^2 zeta^2)`` and ``2 I / tc`` (MuJoCo's rule).
     """
 
     name: str
@@ -163,6 +166,7 @@ class Joint:
     springref: float = 0.0
     actuator_force_lower: float = -math.inf
     actuator_force_upper: float = math.inf
+    spring_damper: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -459,6 +459,13 @@ class _Reader:
                 j.lower, j.upper = -math.inf, math.inf
             for t in d.tendons:
                 t.range = None
+        if off & {"spring", "damper"} and any(j.spring_damper for j in d.joints):
+            joint = next(j for j in d.joints if j.spring_damper)
+            raise ModelError(
+                d.source,
+                joint.line,
+                f"joint {joint.name!r}: springdamper with springs or dampers disabled (<flag>) is not supported",
+            )
         for flag, attribute in (("frictionloss", "friction"), ("spring", "stiffness"), ("damper", "damping")):
             if flag in off:
                 for item in (*d.joints, *d.tendons):
@@ -706,6 +713,7 @@ class _Reader:
             springref=j["springref"],
             actuator_force_lower=j["actuator_range"][0],
             actuator_force_upper=j["actuator_range"][1],
+            spring_damper=j.get("spring_damper"),
         )
         self.initial_q[j["name"]] = (1.0, 0.0, 0.0, 0.0) if j["kind"] == "ball" else (ref,)
         self.joint_kinds[j["name"]] = j["kind"]
@@ -733,6 +741,7 @@ class _Reader:
             "springref": 0.0,
             "actuator_force_lower": -math.inf,
             "actuator_force_upper": math.inf,
+            "spring_damper": None,
         }
         values.update(dof)
         self.joints.append(
@@ -756,6 +765,7 @@ class _Reader:
                 values["springref"],
                 values["actuator_force_lower"],
                 values["actuator_force_upper"],
+                values["spring_damper"],
             )
         )
 
@@ -802,7 +812,24 @@ class _Reader:
             "springref": 0.0 if kind == "ball" else convert(v.number("springref", 0.0)),
             "ref": 0.0 if kind == "ball" else convert(v.number("ref", 0.0)),
             "actuator_range": actuator_range,
+            "spring_damper": self._spring_damper(v, name, kind),
         }
+
+    def _spring_damper(self, v: Values, name: str, kind: str) -> tuple[float, float] | None:
+        """A joint's ``springdamper`` ``(time constant [s], damping ratio)``, both positive (MuJoCo then sets its
+        stiffness and damping from them), or ``None`` for ``0 0`` (MuJoCo's default; one 0 alone is refused, as
+        MuJoCo refuses it)."""
+        if not v.has("springdamper"):
+            return None
+        time_constant, ratio = (float(x) for x in v.numbers("springdamper", 2))
+        if time_constant == 0 and ratio == 0:
+            return None  # MuJoCo's default: none
+        if not (math.isfinite(time_constant) and math.isfinite(ratio)) or min(time_constant, ratio) <= 0:
+            given = v.text("springdamper")
+            raise v.error(f"joint {name!r}: springdamper must be two finite numbers > 0 (or 0 0: none), got {given!r}")
+        if kind not in ("hinge", "slide"):
+            raise v.error(f"joint {name!r}: springdamper on a {kind} joint is not supported (hinges and slides only)")
+        return time_constant, ratio
 
     def _joint_range(self, v: Values, name: str, kind: str, convert) -> tuple[float, float]:
         """A joint's ``(lower, upper)`` limits [rad or m] where ``limited`` (``auto``: where a range is given),

@@ -147,10 +147,9 @@ SPECS: dict[str, ElementSpec] = {
     "inertial": _spec("pos mass diaginertia fullinertia " + _ORIENTATION),
     "joint": _spec(
         "name class type pos axis range limited damping frictionloss armature stiffness springref ref "
-        "actuatorfrcrange actuatorfrclimited",
+        "actuatorfrcrange actuatorfrclimited springdamper",
         "group user margin solreflimit solimplimit solreffriction solimpfriction",
         {
-            "springdamper": (zero, "springdamper is not supported: give stiffness and damping"),
             "springyield": (zero, "springyield is not supported"),
             "actuatorgravcomp": (false, "actuatorgravcomp is not supported"),
         },

@@ -446,6 +446,8 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
         model = _with_field(model, description)
     if description.tendons:
         model = model.replace(tendons=compile_tendons(model, description))
+    if any(j.spring_damper for j in description.joints):
+        model = _with_spring_dampers(model, description)
     if description.affine_actuators:
         model = model.replace(affine=_compile_affine(model, description))
     if description.actuators:
@@ -460,6 +462,30 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
     model = model.replace(equality=compile_equalities(model, description))
     model = model.replace(equality=with_tendon_couplings(model, description))
     return model.replace(sensors=compile_sensors(model, description))
+
+
+def _with_spring_dampers(model: Model, description: RobotDescription) -> Model:
+    """The stiffness and damping of the joints with an MJCF ``springdamper`` ``(tc, zeta)``, from each one's
+    effective inertia at the default configuration, ``I = 1 / (M^-1)_vv`` (the inertia its velocity meets with every
+    other one free; rotor inertia included): ``I / (tc^2 zeta^2)`` and ``2 I / tc``, MuJoCo's rule (its
+    ``dof_invweight0``; ``tests/test_mjcf.py`` checks the result against MuJoCo's compiled model)."""
+    from jaxmor.sim.dynamics import mass_matrix
+
+    diagonal = 1.0 / np.diag(np.linalg.inv(np.asarray(mass_matrix(model, model.q_default), np.float64)))
+    velocity = dict(zip(model.joint_names, model.joint_u, strict=True))
+    stiffness = np.asarray(model.dof_stiffness, np.float64).copy()
+    damping = np.asarray(model.dof_damping, np.float64).copy()
+    for joint in description.joints:
+        if joint.spring_damper:
+            time_constant, ratio = joint.spring_damper
+            v = velocity[joint.name]
+            stiffness[v] = diagonal[v] / (time_constant * ratio) ** 2
+            damping[v] = 2.0 * diagonal[v] / time_constant
+            where = f"joint {joint.name!r}: the stiffness and damping from its springdamper"
+            check_representable(np.array([stiffness[v], damping[v]]), model.dof_damping.dtype, description.source,
+                                [joint.line] * 2, where)  # fmt: skip
+    dtype = model.dof_damping.dtype
+    return model.replace(dof_stiffness=jnp.asarray(stiffness, dtype), dof_damping=jnp.asarray(damping, dtype))
 
 
 @dataclass(frozen=True)
