@@ -275,6 +275,7 @@ class AffineActuators:
     Attributes:
         gear: gear ratio from actuator force to joint torque.
         gain: coefficient on the clamped control [actuator force per control unit].
+        bias_0: constant bias force [actuator force] (MuJoCo's ``biasprm[0]``).
         bias_q: coefficient on the joint position [actuator force per rad or m].
         bias_v: coefficient on the joint velocity [actuator force per rad/s or m/s].
         ctrl_lower, ctrl_upper: control clamp [control units]; ``-inf``/``+inf`` where unlimited.
@@ -293,6 +294,7 @@ class AffineActuators:
 
     gear: jax.Array = leaf(("nu",))
     gain: jax.Array = leaf(("nu",))
+    bias_0: jax.Array = leaf(("nu",))
     bias_q: jax.Array = leaf(("nu",))
     bias_v: jax.Array = leaf(("nu",))
     ctrl_lower: jax.Array = leaf(("nu",))

@@ -77,9 +77,9 @@ ACTUATOR_SETS = {
         <velocity name="v2" joint="j2" kv="1.5" gear="2"/>
         <velocity name="v3" joint="j3" kv="12" gear="0.3" forcerange="-1 4"/>""",
     "general": """
-        <general name="g1" joint="j1" gaintype="fixed" biastype="affine" gainprm="3.5" biasprm="0 -2.25 -0.75"
+        <general name="g1" joint="j1" gaintype="fixed" biastype="affine" gainprm="3.5" biasprm="0.4 -2.25 -0.75"
                  gear="1.5" ctrlrange="-1 2" forcerange="-4 3"/>
-        <general name="g2" joint="j2" gaintype="fixed" biastype="affine" gainprm="-2" biasprm="0 1.25 -3"
+        <general name="g2" joint="j2" gaintype="fixed" biastype="affine" gainprm="-2" biasprm="0.75 1.25 -3"
                  ctrlrange="-3 3"/>
         <general name="g3" joint="j3" gainprm="0.6" biastype="none" gear="5" forcerange="-2 2"/>""",
     "mixed_explicit_limits": """
@@ -419,7 +419,7 @@ def test_keeps_input_dtype():
         (lambda: A.position("a", "j", kp=-1.0), "kp must be >= 0"),
         (lambda: A.position("a", "j", kp=1.0, kv=math.nan), "kv must be finite"),
         (lambda: A.velocity("a", "j", kv=-2.0), "kv must be >= 0"),
-        (lambda: A.from_mujoco("a", "j", biasprm=(1.0, 0.0, 0.0)), r"biasprm\[0\]"),
+        (lambda: A.from_mujoco("a", "j", biasprm=(float("nan"), 0.0, 0.0)), r"biasprm\[0\]"),
         (lambda: A.from_mujoco("a", "j", biasprm=(0.0, 1.0)), "biasprm must hold at least 3"),
     ],
 )

@@ -539,7 +539,6 @@ REFUSALS = {
     "site transmission": ("actuator", '<general site="s"/>', "site=", "site transmissions"),
     "activation dynamics": ("actuator", '<general joint="j" dyntype="filter"/>', "filter", "dyntype='none'"),
     "affine gain": ("actuator", '<general joint="j" gaintype="affine"/>', "gaintype", "gaintype='fixed'"),
-    "constant bias": ("actuator", '<general joint="j" biastype="affine" biasprm="1 0 0"/>', "biasprm", "constant bias"),
     "intvelocity actuator": ("actuator", '<intvelocity joint="j"/>', "intvelocity", "intvelocity actuators"),
     "damper actuator": ("actuator", '<damper joint="j" kv="1"/>', "damper", "damper actuators"),
     "cylinder actuator": ("actuator", '<cylinder joint="j"/>', "cylinder", "cylinder actuators"),

@@ -5,9 +5,9 @@ fixed tendon (:mod:`jaxmor.sim.tendons`: then ``q`` and ``v`` below are the tend
 force acts through its Jacobian), with one parameter set, so downstream code never branches on the actuator
 type::
 
-    c   = clamp(ctrl, ctrl_range)                                 control, clamped first
-    a   = clamp(gain * c + bias_q * q + bias_v * v, force_range)  actuator force
-    tau = gear * a                                                generalized force on the joint's DOF
+    c   = clamp(ctrl, ctrl_range)                                          control, clamped first
+    a   = clamp(gain * c + bias_0 + bias_q * q + bias_v * v, force_range)  actuator force
+    tau = gear * a                                                         generalized force on the joint's DOF
 
 ``q`` and ``v`` are the driven joint's position [rad or m] and velocity [rad/s or m/s].
 
@@ -30,8 +30,9 @@ Semantics (the decisions this module makes where the spec is terse)
   constructors, and :meth:`AffineActuatorDefinition.from_mujoco` converts any MuJoCo affine actuator
   exactly (``bias_q = gear * biasprm[1]``, ``bias_v = gear * biasprm[2]``); the tests compare both
   against ``mujoco.mj_forward`` to 1e-12.
-* **No constant bias.** The spec's struct has no constant term, so a MuJoCo ``biasprm[0] != 0`` is
-  rejected by :meth:`~AffineActuatorDefinition.from_mujoco` rather than silently dropped.
+* **A constant bias.** The spec's struct has no constant term; jaxmor adds ``bias_0`` (0 by default, so the
+  spec's actuators are unchanged) to take a MuJoCo ``biasprm[0]`` as it is (a spring preload, a gravity
+  offset), in actuator-force units like MuJoCo's.
 * **Ranges.** ``None`` means unlimited (stored as ``-inf``/``+inf``), as MuJoCo's
   ``ctrllimited``/``forcelimited="auto"`` treat an absent range. ``lo == hi`` is accepted (a fixed
   value); ``lo > hi`` or a NaN bound is an error. Infinite bounds are allowed.
@@ -85,7 +86,7 @@ Range = tuple[float, float]
 class AffineActuatorDefinition:
     """One affine actuator as declared in a robot description (the spec's ``Actuator``).
 
-    ``tau = gear * clamp(gain * clamp(ctrl, ctrl_range) + bias_q * q + bias_v * v, force_range)``,
+    ``tau = gear * clamp(gain * clamp(ctrl, ctrl_range) + bias_0 + bias_q * q + bias_v * v, force_range)``,
     see the module docstring. The joint index of the spec is resolved later, by
     :func:`compile_affine`, from the joint name. Every number is validated on construction.
 
@@ -95,6 +96,7 @@ class AffineActuatorDefinition:
         gear: gear ratio from actuator force to joint torque [Nm/N, m/m, or 1] (any sign, finite).
         gain: coefficient on the clamped control: 1 for a motor, kp for a position servo,
             kv for a velocity servo [actuator force per control unit].
+        bias_0: constant bias force [actuator force] (MuJoCo's ``biasprm[0]``; 0 for the spec's actuators).
         bias_q: coefficient on the joint position: -kp for a position servo, else 0 [force/rad or force/m].
         bias_v: coefficient on the joint velocity: -kv for a servo, else 0 [force s/rad or force s/m].
         ctrl_range: ``(lo, hi)`` clamp on the control before the law, in control units; ``None``
@@ -114,6 +116,7 @@ class AffineActuatorDefinition:
     ctrl_range: Range | None = None
     force_range: Range | None = None
     tendon: str = ""
+    bias_0: float = 0.0
 
     def __post_init__(self) -> None:
         for field in ("name", "joint", "tendon"):
@@ -128,7 +131,7 @@ class AffineActuatorDefinition:
                 f"tendon={self.tendon!r})"
             )
         owner = f"affine actuator '{self.name}'"
-        for field in ("gear", "gain", "bias_q", "bias_v"):
+        for field in ("gear", "gain", "bias_0", "bias_q", "bias_v"):
             object.__setattr__(self, field, as_finite(getattr(self, field), f"{owner}: {field}"))
         for field in ("ctrl_range", "force_range"):
             object.__setattr__(self, field, as_range(getattr(self, field), f"{owner}: {field}"))
@@ -204,13 +207,12 @@ class AffineActuatorDefinition:
         Covers ``<motor>``, ``<position>``, ``<velocity>`` and ``<general gaintype="fixed"
         biastype="affine"|"none" dyntype="none">``. MuJoCo's law is
         ``gainprm[0] * ctrl + biasprm[0] + biasprm[1] * (gear * q) + biasprm[2] * (gear * v)``, so
-        ``bias_q = gear * biasprm[1]`` and ``bias_v = gear * biasprm[2]``.
+        ``bias_0 = biasprm[0]``, ``bias_q = gear * biasprm[1]`` and ``bias_v = gear * biasprm[2]``.
 
         Args:
             gear: ``actuator_gear[0]``.
             gainprm: ``actuator_gainprm[0]``.
-            biasprm: ``actuator_biasprm[:3]``; ``biasprm[0]`` (a constant force) must be 0, the
-                spec's model has no constant term.
+            biasprm: ``actuator_biasprm[:3]``.
             ctrl_range: the control range if ``actuator_ctrllimited``, else ``None``.
             force_range: the force range if ``actuator_forcelimited``, else ``None``.
             tendon: the pulled fixed tendon's name (with ``joint`` ``""``), for a tendon transmission; MuJoCo's
@@ -223,8 +225,6 @@ class AffineActuatorDefinition:
         except (TypeError, IndexError, KeyError):
             raise ArgumentError(f"{owner}: biasprm must hold at least 3 numbers, got {biasprm!r}") from None
         b0, b1, b2 = (as_finite(b, f"{owner}: biasprm[{i}]") for i, b in enumerate((b0, b1, b2)))
-        if b0 != 0.0:
-            raise ArgumentError(f"{owner}: biasprm[0] = {b0!r} (a constant bias force) is not supported; it must be 0")
         return cls(
             name,
             joint,
@@ -235,6 +235,7 @@ class AffineActuatorDefinition:
             ctrl_range=ctrl_range,
             force_range=force_range,
             tendon=tendon,
+            bias_0=b0,
         )
 
 
@@ -318,6 +319,7 @@ def compile_affine(
     return AffineActuators(
         gear=column([d.gear for d in definitions], "gear"),
         gain=column([d.gain for d in definitions], "gain"),
+        bias_0=column([d.bias_0 for d in definitions], "bias_0"),
         bias_q=column([d.bias_q for d in definitions], "bias_q"),
         bias_v=column([d.bias_v for d in definitions], "bias_v"),
         ctrl_lower=column([r[0] for r in ctrl], "ctrl_lower"),
@@ -364,7 +366,7 @@ def clamp_ctrl(act: AffineActuators, ctrl: jnp.ndarray) -> jnp.ndarray:
 def affine_actuator_force(
     act: AffineActuators, ctrl: jnp.ndarray, q_joint: jnp.ndarray, v_joint: jnp.ndarray
 ) -> jnp.ndarray:
-    """Actuator force ``clamp(gain * clamp(ctrl) + bias_q * q + bias_v * v, force_range)``, before the gear.
+    """Actuator force ``clamp(gain * clamp(ctrl) + bias_0 + bias_q * q + bias_v * v, force_range)``, before the gear.
 
     This is MuJoCo's ``actuator_force``. ``ctrl``, ``q_joint`` and ``v_joint`` have shape ``(..., nu)``
     (``q_joint``/``v_joint`` are the driven joints' coordinates, see :func:`joint_state`).
@@ -374,7 +376,8 @@ def affine_actuator_force(
         _check_last(act, name, x)
     dtype = _dtype(ctrl, q_joint, v_joint)
     c = clamp_ctrl(act, ctrl.astype(dtype))
-    raw = act.gain.astype(dtype) * c + act.bias_q.astype(dtype) * q_joint + act.bias_v.astype(dtype) * v_joint
+    raw = act.gain.astype(dtype) * c + act.bias_0.astype(dtype)
+    raw = raw + act.bias_q.astype(dtype) * q_joint + act.bias_v.astype(dtype) * v_joint
     return jnp.clip(raw.astype(dtype), act.force_lower.astype(dtype), act.force_upper.astype(dtype))
 
 
@@ -385,7 +388,7 @@ def affine_force_at(act: AffineActuators, ctrl: jnp.ndarray, q_joint: jnp.ndarra
 
 
 def affine_force(act: AffineActuators, ctrl: jnp.ndarray) -> jnp.ndarray:
-    """The spec's ``force``: ``gear * clamp(gain * clamp(ctrl), force_range)``, ignoring state feedback.
+    """The spec's ``force``: ``gear * clamp(gain * clamp(ctrl) + bias_0, force_range)``, ignoring state feedback.
 
     Exact for motors; servos also depend on ``q`` and ``v`` (use :func:`affine_force_at`).
     """

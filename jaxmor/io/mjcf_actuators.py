@@ -448,9 +448,7 @@ def _law(v: Values, kind: str, name: str) -> tuple[float, tuple[float, float, fl
         if np.any(given[3:] != 0):
             raise v.error(f"actuator {name!r}: an affine bias uses biasprm[0:3]; the others must be 0")
         bias[: min(3, len(given))] = given[:3]
-    if bias[0] != 0:
-        raise v.error(f"actuator {name!r}: a constant bias force biasprm[0]={bias[0]!r} is not supported")
-    return float(gain[0]), (0.0, float(bias[1]), float(bias[2]))
+    return float(gain[0]), (float(bias[0]), float(bias[1]), float(bias[2]))
 
 
 def limited_range(

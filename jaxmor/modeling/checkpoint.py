@@ -50,8 +50,8 @@ FORMAT = "jaxmor-checkpoint"
 #: 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints; 4: command delay
 #: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count),
 #: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
-#: State.backlash_play and backlash_rate).
-FORMAT_VERSION = 5
+#: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0).
+FORMAT_VERSION = 6
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
 _META = "jaxmor_checkpoint"
