@@ -208,7 +208,23 @@ def test_a_png_with_too_many_pixels_is_refused_from_its_header(tmp_path):
         _load(tmp_path / "big.xml")
 
 
+def test_a_field_without_data_is_flat_as_mujoco_starts_it():
+    """``<hfield nrow ncol size>`` without elevation or file: MuJoCo starts its data at 0 (a program may fill it at
+    run time); jaxmor loads the same flat field at the geom's height, and says so."""
+    xml = (
+        '<mujoco><asset>\n<hfield name="h" nrow="3" ncol="4" size="1 1 0.5 0.1"/></asset><worldbody>'
+        '<geom type="hfield" hfield="h" pos="0 0 0.25"/><body><freejoint/><geom size="0.1"/></body></worldbody>'
+        "</mujoco>"
+    )
+    with pytest.warns(UserWarning, match=r"<string>:2: hfield 'h' has no elevation data: its heights are all 0"):
+        model = _load(xml)
+    m = mujoco.MjModel.from_xml_string(xml)
+    assert m.hfield_nrow[0] == 3 and not np.any(m.hfield_data)
+    np.testing.assert_array_equal(model.height_field.heights, np.full((3, 4), 0.25, np.float32))
+
+
 BAD = {
+    "huge grid": ('<hfield name="h" nrow="5000" ncol="5000" size="1 1 0.1 0.1"/>', "exceeds the 16,777,216 samples"),
     "no size": ('<hfield name="h" nrow="2" ncol="2" elevation="0 0 0 1"/>', "needs size="),
     "short elevation": ('<hfield name="h" nrow="2" ncol="2" size="1 1 0.1 0.1" elevation="0 0 1"/>', "needs 4 numbers"),
     "rotated": (

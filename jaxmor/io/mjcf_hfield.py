@@ -3,17 +3,19 @@ conventions into a :class:`~jaxmor.io.description.HeightFieldDescription` (the b
 :func:`jaxmor.with_height_field`).
 
 The heights come from ``elevation`` (``nrow x ncol`` numbers, the file's first row at the largest ``y``, as MuJoCo
-reads it), from a grayscale PNG ``file`` (its first pixel row at the largest ``y``; read with Pillow, an optional
-dependency) or from a MuJoCo binary ``file`` (two int32 ``nrow``, ``ncol``, then ``nrow x ncol`` float32, its first
-row at the smallest ``y``); files are found as mesh files are, beside the model. Either is normalized to ``[0, 1]``
-as in MuJoCo (a constant field is all zeros), then scaled by ``size``'s elevation and raised by the geom's ``z``. A
-colour PNG is refused. The geom is static, in the world body, axis-aligned (a rotation is refused), one per model;
-its ``friction`` is the field's; its ``size[3]`` (the base's depth) has no effect.
+reads it; without it all 0, as MuJoCo starts them, with a warning), from a grayscale PNG ``file`` (its first pixel
+row at the largest ``y``; read with Pillow, an optional dependency) or from a MuJoCo binary ``file`` (two int32
+``nrow``, ``ncol``, then ``nrow x ncol`` float32, its first row at the smallest ``y``); files are found as mesh
+files are, beside the model. Either is normalized to ``[0, 1]`` as in MuJoCo (a constant field is all zeros), then
+scaled by ``size``'s elevation and raised by the geom's ``z``. A colour PNG is refused. The geom is static, in the
+world body, axis-aligned (a rotation is refused), one per model; its ``friction`` is the field's; its ``size[3]``
+(the base's depth) has no effect.
 """
 
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,9 +68,18 @@ def _elevation(v: Values, name: str) -> np.ndarray:
     nrow, ncol = v.integer("nrow", 0), v.integer("ncol", 0)
     if nrow < 2 or ncol < 2:
         raise v.error(f"hfield {name!r} needs nrow and ncol >= 2 with elevation (or a file), got {nrow} x {ncol}")
+    if nrow * ncol > MAX_HFIELD_PIXELS:
+        raise v.error(f"hfield {name!r}: {nrow} x {ncol} exceeds the {MAX_HFIELD_PIXELS:,} samples jaxmor reads")
     values = v.numbers("elevation", nrow * ncol)
     if values is None:
-        raise v.error(f"hfield {name!r} needs elevation (nrow x ncol numbers) or a file")
+        warnings.warn(
+            f"{v.doc.source(v.element)}:{v.line}: hfield {name!r} has no elevation data: its heights are all 0, as "
+            "MuJoCo starts them; a program that fills MuJoCo's hfield_data at run time sets jaxmor's with "
+            "jaxmor.with_height_field",
+            UserWarning,
+            stacklevel=2,
+        )
+        return np.zeros((nrow, ncol))
     return values.reshape(nrow, ncol)[::-1]  # the file's first row is the largest y
 
 
