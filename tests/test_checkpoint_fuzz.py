@@ -407,3 +407,25 @@ def test_an_archive_that_would_expand_past_the_cap_is_refused_before_it_is_read(
     with pytest.raises(ModelError, match=r"would take 8,388,608 bytes, more than MAX_CHECKPOINT_BYTES"):
         jaxmor.load_checkpoint(path)
     assert checkpoint.MAX_CHECKPOINT_BYTES == 4 * 2**20
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_a_format_5_checkpoint_loads_with_no_constant_bias(tmp_path):
+    """Format 5 is format 6 without ``Model.affine.bias_0``: a format-6 file made into a format-5 one (the version
+    set to 5, the entry and its array removed) loads with the bias 0 and everything else as saved."""
+    model = jaxmor.load_mjcf(
+        '<mujoco><worldbody><body><joint name="j"/><geom size=".1"/></body></worldbody>'
+        '<actuator><position joint="j" kp="3"/></actuator></mujoco>'
+    )
+    state = jaxmor.init_state(model)
+    jaxmor.save_checkpoint(tmp_path / "six.npz", model, state)
+    with np.load(tmp_path / "six.npz") as archive:
+        content = {k: archive[k] for k in archive.files if k != "model/affine/bias_0"}
+    structure = json.loads(content["jaxmor_checkpoint"].tobytes())
+    structure["version"] = 5
+    del structure["model"]["fields"]["affine"]["fields"]["bias_0"]
+    content["jaxmor_checkpoint"] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
+    np.savez(tmp_path / "five.npz", **content)
+    loaded, loaded_state = jaxmor.load_checkpoint(tmp_path / "five.npz")
+    assert _identical(loaded, model) and _identical(loaded_state, state)
+    assert loaded.affine.bias_0.shape == (1,) and float(loaded.affine.bias_0[0]) == 0.0

@@ -52,6 +52,9 @@ FORMAT = "jaxmor-checkpoint"
 #: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
 #: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0).
 FORMAT_VERSION = 6
+#: The versions :func:`load_checkpoint` reads: format 5 is format 6 without the affine actuators' constant bias, which
+#: it reads as 0 (:func:`_from_format_5`).
+READ_VERSIONS = (5, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
 _META = "jaxmor_checkpoint"
@@ -267,6 +270,8 @@ def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tupl
         raise ArgumentError(f"load_checkpoint: model must be a jaxmor Model, got {type(model).__name__}")
     arrays = _read_archive(path, source)
     meta = _read_structure(arrays.pop(_META), source)
+    if meta["version"] == 5:
+        _from_format_5(meta, arrays)
     if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
         raise ModelError(source, None, "the checkpoint holds 64-bit arrays: enable jax_enable_x64 before loading it")
     decoder = Decoder(source, arrays)
@@ -287,6 +292,19 @@ def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tupl
         if problem:
             raise ArgumentError(f"checkpoint {source} belongs to another model: {problem}")
     return saved_model, state
+
+
+def _from_format_5(meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """A format-5 structure and arrays made format 6's in place: ``Model.affine.bias_0`` added as zeros shaped like
+    ``gain`` (where the structure is well-formed enough to say so; otherwise the decoder refuses it as it is)."""
+    try:
+        fields = meta["model"]["fields"]["affine"]["fields"]
+        gain = arrays[fields["gain"]["array"]]
+    except (KeyError, TypeError):
+        return
+    if "bias_0" not in fields and isinstance(gain, np.ndarray):
+        fields["bias_0"] = {"array": "model/affine/bias_0"}
+        arrays["model/affine/bias_0"] = np.zeros_like(gain)
 
 
 def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]:
@@ -352,8 +370,12 @@ def _read_structure(entry: np.ndarray, source: str) -> dict:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelError(source, None, "not a jaxmor checkpoint (no jaxmor-checkpoint format marker)")
     version = meta.get("version")
-    if type(version) is not int or version != FORMAT_VERSION:
-        raise ModelError(source, None, f"checkpoint format version {version!r:.80}; this jaxmor reads {FORMAT_VERSION}")
+    if type(version) is not int or version not in READ_VERSIONS:
+        raise ModelError(
+            source,
+            None,
+            f"checkpoint format version {version!r:.80}; this jaxmor reads {', '.join(map(str, READ_VERSIONS))}",
+        )
     if set(meta) != {"format", "version", "model", "state"}:
         raise ModelError(source, None, f"unexpected entries in the structure: {sorted(meta)!r:.80}")
     return meta
