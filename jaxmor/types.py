@@ -68,6 +68,9 @@ class GeomType(enum.IntEnum):
     MESH = 4
     """A convex hull (a URDF ``<mesh>``; :mod:`jaxmor.io.mesh`): vertices and face planes in
     ``Model.mesh_vertices`` and ``Model.mesh_planes``."""
+    ELLIPSOID = 5
+    """An ellipsoid (MJCF), its three radii in ``Model.geom_size``: it touches the ground and height fields only
+    (no pair kernel)."""
 
     @property
     def label(self) -> str:

@@ -530,8 +530,6 @@ REFUSALS = {
     "equality of a joint with itself": ("after", '<equality>\n<joint joint1="j" joint2="j"/></equality>',
                                         '<joint joint1', "with itself"),
     "height field without its asset": ("world", '<geom type="hfield" hfield="h"/>', "hfield", "unknown hfield 'h'"),
-    "ellipsoid collision geom": ("world", '<body><geom type="ellipsoid" size=".1 .2 .3"/></body>', "ellipsoid",
-                                 "ellipsoid collision geoms"),
     "sdf geom": ("world", '<body><geom type="sdf"/></body>', "sdf", "sdf geoms"),
     "mesh fitting": ("world", '<body><geom type="box" mesh="m"/></body>', 'mesh="m"', "fitting a box to a mesh"),
     "spatial tendon": ("after", '<tendon>\n<spatial><site site="s"/></spatial></tendon>', "<spatial>",

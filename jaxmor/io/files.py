@@ -107,7 +107,11 @@ def outside_hint(candidates: Iterable[str | os.PathLike], trees: Sequence[str | 
     """
     roots = [Path(t).resolve() for t in trees]
     for real in _resolved(candidates):
-        if any(inside(real, t) for t in roots) or any(part.startswith(".") for part in real.parts[1:]):
+        if any(inside(real, t) for t in roots):
+            continue
+        # the names below where the file's path leaves the model's folders (not the hidden ones above both)
+        below = [real.relative_to(os.path.commonpath([real, t])).parts for t in roots] or [real.parts[1:]]
+        if any(part.startswith(".") for part in min(below, key=len)):
             continue
         allow = keyword.format(folder=str(real.parent))
         return f"; {shortened(real)} is outside them: to read it from there, pass {allow}"

@@ -917,11 +917,6 @@ class _Reader:
             self._count_mass(v, kind, name, size, rotation, translation, link)
         if not collides:
             return
-        if kind == "ellipsoid":
-            raise v.error(
-                f"geom {name!r}: ellipsoid collision geoms are not supported; make it visual "
-                '(contype="0" conaffinity="0") or use another shape'
-            )
         if condim > 3:
             self.rich_contacts.append(name)
         geom = Geom(

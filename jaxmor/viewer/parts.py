@@ -22,6 +22,7 @@ GEOM_COLOURS = {
     GeomType.BOX: (120, 130, 150),
     GeomType.CYLINDER: (90, 190, 140),
     GeomType.MESH: (150, 150, 200),
+    GeomType.ELLIPSOID: (200, 110, 170),
 }
 GROUND_COLOUR = (200, 200, 195)
 HEIGHT_FIELD_COLOUR = (170, 150, 120)
@@ -73,6 +74,8 @@ def geom_mesh(model: Model, g: int) -> shapes.Mesh:
         return shapes.cylinder(size[0], size[1])
     if kind == GeomType.BOX:
         return shapes.box(size)
+    if kind == GeomType.ELLIPSOID:
+        return shapes.ellipsoid(size)
     m = model.geom_mesh[g]
     vertices = np.asarray(model.mesh_vertices[m], float)[: model.mesh_vertex_count[m]]
     return shapes.polyhedron(vertices, model.mesh_faces[m])

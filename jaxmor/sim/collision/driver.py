@@ -19,7 +19,14 @@ import numpy as np
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_sqrt
 from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
-from jaxmor.sim.collision.ground import box_points, capsule_points, cylinder_points, hull_points, sphere_points
+from jaxmor.sim.collision.ground import (
+    box_points,
+    capsule_points,
+    cylinder_points,
+    ellipsoid_points,
+    hull_points,
+    sphere_points,
+)
 from jaxmor.sim.collision.height_field import field_gaps
 from jaxmor.sim.collision.polytope import (
     box_box,
@@ -52,6 +59,7 @@ GROUND_KERNELS = {
     GeomType.BOX: box_points,
     GeomType.CYLINDER: cylinder_points,
     GeomType.MESH: hull_points,
+    GeomType.ELLIPSOID: ellipsoid_points,
 }
 
 #: Geom types and the number of ground-contact points of each (read off :data:`GROUND_KERNELS`).

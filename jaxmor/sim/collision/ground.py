@@ -82,6 +82,15 @@ def cylinder_points(centre, rotation, size, hull):
     return (centre[:, None, None, :] + faces + rim[:, None, :, :]).reshape(-1, 8, 3)
 
 
+@kernel(slots=1)
+def ellipsoid_points(centre, rotation, size, hull):
+    """The lowest point of each ellipsoid: ``c - R A^2 R^T z / |A R^T z|`` with ``A = diag(radii)`` (the point whose
+    outward normal is ``-z``)."""
+    local = rotation[:, 2, :] * size  # A R^T z, per ellipsoid
+    norm = jnp.sqrt(jnp.sum(local * local, -1, keepdims=True))
+    return (centre - jnp.einsum("nij,nj->ni", rotation, local * size) / norm)[:, None, :]
+
+
 @kernel(slots=HULL_POINTS)
 def hull_points(centre, rotation, size, hull):
     """The :data:`HULL_POINTS` lowest of each hull's world vertices (lowest first; ties to the lower index).

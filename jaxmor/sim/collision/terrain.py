@@ -40,6 +40,8 @@ def bounding_radius(model: Model, geoms) -> np.ndarray:
             out.append(s[0] + s[1])
         elif kind == GeomType.CYLINDER:
             out.append(np.hypot(s[0], s[1]))
+        elif kind == GeomType.ELLIPSOID:
+            out.append(np.max(s))
         elif kind == GeomType.MESH:
             m = model.geom_mesh[g]
             vertices = _values(model.mesh_vertices[m])[: model.mesh_vertex_count[m]]
@@ -59,6 +61,8 @@ def footprints(model: Model, geoms) -> np.ndarray:
             half = np.full(3, s[0])
         elif kind == GeomType.CAPSULE:
             half = np.abs(r[:, 2]) * s[1] + s[0]
+        elif kind == GeomType.ELLIPSOID:
+            half = np.sqrt((r * r) @ (s * s))
         elif kind == GeomType.MESH:
             m = model.geom_mesh[g]
             points = _values(model.mesh_vertices[m])[: model.mesh_vertex_count[m]] @ r.T + c
