@@ -329,3 +329,17 @@ def test_combine_refuses_a_name_clash_and_accepts_a_prefix(quadruped_ground):
     assert twin.opt is quadruped_ground.opt and twin.ground
     with pytest.raises(ArgumentError, match="orientation"):
         jaxmor.combine(quadruped_ground, robot, prefix="c_", orientation=[0, 0, 0, 0])
+
+
+def test_combine_concatenates_every_array_leaf_of_the_motor_actuators(quadruped_ground):
+    """``combine``'s motor actuators hold the first model's leaves, then the second's, for every array leaf the
+    ``MotorActuators`` declaration has (the top-level ones found from the declaration, so a new field needs no
+    change there), the nested motor, controller and backlash parts included."""
+    other = jaxmor.with_backlash(load_shipped(QUADRUPED_URDF), 0.01, 1e-4, actuators=["RF_KFE"])
+    twin = jaxmor.combine(quadruped_ground, other, prefix="b_", position=[0, 2.0, 0])
+    a, b, both = quadruped_ground.actuators, other.actuators, twin.actuators
+    for part in ("gear_ratio", "coupling_ratio", "output_damping", "output_friction", "delay", "motor", "controller"):
+        for x, y, z in zip(*(jax.tree.leaves(getattr(m, part)) for m in (a, b, both)), strict=True):
+            np.testing.assert_array_equal(z, np.concatenate([x, y]), err_msg=part)
+    np.testing.assert_array_equal(both.backlash.width, np.concatenate([a.backlash.width, b.backlash.width]))
+    assert both.backlash.active == a.backlash.active + b.backlash.active and sum(both.backlash.active) == 1

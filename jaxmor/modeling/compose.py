@@ -284,10 +284,19 @@ def _check_names(model: Model, other: Model, prefix: str) -> None:
 
 
 def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: int) -> MotorActuators:
+    """``a``'s actuators, then ``b``'s: every declared array leaf of :class:`MotorActuators` concatenated (a new one
+    needs nothing here), the nested parts and the static tables merged below."""
+
     def cat(x, y):
         return jnp.concatenate([jnp.asarray(x), jnp.asarray(y, jnp.asarray(x).dtype)])
 
+    arrays = {
+        f.name: cat(getattr(a, f.name), getattr(b, f.name))
+        for f in dataclasses.fields(MotorActuators)
+        if f.metadata.get("pytree_node", True) and isinstance(getattr(a, f.name), (jax.Array, np.ndarray))
+    }
     return MotorActuators(
+        **arrays,
         names=a.names + tuple(prefix + n for n in b.names),
         models=a.models + b.models,
         joints=a.joints + tuple(prefix + j for j in b.joints),
@@ -296,13 +305,8 @@ def _motors(a: MotorActuators, b: MotorActuators, prefix: str, nv_a: int, nv: in
         coupling_actuator=a.coupling_actuator + tuple(i + len(a.names) for i in b.coupling_actuator),
         coupling_v_index=a.coupling_v_index + tuple(v + nv_a for v in b.coupling_v_index),
         nv=nv,
-        gear_ratio=cat(a.gear_ratio, b.gear_ratio),
-        coupling_ratio=cat(a.coupling_ratio, b.coupling_ratio),
         motor=jax.tree.map(cat, a.motor, b.motor),
-        output_damping=cat(a.output_damping, b.output_damping),
-        output_friction=cat(a.output_friction, b.output_friction),
         dynamics=concatenate_dynamics(a.dynamics, b.dynamics),
-        delay=cat(a.delay, b.delay),
         controller=DriveController(
             **{k: cat(getattr(a.controller, k), getattr(b.controller, k)) for k in ("p_gain", "i_gain", "d_gain")},
             period=cat(a.controller.period, b.controller.period),
