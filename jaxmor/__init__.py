@@ -116,6 +116,7 @@ from jaxmor.types import (
     State,
     Tendons,
 )
+from jaxmor.version import __version__ as __version__  # the package version, not in __all__
 
 __all__ = [
     "ActuatorCoupling",

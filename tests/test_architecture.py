@@ -79,7 +79,7 @@ def test_kinematics_is_computed_once_per_traced_step(monkeypatch, quadruped, rob
 #: The layers from the bottom, each a list of module names or package prefixes (``jaxmor.sim.`` = every module
 #: under ``jaxmor/sim``). A module belongs to the most specific entry that names it.
 LAYERS = [
-    ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks", "jaxmor.fields"]),
+    ("base", ["jaxmor.errors", "jaxmor.math", "jaxmor.checks", "jaxmor.fields", "jaxmor.version"]),
     (
         "motor laws",
         [

@@ -316,3 +316,28 @@ def test_non_editable_install_runs_the_demo_from_an_empty_folder(tmp_path):
     assert "pip install 'jaxmor[plot]'" in demo.stdout
     assert list(empty.iterdir()) == []
     print(f"non-editable install and demo: {time.perf_counter() - start:.1f} s")
+
+
+def test_version_is_the_installed_packages(capsys):
+    """``jaxmor --version`` and ``jaxmor.__version__`` give pyproject.toml's version (what pip installed)."""
+    import tomllib
+
+    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert jaxmor.__version__ == expected
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"jaxmor {expected}"
+
+
+def test_info_checks_its_time_step_before_printing(capsys):
+    assert main(["info", str(TURNTABLE_URDF), "--dt", "-1"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "--dt must be a positive time step [s], got -1.0" in out.err
+
+
+def test_view_does_not_replace_an_existing_page_unless_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "turntable.html").write_text("a page the user keeps")
+    assert main(["view", str(TURNTABLE_URDF)]) == 2
+    assert "turntable.html exists: pass --out turntable.html to replace it" in capsys.readouterr().err
+    assert (tmp_path / "turntable.html").read_text() == "a page the user keeps"

@@ -482,3 +482,31 @@ def test_a_model_without_degrees_of_freedom_is_refused_by_step_and_rollout():
     for run in (lambda: jaxmor.step(model, state), lambda: jaxmor.rollout(model, state, jnp.zeros((3, 0)))):
         with pytest.raises(ArgumentError, match=r"no degrees of freedom \(nv = 0"):
             run()
+
+
+def test_a_rollout_says_why_a_robot_without_affine_actuators_takes_no_ctrl():
+    model = jaxmor.load_urdf(TURNTABLE_URDF)
+    assert model.nu == 0
+    with pytest.raises(
+        ArgumentError, match=r"controls\['ctrl'\]: the model takes none \(nu = 0: no affine actuators\)"
+    ):
+        jaxmor.rollout(model, jaxmor.init_state(model), {"ctrl": jnp.zeros((5, 3))})
+
+
+def test_rollout_batch_says_a_single_world_needs_a_world_axis():
+    model = jaxmor.load_urdf(TURNTABLE_URDF)
+    with pytest.raises(ArgumentError, match=r"states must have a leading world axis .* got one world's State"):
+        jaxmor.rollout_batch(model, jaxmor.init_state(model), n_steps=3)
+
+
+def test_viewer_show_without_ipython_says_to_write_a_page(monkeypatch):
+    pytest.importorskip("viser")
+    import sys
+
+    from jaxmor import viewer
+
+    monkeypatch.setitem(sys.modules, "IPython", None)  # importing it now fails, as where it is not installed
+    monkeypatch.setitem(sys.modules, "IPython.display", None)
+    model = jaxmor.load_urdf(TURNTABLE_URDF)
+    with pytest.raises(ArgumentError, match=r"needs IPython; outside a notebook write the page"):
+        viewer.show(model, jaxmor.init_state(model))

@@ -84,6 +84,11 @@ def rollout_batch(
     chunk_size = as_positive_int(chunk_size, "chunk_size")
     sizes = {x.shape[0] if x.ndim else None for x in jax.tree.leaves(states)}
     if len(sizes) != 1 or None in sizes:
+        if None in sizes or np.ndim(states.time) == 0:
+            raise ArgumentError(
+                "states must have a leading world axis (one State per world, stacked: jax.vmap(jaxmor.init_state) "
+                "or jax.tree.map(lambda x: jnp.stack([x] * n), state)); got one world's State"
+            )
         got = sorted(str(x) for x in sizes)
         raise ArgumentError(f"states must all have a leading world axis of the same size, got sizes {got}")
     n = sizes.pop()

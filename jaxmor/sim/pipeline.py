@@ -259,6 +259,10 @@ def per_step_controls(
         steps = n_steps if n_steps is not None else lead
         if value.shape != (*batch, steps, *field) or steps is None:
             expected = ", ".join(str(d) for d in (*batch, "n_steps" if steps is None else steps, *field))
+            if 0 in field:
+                count = {"ctrl": "nu = 0: no affine actuators", "bus_voltage": "na = 0: no DC-motor actuators"}
+                why = count.get(name, f"its field {name!r} is empty")
+                raise ArgumentError(f"{where}: controls[{name!r}]: the model takes none ({why}), got {value.shape}")
             raise ArgumentError(f"{where}: controls[{name!r}] must have shape ({expected}), got {value.shape}")
         out[name], n_steps = value, steps
     if n_steps is None:

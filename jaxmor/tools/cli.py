@@ -25,6 +25,7 @@ exit code 2.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 import numpy as np
@@ -81,7 +82,10 @@ def _load(path: str):
 
 def _info(path: str, dt: float | None) -> int:
     import jaxmor
+    from jaxmor.errors import ArgumentError
 
+    if dt is not None and not (math.isfinite(dt) and dt > 0):
+        raise ArgumentError(f"--dt must be a positive time step [s], got {dt}")
     model = _load(path)
     print(jaxmor.summary(model))
     _joints_table(model)
@@ -300,6 +304,7 @@ def _view(path: str, out: str | None) -> int:
 
     import jaxmor
     from jaxmor import viewer
+    from jaxmor.errors import ArgumentError
 
     if path.lower().endswith(".npz"):
         model, states = viewer.load_trajectory(path)
@@ -307,15 +312,24 @@ def _view(path: str, out: str | None) -> int:
         model = _load(path)
         states = jaxmor.init_state(model)
     target = Path(out) if out is not None else Path(Path(path).name).with_suffix(".html")
+    if out is None and target.exists():
+        raise ArgumentError(f"{target} exists: pass --out {target} to replace it, or another --out")
     viewer.write_html(model, states, target)
     print(f"wrote {target}")
     return 0
+
+
+def _version() -> str:
+    from jaxmor.version import __version__
+
+    return __version__
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxmor", description="jaxmor: batched rigid-body simulation with DC-motor operating regions."
     )
+    parser.add_argument("--version", action="version", version=f"jaxmor {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
         "demo", help="the shipped quadruped in parallel worlds: throughput, saturation shares and a figure"

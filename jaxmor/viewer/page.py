@@ -6,6 +6,7 @@ import html
 import os
 from pathlib import Path
 
+from jaxmor.errors import ArgumentError
 from jaxmor.io.files import writing
 from jaxmor.types import Model, State
 from jaxmor.viewer.scene import trajectory_html
@@ -47,9 +48,15 @@ def show(model: Model, states: State, *, height: int = INLINE_HEIGHT, **options)
     Jupyter cell shows it inline. Arguments as :func:`write_html`; ``height`` in pixels.
 
     Raises:
-        ArgumentError: as :func:`write_html`; ImportError without IPython.
+        ArgumentError: as :func:`write_html`, or no IPython (outside Jupyter: use :func:`write_html`).
     """
-    from IPython.display import HTML
+    try:
+        from IPython.display import HTML
+    except ImportError:
+        raise ArgumentError(
+            "viewer.show draws the page inline in Jupyter and needs IPython; outside a notebook write the page "
+            "with jaxmor.viewer.write_html(model, states, 'page.html')"
+        ) from None
 
     page = trajectory_html(model, states, **options)
     frame = (
