@@ -341,3 +341,18 @@ def test_view_does_not_replace_an_existing_page_unless_named(tmp_path, monkeypat
     assert main(["view", str(TURNTABLE_URDF)]) == 2
     assert "turntable.html exists: pass --out turntable.html to replace it" in capsys.readouterr().err
     assert (tmp_path / "turntable.html").read_text() == "a page the user keeps"
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_info_lists_the_affine_actuators_law_and_limits(tmp_path, capsys):
+    """The servo file's position servo (kp 20: gain 20, bias_q -20) and its motor (gear 2, force range 1.5 on
+    each side): the table shows the file's numbers."""
+    path = tmp_path / "servo.xml"
+    path.write_text(SERVO_MJCF.replace('gear="2"', 'gear="2" forcerange="-1.5 1.5" ctrlrange="-3 4"'))
+    assert main(["info", str(path)]) == 0
+    rows = section(tables(capsys.readouterr().out), "affine actuators")
+    servo, motor = rows["servo"], rows["wrist_motor"]
+    assert servo["target"] == "hinge" and float(servo["gain"]) == 20 and float(servo["bias_q"]) == -20
+    assert motor["target"] == "wrist" and float(motor["gear"]) == 2 and float(motor["bias_q"]) == 0
+    assert [float(motor[k]) for k in ("ctrl_lower", "ctrl_upper", "force_lower", "force_upper")] == [-3, 4, -1.5, 1.5]
+    assert servo["force_upper"] == "inf"

@@ -89,6 +89,7 @@ def _info(path: str, dt: float | None) -> int:
     model = _load(path)
     print(jaxmor.summary(model))
     _joints_table(model)
+    _affine_table(model)
     if not model.na:
         print("\nno DC-motor actuators")
         _drive_table(model)  # the affine actuators' control delays
@@ -178,6 +179,24 @@ def _drive_table(model) -> None:
     affine = np.asarray(model.affine.delay)
     rows += [[name, int(affine[i]), affine[i] * h] + ["-"] * 6 for i, name in enumerate(model.affine.names)]
     print(_table(headers, rows))
+
+
+def _affine_table(model) -> None:
+    """The affine (MuJoCo-style) actuators' law and limits, one row an actuator (printed when there are any)."""
+    act = model.affine
+    if not act.nu:
+        return
+    names = ("gear", "gain", "bias_0", "bias_q", "bias_v", "ctrl_lower", "ctrl_upper", "force_lower", "force_upper")
+    f64 = [np.asarray(getattr(act, n), dtype=np.float64) for n in names]
+    joint_of = dict(zip(model.joint_u, model.joint_names, strict=True))
+    print("\naffine actuators (force = gain ctrl + bias_0 + bias_q q + bias_v v, clamped to its range; at the joint "
+          "gear times it):")  # fmt: skip
+    rows = []
+    for i, name in enumerate(act.names):
+        on_tendon = act.on_tendons and act.tendon[i] >= 0
+        target = model.tendons.names[act.tendon[i]] if on_tendon else joint_of[act.v_index[i]]
+        rows.append([name, target, *(x[i] for x in f64)])
+    print(_table(["name", "target", *names], rows))
 
 
 def _backlash_table(model) -> None:
