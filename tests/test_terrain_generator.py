@@ -123,8 +123,24 @@ def test_a_ball_rests_on_every_spawn_point():
         ({"parameters": Parameters(max_step=float("nan"))}, "parameters.max_step must be finite"),
         ({"levels": 10**9}, "more than MAX_TERRAIN_VERTICES"),
         ({"resolution": 1e-6}, "more than MAX_TERRAIN_VERTICES"),
+        ({"difficulty": (0.5, 0.2)}, r"0 <= easiest <= hardest <= 1, got 0.5, 0.2"),
+        ({"difficulty": (0.0, 1.5)}, r"0 <= easiest <= hardest <= 1"),
+        ({"difficulty": 0.5}, r"difficulty must be \(easiest, hardest\)"),
+        ({"difficulty": (0.1, float("nan"))}, r"difficulty must be \(easiest, hardest\) in \[0, 1\], got \(0.1, nan\)"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs, reason):
     with pytest.raises(ArgumentError, match=reason):
         jaxmor.terrain.generate(**kwargs)
+
+
+def test_the_difficulty_range_spans_the_levels_and_one_level_is_its_hardest():
+    """``difficulty=(easiest, hardest)``: the rows rise evenly between them; a single row is the hardest (one level
+    of rough ground has the hardest level's bumps, +-8 cm by default, not the easiest's +-1 cm, as it used to)."""
+    spread = jaxmor.terrain.generate(levels=3, kinds=("rough",), size=2.0, difficulty=(0.2, 0.6))
+    np.testing.assert_allclose(spread.difficulty, [0.2, 0.4, 0.6])
+    one = jaxmor.terrain.generate(levels=1, kinds=("rough",))
+    np.testing.assert_allclose(one.difficulty, [1.0])
+    assert np.ptp(one.heights) > 0.1
+    easiest = jaxmor.terrain.generate(levels=1, kinds=("rough",), difficulty=(0.0, 0.0))
+    assert np.ptp(easiest.heights) <= 0.02

@@ -108,16 +108,19 @@ def generate(
     resolution: float = 0.1,
     seed: int = 0,
     parameters: Parameters = Parameters(),
+    difficulty: tuple[float, float] = (0.0, 1.0),
 ) -> Terrain:
     """A grid of sub-terrains: ``levels`` rows of rising difficulty by one column per kind (module docstring).
 
     Args:
-        levels: rows of cells, difficulty ``i / (levels - 1)`` on row ``i`` (0 for a single row).
+        levels: rows of cells, their difficulty rising evenly from ``difficulty[0]`` on the first row to
+            ``difficulty[1]`` on the last (a single row: ``difficulty[1]``).
         kinds: a column per kind, from :data:`KINDS`.
         size: the side of a cell [m]; a multiple of ``resolution``.
         resolution: the grid's step [m].
         seed: the random draws' seed (rough, obstacles): the same seed, the same terrain.
         parameters: the sub-terrains' parameters at difficulty 1.
+        difficulty: ``(easiest, hardest)``, each in ``[0, 1]``, ``easiest <= hardest``.
 
     Returns:
         The :class:`Terrain`, its corner at ``(0, 0)``.
@@ -125,11 +128,12 @@ def generate(
     Raises:
         ArgumentError: an unknown kind; a size, resolution, level count or seed out of range; a parameter that is not
             finite (or not positive where it divides a cell: ``run``, ``roughness_step``, ``wavelength``); a grid of
-            more than :data:`MAX_TERRAIN_VERTICES` vertices.
+            more than :data:`MAX_TERRAIN_VERTICES` vertices; a difficulty range outside ``[0, 1]`` or out of order.
     """
     n = _checked(levels, kinds, size, resolution, seed, parameters)
+    low, high = _difficulty_range(difficulty)
     rng = np.random.default_rng(seed)
-    difficulty = np.linspace(0.0, 1.0, levels) if levels > 1 else np.zeros(1)
+    difficulty = np.linspace(low, high, levels) if levels > 1 else np.full(1, high)
     heights = np.zeros((levels * n + 1, len(kinds) * n + 1))
     spawn = np.zeros((levels, len(kinds), 3))
     local = (np.arange(n + 1) * resolution) - size / 2  # cell-centred vertex coordinates
@@ -141,6 +145,17 @@ def generate(
             heights[row * n : (row + 1) * n + 1, col * n : (col + 1) * n + 1] = cell
             spawn[row, col] = ((col + 0.5) * size, (row + 0.5) * size, cell[n // 2, n // 2])
     return Terrain(heights, float(resolution), (0.0, 0.0), tuple(kinds), difficulty, spawn, float(size))
+
+
+def _difficulty_range(difficulty) -> tuple[float, float]:
+    """``(easiest, hardest)`` checked: two finite numbers in ``[0, 1]``, in order."""
+    try:
+        low, high = (as_finite(d, "difficulty") for d in difficulty)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"difficulty must be (easiest, hardest) in [0, 1], got {brief_repr(difficulty)}") from None
+    if not 0.0 <= low <= high <= 1.0:
+        raise ArgumentError(f"difficulty must be (easiest, hardest), 0 <= easiest <= hardest <= 1, got {low}, {high}")
+    return low, high
 
 
 def _checked(levels, kinds, size, resolution, seed, parameters: Parameters) -> int:
