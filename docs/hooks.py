@@ -1,11 +1,14 @@
-"""mkdocs hooks of the documentation site (``mkdocs.yml``): the notebooks and the API reference page.
+"""mkdocs hooks of the documentation site (``mkdocs.yml``): the notebooks, the API reference page and the home
+page's quickstart.
 
 The notebooks live in ``notebooks/``, outside ``docs_dir``: :func:`on_files` adds each one as the page
 ``notebooks/<name>.ipynb``, which mkdocs-jupyter renders from the file as stored (``execute: false``). The API
 page, ``api.md``, is written here from ``jaxmor.__all__``, read statically from ``jaxmor/__init__.py`` (JAX is
 not imported): one mkdocstrings block per name, grouped by the package the name is imported from, so the list
 has one source. :class:`ReSTRoles`, a griffe extension that mkdocstrings loads from this file, shows the
-docstrings' Sphinx roles as code. docs/design/docs-site.md describes the site.
+docstrings' Sphinx roles as code. The optional modules (:data:`EXTRA_MODULES`, each needing an extra) follow
+the exported names on the API page. :func:`on_page_markdown` puts the README's Quickstart commands (its first code
+block, the one copy) on the home page. docs/design/docs-site.md describes the site.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ PACKAGE = "jaxmor"
 API_PAGE = "api.md"
 #: The group of the names that are modules (``jaxmor.envs``, ``jaxmor.sysid``, ...), placed last.
 MODULES_GROUP = "Modules"
+#: Modules outside ``jaxmor.__all__`` (each needs an extra) that the API page documents after the exported names.
+EXTRA_MODULES = ("jaxmor.viewer", "jaxmor.tools.plot", "jaxmor.tools.compare")
 #: A Sphinx cross-reference role in a docstring: ``:func:`name```, ``:class:`~name```, ...
 ROLE = re.compile(r":(?:func|class|mod|attr|data|meth|exc|obj):`(~?)([^`]+)`")
 
@@ -115,4 +120,28 @@ def api_markdown(root: Path) -> str:
         intro = "The modules exported by `jaxmor`." if group == MODULES_GROUP else summary(root, group)
         lines += ["", f"## {group}", "", intro, ""]
         lines += [f"::: {PACKAGE}.{name}\n" for name in sorted(groups[group], key=str.lower)]
+    lines += ["", "## Optional modules", "", "Modules that need an extra (`viewer`, `plot`, `mujoco`): import them "
+              "by their path.", ""]  # fmt: skip
+    lines += [f"::: {module}\n" for module in EXTRA_MODULES]
     return "\n".join(lines) + "\n"
+
+
+def quickstart(root: Path) -> str:
+    """The home page's install section: the README's Quickstart commands (the first code block of its
+    ``## Quickstart`` section)."""
+    section = (root / "README.md").read_text(encoding="utf-8").split("## Quickstart", 1)[1]
+    block = re.search(r"```\n(.*?)```", section, re.S)
+    if block is None:
+        raise ValueError("README.md's Quickstart section has no code block")
+    return (
+        "## Install and first run\n\nFrom a clone of the repository (the README's Quickstart: the demo, then the "
+        f"tests):\n\n```\n{block.group(1)}```\n\n"
+    )
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    """The home page (``index.md``) gets :func:`quickstart` after its title."""
+    if page.file.src_uri != "index.md":
+        return markdown
+    title, rest = markdown.split("\n", 1)
+    return f"{title}\n\n{quickstart(ROOT)}{rest.lstrip()}"

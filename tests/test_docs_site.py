@@ -66,3 +66,19 @@ def test_notebook_pages_show_stored_outputs(site, notebook):
     assert html.count('src="data:image/png;base64,') >= images, f"{notebook.name}: figures missing from its page"
     home = (site / "index.html").read_text(encoding="utf-8")
     assert f"notebooks/{notebook.stem}/" in home, f"{notebook.name} is not in the site's navigation"
+
+
+def test_api_page_documents_the_optional_modules(site):
+    html = (site / "api" / "index.html").read_text(encoding="utf-8")
+    for name in ("jaxmor.viewer.write_html", "jaxmor.tools.plot.plot_actuators", "jaxmor.tools.compare.dynamics"):
+        assert f'id="{name}"' in html, name
+
+
+def test_the_home_page_shows_the_readmes_quickstart(site):
+    """The home page carries the README's two Quickstart command lines (inserted from README.md at build time)."""
+    html = (site / "index.html").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Quickstart", 1)[1]
+    commands = re.search(r"```\n(.*?)```", readme, re.S).group(1).strip().splitlines()
+    assert len(commands) == 2
+    text = re.sub(r"<[^>]+>", "", html).replace("&quot;", '"').replace("&amp;", "&")
+    assert all(command in text for command in commands), commands

@@ -237,7 +237,7 @@ def _mujoco_geoms(pair: Pair, data) -> tuple[np.ndarray, np.ndarray]:
     return positions, bounds
 
 
-def dynamics(pair: Pair, qpos, qvel) -> Report:
+def dynamics(pair: Pair, qpos: np.ndarray, qvel: np.ndarray) -> Report:
     """The mass matrix, the bias forces and the body and geom poses of both engines at one state (MuJoCo's
     ``mj_forward``: ``mj_fullM``, ``qfrc_bias``, ``xpos``, ``xmat``, ``geom_xpos``), in jaxmor's conventions.
     They agree to round-off when the model is the same.
@@ -251,7 +251,8 @@ def dynamics(pair: Pair, qpos, qvel) -> Report:
 
     Args:
         pair: the two models.
-        qpos, qvel: MuJoCo's coordinates and velocities.
+        qpos: MuJoCo's coordinates (nq,).
+        qvel: MuJoCo's velocities (nv,).
     """
     m = pair.mj_model
     data = mujoco.MjData(m)

@@ -23,6 +23,7 @@ Every line carries a ``gid`` that names what it shows, so that a figure can be c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -33,6 +34,7 @@ from matplotlib.lines import Line2D
 from jaxmor.actuation.motor import MOTOR_FIELDS, DcMotorParameters, MotorSaturation
 from jaxmor.errors import ArgumentError
 from jaxmor.model import resolve_actuator
+from jaxmor.types import Model
 
 __all__ = [
     "SATURATION_COLORS",
@@ -276,12 +278,12 @@ def _column(states, field: str, index: int) -> np.ndarray | None:
 
 
 def plot_actuator(
-    model,
+    model: Model,
     actuator: int | str,
     *,
     ax: Axes | None = None,
     side: str = "motor",
-    states=None,
+    states: Any = None,
     box: bool = True,
     losses: bool = True,
     legend: bool = True,
@@ -372,7 +374,7 @@ def _motor_at(act, a: int, motor: DcMotorParameters, temperature: float) -> DcMo
     )
 
 
-def plot_motor_temperatures(model, motor_states, timestep: float, *, ax: Axes | None = None) -> Axes:
+def plot_motor_temperatures(model: Model, motor_states: Any, timestep: float, *, ax: Axes | None = None) -> Axes:
     """The winding temperature of every motor with a thermal model over a run, with its temperature limit.
 
     Args:
@@ -412,8 +414,8 @@ def plot_motor_temperatures(model, motor_states, timestep: float, *, ax: Axes | 
 
 
 def plot_actuators(
-    model,
-    states=None,
+    model: Model,
+    states: Any = None,
     *,
     actuators: Sequence[int | str] | None = None,
     side: str = "motor",

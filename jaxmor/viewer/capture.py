@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -187,18 +188,25 @@ def _checked_size(size) -> tuple[int, int]:
 
 
 def write_video(
-    model: Model, states: State, path: str | os.PathLike, *, fps: float | None = None, size=DEFAULT_SIZE, **options
+    model: Model,
+    states: State,
+    path: str | os.PathLike,
+    *,
+    fps: float | None = None,
+    size: tuple[int, int] = DEFAULT_SIZE,
+    **options: Any,
 ) -> Path:
     """Write a trajectory as a video: a ``.gif`` (Pillow) or ``.mp4`` (imageio with imageio-ffmpeg), one video
     frame per recorded frame, captured headless from its page (module docstring).
 
     Args:
-        model, states, **options: as :func:`jaxmor.viewer.write_html` (``stride``/``max_frames`` choose the
-            frames).
+        model: the model, as for :func:`jaxmor.viewer.write_html`.
+        states: the trajectory, as for :func:`jaxmor.viewer.write_html`.
         path: the file to write; its suffix chooses the format.
         fps: frames per second (default: real time, the frames' simulated time step divided by ``speed``,
             at most 50).
         size: ``(width, height)`` of the frames [px].
+        **options: as for :func:`jaxmor.viewer.write_html` (``stride``/``max_frames`` choose the frames).
 
     Returns:
         The path written.
@@ -250,16 +258,24 @@ def _write_mp4(images: list[np.ndarray], target: Path, fps: float) -> None:
 
 
 def write_image(
-    model: Model, states: State, path: str | os.PathLike, *, frame: int = -1, size=DEFAULT_SIZE, **options
+    model: Model,
+    states: State,
+    path: str | os.PathLike,
+    *,
+    frame: int = -1,
+    size: tuple[int, int] = DEFAULT_SIZE,
+    **options: Any,
 ) -> Path:
     """Write one frame of a trajectory (default the last; a single State works too) as a PNG still, captured
     headless from its page.
 
     Args:
-        model, states, **options: as :func:`jaxmor.viewer.write_html`.
+        model: the model, as for :func:`jaxmor.viewer.write_html`.
+        states: the trajectory or one State, as for :func:`jaxmor.viewer.write_html`.
         path: the ``.png`` to write.
         frame: which recorded frame (an index, negative from the end).
         size: ``(width, height)`` [px].
+        **options: as for :func:`jaxmor.viewer.write_html`.
 
     Returns:
         The path written.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
+from typing import Any
 
 from jaxmor.errors import ArgumentError
 from jaxmor.io.files import writing
@@ -15,7 +16,7 @@ from jaxmor.viewer.scene import trajectory_html
 INLINE_HEIGHT = 480
 
 
-def write_html(model: Model, states: State, path: str | os.PathLike, **options) -> Path:
+def write_html(model: Model, states: State, path: str | os.PathLike, **options: Any) -> Path:
     """Write a trajectory as ONE self-contained HTML page (viser's client and the recording inlined: it opens
     offline, from a file, in any browser with WebGL) that plays it in 3D: play/pause, a time slider to scrub,
     camera orbit (drag), zoom (wheel), pan (right drag); a label gives the simulated time, and one each world.

@@ -40,7 +40,9 @@ def _flat(state: State) -> dict[str, np.ndarray]:
     return out
 
 
-def save_trajectory(path: str | os.PathLike, model: Model, states: State, robot: str | os.PathLike | None = None):
+def save_trajectory(
+    path: str | os.PathLike, model: Model, states: State, robot: str | os.PathLike | None = None
+) -> Path:
     """Save a trajectory for ``jaxmor view`` (module docstring).
 
     Args:
