@@ -236,6 +236,40 @@ def test_a_damaged_trajectory_file_is_an_argument_error_naming_it(quadruped, tmp
         viewer.load_trajectory(saved)
 
 
+def _same_model(a: jaxmor.Model, b: jaxmor.Model) -> None:
+    assert jax.tree.structure(a) == jax.tree.structure(b)  # the static fields (counts, names, tables) too
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        assert np.asarray(x).dtype == np.asarray(y).dtype
+        np.testing.assert_array_equal(x, y)
+
+
+def test_a_trajectory_file_keeps_the_models_edits(tmp_path):
+    """A model edited after loading (a height field on its ground, then 3 worlds of randomized masses) is saved with
+    its trajectory and loaded leaf for leaf (the robot file alone would give neither); a damaged model entry is
+    refused as a checkpoint's is, and a version-1 file (no model) still loads from its robot file."""
+    from jaxmor.modeling.checkpoint import MODEL_ENTRY
+
+    base = jaxmor.add_ground(jaxmor.load_urdf(jaxmor.robots.path("quadruped")))
+    field = jaxmor.with_height_field(base, np.arange(25.0).reshape(5, 5) * 0.01, 0.5, (-1.0, -1.0))
+    worlds, *_ = jaxmor.randomize(field, jax.random.key(3), 3, {"body.mass": jaxmor.scale(0.9, 1.1)})
+    states = jax.tree.map(lambda x: jnp.broadcast_to(x, (3, 2, *jnp.shape(x))), jaxmor.init_state(field))
+    saved = viewer.save_trajectory(tmp_path / "run.npz", worlds, states)
+    loaded, loaded_states = viewer.load_trajectory(saved)
+    _same_model(loaded, worlds)
+    assert np.asarray(loaded.body_mass).shape == (3, base.nb) and loaded.height_field is not None
+    np.testing.assert_array_equal(loaded_states.q, states.q)
+    data = dict(np.load(saved))
+    damaged = {k: v for k, v in data.items() if k != "model/body_mass"}
+    np.savez(tmp_path / "damaged.npz", **damaged)
+    with pytest.raises(jaxmor.ModelError, match=r"body_mass"):
+        viewer.load_trajectory(tmp_path / "damaged.npz")
+    old = {k: v for k, v in data.items() if not k.startswith(("model/", MODEL_ENTRY))}
+    old["jaxmor_trajectory"] = np.int64(1)
+    np.savez(tmp_path / "v1.npz", **old)
+    from_robot, _ = viewer.load_trajectory(tmp_path / "v1.npz")
+    assert from_robot.height_field is None and np.asarray(from_robot.body_mass).shape == (base.nb,)
+
+
 def test_import_jaxmor_does_not_import_viser():
     import subprocess
     import sys

@@ -57,6 +57,8 @@ FORMAT_VERSION = 6
 READ_VERSIONS = (5, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
+#: The entry of a file that holds a model beside other data (:func:`model_entries`).
+MODEL_ENTRY = "jaxmor_model"
 _META = "jaxmor_checkpoint"
 
 
@@ -151,6 +153,36 @@ def save_checkpoint(path: str | os.PathLike, model: Model, state: State) -> None
         except ArgumentError as err:
             failure = err
     _raise_unless_written(path, failure)
+
+
+def model_entries(model: Model) -> dict[str, np.ndarray]:
+    """A Model as archive entries in this format (``jaxmor_model``: the JSON of its structure with the format's name
+    and version; ``model/...``: its arrays), for a file that holds a model beside other data (a trajectory)."""
+    arrays: dict[str, np.ndarray] = {}
+    meta = {"format": FORMAT, "version": FORMAT_VERSION, "model": _encode(model, "model", arrays)}
+    return {MODEL_ENTRY: np.frombuffer(json.dumps(meta, allow_nan=True).encode("utf-8"), np.uint8), **arrays}
+
+
+def model_from_entries(entries: dict[str, np.ndarray], source: str) -> Model:
+    """The Model that :func:`model_entries` wrote, every array checked as :func:`load_checkpoint` checks them.
+
+    Raises:
+        ModelError: as :func:`load_checkpoint` for the model's part, naming ``source``.
+    """
+    arrays = {k: v for k, v in entries.items() if k.startswith("model/")}
+    entry = entries.get(MODEL_ENTRY)
+    if entry is None:
+        raise ModelError(source, None, "holds no model (no jaxmor_model entry)")
+    meta = _read_structure(entry, source, ("format", "version", "model"))
+    if meta["version"] == 5:
+        _from_format_5(meta, arrays)
+    if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
+        raise ModelError(source, None, "the model holds 64-bit arrays: enable jax_enable_x64 before loading it")
+    decoder = Decoder(source, arrays)
+    model = decoder.decode(meta["model"], Model, "model", {})
+    if decoder.unused():
+        raise ModelError(source, None, f"arrays that no field names: {', '.join(decoder.unused())[:80]}")
+    return model
 
 
 def _write(path: str | os.PathLike, text: bytes, arrays: dict[str, np.ndarray]) -> None:
@@ -355,7 +387,7 @@ def _check_size(path: str | os.PathLike, source: str) -> None:
         )
 
 
-def _read_structure(entry: np.ndarray, source: str) -> dict:
+def _read_structure(entry: np.ndarray, source: str, keys=("format", "version", "model", "state")) -> dict:
     """The checkpoint's JSON structure (its format marker and version checked).
 
     Raises:
@@ -376,6 +408,6 @@ def _read_structure(entry: np.ndarray, source: str) -> dict:
             None,
             f"checkpoint format version {version!r:.80}; this jaxmor reads {', '.join(map(str, READ_VERSIONS))}",
         )
-    if set(meta) != {"format", "version", "model", "state"}:
+    if set(meta) != set(keys):
         raise ModelError(source, None, f"unexpected entries in the structure: {sorted(meta)!r:.80}")
     return meta
