@@ -174,12 +174,7 @@ def model_from_entries(entries: dict[str, np.ndarray], source: str) -> Model:
     if entry is None:
         raise ModelError(source, None, "holds no model (no jaxmor_model entry)")
     meta = _read_structure(entry, source, ("format", "version", "model"))
-    if meta["version"] == 5:
-        _from_format_5(meta, arrays)
-    if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
-        raise ModelError(source, None, "the model holds 64-bit arrays: enable jax_enable_x64 before loading it")
-    decoder = Decoder(source, arrays)
-    model = decoder.decode(meta["model"], Model, "model", {})
+    decoder, model = _decoded_model(meta, arrays, source)
     if decoder.unused():
         raise ModelError(source, None, f"arrays that no field names: {', '.join(decoder.unused())[:80]}")
     return model
@@ -302,16 +297,7 @@ def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tupl
         raise ArgumentError(f"load_checkpoint: model must be a jaxmor Model, got {type(model).__name__}")
     arrays = _read_archive(path, source)
     meta = _read_structure(arrays.pop(_META), source)
-    if meta["version"] == 5:
-        _from_format_5(meta, arrays)
-    if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
-        raise ModelError(source, None, "the checkpoint holds 64-bit arrays: enable jax_enable_x64 before loading it")
-    decoder = Decoder(source, arrays)
-    saved_model = decoder.decode(meta["model"], Model, "model", {})
-    try:
-        check_options(saved_model.opt, "model")
-    except ArgumentError as err:
-        raise ModelError(source, None, str(err)) from None
+    decoder, saved_model = _decoded_model(meta, arrays, source)
     try:
         decoder.state_shapes = state_shapes(saved_model)
     except Exception as err:  # noqa: BLE001 - static fields that type-check but do not make a model
@@ -324,6 +310,26 @@ def load_checkpoint(path: str | os.PathLike, model: Model | None = None) -> tupl
         if problem:
             raise ArgumentError(f"checkpoint {source} belongs to another model: {problem}")
     return saved_model, state
+
+
+def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tuple[Decoder, Model]:
+    """The decoder of ``arrays`` and the Model it decoded from ``meta`` (format 5 upgraded, 64-bit arrays refused
+    without x64, the options checked).
+
+    Raises:
+        ModelError: naming ``source``, as :func:`load_checkpoint` describes.
+    """
+    if meta["version"] == 5:
+        _from_format_5(meta, arrays)
+    if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
+        raise ModelError(source, None, "the file holds 64-bit arrays: enable jax_enable_x64 before loading it")
+    decoder = Decoder(source, arrays)
+    model = decoder.decode(meta["model"], Model, "model", {})
+    try:
+        check_options(model.opt, "model")
+    except ArgumentError as err:
+        raise ModelError(source, None, str(err)) from None
+    return decoder, model
 
 
 def _from_format_5(meta: dict, arrays: dict[str, np.ndarray]) -> None:
