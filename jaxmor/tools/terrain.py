@@ -30,7 +30,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.checks import as_finite, as_int, as_positive, as_positive_int
+from jaxmor.checks import as_finite, as_int, as_nonnegative, as_positive, as_positive_int
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.modeling.height_field import with_height_field
 from jaxmor.types import Model
@@ -39,6 +39,10 @@ from jaxmor.types import Model
 MAX_TERRAIN_VERTICES = 2**26
 #: The parameters that are lengths dividing the cell (a period or a spacing), which must be positive [m].
 _POSITIVE = ("run", "roughness_step", "wavelength")
+#: The parameters that are sizes or amplitudes, which must be ``>= 0`` (a negative one has no meaning).
+_NON_NEGATIVE = ("max_roughness", "platform")
+#: The parameters that are counts: an int ``>= 0``.
+_COUNTS = ("obstacle_count",)
 
 #: The sub-terrain kinds, in the default column order.
 KINDS = ("flat", "slope", "stairs_up", "stairs_down", "rough", "obstacles", "stepping_stones", "wave")
@@ -170,7 +174,10 @@ def _checked(levels, kinds, size, resolution, seed, parameters: Parameters) -> i
         raise ArgumentError(f"size [m] must be at least 4 resolutions, got {size!r} and {resolution!r}")
     as_int(seed, "seed")
     for f in dataclasses.fields(Parameters):
-        check = as_positive if f.name in _POSITIVE else as_finite
+        if f.name in _COUNTS:
+            as_int(getattr(parameters, f.name), f"parameters.{f.name}", minimum=0)
+            continue
+        check = as_positive if f.name in _POSITIVE else as_nonnegative if f.name in _NON_NEGATIVE else as_finite
         check(getattr(parameters, f.name), f"parameters.{f.name}")
     n = int(round(size / resolution))
     if abs(n * resolution - size) > 1e-9 * size:
