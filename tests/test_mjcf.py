@@ -9,7 +9,9 @@ float64 (round-off of a few operations on values of order 1).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 import re
 import shutil
 import warnings
@@ -22,7 +24,7 @@ from oracles import motor_region
 from reference import MujocoReference, rel_err
 
 import jaxmor
-from jaxmor import ModelError
+from jaxmor import ArgumentError, ModelError
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -626,20 +628,8 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
     import random
 
     from fuzz import mutate
-    from reference import mjcf_model
 
-    # the Go2 is in the repository; the dm_control files are there when dm-control is installed (the test extra)
-    sources = [*(p for p in (mjcf_model("walker"), mjcf_model("cheetah")) if p), mjcf_model("go2/scene_mjx.xml")]
-    cases = []
-    for source in sources:
-        folder = tmp_path / source.stem
-        folder.mkdir(exist_ok=True)
-        for f in source.parent.glob("*.xml"):
-            (folder / f.name).write_text(f.read_text())
-        if (source.parent / "common").is_dir():
-            shutil.copytree(source.parent / "common", folder / "common")  # includes are read inside the tree
-        files = [folder / source.name] + ([folder / "go2_mjx.xml"] if source.name == "scene_mjx.xml" else [])
-        cases.append((folder / source.name, files))
+    cases = _fuzz_cases(tmp_path)  # the Go2 always; the dm_control files where dm-control is installed
     rng = random.Random(20261201)
     outcomes = {"loaded": 0, "refused": 0}
     for case in range(150):
@@ -659,6 +649,68 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
         finally:
             target.write_text(original)
     assert outcomes["loaded"] > 0 and outcomes["refused"] > 0, outcomes
+
+
+def _fuzz_cases(tmp_path):
+    """The fuzzed sources (the dm_control walker and cheetah where installed, the Go2), each copied into its own
+    folder (their includes are read inside the tree): ``[(main file, files a mutation may edit)]``."""
+    from reference import mjcf_model
+
+    sources = [*(p for p in (mjcf_model("walker"), mjcf_model("cheetah")) if p), mjcf_model("go2/scene_mjx.xml")]
+    cases = []
+    for source in sources:
+        folder = tmp_path / source.stem
+        folder.mkdir(exist_ok=True)
+        for f in source.parent.glob("*.xml"):
+            (folder / f.name).write_text(f.read_text())
+        if (source.parent / "common").is_dir():
+            shutil.copytree(source.parent / "common", folder / "common")
+        files = [folder / source.name] + ([folder / "go2_mjx.xml"] if source.name == "scene_mjx.xml" else [])
+        cases.append((folder / source.name, files))
+    return cases
+
+
+#: The State fields' guards (``types._field``) under which a value must be finite (``non_negative`` allows inf).
+FINITE_GUARDS = ("finite", "bounded")
+#: Mutated files per run of the stepping fuzzer (the issue's floor: 2,000).
+STEPPED_CASES = int(os.environ.get("JAXMOR_FUZZ_CASES", "2000"))
+
+
+@pytest.mark.slow  # one compile per new model structure: about 20-40 minutes on 2 cores
+def test_fuzzed_mjcf_files_that_load_also_step(tmp_path):
+    """Every mutated file that loads is stepped (one world, 5 steps from its default state): the state stays finite,
+    or the step flags the world (``nonfinite`` or ``invalid``) and keeps its last good state; nothing raises. A
+    refusal is a ModelError or ArgumentError; no case may raise anything else."""
+    import random
+
+    from fuzz import mutate
+
+    cases = _fuzz_cases(tmp_path)
+    rng = random.Random(20261205)
+    outcomes = {"stepped": 0, "flagged": 0, "refused": 0}
+    run = jax.jit(lambda model, state: jaxmor.rollout(model, state, n_steps=5)[0])
+    for case in range(STEPPED_CASES):
+        main, files = cases[case % len(cases)]
+        target = files[-1]
+        original = target.read_text()
+        target.write_text(mutate(original, rng, MJCF_TAGS, MJCF_TYPES))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = jaxmor.load_mjcf(main, meshes="ignore")
+                end = run(model, jaxmor.init_state(model))
+        except (ModelError, ArgumentError):
+            outcomes["refused"] += 1
+            continue
+        finally:
+            target.write_text(original)
+        guarded = [getattr(end, f.name) for f in dataclasses.fields(end) if f.metadata.get("guard") in FINITE_GUARDS]
+        floats = [x for x in jax.tree.leaves(guarded) if jnp.issubdtype(x.dtype, jnp.floating)]
+        finite = all(bool(jnp.all(jnp.isfinite(x))) for x in floats)  # the fields the step's guard keeps finite
+        flagged = bool(end.nonfinite) or bool(end.invalid)
+        assert finite, (case, "a non-finite state", flagged)
+        outcomes["flagged" if flagged else "stepped"] += 1
+    assert outcomes["stepped"] > 0 and outcomes["refused"] > 0, outcomes
 
 
 def test_the_command_line_reads_mjcf_files(tmp_path, capsys):
