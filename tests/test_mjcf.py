@@ -625,18 +625,9 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
     """Seeded mutations of the dm_control walker and cheetah (degrees, fromto capsules, default classes,
     settotalmass) and the Go2 (includes, nested classes, keyframe): each loads, or raises a
     ModelError that names one of the model's files and a line."""
-    import random
 
-    from fuzz import mutate
-
-    cases = _fuzz_cases(tmp_path)  # the Go2 always; the dm_control files where dm-control is installed
-    rng = random.Random(20261201)
     outcomes = {"loaded": 0, "refused": 0}
-    for case in range(150):
-        main, files = cases[case % len(cases)]
-        target = files[-1]
-        original = target.read_text()
-        target.write_text(mutate(original, rng, MJCF_TAGS, MJCF_TYPES))
+    for case, main, files in _mutations(_fuzz_cases(tmp_path), 20261201, 150):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -646,8 +637,6 @@ def test_fuzzed_mjcf_files_load_or_fail_cleanly(tmp_path):
             assert error.source in {str(f) for f in files}, (case, str(error))
             assert isinstance(error.line, int) and error.line >= 1, (case, str(error))
             outcomes["refused"] += 1
-        finally:
-            target.write_text(original)
     assert outcomes["loaded"] > 0 and outcomes["refused"] > 0, outcomes
 
 
@@ -670,6 +659,25 @@ def _fuzz_cases(tmp_path):
     return cases
 
 
+def _mutations(cases, seed: int, count: int):
+    """``count`` seeded mutations of the cases' files: yields ``(case, main file, files)`` with one file mutated,
+    and puts the file back before the next."""
+    import random
+
+    from fuzz import mutate
+
+    rng = random.Random(seed)
+    for case in range(count):
+        main, files = cases[case % len(cases)]
+        target = files[-1]
+        original = target.read_text()
+        target.write_text(mutate(original, rng, MJCF_TAGS, MJCF_TYPES))
+        try:
+            yield case, main, files
+        finally:
+            target.write_text(original)
+
+
 #: The State fields' guards (``types._field``) under which a value must be finite (``non_negative`` allows inf).
 FINITE_GUARDS = ("finite", "bounded")
 #: Mutated files per run of the stepping fuzzer (the issue's floor: 2,000).
@@ -681,19 +689,10 @@ def test_fuzzed_mjcf_files_that_load_also_step(tmp_path):
     """Every mutated file that loads is stepped (one world, 5 steps from its default state): the state stays finite,
     or the step flags the world (``nonfinite`` or ``invalid``) and keeps its last good state; nothing raises. A
     refusal is a ModelError or ArgumentError; no case may raise anything else."""
-    import random
 
-    from fuzz import mutate
-
-    cases = _fuzz_cases(tmp_path)
-    rng = random.Random(20261205)
     outcomes = {"stepped": 0, "flagged": 0, "refused": 0}
     run = jax.jit(lambda model, state: jaxmor.rollout(model, state, n_steps=5)[0])
-    for case in range(STEPPED_CASES):
-        main, files = cases[case % len(cases)]
-        target = files[-1]
-        original = target.read_text()
-        target.write_text(mutate(original, rng, MJCF_TAGS, MJCF_TYPES))
+    for case, main, _ in _mutations(_fuzz_cases(tmp_path), 20261205, STEPPED_CASES):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -702,8 +701,6 @@ def test_fuzzed_mjcf_files_that_load_also_step(tmp_path):
         except (ModelError, ArgumentError):
             outcomes["refused"] += 1
             continue
-        finally:
-            target.write_text(original)
         guarded = [getattr(end, f.name) for f in dataclasses.fields(end) if f.metadata.get("guard") in FINITE_GUARDS]
         floats = [x for x in jax.tree.leaves(guarded) if jnp.issubdtype(x.dtype, jnp.floating)]
         finite = all(bool(jnp.all(jnp.isfinite(x))) for x in floats)  # the fields the step's guard keeps finite
