@@ -182,3 +182,13 @@ def test_gain_scale_scales_the_default_gains():
     np.testing.assert_allclose(soft.kd, 0.5 * base.kd, rtol=1e-12)  # the damping ratio kept
     with pytest.raises(ArgumentError, match="gain_scale"):
         make_env(RunConfig(gain_scale=0.0))
+
+
+def test_forward_max_widens_the_forward_commands():
+    from jaxmor.train.run import command_settings
+
+    assert command_settings("forward", forward_max=1.3)["command_ranges"] == ((0.0, 1.3), (0.0, 0.0), (0.0, 0.0))
+    with pytest.raises(ArgumentError, match="forward_max applies to the 'forward' commands"):
+        command_settings("omni", forward_max=1.3)
+    with pytest.raises(ArgumentError, match=r"forward_max \[m/s\] must be > 0"):
+        command_settings("forward", forward_max=0.0)

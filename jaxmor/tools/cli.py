@@ -391,6 +391,12 @@ def _train_parsers(sub) -> None:
     train.add_argument("--minutes", type=float, default=30.0, help="wall-clock budget [min] (default 30)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument(
+        "--forward-max",
+        type=float,
+        default=None,
+        help="forward commands' top [m/s] with --commands forward (default 1; train beyond what you evaluate at)",
+    )
+    train.add_argument(
         "--mirror",
         action="store_true",
         help="add each transition's left-right reflection to PPO's batches (symmetric augmentation)",
@@ -433,7 +439,7 @@ def _train(args) -> int:
         steps=args.steps,
         minutes=args.minutes,
         ppo=PPOConfig(worlds=args.worlds, mirror=args.mirror),
-        **command_settings(args.commands, args.robot),
+        **command_settings(args.commands, args.robot, args.forward_max),
     )
     out = train(args.out, config)
     print(f"policy: {out}")

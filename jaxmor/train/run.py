@@ -91,15 +91,21 @@ class RunConfig:
 FAST_LEVELS, FAST_GAIT_SPEEDUP = 8, 0.5
 
 
-def command_settings(name: str, robot: str = "quadruped") -> dict[str, Any]:
-    """The :class:`RunConfig` fields of a named command set: ``"forward"`` (:data:`FORWARD_COMMANDS`), ``"omni"``
+def command_settings(name: str, robot: str = "quadruped", forward_max: float | None = None) -> dict[str, Any]:
+    """The :class:`RunConfig` fields of a named command set: ``"forward"`` (:data:`FORWARD_COMMANDS`, or 0 to
+    ``forward_max`` [m/s] when given), ``"omni"``
     (:data:`OMNI_COMMANDS`) or ``"fast"``: forward commands from 0 to what the robot's motors allow
     (:func:`jaxmor.envs.top_speed`), reached through a curriculum of :data:`FAST_LEVELS` levels, the gait clock
     turning :data:`FAST_GAIT_SPEEDUP` Hz faster per m/s (the seed paper's high-speed experiment).
 
     Raises:
-        ArgumentError: an unknown name or robot.
+        ArgumentError: an unknown name or robot, or ``forward_max`` with another set than ``"forward"`` or not
+            positive.
     """
+    if forward_max is not None:
+        if name != "forward":
+            raise ArgumentError(f"forward_max applies to the 'forward' commands, not {name!r}")
+        return {"command_ranges": ((0.0, as_positive(forward_max, "forward_max [m/s]")), (0.0, 0.0), (0.0, 0.0))}
     if name == "forward":
         return {"command_ranges": FORWARD_COMMANDS}
     if name == "omni":
