@@ -8,8 +8,9 @@ along which the polytopes overlap least (or are farthest apart) decides the cont
 
 * a **face** of one (the reference face): the most opposed face of the other (the incident face) is clipped to
   it, and the corners of their overlap (incident vertices over the reference face, reference vertices under
-  the incident face, crossings of their edges) are the candidates, the ``slots`` deepest kept (apart, without
-  an overlap along the normal, the incident polytope's nearest vertex);
+  the incident face, crossings of their edges) are the candidates: the deepest kept, then the ``slots - 1`` that
+  spread farthest from those kept (apart, without an overlap along the normal, the incident polytope's nearest
+  vertex);
 * an **edge pair**, only where it beats every face by :data:`EDGE_PREFERENCE` of the pair's size: one contact
   at the closest points of the two supporting edges, along their common normal.
 
@@ -102,15 +103,28 @@ def _clip(ref, face, incident, tol):
     return points @ n - d, points, jnp.concatenate([over, under, cross.reshape(-1)])
 
 
-def _distinct_deepest(depth, points, valid, tol, slots):
-    """``(index (slots,), used (slots,))``: the deepest valid candidates, each point once (a corner two faces share
-    is found several ways: a candidate within ``tol`` of an earlier valid one is dropped)."""
-    close = jnp.sum((points[:, None, :] - points[None, :, :]) ** 2, -1) <= tol * tol
-    earlier = jnp.arange(points.shape[0])[:, None] > jnp.arange(points.shape[0])[None, :]
-    repeated = jnp.any(close & earlier & valid[None, :], -1)
-    score = jnp.where(valid & ~repeated, -depth, -jnp.inf)
-    _, keep = jax.lax.top_k(score, slots)
-    return keep, score[keep] > -jnp.inf
+def _spread_deepest(depth, points, valid, tol, slots):
+    """``(index (slots,), used (slots,))``: candidates that span the overlap, and its deepest. The first is the one
+    farthest from the valid candidates' centroid, each next the one farthest from those kept (greedy farthest-point
+    order), and the last slot takes the deepest unless it is already among them. Spread, not depth, decides the
+    others: on two nearly parallel faces every depth is about the same, and keeping the 8 deepest of a 16-gon's
+    corners put them all on the side tilted down, so a stack of cylinders rocked from side to side; seeding the
+    order from the centroid, not from the deepest point, keeps the choice from jumping as the faces rock. A
+    candidate within ``tol`` of a kept one is a repeat (a corner two faces share is found several ways)."""
+    weight = valid.astype(points.dtype)
+    centroid = weight @ points / jnp.maximum(jnp.sum(weight), 1.0)
+    first = jnp.argmax(jnp.where(valid, jnp.sum((points - centroid) ** 2, -1), -jnp.inf))
+    reach = jnp.where(valid, jnp.sum((points - points[first]) ** 2, -1), -jnp.inf)
+    keep, gaps = [first], [jnp.where(jnp.any(valid), jnp.inf, -jnp.inf)]
+    deepest = jnp.argmin(jnp.where(valid, depth, jnp.inf))
+    for k in range(slots - 1):
+        pick = jnp.argmax(reach)
+        if k == slots - 2:  # the last slot: the deepest, unless a kept one already stands for it
+            pick = jnp.where(reach[deepest] > tol * tol, deepest, pick)
+        keep.append(pick)
+        gaps.append(reach[pick])
+        reach = jnp.minimum(reach, jnp.sum((points - points[pick]) ** 2, -1))
+    return jnp.stack(keep), jnp.stack(gaps) > tol * tol
 
 
 def _face_contacts(ref, face, incident, tol, slots, ref_is_a):
@@ -123,7 +137,7 @@ def _face_contacts(ref, face, incident, tol, slots, ref_is_a):
     depth = jnp.concatenate([(vertex @ n - d)[None], depth])
     on_incident = jnp.concatenate([vertex[None], on_incident])
     valid = jnp.concatenate([apart[None], valid])
-    keep, used = _distinct_deepest(jax.lax.stop_gradient(depth), jax.lax.stop_gradient(on_incident), valid, tol, slots)
+    keep, used = _spread_deepest(jax.lax.stop_gradient(depth), jax.lax.stop_gradient(on_incident), valid, tol, slots)
     depth, on_incident = jnp.where(used, depth[keep], UNUSED_GAP), on_incident[keep]
     on_ref = on_incident - depth[:, None] * n
     normal = jnp.broadcast_to(jnp.where(ref_is_a, n, -n), on_ref.shape)
