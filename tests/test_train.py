@@ -159,6 +159,7 @@ def test_the_compatibility_shim_matches_the_removed_function():
     assert jax.device_put_replicated is brax_compat.device_put_replicated or not brax_compat.install()
 
 
+@pytest.mark.slow  # a PPO compile, about 50 s; with_reflection itself is tested in the default tier (test_mirror.py)
 def test_mirror_puts_each_reflection_in_the_batch():
     """PPO with ``mirror``: the running statistics see every observation and its reflection, so an entry the
     reflection negates in place (the lateral command, the forward-axis angular velocity...) has mean exactly 0."""
