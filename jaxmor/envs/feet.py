@@ -30,6 +30,7 @@ import numpy as np
 from flax import struct
 
 from jaxmor.errors import ArgumentError
+from jaxmor.math import quat_to_rotation
 from jaxmor.model import match_geoms
 from jaxmor.sim.collision.height_field import ground_heights
 from jaxmor.sim.kinematics import body_poses
@@ -115,6 +116,13 @@ class Feet:
         """``(position (nf, 3) [m], clearance (nf,) [m])`` of the feet at configuration ``q``."""
         position, clearance, _, _ = self._frames(model, q)
         return position, clearance
+
+    def in_base(self, model: Model, q: np.ndarray) -> np.ndarray:
+        """(nf, 3) the feet's centres at the floating-base configuration ``q`` in the base's frame [m] (host)."""
+        q = np.asarray(q, np.float64)
+        position, _ = self.place(model, jnp.asarray(q, model.body_mass.dtype))
+        rotation = np.asarray(quat_to_rotation(jnp.asarray(q[3:7])), np.float64)
+        return (np.asarray(position, np.float64) - q[:3]) @ rotation
 
     def _frames(self, model: Model, q: jax.Array):
         """The feet's centres and clearances at ``q``, their bodies' poses, and their soles in the bodies' frames."""

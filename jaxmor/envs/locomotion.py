@@ -387,11 +387,7 @@ class Locomotion(Env):
         if frequency is None:
             return None, None
         frequency = as_positive(frequency, "gait_frequency [Hz]")
-        q = jnp.asarray(standing_q, model.body_mass.dtype)
-        position, _ = self.feet.place(model, q)
-        rotation = np.asarray(quat_to_rotation(q[3:7]))
-        in_base = (np.asarray(position) - np.asarray(standing_q[:3])) @ rotation
-        return frequency, terms.gait_offsets(in_base[:, :2])
+        return frequency, terms.gait_offsets(self.feet.in_base(model, standing_q)[:, :2])
 
     def _place_terrain(self, terrain: Terrain | None, curriculum: bool, dtype) -> None:
         self.spawn, self.curriculum = None, bool(curriculum)

@@ -118,11 +118,7 @@ def joint_mirror(model, standing_q: np.ndarray, standing_joints: np.ndarray) -> 
 
 def _clock_sign(env) -> list[float]:
     """The gait clock's ``(cos, sin)`` signs in the reflected world."""
-    q = jnp.asarray(env.standing_q, jnp.float32)
-    position, _ = env.feet.place(env.model, q)
-    rotation = np.asarray(quat_to_rotation(q[3:7]), np.float64)
-    in_base = (np.asarray(position, np.float64) - np.asarray(env.standing_q[:3])) @ rotation
-    feet = _partners(in_base[:, :2], "feet")
+    feet = _partners(env.feet.in_base(env.model, env.standing_q)[:, :2], "feet")
     shift = np.angle(np.exp(1j * (np.asarray(env.gait_offsets) - np.asarray(env.gait_offsets)[feet])))
     if np.ptp(np.cos(shift)) > 1e-3 or np.ptp(np.sin(shift)) > 1e-3 or abs(np.sin(shift[0])) > 1e-3:
         raise ArgumentError(f"no left-right mirror symmetry: the gait clock's offsets shift by {shift.tolist()} rad")
