@@ -30,7 +30,10 @@ PER_ITERATION = TINY.worlds * TINY.unroll_length
 
 
 def _config(iterations: int) -> RunConfig:
-    return RunConfig(randomization=True, steps=iterations * PER_ITERATION, minutes=60.0, ppo=TINY)
+    weights = (("feet_slip", -0.4),)  # one replaced weight, which a saved policy must keep
+    return RunConfig(
+        randomization=True, reward_weights=weights, steps=iterations * PER_ITERATION, minutes=60.0, ppo=TINY
+    )
 
 
 def _lines(folder) -> list[dict]:
@@ -71,6 +74,11 @@ def test_a_run_folder_holds_its_metrics_policy_and_curve(whole):
     assert policy.observation_size == envs.Locomotion().observation_size and config["trained"]["iteration"] == 6
     assert config["run"]["ppo"]["worlds"] == TINY.worlds
     assert learning_curve(whole).stat().st_size > 10_000
+    from jaxmor.train.play import load_run_policy
+
+    assert load_run_policy(whole)[1] == dataclasses.replace(
+        _config(6), steps=RunConfig.steps, minutes=RunConfig.minutes
+    )
 
 
 def test_a_run_folder_refuses_other_settings(whole):
@@ -183,6 +191,24 @@ def test_gain_scale_scales_the_default_gains():
     np.testing.assert_allclose(soft.kd, 0.5 * base.kd, rtol=1e-12)  # the damping ratio kept
     with pytest.raises(ArgumentError, match="gain_scale"):
         make_env(RunConfig(gain_scale=0.0))
+
+
+def test_reward_weights_reach_the_environment_and_a_bad_one_writes_nothing(tmp_path):
+    from jaxmor.envs.terms import DEFAULT_REWARD_WEIGHTS
+    from jaxmor.tools.cli import _reward_weights
+    from jaxmor.train.run import make_env
+
+    weights = _reward_weights(["tracking_yaw=2", " feet_slip = -1e-1"])
+    assert weights == (("tracking_yaw", 2.0), ("feet_slip", -0.1))
+    env = make_env(RunConfig(randomization=False, reward_weights=weights))
+    assert env.weights["tracking_yaw"] == 2.0 and env.weights["feet_slip"] == -0.1
+    assert env.weights["tracking_linear"] == DEFAULT_REWARD_WEIGHTS["tracking_linear"]
+    for bad in ("tracking_yaw", "tracking_yaw=two"):
+        with pytest.raises(ArgumentError, match="--reward takes TERM=WEIGHT"):
+            _reward_weights([bad])
+    with pytest.raises(ArgumentError, match="unknown reward term 'tracking_jaw'"):
+        train(tmp_path / "run", RunConfig(reward_weights=(("tracking_jaw", 2.0),)), progress=None)
+    assert not (tmp_path / "run").exists()
 
 
 def test_forward_max_widens_the_forward_commands():

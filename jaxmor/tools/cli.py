@@ -407,6 +407,14 @@ def _train_parsers(sub) -> None:
         default=1.0,
         help="scale of the default PD gains from the motors: kp times it, kd times its square root (default 1)",
     )
+    train.add_argument(
+        "--reward",
+        action="append",
+        default=[],
+        metavar="TERM=WEIGHT",
+        help="replace a reward term's weight (per second; repeatable), e.g. --reward tracking_yaw=2; the terms and "
+        "their defaults: docs/training.md",
+    )
     train.add_argument("--out", default="runs/quadruped-em", help="the run folder (default runs/quadruped-em)")
     train.add_argument(
         "--devices",
@@ -419,6 +427,26 @@ def _train_parsers(sub) -> None:
     play.add_argument("--out", default=None, help="a .html page or a .gif/.mp4 video of it walking")
     play.add_argument("--worlds", type=int, default=64, help="worlds of the evaluation (default 64)")
     play.add_argument("--seconds", type=float, default=20.0, help="episode length [s] (default 20)")
+
+
+def _reward_weights(pairs: list[str]) -> tuple[tuple[str, float], ...]:
+    """``--reward TERM=WEIGHT`` options as ``(term, weight)`` pairs; the terms are checked by the environment.
+
+    Raises:
+        ArgumentError: an option without ``=`` or whose weight is not a number.
+    """
+    from jaxmor.errors import ArgumentError
+
+    weights = []
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            weights.append((name.strip(), float(value)))
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ArgumentError(f"--reward takes TERM=WEIGHT (a number), got {pair!r}")
+    return tuple(weights)
 
 
 def _train(args) -> int:
@@ -436,6 +464,7 @@ def _train(args) -> int:
         terrain=args.terrain,
         seed=args.seed,
         gain_scale=args.gain_scale,
+        reward_weights=_reward_weights(args.reward),
         steps=args.steps,
         minutes=args.minutes,
         ppo=PPOConfig(worlds=args.worlds, mirror=args.mirror),

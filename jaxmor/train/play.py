@@ -45,7 +45,8 @@ def load_run_policy(path: str | os.PathLike) -> tuple[Policy, RunConfig]:
     try:
         ppo = PPOConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in run.pop("ppo").items()})
         ranges = tuple(tuple(r) for r in run.pop("command_ranges"))
-        return policy, RunConfig(**run, command_ranges=ranges, ppo=ppo)
+        weights = tuple((str(name), float(w)) for name, w in run.pop("reward_weights", ()))
+        return policy, RunConfig(**run, command_ranges=ranges, reward_weights=weights, ppo=ppo)
     except (KeyError, TypeError) as exc:
         raise ArgumentError(f"{folder}: the policy's run settings are not a jaxmor run's: {exc}") from None
 

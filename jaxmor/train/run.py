@@ -59,6 +59,8 @@ class RunConfig:
         gait_speedup: how much faster the gait clock turns per m/s of command [Hz s/m].
         gain_scale: the default PD gains (:func:`jaxmor.envs.default_gains`) scaled: ``kp`` by it, ``kd`` by its
             square root (the damping ratio kept); 1 keeps them.
+        reward_weights: ``(term, weight)`` pairs replacing some of
+            :data:`jaxmor.envs.terms.DEFAULT_REWARD_WEIGHTS` (per second; ``termination`` per episode).
         seed: the run's seed (parameters, worlds, randomization pool).
         steps: environment steps (control steps summed over the worlds) to train for.
         minutes: wall-clock budget [min]; the run stops at whichever of it and ``steps`` comes first.
@@ -75,6 +77,7 @@ class RunConfig:
     command_levels: int | None = None
     gait_speedup: float = 0.0
     gain_scale: float = 1.0
+    reward_weights: tuple[tuple[str, float], ...] = ()
     seed: int = 0
     steps: int = 20_000_000
     minutes: float = 30.0
@@ -163,6 +166,7 @@ def make_env(config: RunConfig, **overrides):
         randomization=envs.default_randomization() if config.randomization else None,
         seed=config.seed,
         feet=feet,
+        reward_weights=dict(config.reward_weights),
     )
     if config.terrain == "rough":
         options.update(terrain=terrains.generate(levels=6, kinds=("rough",), seed=config.seed), curriculum=True)
@@ -331,12 +335,12 @@ def train(
     """
     from jaxmor.train.policy import policy_from_brax, save_policy
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    _config_of(folder, config)
     say = progress or (lambda _: None)
     began = time.perf_counter()
     env = make_env(config)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _config_of(folder, config)
     ppo = PPO(env, config.ppo)
     state = ppo.start(config.seed)
     where = {"iteration": 0, "env_steps": 0, "seconds": 0.0}
