@@ -369,6 +369,10 @@ class HeightField:
         spacing: (2,) the grid's step along ``x`` and ``y`` [m].
         friction: () the field's Coulomb friction coefficient, combined with a geom's as the ground's is [-].
         restitution: () its coefficient of restitution, combined as the maximum [-].
+        window: vertices per side of the square of field vertices that each box and hull geom on the ground searches
+            around its centre for vertices inside it (static; 0 when the model has none; set by
+            :func:`jaxmor.with_height_field`, :func:`jaxmor.combine` and :func:`jaxmor.with_ground_contact` from the
+            geoms' sizes; :func:`jaxmor.modeling.height_field.field_window`).
     """
 
     heights: jax.Array = leaf(("ny", "nx"), randomize="terrain.heights", domain="finite")
@@ -376,6 +380,7 @@ class HeightField:
     spacing: jax.Array = leaf((2,))
     friction: jax.Array = leaf((), randomize="terrain.friction", domain="non-negative")
     restitution: jax.Array = leaf(())
+    window: int = struct.field(pytree_node=False, default=0)
 
 
 @struct.dataclass

@@ -409,23 +409,47 @@ def test_an_archive_that_would_expand_past_the_cap_is_refused_before_it_is_read(
     assert checkpoint.MAX_CHECKPOINT_BYTES == 4 * 2**20
 
 
+def _older(tmp_path, model, state, version: int, field: tuple[str, ...], array: str | None = None):
+    """A checkpoint of ``model`` and ``state`` made into one of an older ``version``: the structure's ``field``
+    (the path of its ``fields`` keys) and the ``array`` entry removed; returns what loading it gives."""
+    jaxmor.save_checkpoint(tmp_path / "new.npz", model, state)
+    with np.load(tmp_path / "new.npz") as archive:
+        content = {k: archive[k] for k in archive.files if k != array}
+    structure = json.loads(content["jaxmor_checkpoint"].tobytes())
+    structure["version"] = version
+    node = structure["model"]
+    for key in field[:-1]:
+        node = node["fields"][key]
+    del node["fields"][field[-1]]
+    content["jaxmor_checkpoint"] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
+    np.savez(tmp_path / "old.npz", **content)
+    return jaxmor.load_checkpoint(tmp_path / "old.npz")
+
+
 @pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
 def test_a_format_5_checkpoint_loads_with_no_constant_bias(tmp_path):
-    """Format 5 is format 6 without ``Model.affine.bias_0``: a format-6 file made into a format-5 one (the version
-    set to 5, the entry and its array removed) loads with the bias 0 and everything else as saved."""
+    """Format 5 is format 6 without ``Model.affine.bias_0``: a file made into a format-5 one (the version set to 5,
+    the entry and its array removed) loads with the bias 0 and everything else as saved."""
     model = jaxmor.load_mjcf(
         '<mujoco><worldbody><body><joint name="j"/><geom size=".1"/></body></worldbody>'
         '<actuator><position joint="j" kp="3"/></actuator></mujoco>'
     )
     state = jaxmor.init_state(model)
-    jaxmor.save_checkpoint(tmp_path / "six.npz", model, state)
-    with np.load(tmp_path / "six.npz") as archive:
-        content = {k: archive[k] for k in archive.files if k != "model/affine/bias_0"}
-    structure = json.loads(content["jaxmor_checkpoint"].tobytes())
-    structure["version"] = 5
-    del structure["model"]["fields"]["affine"]["fields"]["bias_0"]
-    content["jaxmor_checkpoint"] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
-    np.savez(tmp_path / "five.npz", **content)
-    loaded, loaded_state = jaxmor.load_checkpoint(tmp_path / "five.npz")
+    loaded, loaded_state = _older(tmp_path, model, state, 5, ("affine", "bias_0"), "model/affine/bias_0")
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.affine.bias_0.shape == (1,) and float(loaded.affine.bias_0[0]) == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_a_format_6_checkpoint_gets_the_window_its_geoms_need(tmp_path):
+    """Format 6 is format 7 without ``Model.height_field.window``: a file of a box on a height field made into a
+    format-6 one (the version set to 6, the field removed) loads with the window computed from its geoms."""
+    body = jaxmor.load_mjcf(
+        '<mujoco><worldbody><body><freejoint/><geom type="box" size=".2 .1 .1"/></body></worldbody></mujoco>'
+    )
+    model = jaxmor.with_height_field(body, np.zeros((8, 8)), spacing=0.1)
+    assert model.height_field.window == 8  # 2 ceil(0.245 / 0.1) + 2
+    state = jaxmor.init_state(model)
+    loaded, loaded_state = _older(tmp_path, model, state, 6, ("height_field", "window"))
+    assert _identical(loaded, model) and _identical(loaded_state, state)
+    assert loaded.height_field.window == 8

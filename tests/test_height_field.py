@@ -7,6 +7,8 @@
   mu > tan(theta)).
 * **A step**, against MuJoCo's ``hfield`` on the same grid: a sphere, a capsule, a box, a turned box and a cylinder
   come to rest at MuJoCo's heights within its soft-contact sink (measured 2e-5 to 7e-5 m; tolerance 2e-4 m).
+* **Vertices inside boxes and hulls**: a box tilts onto a bump under its face and rests where MuJoCo's hfield
+  collision puts it (within 1 mm); on rough terrain no field vertex ends deeper than 1 mm inside a box or a hull.
 * The step's program does not grow with the grid (the same operations for 20 x 20 and 400 x 400 vertices); per-world
   heights batch; gradients reach the heights; binary files load as MuJoCo's; bad fields are refused with the file
   and line.
@@ -123,6 +125,115 @@ def test_rest_heights_on_a_step_equal_mujocos_hfield(case):
         mujoco.mj_step(m, d)
     assert abs(float(final.q[2]) - d.qpos[2]) < 2e-4, (float(final.q[2]), d.qpos[2])
     assert float(jnp.abs(final.u).max()) < 1e-3  # at rest
+
+
+BUMP = np.zeros((21, 21))
+BUMP[10, 10] = 1.0  # one vertex raised to the field's height scale, 3 cm, at the centre
+
+
+def _bump_scene() -> str:
+    elevation = " ".join(str(v) for v in BUMP[::-1].ravel())
+    return (
+        '<mujoco><option timestep="0.002"/><asset><hfield name="h" nrow="21" ncol="21" size="1 1 0.03 0.1" '
+        f'elevation="{elevation}"/></asset><worldbody><geom name="terrain" type="hfield" hfield="h"/>'
+        '<body pos="0.02 -0.03 0.2"><freejoint/><geom type="box" size="0.15 0.15 0.1" mass="1"/></body>'
+        "</worldbody></mujoco>"
+    )
+
+
+def _depths(vertices: np.ndarray, q: np.ndarray, planes: np.ndarray) -> np.ndarray:
+    """(V,) how deep each world vertex lies inside a convex body at the free-joint pose ``q`` (7,), whose faces are
+    ``planes`` (P, 4) in its body frame (scipy's ``n . x + d <= 0`` inside): > 0 inside [m]."""
+    w, x, y, z = q[3:7] / np.linalg.norm(q[3:7])
+    rotation = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    local = (vertices - q[:3]) @ rotation  # R^T (v - p), row-wise
+    return -np.max(local @ planes[:, :3].T + planes[:, 3], axis=1)
+
+
+def _field_vertices(model: jaxmor.Model) -> np.ndarray:
+    field = model.height_field
+    heights = np.asarray(field.heights)
+    ny, nx = heights.shape
+    x, y = np.meshgrid(np.arange(nx) * float(field.spacing[0]), np.arange(ny) * float(field.spacing[1]))
+    return np.stack([x + float(field.origin[0]), y + float(field.origin[1]), heights], -1).reshape(-1, 3)
+
+
+def _box_planes(half: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.concatenate([np.eye(3), -np.eye(3)]), -np.concatenate([half, half])[:, None]], 1)
+
+
+def test_a_box_rests_on_a_bump_under_its_face_where_mujoco_does():
+    """One field vertex 3 cm high under a box's bottom face, off its centre: the box tilts onto it and rests where
+    MuJoCo's hfield collision puts it (0.3 mm apart as measured; the bar is 1 mm), the bump at most 1 mm inside
+    it. A box meeting the field only at its 4 lowest corners would lie flat at z = 0.1 with the bump 3 cm inside."""
+    xml = _bump_scene()
+    model = _load(xml)
+    assert model.height_field.window == 8  # 2 ceil(0.25 m / 0.1 m) + 2: the box's footprint wherever its centre lies
+    final, _ = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=1500))(jaxmor.init_state(model))
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    for _ in range(1500):
+        mujoco.mj_step(m, d)
+    assert abs(float(final.q[2]) - d.qpos[2]) < 1e-3 and d.qpos[2] > 0.12, (float(final.q[2]), d.qpos[2])
+    assert float(jnp.abs(final.u).max()) < 1e-3  # at rest
+    depth = _depths(_field_vertices(model), np.asarray(final.q), _box_planes(np.array([0.15, 0.15, 0.1])))
+    assert depth.max() < 1e-3, depth.max()
+
+
+def _rough_scene(tmp_path) -> jaxmor.Model:
+    """A box and a hull foot (an octagonal prism, centred on its origin) dropped on generated rough terrain."""
+    trimesh = pytest.importorskip("trimesh")
+    trimesh.creation.cylinder(radius=0.06, height=0.08, sections=8).export(tmp_path / "foot.stl")
+    (tmp_path / "scene.xml").write_text(
+        '<mujoco><option timestep="0.002"/><asset><mesh name="foot" file="foot.stl"/></asset><worldbody>'
+        '<body name="box" pos="0.7 1.0 0.3" euler="5 -4 20"><freejoint/><geom type="box" size="0.12 0.08 0.05" '
+        'mass="1"/></body><body name="foot" pos="1.3 1.0 0.3" euler="0 3 0"><freejoint/>'
+        '<geom type="mesh" mesh="foot" mass="0.5"/></body></worldbody></mujoco>'
+    )
+    model = _load(str(tmp_path / "scene.xml"))
+    rough = jaxmor.terrain.Parameters(platform=0.0)  # no flat centre
+    terrain = jaxmor.terrain.generate(levels=1, kinds=("rough",), size=2.0, resolution=0.05, seed=3, parameters=rough)
+    return terrain.on(model), trimesh.load(tmp_path / "foot.stl")
+
+
+def test_no_field_vertex_enters_a_box_or_a_hull_on_rough_terrain(tmp_path):
+    """On generated rough terrain (bumps of up to +-8 cm on a 5 cm grid), a box and a convex hull foot come to rest
+    with no field vertex deeper than 1 mm inside either (the issue's bar; computed here from the final poses and the
+    shapes' own planes, scipy's hull of the STL for the foot)."""
+    from scipy.spatial import ConvexHull
+
+    model, foot = _rough_scene(tmp_path)
+    assert model.height_field.window == 2 * int(np.ceil(np.linalg.norm([0.12, 0.08, 0.05]) / 0.05)) + 2
+    final, _ = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=1500))(jaxmor.init_state(model))
+    assert not bool(final.nonfinite) and float(jnp.abs(final.u).max()) < 1e-2  # settled
+    q, vertices = np.asarray(final.q), _field_vertices(model)
+    box = _depths(vertices, q[:7], _box_planes(np.array([0.12, 0.08, 0.05])))
+    hull = _depths(vertices, q[7:14], ConvexHull(np.asarray(foot.vertices)).equations)
+    assert box.max() < 1e-3 and hull.max() < 1e-3, (box.max(), hull.max())
+    assert (box > -0.01).sum() >= 3 and (hull > -0.01).sum() >= 1  # resting on the field, not hovering
+
+
+def test_the_window_follows_the_geoms_that_meet_the_field():
+    """The window covers each box's and hull's footprint; it is refitted when geoms are combined in or their ground
+    contact changes; a geom wider than MAX_WINDOW vertices is named in a warning."""
+    from jaxmor.sim.collision.height_field import MAX_WINDOW
+
+    sphere = _body('<geom type="sphere" size="0.1" mass="1"/>')
+    field = jaxmor.with_height_field(sphere, np.zeros((30, 30)), spacing=0.1)
+    assert field.height_field.window == 0  # no box or hull: no vertex slots
+    box = _body('<geom name="crate" type="box" size="0.3 0.2 0.1" mass="1"/>')
+    combined = jaxmor.combine(field, box, prefix="c/", position=(1.0, 1.0, 0.5))
+    assert combined.height_field.window == 2 * 4 + 2  # radius 0.374 m over 0.1 m
+    assert jaxmor.with_ground_contact(combined, ["geom0"]).height_field.window == 0  # the crate no longer touches
+    with pytest.warns(UserWarning, match=r"geoms \['crate'\] span more than 16 height-field vertices"):
+        wide = jaxmor.with_height_field(box, np.zeros((30, 30)), spacing=0.02)
+    assert wide.height_field.window == MAX_WINDOW
 
 
 def _operations(model) -> list[str]:

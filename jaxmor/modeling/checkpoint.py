@@ -39,6 +39,7 @@ from jaxmor.checks import check_options
 from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.files import archive_bytes, shortened, writing
 from jaxmor.modeling.checkpoint_format import Decoder
+from jaxmor.modeling.height_field import refit_window
 from jaxmor.state import state_shapes
 from jaxmor.types import (
     Model,
@@ -50,11 +51,13 @@ FORMAT = "jaxmor-checkpoint"
 #: 2: the motors' dynamics (Model.actuators.dynamics, State.motor_state); 3: equality constraints; 4: command delay
 #: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count),
 #: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
-#: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0).
-FORMAT_VERSION = 6
+#: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0); 7: the height
+#: field's window (Model.height_field.window).
+FORMAT_VERSION = 7
 #: The versions :func:`load_checkpoint` reads: format 5 is format 6 without the affine actuators' constant bias, which
-#: it reads as 0 (:func:`_from_format_5`).
-READ_VERSIONS = (5, FORMAT_VERSION)
+#: it reads as 0 (:func:`_from_format_5`); format 6 is format 7 without the height field's window, which it computes
+#: from the model (:func:`_from_format_6`).
+READ_VERSIONS = (5, 6, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
 #: The entry of a file that holds a model beside other data (:func:`model_entries`).
@@ -321,10 +324,14 @@ def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tu
     """
     if meta["version"] == 5:
         _from_format_5(meta, arrays)
+    if meta["version"] in (5, 6):
+        _from_format_6(meta)
     if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
         raise ModelError(source, None, "the file holds 64-bit arrays: enable jax_enable_x64 before loading it")
     decoder = Decoder(source, arrays)
     model = decoder.decode(meta["model"], Model, "model", {})
+    if meta["version"] in (5, 6):
+        model = refit_window(model)
     try:
         check_options(model.opt, "model")
     except ArgumentError as err:
@@ -343,6 +350,17 @@ def _from_format_5(meta: dict, arrays: dict[str, np.ndarray]) -> None:
     if "bias_0" not in fields and isinstance(gain, np.ndarray):
         fields["bias_0"] = {"array": "model/affine/bias_0"}
         arrays["model/affine/bias_0"] = np.zeros_like(gain)
+
+
+def _from_format_6(meta: dict) -> None:
+    """A format-6 (or upgraded format-5) structure made format 7's in place: the height field's window added as 0,
+    which :func:`_decoded_model` replaces by the window the decoded model's geoms need."""
+    try:
+        fields = meta["model"]["fields"]["height_field"]["fields"]
+    except (KeyError, TypeError):
+        return  # no field, or a structure the decoder refuses as it is
+    if isinstance(fields, dict) and "window" not in fields:
+        fields["window"] = {"value": 0}
 
 
 def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]:

@@ -38,6 +38,7 @@ from jaxmor.io.mesh import widened
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.modeling.builder import build_model, topology_tables
 from jaxmor.modeling.equality import combine_equalities
+from jaxmor.modeling.height_field import refit_window
 from jaxmor.modeling.scene import with_geom_properties
 from jaxmor.modeling.sensors import combine_sensors, combine_sites
 from jaxmor.modeling.tendons import combine_tendons
@@ -529,5 +530,5 @@ def combine(
             raise NotImplementedError(f"combine: the Model field {f.name!r} has no combination rule")
     combined = Model(**fields)
     pairs = _cross_pairs(combined, ng, collide_with)
-    combined = combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs))
+    combined = refit_window(combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs)))
     return with_geom_grids(combined) if model.terrain or other.terrain else binned(combined)

@@ -5,6 +5,8 @@ The surface, its triangles and the contacts on it: :mod:`jaxmor.sim.collision.he
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
 import jax.numpy as jnp
@@ -12,7 +14,8 @@ import numpy as np
 
 from jaxmor.checks import as_scalar, as_stored, is_traced
 from jaxmor.errors import ArgumentError
-from jaxmor.types import HeightField, Model
+from jaxmor.sim.collision.height_field import MAX_WINDOW
+from jaxmor.types import GeomType, HeightField, Model
 
 
 def with_height_field(
@@ -26,9 +29,10 @@ def with_height_field(
     """A copy of ``model`` whose ground holds a height field beside its plane.
 
     Every geom that touches the ground touches the field too: each of its ground points meets whichever of the two
-    surfaces is nearer. A model without a ground gets a plane at the field's lowest height (what leaves the grid
-    rests at that level). The heights are a leaf: ``jax.vmap`` over models whose ``height_field.heights`` differ
-    gives each world its own terrain, and gradients reach them.
+    surfaces is nearer, and the field's vertices inside a box or a hull push it out (:func:`field_window`). A model
+    without a ground gets a plane at the field's lowest height (what leaves the grid rests at that level). The
+    heights are a leaf: ``jax.vmap`` over models whose ``height_field.heights`` differ gives each world its own
+    terrain, and gradients reach them.
 
     Args:
         model: the model.
@@ -60,6 +64,7 @@ def with_height_field(
         if friction is None
         else jnp.asarray(as_scalar(friction, "friction", lower=0.0), dtype),
         restitution=jnp.asarray(as_scalar(restitution, "restitution", lower=0.0, upper=1.0), dtype),
+        window=field_window(model, step),
     )
     if model.ground:
         return model.replace(height_field=field)
@@ -104,3 +109,54 @@ def _pair(value: Any, name: str, dtype, positive: bool) -> Any:
         raise ArgumentError(f"{name} must be positive, got {arr.tolist()}")
     as_stored(arr, f"{name} [m]", dtype, coordinates=not positive)
     return jnp.asarray(arr, dtype)
+
+
+def field_window(model: Model, spacing: Any) -> int:
+    """Vertices per side of the square of field vertices that each box and hull geom on the ground searches around
+    its centre for vertices inside it (:attr:`jaxmor.types.HeightField.window`): ``2 ceil(r / s) + 2`` for the
+    largest bounding-sphere radius ``r`` of those geoms and the grid's smaller step ``s``, which covers the geom's
+    footprint wherever its centre lies in its cell; 0 without such geoms; at most :data:`MAX_WINDOW` (a warning
+    names the geoms reaching beyond it). Sizes traced under a transformation give :data:`MAX_WINDOW`.
+
+    Args:
+        model: the model whose geoms meet the field.
+        spacing: (2,) the field's grid steps [m].
+    """
+    kinds = (GeomType.BOX, GeomType.MESH)
+    geoms = [
+        g for g in range(model.ng) if model.geom_body[g] >= 0 and model.geom_ground[g] and model.geom_type[g] in kinds
+    ]
+    if not geoms:
+        return 0
+    if is_traced(model.geom_size) or is_traced(model.mesh_vertices) or is_traced(spacing):
+        return MAX_WINDOW
+    step = float(np.min(np.asarray(spacing, np.float64)))
+    radius = {g: _bounding_radius(model, g) for g in geoms}
+    window = 2 * math.ceil(max(radius.values()) / step) + 2
+    if window > MAX_WINDOW:
+        wide = [model.geom_names[g] for g in geoms if 2 * math.ceil(radius[g] / step) + 2 > MAX_WINDOW]
+        warnings.warn(
+            f"geoms {wide} span more than {MAX_WINDOW} height-field vertices (spacing {step:g} m): field vertices "
+            f"farther than about {(MAX_WINDOW / 2 - 1) * step:g} m from their centres are not seen inside them",
+            stacklevel=3,
+        )
+    return min(window, MAX_WINDOW)
+
+
+def refit_window(model: Model) -> Model:
+    """``model`` with its height field's window (:func:`field_window`) fitted to its geoms again, after an editor
+    added geoms or changed which touch the ground; ``model`` itself without a field."""
+    field = model.height_field
+    window = None if field is None else field_window(model, field.spacing)
+    if window is None or window == field.window:
+        return model
+    return model.replace(height_field=field.replace(window=window))
+
+
+def _bounding_radius(model: Model, geom: int) -> float:
+    """The radius of the sphere about a box's or a hull's centre that holds it [m]."""
+    if model.geom_type[geom] == GeomType.BOX:
+        return float(np.linalg.norm(np.asarray(model.geom_size[geom], np.float64)))
+    hull = model.geom_mesh[geom]
+    vertices = np.asarray(model.mesh_vertices[hull, : model.mesh_vertex_count[hull]], np.float64)
+    return float(np.max(np.linalg.norm(vertices, axis=-1)))

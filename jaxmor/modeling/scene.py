@@ -15,6 +15,7 @@ from jaxmor.checks import as_array, as_scalar, as_stored, check_options, is_trac
 from jaxmor.errors import ArgumentError
 from jaxmor.model import collision_candidates, exclusion_pairs, geom_index, match_geoms
 from jaxmor.modeling.builder import DEFAULT_FRICTION
+from jaxmor.modeling.height_field import refit_window
 from jaxmor.modeling.terrain import binned, with_geom_grids
 from jaxmor.sim.collision import check_pairs
 from jaxmor.types import Battery, Model
@@ -91,9 +92,9 @@ def with_ground_contact(model: Model, names: Iterable[str] | None = None) -> Mod
             the geoms and their links).
     """
     if names is None:
-        return model.replace(geom_ground=(True,) * model.ng)
+        return refit_window(model.replace(geom_ground=(True,) * model.ng))
     chosen = set(match_geoms(model.geom_names, model.geom_link, model.link_names, names))
-    return model.replace(geom_ground=tuple(g in chosen for g in range(model.ng)))
+    return refit_window(model.replace(geom_ground=tuple(g in chosen for g in range(model.ng))))
 
 
 def with_self_collision(

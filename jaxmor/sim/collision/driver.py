@@ -27,7 +27,7 @@ from jaxmor.sim.collision.ground import (
     hull_points,
     sphere_points,
 )
-from jaxmor.sim.collision.height_field import field_gaps
+from jaxmor.sim.collision.height_field import MAX_WINDOW, VERTEX_SLOTS, field_gaps, vertices_inside
 from jaxmor.sim.collision.polytope import (
     box_box,
     box_cylinder,
@@ -110,6 +110,14 @@ def _ground_geoms(model: Model) -> list[int]:
     return [g for g in range(model.ng) if model.geom_body[g] >= 0 and model.geom_ground[g]]
 
 
+def vertex_geoms(model: Model) -> list[int]:
+    """The ground geoms that the height field's vertices can enter (boxes and hulls), each with
+    :data:`VERTEX_SLOTS` slots after the ground slots; none without a field (static)."""
+    if model.height_field is None:
+        return []
+    return [g for g in _ground_geoms(model) if model.geom_type[g] in (GeomType.BOX, GeomType.MESH)]
+
+
 def _check_types(model: Model) -> None:
     for g, t in enumerate(model.geom_type):
         if t not in GROUND_POINTS:
@@ -142,6 +150,7 @@ def _listed_count(model: Model) -> int:
     """Number of ground and pair slots (static): those before the terrain candidates."""
     _check_types(model)
     ground_slots = sum(GROUND_POINTS[model.geom_type[g]] for g in _ground_geoms(model))
+    ground_slots += VERTEX_SLOTS * len(vertex_geoms(model))
     return ground_slots + sum(pair_slot_count(model, pair) for pair in model.contact_pairs)
 
 
@@ -175,6 +184,9 @@ def contact_bodies(model: Model) -> tuple[tuple[int, ...], tuple[int, ...]]:
         n = GROUND_POINTS[model.geom_type[g]]
         body_a += [-1] * n
         body_b += [model.geom_body[g]] * n
+    for g in vertex_geoms(model):
+        body_a += [-1] * VERTEX_SLOTS
+        body_b += [model.geom_body[g]] * VERTEX_SLOTS
     for a, b in model.contact_pairs:
         k = pair_slot_count(model, (a, b))
         body_a += [model.geom_body[a]] * k
@@ -374,6 +386,42 @@ def _field_contacts(model: Model, pts: jax.Array, geom_of_slot: np.ndarray) -> t
     return gap, position, normal, *_against_ground(model, field.friction, field.restitution, geom_of_slot, dtype)
 
 
+def _vertex_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> tuple[jax.Array, ...]:
+    """The vertex slots' ``(distance, position, normal, friction, restitution)``: the height field's vertices
+    deepest inside each box and hull on the ground (:func:`jaxmor.sim.collision.height_field.vertices_inside`), in
+    :func:`_vertex_geoms` order."""
+    dtype = geom_p.dtype
+    field = model.height_field
+    window = field.window or MAX_WINDOW  # 0: the geoms came after the field; search the most
+    geoms = vertex_geoms(model)
+    blocks, order = [], []
+    for kind in (GeomType.BOX, GeomType.MESH):
+        idx = [g for g in geoms if model.geom_type[g] == kind]
+        if not idx:
+            continue
+        sel = np.array(idx, dtype=np.int32)
+        planes = (
+            _box_planes(model.geom_size.astype(dtype)[sel]) if kind == GeomType.BOX else _hulls(model, idx, dtype)[1]
+        )
+        blocks.append(vertices_inside(field, window, geom_p[at[sel]], geom_r[at[sel]], planes))
+        order += idx
+    perm = np.argsort(np.array([geoms.index(g) for g in order]), kind="stable")
+    gap, position, normal = (
+        jnp.concatenate(part)[perm].reshape(-1, *part[0].shape[2:]) for part in zip(*blocks, strict=True)
+    )
+    geom_of_slot = np.repeat(np.array(geoms, dtype=np.int32), VERTEX_SLOTS)
+    return gap, position, normal, *_against_ground(model, field.friction, field.restitution, geom_of_slot, dtype)
+
+
+def _box_planes(size: jax.Array) -> jax.Array:
+    """(n, 6, 4) the face planes of boxes of half-sizes ``size`` (n, 3) [m] in their frames: ``(+-e_i, size_i)``."""
+    normals = np.concatenate([np.eye(3), -np.eye(3)])
+    offsets = jnp.concatenate([size, size], axis=-1)  # (n, 6)
+    return jnp.concatenate(
+        [jnp.broadcast_to(jnp.asarray(normals, size.dtype), (*size.shape[:1], 6, 3)), offsets[..., None]], -1
+    )
+
+
 def _nearer(a: tuple[jax.Array, ...], b: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
     """Per slot, the candidate of ``a`` or ``b`` (``(distance, position, normal, friction, restitution)``) whose
     distance is smaller."""
@@ -521,6 +569,8 @@ def collide(model: Model, poses: Poses) -> Contacts:
     parts = []
     if _ground_geoms(model):
         parts.append(_ground_contacts(model, geom_p, geom_r, at))
+    if vertex_geoms(model):
+        parts.append(_vertex_contacts(model, geom_p, geom_r, at))
     if model.contact_pairs:
         parts.append(_pair_contacts(model, geom_p, geom_r, at))
     if model.terrain:

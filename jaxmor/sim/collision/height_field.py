@@ -86,3 +86,87 @@ def field_gaps(field: HeightField, points: jax.Array, radius: jax.Array) -> tupl
     height, normal, inside = surface(field, touching[:, :2])
     gap = normal[:, 2] * (touching[:, 2] - height)
     return jnp.where(inside, gap, jnp.inf), touching, normal
+
+
+#: Contact slots of each box and hull geom for the field's vertices inside it: the deepest of them.
+VERTEX_SLOTS = 4
+
+#: A face looks down when the world ``z`` of its outward normal is below ``-DOWNWARD``: only such a face lets a
+#: field vertex out of a geom (:func:`vertices_inside`).
+DOWNWARD = 0.1
+
+#: The largest :attr:`~jaxmor.types.HeightField.window`: 16 x 16 field vertices searched per box or hull geom.
+MAX_WINDOW = 16
+
+
+def _window_vertices(field: HeightField, window: int, centre: jax.Array) -> jax.Array:
+    """(n, K, 3) the field's vertices [m] in the square of ``window`` per side (fewer where the grid is smaller)
+    around each of ``n`` centres ``centre`` (n, 3), kept inside the grid."""
+    dtype = centre.dtype
+    heights = field.heights.astype(dtype)
+    ny, nx = heights.shape
+    kx, ky = min(window, nx), min(window, ny)
+    origin, spacing = field.origin.astype(dtype), field.spacing.astype(dtype)
+    cell = jnp.floor(jax.lax.stop_gradient((centre[:, :2] - origin) / spacing)).astype(np.int32)
+    start_x = jnp.clip(cell[:, 0] - (kx // 2 - 1), 0, nx - kx)
+    start_y = jnp.clip(cell[:, 1] - (ky // 2 - 1), 0, ny - ky)
+    ix = start_x[:, None] + np.arange(kx, dtype=np.int32)  # (n, kx)
+    iy = start_y[:, None] + np.arange(ky, dtype=np.int32)  # (n, ky)
+    z = heights[iy[:, :, None], ix[:, None, :]]  # (n, ky, kx)
+    x = jnp.broadcast_to((origin[0] + ix * spacing[0])[:, None, :], z.shape)
+    y = jnp.broadcast_to((origin[1] + iy * spacing[1])[:, :, None], z.shape)
+    return jnp.stack([x, y, z], axis=-1).reshape(centre.shape[0], -1, 3)
+
+
+def _exit_faces(signed: jax.Array, inside: jax.Array, normal_z: jax.Array) -> jax.Array:
+    """(n, K) int: the face through which each vertex leaves its geom (:func:`vertices_inside`): inside, the
+    downward face of least lift; outside, the lowest face.
+
+    Args:
+        signed: (n, K, P) each vertex's signed distance to each face plane [m] (no gradient).
+        inside: (n, K) whether the vertex lies inside every plane.
+        normal_z: (n, P) the world ``z`` of each face's outward normal.
+    """
+    nz = jax.lax.stop_gradient(normal_z)[:, None, :]
+    down = nz < -DOWNWARD
+    lift = jnp.where(down, signed / jnp.where(down, nz, -1.0), jnp.inf)
+    lowest = jnp.broadcast_to(jnp.argmin(nz, axis=-1), inside.shape)
+    return jnp.where(inside, jnp.argmin(lift, axis=-1), lowest)
+
+
+def vertices_inside(
+    field: HeightField, window: int, centre: jax.Array, rotation: jax.Array, planes: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(gap, position, normal)``, each ``(n, VERTEX_SLOTS, ...)``: the field's vertices deepest inside ``n`` convex
+    geoms, searched in the square of ``window`` vertices per side around each geom's centre.
+
+    The field lies below: a vertex inside a geom leaves it through a face that looks down, and the one chosen is
+    the face whose plane it leaves by the least lift of the geom (``s / n_z``, ``s`` the vertex's signed distance
+    to the face plane, ``n_z < -DOWNWARD`` the world ``z`` of its outward normal). A side face is never chosen, so a
+    vertex level with a box's sunk bottom face does not catch its side as it slides over it. The vertex's gap is
+    its signed distance to that face (negative), its normal, from the field to the geom, the face's outward normal
+    reversed, its position the point on that face. A vertex outside has the largest of its distances as its gap
+    (a lower bound of the true one) and the lowest face's normal. The choices carry no gradient; gaps, positions
+    and normals carry the pose's and the heights'.
+
+    Args:
+        field: the height field.
+        window: vertices per side of the searched square (:attr:`HeightField.window`).
+        centre: (n, 3) the geoms' centres [m].
+        rotation: (n, 3, 3) their rotations (geom frame to world).
+        planes: (n, P, 4) their face planes in their frames: outward unit normal and offset, ``n . x <= d`` inside.
+    """
+    vertices = _window_vertices(field, window, centre)
+    local = jnp.einsum("nji,nkj->nki", rotation, vertices - centre[:, None, :])
+    signed = jnp.einsum("npi,nki->nkp", planes[..., :3], local) - planes[:, None, :, 3]  # (n, K, P)
+    fixed = jax.lax.stop_gradient(signed)
+    inside = jnp.max(fixed, axis=-1) < 0
+    face = _exit_faces(fixed, inside, jnp.einsum("ni,npi->np", rotation[:, 2, :], planes[..., :3]))
+    gap = jnp.where(inside, jnp.take_along_axis(signed, face[..., None], axis=-1)[..., 0], jnp.max(signed, axis=-1))
+    _, chosen = jax.lax.top_k(-jax.lax.stop_gradient(gap), VERTEX_SLOTS)  # a grid has at least 4 vertices
+    face = jnp.take_along_axis(face, chosen, axis=1)
+    gap = jnp.take_along_axis(gap, chosen, axis=1)
+    outward = jnp.take_along_axis(planes[..., :3], face[..., None], axis=1)  # (n, S, 3) in the geom frame
+    normal = -jnp.einsum("nij,nsj->nsi", rotation, outward)
+    position = jnp.take_along_axis(vertices, chosen[..., None], axis=1) + gap[..., None] * normal
+    return gap, position, normal
