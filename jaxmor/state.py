@@ -574,6 +574,7 @@ def _actuator_inputs(model: Model, q: jax.Array, u: jax.Array, dtype: Any) -> di
         controller_torque=zero_a,
         backlash_play=jnp.zeros((play,), dtype),
         backlash_rate=jnp.zeros((play,), dtype),
+        act=jnp.zeros((model.nu,), dtype),
     )
 
 
@@ -583,7 +584,8 @@ def reset_actuator_state(model: Model, state: State) -> State:
     The actuator torques and the actuator PD's gains and targets are zeroed, the bus voltages reset to the
     actuator definitions', the actuator states cleared, the motors at their ambient temperature without
     current (:func:`jaxmor.actuation.motor_dynamics.initial_motor_state`), the residual's history as if held at
-    the state's speeds and angles, the affine controls, the command buffers and the drive controllers zeroed, and
+    the state's speeds and angles, the affine controls and activations, the command buffers and the drive controllers
+    zeroed, and
     the rotors at the centre of their gears' play, moving with their joints; everything else is kept.
 
     Args:

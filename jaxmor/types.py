@@ -286,6 +286,10 @@ class AffineActuators:
         delay: (nu,) each control's delay [physics steps], in ``[0, Model.max_delay]``, a whole number (a
             float, rounded where used)
             (:mod:`jaxmor.actuation.latency`).
+        time_constant: (nu,) the activation's time constant [s] of a ``"filter"`` or ``"filterexact"`` actuator
+            (MuJoCo's ``dynprm[0]``; 1 where unused).
+        act_lower, act_upper: (nu,) the activation's clamp (MuJoCo's ``actrange`` where ``actlimited``);
+            ``-inf``/``+inf`` where unlimited.
         names: actuator names, in order (static).
         q_index: index into ``q`` of each driven joint's coordinate, ``-1`` for an actuator on a tendon (static).
         v_index: index into ``u`` (and into the generalized force) of each driven joint's DOF, ``-1`` for an
@@ -293,6 +297,11 @@ class AffineActuators:
         tendon: the fixed tendon (index into ``Model.tendons``) each actuator pulls, ``-1`` for one on a joint
             (static; empty when none does): its "joint position and velocity" are the tendon's length and rate,
             its force acts through the tendon's Jacobian (:func:`jaxmor.sim.tendons.actuator_moment`).
+        dynamics: each actuator's activation dynamics (static; empty when none has any): ``"none"`` (the law
+            takes the control), ``"integrator"``, ``"filter"`` or ``"filterexact"`` (the law takes the activation
+            ``State.act``, MuJoCo's ``dyntype``; :mod:`jaxmor.actuation.affine`).
+        act_early: whether the law takes the activation of the step's end instead of its start (static; MuJoCo's
+            ``actearly``; empty when none does).
     """
 
     gear: jax.Array = leaf(("nu",))
@@ -305,10 +314,20 @@ class AffineActuators:
     force_lower: jax.Array = leaf(("nu",))
     force_upper: jax.Array = leaf(("nu",))
     delay: jax.Array = leaf(("nu",), randomize="affine.delay", domain="delay")
+    time_constant: jax.Array = leaf(("nu",), domain="positive")
+    act_lower: jax.Array = leaf(("nu",))
+    act_upper: jax.Array = leaf(("nu",))
     names: tuple[str, ...] = struct.field(pytree_node=False, default=())
     q_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
     v_index: tuple[int, ...] = struct.field(pytree_node=False, default=())
     tendon: tuple[int, ...] = struct.field(pytree_node=False, default=())
+    dynamics: tuple[str, ...] = struct.field(pytree_node=False, default=())
+    act_early: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+
+    @property
+    def activated(self) -> bool:
+        """Whether any actuator has activation dynamics (the law then takes ``State.act`` for it)."""
+        return any(d != "none" for d in self.dynamics)
 
     @property
     def on_tendons(self) -> bool:
@@ -968,6 +987,8 @@ class State:
         backlash_play: (nbl,) for each actuator with backlash (:class:`Backlash`, in actuator order; none without),
             its rotor's angle minus its gear output's, on the joint side [rad or m], in ``[-width/2, width/2]``.
         backlash_rate: (nbl,) its rate, the rotor's velocity minus the gear output's [rad/s or m/s].
+        act: (nu,) each affine actuator's activation, the input of its law where it has activation dynamics
+            (``Model.affine.dynamics``; MuJoCo's ``act``), in control units; 0 (and unused) for the others.
         invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
             ``jit``, where the setters cannot check values): a time step that is not positive and finite
             or a negative actuation limit (the world does not advance, as for ``nonfinite``), or an actuator
@@ -1019,3 +1040,5 @@ class State:
     # Backlash: the rotors' play in the gears.
     backlash_play: jax.Array = _field(dims=("nbl",), guard="bounded")
     backlash_rate: jax.Array = _field(dims=("nbl",), guard="bounded")
+    # Activation dynamics of the affine actuators.
+    act: jax.Array = _field(dims=("nu",), guard="finite")

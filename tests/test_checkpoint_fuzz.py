@@ -409,18 +409,31 @@ def test_an_archive_that_would_expand_past_the_cap_is_refused_before_it_is_read(
     assert checkpoint.MAX_CHECKPOINT_BYTES == 4 * 2**20
 
 
-def _older(tmp_path, model, state, version: int, field: tuple[str, ...], array: str | None = None):
-    """A checkpoint of ``model`` and ``state`` made into one of an older ``version``: the structure's ``field``
-    (the path of its ``fields`` keys) and the ``array`` entry removed; returns what loading it gives."""
+#: What format 7 added (structure paths from the top, and their arrays): format-6 files lack them.
+FORMAT_7 = {
+    ("model", "height_field", "window"): None,
+    **{("model", "affine", n): f"model/affine/{n}" for n in ("time_constant", "act_lower", "act_upper")},
+    ("model", "affine", "dynamics"): None,
+    ("model", "affine", "act_early"): None,
+    ("state", "act"): "state/act",
+}
+
+
+def _older(tmp_path, model, state, version: int, removed: dict):
+    """A checkpoint of ``model`` and ``state`` made into one of an older ``version``: each of ``removed``'s structure
+    paths (the top entry, then field names) taken out with its array entry (or ``None``); returns what loading it
+    gives."""
     jaxmor.save_checkpoint(tmp_path / "new.npz", model, state)
     with np.load(tmp_path / "new.npz") as archive:
-        content = {k: archive[k] for k in archive.files if k != array}
+        content = {k: archive[k] for k in archive.files if k not in removed.values()}
     structure = json.loads(content["jaxmor_checkpoint"].tobytes())
     structure["version"] = version
-    node = structure["model"]
-    for key in field[:-1]:
-        node = node["fields"][key]
-    del node["fields"][field[-1]]
+    for path in removed:
+        node = structure[path[0]]
+        for key in path[1:-1]:
+            node = node["fields"][key]
+        if node.get("fields") is not None:
+            node["fields"].pop(path[-1])
     content["jaxmor_checkpoint"] = np.frombuffer(json.dumps(structure).encode(), np.uint8)
     np.savez(tmp_path / "old.npz", **content)
     return jaxmor.load_checkpoint(tmp_path / "old.npz")
@@ -429,27 +442,31 @@ def _older(tmp_path, model, state, version: int, field: tuple[str, ...], array: 
 @pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
 def test_a_format_5_checkpoint_loads_with_no_constant_bias(tmp_path):
     """Format 5 is format 6 without ``Model.affine.bias_0``: a file made into a format-5 one (the version set to 5,
-    the entry and its array removed) loads with the bias 0 and everything else as saved."""
+    what formats 6 and 7 added removed) loads with the bias 0 and everything else as saved."""
     model = jaxmor.load_mjcf(
         '<mujoco><worldbody><body><joint name="j"/><geom size=".1"/></body></worldbody>'
         '<actuator><position joint="j" kp="3"/></actuator></mujoco>'
     )
     state = jaxmor.init_state(model)
-    loaded, loaded_state = _older(tmp_path, model, state, 5, ("affine", "bias_0"), "model/affine/bias_0")
+    removed = {**FORMAT_7, ("model", "affine", "bias_0"): "model/affine/bias_0"}
+    loaded, loaded_state = _older(tmp_path, model, state, 5, removed)
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.affine.bias_0.shape == (1,) and float(loaded.affine.bias_0[0]) == 0.0
 
 
 @pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
-def test_a_format_6_checkpoint_gets_the_window_its_geoms_need(tmp_path):
-    """Format 6 is format 7 without ``Model.height_field.window``: a file of a box on a height field made into a
-    format-6 one (the version set to 6, the field removed) loads with the window computed from its geoms."""
+def test_a_format_6_checkpoint_gets_the_window_and_no_activation_dynamics(tmp_path):
+    """Format 6 is format 7 without ``Model.height_field.window`` and activation dynamics: a file of a box on a height
+    field with an affine actuator made into a format-6 one loads with the window computed from its geoms, no
+    dynamics (time constants 1, unlimited activations) and zero activations, everything else as saved."""
     body = jaxmor.load_mjcf(
-        '<mujoco><worldbody><body><freejoint/><geom type="box" size=".2 .1 .1"/></body></worldbody></mujoco>'
+        '<mujoco><worldbody><body><freejoint/><geom type="box" size=".2 .1 .1"/><body><joint name="j"/>'
+        '<geom size=".05"/></body></body></worldbody><actuator><motor joint="j"/></actuator></mujoco>'
     )
     model = jaxmor.with_height_field(body, np.zeros((8, 8)), spacing=0.1)
     assert model.height_field.window == 8  # 2 ceil(0.245 / 0.1) + 2
     state = jaxmor.init_state(model)
-    loaded, loaded_state = _older(tmp_path, model, state, 6, ("height_field", "window"))
+    loaded, loaded_state = _older(tmp_path, model, state, 6, FORMAT_7)
     assert _identical(loaded, model) and _identical(loaded_state, state)
-    assert loaded.height_field.window == 8
+    assert loaded.height_field.window == 8 and loaded.affine.dynamics == ()
+    assert float(loaded.affine.time_constant[0]) == 1.0 and float(loaded.affine.act_upper[0]) == np.inf

@@ -9,7 +9,10 @@ type::
     a   = clamp(gain * c + bias_0 + bias_q * q + bias_v * v, force_range)  actuator force
     tau = gear * a                                                         generalized force on the joint's DOF
 
-``q`` and ``v`` are the driven joint's position [rad or m] and velocity [rad/s or m/s].
+``q`` and ``v`` are the driven joint's position [rad or m] and velocity [rad/s or m/s]. An actuator with activation
+dynamics (``dynamics`` ``"integrator"``, ``"filter"``, ``"filterexact"``: MuJoCo's ``dyntype``) takes its activation
+``State.act`` in place of ``c`` (:func:`law_inputs`); each step moves the activation towards (or integrates) ``c``
+and clamps it to its range (:func:`next_activation`, MuJoCo's ``mj_nextActivation``).
 
 Semantics (the decisions this module makes where the spec is terse)
 -------------------------------------------------------------------
@@ -57,6 +60,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.actuation.definitions import AFFINE_DYNAMICS
 from jaxmor.checks import as_finite, as_nonnegative, as_range, stored_failure, stored_problem
 from jaxmor.errors import ArgumentError
 from jaxmor.types import AffineActuators
@@ -68,10 +72,13 @@ __all__ = [
     "affine_force",
     "affine_force_at",
     "affine_generalized_force",
+    "affine_law",
     "clamp_ctrl",
     "compile_affine",
     "empty_affine",
     "joint_state",
+    "law_inputs",
+    "next_activation",
 ]
 
 Range = tuple[float, float]
@@ -105,6 +112,14 @@ class AffineActuatorDefinition:
             ``forcerange``), in actuator-force units; ``None`` for unlimited.
         tendon: name of the pulled fixed tendon, ``""`` for an actuator on a joint; exactly one of ``joint`` and
             ``tendon`` is given. ``q`` and ``v`` of the law are then the tendon's length and rate.
+        dynamics: the activation dynamics, one of :data:`AFFINE_DYNAMICS` (MuJoCo's ``dyntype``): with any but
+            ``"none"`` the law takes the activation ``State.act`` in place of the clamped control (module
+            docstring).
+        time_constant: the activation's time constant [s] of a ``"filter"`` or ``"filterexact"`` actuator (MuJoCo's
+            ``dynprm[0]``), ``> 0``.
+        act_range: ``(lo, hi)`` clamp on the activation after each step (MuJoCo's ``actrange`` where ``actlimited``);
+            ``None`` for unlimited.
+        act_early: the law takes the activation of the step's end, not its start (MuJoCo's ``actearly``).
     """
 
     name: str
@@ -117,6 +132,10 @@ class AffineActuatorDefinition:
     force_range: Range | None = None
     tendon: str = ""
     bias_0: float = 0.0
+    dynamics: str = "none"
+    time_constant: float = 1.0
+    act_range: Range | None = None
+    act_early: bool = False
 
     def __post_init__(self) -> None:
         for field in ("name", "joint", "tendon"):
@@ -133,8 +152,16 @@ class AffineActuatorDefinition:
         owner = f"affine actuator '{self.name}'"
         for field in ("gear", "gain", "bias_0", "bias_q", "bias_v"):
             object.__setattr__(self, field, as_finite(getattr(self, field), f"{owner}: {field}"))
-        for field in ("ctrl_range", "force_range"):
+        for field in ("ctrl_range", "force_range", "act_range"):
             object.__setattr__(self, field, as_range(getattr(self, field), f"{owner}: {field}"))
+        if self.dynamics not in AFFINE_DYNAMICS:
+            raise ArgumentError(f"{owner}: dynamics must be one of {AFFINE_DYNAMICS}, got {self.dynamics!r}")
+        tau = as_finite(self.time_constant, f"{owner}: time_constant [s]")
+        if not tau > 0:
+            raise ArgumentError(f"{owner}: time_constant must be > 0 [s], got {tau!r}")
+        object.__setattr__(self, "time_constant", tau)
+        if not isinstance(self.act_early, (bool, np.bool_)):
+            raise ArgumentError(f"{owner}: act_early must be a bool, got {self.act_early!r}")
 
     @classmethod
     def motor(
@@ -201,11 +228,16 @@ class AffineActuatorDefinition:
         ctrl_range: Range | None = None,
         force_range: Range | None = None,
         tendon: str = "",
+        dyntype: str = "none",
+        dynprm: float = 1.0,
+        act_range: Range | None = None,
+        act_early: bool = False,
     ) -> AffineActuatorDefinition:
         """The exact equivalent of a MuJoCo affine actuator with a joint or a fixed-tendon transmission.
 
-        Covers ``<motor>``, ``<position>``, ``<velocity>`` and ``<general gaintype="fixed"
-        biastype="affine"|"none" dyntype="none">``. MuJoCo's law is
+        Covers ``<motor>``, ``<position>``, ``<velocity>``, ``<intvelocity>`` and ``<general gaintype="fixed"
+        biastype="affine"|"none">`` with ``dyntype`` ``none``, ``integrator``, ``filter`` or ``filterexact``.
+        MuJoCo's law is
         ``gainprm[0] * ctrl + biasprm[0] + biasprm[1] * (gear * q) + biasprm[2] * (gear * v)``, so
         ``bias_0 = biasprm[0]``, ``bias_q = gear * biasprm[1]`` and ``bias_v = gear * biasprm[2]``.
 
@@ -217,6 +249,10 @@ class AffineActuatorDefinition:
             force_range: the force range if ``actuator_forcelimited``, else ``None``.
             tendon: the pulled fixed tendon's name (with ``joint`` ``""``), for a tendon transmission; MuJoCo's
                 actuator length is then ``gear`` times the tendon's length.
+            dyntype: ``actuator_dyntype``'s name; the law then takes the activation for ``ctrl``.
+            dynprm: ``actuator_dynprm[0]``, the filters' time constant [s].
+            act_range: the activation range if ``actuator_actlimited``, else ``None``.
+            act_early: ``actuator_actearly``.
         """
         owner = f"affine actuator '{name}'"
         gear = as_finite(gear, f"{owner}: gear")
@@ -236,6 +272,10 @@ class AffineActuatorDefinition:
             force_range=force_range,
             tendon=tendon,
             bias_0=b0,
+            dynamics=dyntype,
+            time_constant=dynprm,
+            act_range=act_range,
+            act_early=bool(act_early),
         )
 
 
@@ -305,7 +345,7 @@ def compile_affine(
 
     def column(values: list[float], name: str) -> jnp.ndarray:
         array = np.asarray(values, dtype=np.float64).reshape(len(definitions))
-        problem = stored_problem(array, dtype, coordinates=name.startswith(("ctrl", "force")))
+        problem = stored_problem(array, dtype, coordinates=name.startswith(("ctrl", "force", "act")))
         if problem is not None:
             (i,), reason = problem
             raise ArgumentError(
@@ -316,6 +356,8 @@ def compile_affine(
     inf = math.inf
     ctrl = [d.ctrl_range or (-inf, inf) for d in definitions]
     force = [d.force_range or (-inf, inf) for d in definitions]
+    act = [d.act_range or (-inf, inf) for d in definitions]
+    activated = any(d.dynamics != "none" for d in definitions)
     return AffineActuators(
         gear=column([d.gear for d in definitions], "gear"),
         gain=column([d.gain for d in definitions], "gain"),
@@ -327,10 +369,15 @@ def compile_affine(
         force_lower=column([r[0] for r in force], "force_lower"),
         force_upper=column([r[1] for r in force], "force_upper"),
         delay=jnp.asarray(np.asarray([getattr(d, "delay", 0) for d in definitions], np.float64)),
+        time_constant=column([d.time_constant for d in definitions], "time_constant"),
+        act_lower=column([r[0] for r in act], "act_lower"),
+        act_upper=column([r[1] for r in act], "act_upper"),
         names=tuple(d.name for d in definitions),
         q_index=tuple(q_index),
         v_index=tuple(v_index),
         tendon=tuple(tendon) if any(t >= 0 for t in tendon) else (),
+        dynamics=tuple(d.dynamics for d in definitions) if activated else (),
+        act_early=tuple(bool(d.act_early) for d in definitions) if any(d.act_early for d in definitions) else (),
     )
 
 
@@ -368,17 +415,64 @@ def affine_actuator_force(
 ) -> jnp.ndarray:
     """Actuator force ``clamp(gain * clamp(ctrl) + bias_0 + bias_q * q + bias_v * v, force_range)``, before the gear.
 
-    This is MuJoCo's ``actuator_force``. ``ctrl``, ``q_joint`` and ``v_joint`` have shape ``(..., nu)``
-    (``q_joint``/``v_joint`` are the driven joints' coordinates, see :func:`joint_state`).
+    This is MuJoCo's ``actuator_force`` of actuators without activation dynamics. ``ctrl``, ``q_joint`` and
+    ``v_joint`` have shape ``(..., nu)`` (``q_joint``/``v_joint`` are the driven joints' coordinates, see
+    :func:`joint_state`).
     """
-    ctrl, q_joint, v_joint = jnp.asarray(ctrl), jnp.asarray(q_joint), jnp.asarray(v_joint)
-    for name, x in (("ctrl", ctrl), ("q_joint", q_joint), ("v_joint", v_joint)):
+    ctrl = jnp.asarray(ctrl)
+    _check_last(act, "ctrl", ctrl)
+    return affine_law(act, clamp_ctrl(act, ctrl), q_joint, v_joint)
+
+
+def affine_law(act: AffineActuators, inputs: jnp.ndarray, q_joint: jnp.ndarray, v_joint: jnp.ndarray) -> jnp.ndarray:
+    """Actuator force ``clamp(gain * inputs + bias_0 + bias_q * q + bias_v * v, force_range)``, before the gear, at
+    the law's ``inputs`` ``(..., nu)``: the clamped controls, or the activations (:func:`law_inputs`)."""
+    inputs, q_joint, v_joint = jnp.asarray(inputs), jnp.asarray(q_joint), jnp.asarray(v_joint)
+    for name, x in (("inputs", inputs), ("q_joint", q_joint), ("v_joint", v_joint)):
         _check_last(act, name, x)
-    dtype = _dtype(ctrl, q_joint, v_joint)
-    c = clamp_ctrl(act, ctrl.astype(dtype))
+    dtype = _dtype(inputs, q_joint, v_joint)
+    c = inputs.astype(dtype)
     raw = act.gain.astype(dtype) * c + act.bias_0.astype(dtype)
     raw = raw + act.bias_q.astype(dtype) * q_joint + act.bias_v.astype(dtype) * v_joint
     return jnp.clip(raw.astype(dtype), act.force_lower.astype(dtype), act.force_upper.astype(dtype))
+
+
+def next_activation(act: AffineActuators, ctrl: jnp.ndarray, activation: jnp.ndarray, h: jnp.ndarray) -> jnp.ndarray:
+    """(nu,) the activations after a step of ``h`` [s] from ``activation`` (nu,) under the controls ``ctrl`` (nu,),
+    clamped first to ``ctrl_range``: MuJoCo's ``mj_nextActivation``. ``integrator``: ``act + h c``; ``filter``:
+    ``act + h (c - act) / tau`` (explicit Euler); ``filterexact``: ``act + (c - act) (1 - exp(-h / tau))``; then
+    clamped to ``[act_lower, act_upper]``. An actuator without dynamics keeps its activation."""
+    activation = jnp.asarray(activation)
+    if not act.activated:
+        return activation
+    c = clamp_ctrl(act, ctrl).astype(activation.dtype)
+    dtype = activation.dtype
+    tau = act.time_constant.astype(dtype)
+    kind = np.array(act.dynamics)
+    moved = jnp.where(
+        kind == "integrator",
+        activation + h * c,
+        jnp.where(
+            kind == "filter",
+            activation + h * (c - activation) / tau,
+            activation - (c - activation) * jnp.expm1(-h / tau),
+        ),
+    )
+    moved = jnp.clip(moved, act.act_lower.astype(dtype), act.act_upper.astype(dtype))
+    return jnp.where(kind == "none", activation, moved)
+
+
+def law_inputs(act: AffineActuators, ctrl: jnp.ndarray, activation: jnp.ndarray, h: jnp.ndarray) -> jnp.ndarray:
+    """(nu,) what each actuator's law takes in a step of ``h`` [s]: its control clamped to ``ctrl_range``, or, with
+    activation dynamics, its activation: ``activation`` as the step starts, or with ``act_early`` as it ends
+    (:func:`next_activation`)."""
+    c = clamp_ctrl(act, ctrl)
+    if not act.activated:
+        return c
+    activation = jnp.asarray(activation, c.dtype)
+    if any(act.act_early):
+        activation = jnp.where(np.array(act.act_early), next_activation(act, ctrl, activation, h), activation)
+    return jnp.where(np.array(act.dynamics) == "none", c, activation)
 
 
 def affine_force_at(act: AffineActuators, ctrl: jnp.ndarray, q_joint: jnp.ndarray, v_joint: jnp.ndarray) -> jnp.ndarray:

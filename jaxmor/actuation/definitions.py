@@ -19,6 +19,7 @@ from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalMod
 from jaxmor.errors import ModelError
 
 __all__ = [
+    "AFFINE_DYNAMICS",
     "API_SOURCE",
     "CONTROLLER_SIDES",
     "DRIVABLE_JOINT_TYPES",
@@ -31,6 +32,10 @@ __all__ = [
     "definition_problem",
     "validate_actuators",
 ]
+
+#: The activation dynamics an affine actuator can have (MuJoCo's ``dyntype`` names;
+#: :class:`jaxmor.AffineActuatorDefinition`).
+AFFINE_DYNAMICS = ("none", "integrator", "filter", "filterexact")
 
 #: Joint types an actuator can drive or be coupled to (one degree of freedom each).
 DRIVABLE_JOINT_TYPES = frozenset({"revolute", "continuous", "prismatic"})

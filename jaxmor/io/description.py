@@ -348,6 +348,10 @@ class AffineActuator:
             :func:`jaxmor.io.mjcf_actuators.delay_steps`).
         nsample: MuJoCo's ``nsample``, the control history's length [samples] (``>= 0``).
         interp: MuJoCo's ``interp``: ``"zoh"``, ``"linear"`` or ``"cubic"``.
+        dyntype: MuJoCo's ``dyntype``: ``"none"``, ``"integrator"``, ``"filter"`` or ``"filterexact"``.
+        dynprm: ``dynprm[0]``, the filters' time constant [s].
+        act_range: ``actrange`` where ``actlimited``, else ``None``.
+        act_early: ``actearly``.
     """
 
     name: str
@@ -362,6 +366,10 @@ class AffineActuator:
     delay: float = 0.0
     nsample: int = 0
     interp: str = "zoh"
+    dyntype: str = "none"
+    dynprm: float = 1.0
+    act_range: tuple[float, float] | None = None
+    act_early: bool = False
 
 
 @dataclass

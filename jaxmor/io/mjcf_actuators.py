@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from jaxmor.actuation.definitions import MAX_DELAY, ActuatorDefinition
+from jaxmor.actuation.definitions import AFFINE_DYNAMICS, MAX_DELAY, ActuatorDefinition
 from jaxmor.actuation.motor import DcMotorParameters
 from jaxmor.actuation.motor_dynamics import CoggingModel, LugreModel, ThermalModel
 from jaxmor.errors import ArgumentError, brief_repr
@@ -94,7 +94,7 @@ def _actuator_values(doc: Document, classes, el, kind: str) -> Values:
                         f"{cls_name!r}); one shortcut's parameters passed to another are not supported: give "
                         "them on the element",
                     )
-            if default_kind == "motor" and kind in ("general", "position", "velocity"):
+            if default_kind == "motor" and kind in ("general", "position", "velocity", "intvelocity"):
                 if own_kind_set and kind != "general":
                     raise doc.error(
                         el,
@@ -166,7 +166,8 @@ def read_actuators(
         else:
             ctrl = limited_range(v, "ctrl", name, compiler.autolimits)
         force = limited_range(v, "force", name, compiler.autolimits)
-        out.append(_with_delay(v, AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force)))
+        dynamics = _activation(v, kind, name, compiler.autolimits)
+        out.append(_with_delay(v, AffineActuator(name, joint, v.line, gear, gain, bias, ctrl, force, **dynamics)))
     return out
 
 
@@ -245,7 +246,8 @@ def _on_tendon(v: Values, kind: str, name: str, target, tendon_ranges, autolimit
     else:
         ctrl = limited_range(v, "ctrl", name, autolimits)
     force = limited_range(v, "force", name, autolimits)
-    return AffineActuator(name, "", v.line, gear, gain, bias, ctrl, force, tendon=tendon)
+    dynamics = _activation(v, kind, name, autolimits)
+    return AffineActuator(name, "", v.line, gear, gain, bias, ctrl, force, tendon=tendon, **dynamics)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -432,10 +434,11 @@ def _law(v: Values, kind: str, name: str) -> tuple[float, tuple[float, float, fl
     if kind == "velocity":
         kv = v.nonnegative("kv", 1.0)
         return kv, (0.0, 0.0, -kv)
+    if kind == "intvelocity":
+        kp, kv = v.nonnegative("kp", 1.0), v.nonnegative("kv", 0.0)
+        return kp, (0.0, -kp, -kv)
     if v.choice("gaintype", ("fixed", "affine", "muscle", "user"), "fixed") != "fixed":
         raise v.error(f"actuator {name!r}: only gaintype='fixed' is supported")
-    if v.choice("dyntype", ("none", "integrator", "filter", "filterexact", "muscle", "user"), "none") != "none":
-        raise v.error(f"actuator {name!r}: only dyntype='none' is supported (activation dynamics are not)")
     biastype = v.choice("biastype", ("none", "affine", "muscle", "user"), "none")
     if biastype not in ("none", "affine"):
         raise v.error(f"actuator {name!r}: only biastype 'none' and 'affine' are supported")
@@ -449,6 +452,35 @@ def _law(v: Values, kind: str, name: str) -> tuple[float, tuple[float, float, fl
             raise v.error(f"actuator {name!r}: an affine bias uses biasprm[0:3]; the others must be 0")
         bias[: min(3, len(given))] = given[:3]
     return float(gain[0]), (float(bias[0]), float(bias[1]), float(bias[2]))
+
+
+def _activation(v: Values, kind: str, name: str, autolimits: bool) -> dict:
+    """The activation dynamics of an affine actuator element, as :class:`AffineActuator` fields: a ``<general>``'s
+    ``dyntype``, ``dynprm[0]``, ``actrange`` (where ``actlimited``) and ``actearly``; an ``<intvelocity>`` integrates
+    its control (MuJoCo's rule); a ``<position>`` with a positive ``timeconst`` filters it exactly."""
+    if kind == "position":
+        tau = v.nonnegative("timeconst", 0.0)
+        return {"dyntype": "filterexact", "dynprm": tau} if tau > 0 else {}
+    if kind not in ("general", "intvelocity"):
+        return {}
+    dyntype = (
+        "integrator" if kind == "intvelocity" else v.choice("dyntype", (*AFFINE_DYNAMICS, "muscle", "user"), "none")
+    )
+    if dyntype not in AFFINE_DYNAMICS:
+        raise v.error(f"actuator {name!r}: dyntype {dyntype!r} is not supported (only {', '.join(AFFINE_DYNAMICS)})")
+    if dyntype == "none":
+        if v.has("actrange") and v.choice("actlimited", ("auto", "true", "false"), "auto") != "false":
+            raise v.error(f"actuator {name!r}: an actrange needs activation dynamics (dyntype), as in MuJoCo")
+        return {}
+    tau = float(v.numbers("dynprm", 1, 10, default=(1.0,))[0])
+    if dyntype != "integrator" and not (math.isfinite(tau) and tau > 0):
+        raise v.error(f"actuator {name!r}: a {dyntype} needs a positive time constant dynprm[0] [s], got {tau!r}")
+    return {
+        "dyntype": dyntype,
+        "dynprm": tau if dyntype != "integrator" else 1.0,
+        "act_range": limited_range(v, "act", name, autolimits),
+        "act_early": v.flag("actearly", False),
+    }
 
 
 def limited_range(

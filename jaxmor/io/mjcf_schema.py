@@ -235,24 +235,18 @@ def _actuator(read: str, refused: dict | None = None) -> ElementSpec:
     return _spec(_ACTUATOR_COMMON + " " + read, _ACTUATOR_IGNORED, {**_ACTUATOR_REFUSED, **(refused or {})})
 
 
-_ACTIVATION = "activation dynamics are not supported"
 ACTUATOR_SPECS: dict[str, ElementSpec] = {
     "motor": _actuator(""),
     "position": _actuator(
-        "kp kv inheritrange",
-        {
-            "dampratio": (zero, "position dampratio is not supported: give kv"),
-            "timeconst": (zero, "position timeconst is not supported: " + _ACTIVATION),
-        },
+        "kp kv inheritrange timeconst",
+        {"dampratio": (zero, "position dampratio is not supported: give kv")},
     ),
     "velocity": _actuator("kv"),
+    "intvelocity": _actuator("kp kv actrange actlimited actearly"),
     "general": _actuator(
-        "gaintype gainprm biastype biasprm dyntype dynprm",
+        "gaintype gainprm biastype biasprm dyntype dynprm actlimited actrange actearly",
         {
-            "actdim": (negative, _ACTIVATION),
-            "actearly": (false, _ACTIVATION),
-            "actlimited": (false_or_auto, _ACTIVATION),
-            "actrange": (zero, _ACTIVATION),
+            "actdim": (negative, "actdim is not supported: each actuator with dynamics has one activation"),
             "ffrange": (zero, "ffrange is not supported"),
             "velrange": (zero, "velrange is not supported"),
             "input": (empty, "actuator inputs are not supported"),
@@ -296,6 +290,7 @@ ACTUATOR_OWN = {
     "motor": frozenset(),
     "position": frozenset({"kp", "kv", "dampratio", "timeconst", "inheritrange"}),
     "velocity": frozenset({"kv"}),
+    "intvelocity": frozenset({"kp", "kv", "actrange", "actlimited", "actearly"}),
     "general": frozenset(
         {
             "gaintype",
@@ -327,7 +322,6 @@ REFUSED_ELEMENTS = {
     "plugin": "plugins are not supported",
     "attach": "attaching models (<attach>) is not supported: include the model's file instead",
     "replicate": "<replicate> is not supported: write the copies out",
-    "intvelocity": "intvelocity actuators (activation dynamics) are not supported",
     "damper": "damper actuators are not supported",
     "cylinder": "cylinder actuators (activation dynamics) are not supported",
     "muscle": "muscle actuators are not supported",

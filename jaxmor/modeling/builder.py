@@ -796,7 +796,18 @@ def _compile_affine(model: Model, description: RobotDescription):
             seen[a.joint] = a.name
             definitions.append(
                 AffineActuatorDefinition.from_mujoco(
-                    a.name, a.joint, a.gear, a.gain, a.bias, a.ctrl_range, a.force_range, tendon=a.tendon
+                    a.name,
+                    a.joint,
+                    a.gear,
+                    a.gain,
+                    a.bias,
+                    a.ctrl_range,
+                    a.force_range,
+                    tendon=a.tendon,
+                    dyntype=a.dyntype,
+                    dynprm=a.dynprm,
+                    act_range=a.act_range,
+                    act_early=a.act_early,
                 )
             )
             compile_affine(definitions[-1:], q_index, v_index, tendons)

@@ -35,8 +35,9 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
+from jaxmor.actuation.definitions import AFFINE_DYNAMICS
 from jaxmor.checks import check_options
-from jaxmor.errors import ArgumentError, ModelError
+from jaxmor.errors import ArgumentError, ModelError, brief_repr
 from jaxmor.io.files import archive_bytes, shortened, writing
 from jaxmor.modeling.checkpoint_format import Decoder
 from jaxmor.modeling.height_field import refit_window
@@ -52,11 +53,12 @@ FORMAT = "jaxmor-checkpoint"
 #: and drive controllers (Model.max_delay, the actuators' delay and controller, the State's buffers and step count),
 #: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
 #: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0); 7: the height
-#: field's window (Model.height_field.window).
+#: field's window (Model.height_field.window), the affine actuators' activation dynamics (Model.affine.dynamics,
+#: time_constant, act_lower, act_upper, act_early; State.act).
 FORMAT_VERSION = 7
 #: The versions :func:`load_checkpoint` reads: format 5 is format 6 without the affine actuators' constant bias, which
 #: it reads as 0 (:func:`_from_format_5`); format 6 is format 7 without the height field's window, which it computes
-#: from the model (:func:`_from_format_6`).
+#: from the model, and without activation dynamics (:func:`_from_format_6`).
 READ_VERSIONS = (5, 6, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
@@ -325,13 +327,14 @@ def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tu
     if meta["version"] == 5:
         _from_format_5(meta, arrays)
     if meta["version"] in (5, 6):
-        _from_format_6(meta)
+        _from_format_6(meta, arrays)
     if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
         raise ModelError(source, None, "the file holds 64-bit arrays: enable jax_enable_x64 before loading it")
     decoder = Decoder(source, arrays)
     model = decoder.decode(meta["model"], Model, "model", {})
     if meta["version"] in (5, 6):
         model = refit_window(model)
+    _check_activation(model.affine, source)
     try:
         check_options(model.opt, "model")
     except ArgumentError as err:
@@ -339,28 +342,66 @@ def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tu
     return decoder, model
 
 
+def _check_activation(affine, source: str) -> None:
+    """Refuse affine actuators whose dynamics or ``act_early`` are neither empty nor one valid entry per actuator."""
+    for name, allowed in (("dynamics", AFFINE_DYNAMICS), ("act_early", (True, False))):
+        values = getattr(affine, name)
+        if values and (len(values) != affine.nu or any(v not in allowed for v in values)):
+            raise ModelError(source, None, f"model.affine.{name}: {brief_repr(values)} is not {affine.nu} of {allowed}")
+
+
 def _from_format_5(meta: dict, arrays: dict[str, np.ndarray]) -> None:
     """A format-5 structure and arrays made format 6's in place: ``Model.affine.bias_0`` added as zeros shaped like
     ``gain`` (where the structure is well-formed enough to say so; otherwise the decoder refuses it as it is)."""
-    try:
-        fields = meta["model"]["fields"]["affine"]["fields"]
-        gain = arrays[fields["gain"]["array"]]
-    except (KeyError, TypeError):
-        return
-    if "bias_0" not in fields and isinstance(gain, np.ndarray):
-        fields["bias_0"] = {"array": "model/affine/bias_0"}
+    affine = _fields(meta.get("model"), "affine")
+    gain = _array(arrays, affine, "gain")
+    if gain is not None and "bias_0" not in affine:
+        affine["bias_0"] = {"array": "model/affine/bias_0"}
         arrays["model/affine/bias_0"] = np.zeros_like(gain)
 
 
-def _from_format_6(meta: dict) -> None:
-    """A format-6 (or upgraded format-5) structure made format 7's in place: the height field's window added as 0,
-    which :func:`_decoded_model` replaces by the window the decoded model's geoms need."""
+def _from_format_6(meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """A format-6 (or upgraded format-5) structure and arrays made format 7's in place: the height field's window
+    added as 0 (which :func:`_decoded_model` replaces by the window the decoded model's geoms need); the affine
+    actuators without activation dynamics (time constants 1, unlimited activations) and the State's activations 0,
+    shaped like its controls (where the structure is well-formed enough to say so; otherwise the decoder refuses it
+    as it is)."""
+    field = _fields(meta.get("model"), "height_field")
+    if field is not None and "window" not in field:
+        field["window"] = {"value": 0}
+    affine = _fields(meta.get("model"), "affine")
+    gain = _array(arrays, affine, "gain")
+    if gain is not None and "time_constant" not in affine:
+        for name, value in (("time_constant", 1.0), ("act_lower", -np.inf), ("act_upper", np.inf)):
+            affine[name] = {"array": f"model/affine/{name}"}
+            arrays[f"model/affine/{name}"] = np.full_like(gain, value)
+        affine["dynamics"], affine["act_early"] = {"tuple": []}, {"tuple": []}
+    state = _fields(meta.get("state"))
+    ctrl = _array(arrays, state, "ctrl")
+    if ctrl is not None and "act" not in state:
+        state["act"] = {"array": "state/act"}
+        arrays["state/act"] = np.zeros_like(ctrl)
+
+
+def _fields(node, *path: str) -> dict | None:
+    """The ``fields`` of the dataclass node reached from ``node`` through the field names ``path``; ``None`` where
+    the structure holds none."""
     try:
-        fields = meta["model"]["fields"]["height_field"]["fields"]
+        for name in path:
+            node = node["fields"][name]
+        fields = node["fields"]
     except (KeyError, TypeError):
-        return  # no field, or a structure the decoder refuses as it is
-    if isinstance(fields, dict) and "window" not in fields:
-        fields["window"] = {"value": 0}
+        return None
+    return fields if isinstance(fields, dict) else None
+
+
+def _array(arrays: dict[str, np.ndarray], fields: dict | None, name: str) -> np.ndarray | None:
+    """The array of the leaf node ``fields[name]``, ``None`` where there is none."""
+    try:
+        found = arrays.get(fields[name]["array"])
+    except (KeyError, TypeError):
+        return None
+    return found if isinstance(found, np.ndarray) else None
 
 
 def _read_archive(path: str | os.PathLike, source: str) -> dict[str, np.ndarray]:

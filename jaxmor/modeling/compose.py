@@ -340,6 +340,12 @@ def _affine(a: AffineActuators, b: AffineActuators, prefix: str, shifts: tuple[i
         tendon=(a.tendon or (-1,) * a.nu) + (tuple(t + nt_a if t >= 0 else t for t in b.tendon) or (-1,) * b.nu)
         if a.on_tendons or b.on_tendons
         else (),
+        dynamics=(a.dynamics or ("none",) * a.nu) + (b.dynamics or ("none",) * b.nu)
+        if a.activated or b.activated
+        else (),
+        act_early=(a.act_early or (False,) * a.nu) + (b.act_early or (False,) * b.nu)
+        if any(a.act_early) or any(b.act_early)
+        else (),
     )
 
 

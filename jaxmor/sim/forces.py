@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.actuation.affine import affine_actuator_force, affine_generalized_force
+from jaxmor.actuation.affine import affine_generalized_force, affine_law, joint_state, law_inputs
 from jaxmor.actuation.backlash import active_mask, backlash_actuators, backlash_dofs, rotor_view
 from jaxmor.actuation.drive import Drive, actuate, begin
 from jaxmor.actuation.motor_dynamics import cogging_torque
@@ -98,14 +98,22 @@ def joint_friction(model: Model) -> jax.Array:
 
 
 def affine_joint_force(model: Model, state: State) -> jax.Array:
-    """(nv,) generalized force of the affine actuators at the state's ``ctrl``, ``q`` and ``u`` (an actuator on a
-    tendon through the tendon's Jacobian, :mod:`jaxmor.sim.tendons`)."""
+    """(nv,) generalized force of the affine actuators at the state's ``ctrl`` (or its activations ``act``, for those
+    with activation dynamics), ``q`` and ``u`` (an actuator on a tendon through the tendon's Jacobian,
+    :mod:`jaxmor.sim.tendons`)."""
     act = model.affine
-    if not act.on_tendons:
+    if not act.on_tendons and not act.activated:
         return affine_generalized_force(act, state.ctrl, state.q, state.u, model.nv)
-    position, velocity = actuator_coordinates(model, state.q, state.u)
-    force = affine_actuator_force(act, state.ctrl, position, velocity)
-    return actuator_moment(model, force.dtype).T @ (act.gear.astype(force.dtype) * force)
+    if act.on_tendons:
+        position, velocity = actuator_coordinates(model, state.q, state.u)
+    else:
+        position, velocity = joint_state(act, state.q, state.u)
+    h = jnp.asarray(model.opt.timestep, state.u.dtype)
+    force = affine_law(act, law_inputs(act, state.ctrl, state.act, h), position, velocity)
+    torque = act.gear.astype(force.dtype) * force
+    if act.on_tendons:
+        return actuator_moment(model, force.dtype).T @ torque
+    return jnp.zeros(model.nv, force.dtype).at[np.asarray(act.v_index, np.int32)].add(torque)
 
 
 def actuator_joint_force(model: Model, state: State, motor_torque: jax.Array) -> jax.Array:

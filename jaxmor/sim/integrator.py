@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from jaxmor.actuation.affine import next_activation
 from jaxmor.actuation.backlash import next_play, rotor_velocity_view, rotor_view
 from jaxmor.actuation.drive import end
 from jaxmor.checks import as_vector
@@ -72,7 +73,8 @@ def advance(
 
     Integrates the positions, adds the time step to the time with compensated (Kahan) summation, stores
     the impulses (the next warm start), completes the actuator states (average motor speed, joint loss
-    torque) and clears the external forces.
+    torque), moves the affine actuators' activations (:func:`jaxmor.actuation.affine.next_activation`) and clears
+    the external forces.
 
     Args:
         model: the model.
@@ -118,4 +120,5 @@ def advance(
         invalid=state.invalid | ~jnp.all(frc.actuator_state.valid),
         backlash_play=play,
         backlash_rate=rate,
+        act=next_activation(model.affine, state.ctrl, state.act, h),
     )
