@@ -433,9 +433,9 @@ IMPLICIT_BIAS = ("kahan", "predicted")
 def check_options(opt: Any, where: str) -> None:
     """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` and ``position_iterations``
     ints ``>= 1``, ``contact_budget`` ``None`` or an int ``>= 1``, a known ``friction_rule`` and
-    ``implicit_bias`` (static, always checked), ``timestep`` positive and finite, ``gravity`` a finite
-    3-vector and ``contact_reach`` finite and ``>= 0`` (checked when concrete, every world of a batch; a
-    traced time step is guarded by the step: ``State.invalid``).
+    ``implicit_bias`` (static, always checked), ``timestep`` positive and finite, ``gravity`` and ``wind`` finite
+    3-vectors, ``contact_reach``, ``density`` and ``viscosity`` finite and ``>= 0`` (checked when concrete, every
+    world of a batch; a traced time step is guarded by the step: ``State.invalid``).
 
     Raises:
         ArgumentError: naming the option.
@@ -463,11 +463,24 @@ def check_options(opt: Any, where: str) -> None:
     bad_budget = isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)) or budget < 1
     if budget is not None and bad_budget:
         raise ArgumentError(f"{where}: opt.contact_budget must be None or an int >= 1 (contact slots), got {budget!r}")
-    reach = concrete(opt.contact_reach)
-    if reach is None and not is_traced(opt.contact_reach):
-        raise ArgumentError(f"{where}: opt.contact_reach must be a number [m], got {opt.contact_reach!r}")
-    if reach is not None and (not np.all(np.isfinite(reach)) or np.any(reach < 0)):
-        raise ArgumentError(f"{where}: opt.contact_reach must be finite and >= 0 [m], got {_brief(reach)}")
+    for name, unit in (("contact_reach", "m"), ("density", "kg/m^3"), ("viscosity", "Pa s")):
+        _check_nonnegative(getattr(opt, name), f"{where}: opt.{name}", unit)
+    wind = concrete(opt.wind)
+    if wind is None and not is_traced(opt.wind):
+        raise ArgumentError(f"{where}: opt.wind must be a 3-vector, got {opt.wind!r}")
+    if wind is not None and (wind.shape[-1:] != (3,) or not np.all(np.isfinite(wind))):
+        raise ArgumentError(f"{where}: opt.wind must be a finite 3-vector [m/s], got {_brief(wind)}")
+    if not isinstance(opt.fluid_forces, (bool, np.bool_)):
+        raise ArgumentError(f"{where}: opt.fluid_forces must be a bool, got {opt.fluid_forces!r}")
+
+
+def _check_nonnegative(value: Any, name: str, unit: str) -> None:
+    """Refuse a scalar option that is not a number or, where concrete, not finite and ``>= 0``."""
+    number = concrete(value)
+    if number is None and not is_traced(value):
+        raise ArgumentError(f"{name} must be a number [{unit}], got {value!r}")
+    if number is not None and (not np.all(np.isfinite(number)) or np.any(number < 0)):
+        raise ArgumentError(f"{name} must be finite and >= 0 [{unit}], got {_brief(number)}")
 
 
 def _brief(value: np.ndarray) -> str:

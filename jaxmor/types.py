@@ -102,6 +102,11 @@ class Options:
         contact_reach: () gap below which a candidate counts as able to touch within the step [m]; the
             candidates within reach that the budget leaves out are counted in ``State.contact_overflow``
             (it changes no physics).
+        density: () the density of the medium [kg/m^3] (MuJoCo's ``density``; 0: none).
+        viscosity: () its viscosity [Pa s] (MuJoCo's ``viscosity``).
+        wind: (3,) its velocity in the world frame [m/s].
+        fluid_forces: whether the step applies the medium's drag (:mod:`jaxmor.sim.fluid`; static: set by
+            :func:`jaxmor.with_options` when it is given a density or a viscosity other than 0).
     """
 
     timestep: jax.Array = leaf((), randomize="timestep", domain="positive")
@@ -112,6 +117,10 @@ class Options:
     implicit_bias: str = struct.field(pytree_node=False, default="kahan")
     contact_budget: int | None = struct.field(pytree_node=False, default=None)
     contact_reach: jax.Array = leaf((), default=0.01)
+    density: jax.Array = leaf((), domain="non-negative", default=0.0)
+    viscosity: jax.Array = leaf((), domain="non-negative", default=0.0)
+    wind: jax.Array = leaf((3,), domain="finite", default_factory=lambda: jnp.zeros(3))
+    fluid_forces: bool = struct.field(pytree_node=False, default=False)
 
 
 @struct.dataclass

@@ -287,7 +287,7 @@ _FORMAT_5_LEAVES: dict[str, tuple[tuple | None, dict[str, tuple]]] = {
             **dict.fromkeys(("ground_height", "ground_friction", "ground_restitution"), ()),
         },
     ),
-    "Options": ((), {"gravity": (3,)}),
+    "Options": ((), {"gravity": (3,), "wind": (3,)}),  # wind: format 7 (its other new leaves take the defaults)
     "MotorActuators": (_F5_NA, {"coupling_ratio": ("nk",)}),
     "DcMotorParameters": (_F5_NA, {}),
     "MotorDynamics": (_F5_NA, {}),
@@ -409,13 +409,18 @@ def test_an_archive_that_would_expand_past_the_cap_is_refused_before_it_is_read(
     assert checkpoint.MAX_CHECKPOINT_BYTES == 4 * 2**20
 
 
-#: What format 7 added (structure paths from the top, and their arrays): format-6 files lack them.
+#: What format 7 added (structure paths from the top, and their arrays; the height field's window, activation
+#: dynamics, the fluid): format-6 files lack them.
 FORMAT_7 = {
     ("model", "height_field", "window"): None,
     **{("model", "affine", n): f"model/affine/{n}" for n in ("time_constant", "act_lower", "act_upper")},
     ("model", "affine", "dynamics"): None,
     ("model", "affine", "act_early"): None,
     ("state", "act"): "state/act",
+    ("model", "opt", "density"): None,
+    ("model", "opt", "viscosity"): None,
+    ("model", "opt", "fluid_forces"): None,
+    ("model", "opt", "wind"): "model/opt/wind",
 }
 
 
@@ -470,3 +475,4 @@ def test_a_format_6_checkpoint_gets_the_window_and_no_activation_dynamics(tmp_pa
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.height_field.window == 8 and loaded.affine.dynamics == ()
     assert float(loaded.affine.time_constant[0]) == 1.0 and float(loaded.affine.act_upper[0]) == np.inf
+    assert not loaded.opt.fluid_forces and float(loaded.opt.density) == 0.0

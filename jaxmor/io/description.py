@@ -474,6 +474,8 @@ class RobotDescription:
             element (SRDF's, accepted in the URDF): no self-collision pair between the two selections (geom or
             link names or ``fnmatch`` patterns).
         timestep, gravity: the description's time step [s] and gravity [m/s^2], ``None`` for jaxmor's defaults.
+        medium: ``(density [kg/m^3], viscosity [Pa s], wind (3,) [m/s])`` of the fluid around the robot (MJCF
+            ``<option density viscosity wind>``), ``None`` for none.
         options_line: the line of the element that set them (MJCF ``<option>``), ``None``: the root's.
         friction_rule: how two given friction coefficients combine (``Options.friction_rule``), ``None`` for
             jaxmor's default.
@@ -509,6 +511,7 @@ class RobotDescription:
     disable_collisions: list[tuple[str, str, int]] = field(default_factory=list)
     timestep: float | None = None
     gravity: tuple[float, float, float] | None = None
+    medium: tuple[float, float, tuple[float, float, float]] | None = None
     friction_rule: str | None = None
     ground: GroundPlane | None = None
     affine_actuators: list[AffineActuator] = field(default_factory=list)

@@ -63,7 +63,7 @@ def archive_bytes(path: str | os.PathLike) -> int | None:
             with zipfile.ZipFile(path) as archive:
                 return sum(info.file_size for info in archive.infolist())
         return os.path.getsize(path)
-    except (OSError, zipfile.BadZipFile, ValueError):
+    except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError):  # the last: a zip version or method
         return None
 
 

@@ -17,9 +17,9 @@ What is read
   angles), ``eulerseq``, ``autolimits``, ``meshdir``/``assetdir``, ``strippath``, ``inertiafromgeom``
   (``auto``: from the geoms of a body without ``<inertial>``), ``inertiagrouprange``, ``boundmass``,
   ``boundinertia``, ``settotalmass`` (scales every body's mass and inertia so that they add up to it).
-* ``<option timestep gravity>`` and its ``<flag>``: ``gravity``, ``contact``, ``limit``, ``frictionloss``,
-  ``spring``, ``damper``, ``equality`` and ``constraint`` (contacts, limits, joint friction and equality constraints)
-  can be disabled. MuJoCo's
+* ``<option timestep gravity density viscosity wind>`` (the fluid: :mod:`jaxmor.sim.fluid`) and its ``<flag>``:
+  ``gravity``, ``contact``, ``limit``, ``frictionloss``, ``spring``, ``damper``, ``equality`` and ``constraint``
+  (contacts, limits, joint friction and equality constraints) can be disabled. MuJoCo's
   integrator and solver settings are ignored: jaxmor's step is its own (``Options.solver_iterations``).
 * ``<default>`` classes, nested, used through ``class`` and ``childclass``; the actuator shortcuts share one
   actuator default per class, as in MuJoCo, except that a class cannot pass one shortcut's own parameters
@@ -200,6 +200,7 @@ class _TakenNames:
 class _Options:
     timestep: float | None = None
     gravity: tuple[float, float, float] | None = None
+    medium: tuple[float, float, tuple[float, float, float]] | None = None
     disabled: set[str] = field(default_factory=set)
     line: int | None = None
 
@@ -341,6 +342,7 @@ class _Reader:
             disable_collisions=excluded,
             timestep=self.options.timestep or MUJOCO_TIMESTEP,
             gravity=self.options.gravity,
+            medium=self.options.medium,
             options_line=self.options.line,
             friction_rule="max",
             ground=None if "contact" in self.options.disabled else self.ground,
@@ -428,7 +430,10 @@ class _Reader:
             self.options.timestep = h
         if v.has("gravity"):
             self.options.gravity = tuple(float(g) for g in v.numbers("gravity", 3))
-        if v.has("timestep") or v.has("gravity"):
+        if v.has("density") or v.has("viscosity") or v.has("wind"):
+            wind = tuple(float(w) for w in v.numbers("wind", 3, default=(0.0, 0.0, 0.0)))
+            self.options.medium = (v.nonnegative("density", 0.0), v.nonnegative("viscosity", 0.0), wind)
+        if v.has("timestep") or v.has("gravity") or self.options.medium:
             self.options.line = el.sourceline
         for child in el:
             if tag(child) is None:

@@ -84,7 +84,7 @@ def _spec(read: str, ignored: str = "", refused: dict | None = None) -> ElementS
 
 _SOFT = "margin gap solref solimp solmix"
 _ORIENTATION = "quat axisangle euler xyaxes zaxis"
-_FLUID = "fluid forces (fluidshape) are not modelled"
+_FLUID = "the ellipsoid fluid model (fluidshape) is not modelled: jaxmor has MuJoCo's inertia-box model"
 
 #: The elements the reader handles, by tag.
 SPECS: dict[str, ElementSpec] = {
@@ -104,15 +104,12 @@ SPECS: dict[str, ElementSpec] = {
         },
     ),
     "option": _spec(
-        "timestep gravity",
+        "timestep gravity density viscosity wind",
         # MuJoCo's integrator and solver settings: jaxmor steps with its own semi-implicit integrator and PGS.
         "integrator solver iterations ls_iterations ls_tolerance tolerance noslip_iterations noslip_tolerance "
         "cone impratio jacobian ccd_iterations ccd_tolerance sdf_iterations sdf_initpoints sleep_tolerance "
         "magnetic o_margin o_solref o_solimp o_friction",
         {
-            "density": (zero, "fluid forces (option density) are not modelled"),
-            "viscosity": (zero, "fluid forces (option viscosity) are not modelled"),
-            "wind": (zero, "fluid forces (option wind) are not modelled"),
             "actuatorgroupdisable": (empty, "actuatorgroupdisable is not supported"),
         },
     ),

@@ -432,6 +432,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,
             contact_reach=arr(DEFAULT_CONTACT_REACH, ()),
+            **_medium(description, arr, options_line),
         ),
         **_body_fields(description, tree, link_names, (mass, com, inertia), arr),
         **_geom_fields(geoms, arr),
@@ -817,6 +818,19 @@ def _compile_affine(model: Model, description: RobotDescription):
             raise ModelError(description.source, a.line, f"actuator '{a.name}': {reason}") from None
     affine = compile_affine(definitions, q_index, v_index, tendons)
     return affine.replace(delay=jnp.asarray(np.asarray(delays, np.float64), affine.delay.dtype))
+
+
+def _medium(description: RobotDescription, arr, line: int | None) -> dict:
+    """The fluid options of a description (:mod:`jaxmor.sim.fluid`): none without a medium."""
+    if description.medium is None:
+        return {}
+    density, viscosity, wind = description.medium
+    return {
+        "density": arr(density, (), "density", [line]),
+        "viscosity": arr(viscosity, (), "viscosity", [line]),
+        "wind": arr(wind, (3,), "wind", [line] * 3, True),
+        "fluid_forces": bool(density > 0 or viscosity > 0),
+    }
 
 
 def _initial_q(description: RobotDescription, bodies, tables: dict, dof) -> np.ndarray:

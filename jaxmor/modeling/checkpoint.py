@@ -54,11 +54,12 @@ FORMAT = "jaxmor-checkpoint"
 #: the learned residual (Model.actuators.residual, State.actuator_history); 5: backlash (Model.actuators.backlash,
 #: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0); 7: the height
 #: field's window (Model.height_field.window), the affine actuators' activation dynamics (Model.affine.dynamics,
-#: time_constant, act_lower, act_upper, act_early; State.act).
+#: time_constant, act_lower, act_upper, act_early; State.act), the fluid (Model.opt.density, viscosity, wind,
+#: fluid_forces).
 FORMAT_VERSION = 7
 #: The versions :func:`load_checkpoint` reads: format 5 is format 6 without the affine actuators' constant bias, which
 #: it reads as 0 (:func:`_from_format_5`); format 6 is format 7 without the height field's window, which it computes
-#: from the model, and without activation dynamics (:func:`_from_format_6`).
+#: from the model, and without activation dynamics and fluid (:func:`_from_format_6`).
 READ_VERSIONS = (5, 6, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
@@ -363,9 +364,9 @@ def _from_format_5(meta: dict, arrays: dict[str, np.ndarray]) -> None:
 def _from_format_6(meta: dict, arrays: dict[str, np.ndarray]) -> None:
     """A format-6 (or upgraded format-5) structure and arrays made format 7's in place: the height field's window
     added as 0 (which :func:`_decoded_model` replaces by the window the decoded model's geoms need); the affine
-    actuators without activation dynamics (time constants 1, unlimited activations) and the State's activations 0,
-    shaped like its controls (where the structure is well-formed enough to say so; otherwise the decoder refuses it
-    as it is)."""
+    actuators without activation dynamics (time constants 1, unlimited activations), no fluid (density, viscosity
+    and wind 0) and the State's activations 0, shaped like its controls (where the structure is well-formed enough
+    to say so; otherwise the decoder refuses it as it is)."""
     field = _fields(meta.get("model"), "height_field")
     if field is not None and "window" not in field:
         field["window"] = {"value": 0}
@@ -376,6 +377,12 @@ def _from_format_6(meta: dict, arrays: dict[str, np.ndarray]) -> None:
             affine[name] = {"array": f"model/affine/{name}"}
             arrays[f"model/affine/{name}"] = np.full_like(gain, value)
         affine["dynamics"], affine["act_early"] = {"tuple": []}, {"tuple": []}
+    opt = _fields(meta.get("model"), "opt")
+    gravity = _array(arrays, opt, "gravity")
+    if gravity is not None and "wind" not in opt:
+        opt["density"], opt["viscosity"], opt["fluid_forces"] = {"value": 0.0}, {"value": 0.0}, {"value": False}
+        opt["wind"] = {"array": "model/opt/wind"}
+        arrays["model/opt/wind"] = np.zeros_like(gravity)
     state = _fields(meta.get("state"))
     ctrl = _array(arrays, state, "ctrl")
     if ctrl is not None and "act" not in state:

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmor.checks import as_array, as_scalar, as_stored, check_options, is_traced
 from jaxmor.errors import ArgumentError
@@ -200,7 +201,8 @@ def with_options(model: Model, **options: object) -> Model:
     Args:
         model: the model.
         **options: option names and values, e.g. ``timestep=0.001`` [s], ``gravity=(0, 0, -9.81)`` [m/s^2],
-            ``solver_iterations=30``, ``contact_budget=12`` (slots); array options are stored in the model's
+            ``solver_iterations=30``, ``contact_budget=12`` (slots), ``density=1.2`` [kg/m^3] (a density or a
+            viscosity other than 0 turns ``fluid_forces`` on); array options are stored in the model's
             floating-point dtype.
 
     Returns:
@@ -215,10 +217,16 @@ def with_options(model: Model, **options: object) -> Model:
     if unknown:
         raise ArgumentError(f"with_options: unknown options {unknown}; the options are {sorted(known)}")
     dtype = model.opt.timestep.dtype
-    arrays = {"timestep", "gravity", "contact_reach"}
+    arrays = {"timestep", "gravity", "contact_reach", "density", "viscosity", "wind"}
     for name in arrays & set(options):
-        as_stored(options[name], f"with_options: {name}", dtype, coordinates=name == "gravity")
+        as_stored(options[name], f"with_options: {name}", dtype, coordinates=name in ("gravity", "wind"))
     values = {k: (jnp.asarray(v, dtype) if k in arrays and not is_traced(v) else v) for k, v in options.items()}
+    if "fluid_forces" not in options and {"density", "viscosity"} & set(options):
+        values["fluid_forces"] = model.opt.fluid_forces or any(
+            is_traced(options[k]) or np.any(np.asarray(options[k]) != 0)
+            for k in ("density", "viscosity")
+            if k in options
+        )
     new = model.opt.replace(**values)
     check_options(new, "with_options")
     model = model.replace(opt=new)

@@ -10,7 +10,8 @@ stages before it produced, lives in the module of :mod:`jaxmor.sim` named after 
 1. :func:`~jaxmor.sim.kinematics.kinematics`: body poses at ``q_t`` (joint transforms computed once);
 2. :func:`~jaxmor.sim.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
 3. :func:`~jaxmor.sim.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
-   the built-in PD, feed-forward, affine, external and passive forces;
+   the built-in PD, feed-forward, affine, external and passive forces; with a fluid medium
+   (``Options.fluid_forces``), :func:`~jaxmor.sim.fluid.fluid`: its drag on the bodies;
 4. :func:`~jaxmor.sim.free_motion.free_motion`: the effective mass (implicit PD, damping and
    velocity-dependent forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
 5. :func:`~jaxmor.sim.collision.collide`, :func:`~jaxmor.sim.collision.budget.select` and
@@ -42,6 +43,7 @@ from jaxmor.sim.collision import Contacts, collide
 from jaxmor.sim.collision.budget import select
 from jaxmor.sim.constraint import Constraints, Impulses, constraints, impulse_velocities, teeth_impulse
 from jaxmor.sim.dynamics import Dynamics, dynamics
+from jaxmor.sim.fluid import fluid
 from jaxmor.sim.forces import Forces, forces
 from jaxmor.sim.free_motion import FreeMotion, free_motion
 from jaxmor.sim.guard import accept, runnable, shielded, stand_in, verdict, where_tree
@@ -132,6 +134,9 @@ def stages(model: Model, state: State) -> Stages:
         dyn = dynamics(model, kin, state.u)
     with jax.named_scope("forces"):
         frc = forces(model, state)
+    if model.opt.fluid_forces:
+        with jax.named_scope("fluid"):
+            frc = frc.replace(applied=frc.applied + fluid(model, kin, state.u))
     with jax.named_scope("free_motion"):
         free = free_motion(model, state, kin, dyn, frc)
     with jax.named_scope("collision"):
