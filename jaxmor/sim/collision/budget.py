@@ -31,12 +31,14 @@ def default_budget(model: Model) -> int:
     bodies (self-collision pairs), and of the candidates against the world (the ground, world geoms) at most
     ``max(MIN_DEFAULT_BUDGET, CONTACTS_PER_FREE_BODY x floating bodies)``: four points hold a body on a face,
     and a fixed-base robot or a single legged robot rarely touches the world in more than eight places at once.
-    With a height field, each box and hull on the ground adds its vertex slots (:func:`vertex_geoms`): on a flat
-    stretch of field they touch beside its ground points.
+    With a height field, each box and hull on the ground adds its vertex slots (:func:`vertex_geoms`) to the four per
+    floating body (on a flat stretch of field they touch beside its ground points) before that least value applies:
+    a legged robot whose base box meets the field keeps the eight.
     """
     body_a, body_b = contact_bodies(model)
     world = sum(1 for a, b in zip(body_a, body_b, strict=True) if a < 0 or b < 0)
-    cap = max(MIN_DEFAULT_BUDGET, CONTACTS_PER_FREE_BODY * len(model.free_u)) + VERTEX_SLOTS * len(vertex_geoms(model))
+    wanted = CONTACTS_PER_FREE_BODY * len(model.free_u) + VERTEX_SLOTS * len(vertex_geoms(model))
+    cap = max(MIN_DEFAULT_BUDGET, wanted)
     return min(world, cap) + len(body_a) - world
 
 
