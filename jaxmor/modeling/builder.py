@@ -54,7 +54,7 @@ from jaxmor.modeling.learned import residual_from_file
 from jaxmor.modeling.sensors import compile_sensors, compile_sites
 from jaxmor.modeling.tendons import compile_tendons, with_tendon_couplings
 from jaxmor.modeling.terrain import binned
-from jaxmor.sim.collision import check_pairs, combine_friction
+from jaxmor.sim.collision import check_pairs, combine_friction, pair_supported
 from jaxmor.types import Battery, GeomType, JointType, Keyframe, Model, Options
 
 #: Friction coefficient of a collision geom whose description gives none (URDF never does); change it
@@ -191,7 +191,10 @@ def load_mjcf(
             pairs.append((i, j))
         else:
             left_out += 1
-    check_pairs(model, pairs)
+    try:
+        check_pairs(model, pairs)
+    except ArgumentError as err:
+        raise ModelError(description.source, _unsupported_pair_line(model, description, pairs), str(err)) from None
     lines = description.mujoco_differences + _pair_differences(model, description)
     lines += [self_collision_line(left_out)] if left_out else []
     if lines:
@@ -697,6 +700,16 @@ def _collision_filters(model: Model, description: RobotDescription, geoms, link_
     excluded |= _masked_pairs(geoms)
     excluded -= {frozenset(pair) for pair in explicit_pairs(model, description) if pair[1] >= 0}
     return model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
+
+
+def _unsupported_pair_line(model: Model, description: RobotDescription, pairs) -> int | None:
+    """The line of the body element holding a geom of the first pair jaxmor cannot collide (``None`` if unknown)."""
+    lines = {link.name: link.line for link in description.links}
+    for pair in pairs:
+        if not pair_supported(*(model.geom_type[g] for g in pair)):
+            links = [model.geom_link[g] for g in pair if model.geom_link[g] >= 0]
+            return lines.get(model.link_names[links[-1]]) if links else None
+    return None
 
 
 def _check_explicit_pairs(model: Model, description: RobotDescription, candidates: set[frozenset]) -> None:
