@@ -356,3 +356,16 @@ def test_info_lists_the_affine_actuators_law_and_limits(tmp_path, capsys):
     assert motor["target"] == "wrist" and float(motor["gear"]) == 2 and float(motor["bias_q"]) == 0
     assert [float(motor[k]) for k in ("ctrl_lower", "ctrl_upper", "force_lower", "force_upper")] == [-3, 4, -1.5, 1.5]
     assert servo["force_upper"] == "inf"
+
+
+def test_info_lists_activation_dynamics(tmp_path, capsys):
+    """A servo given MuJoCo's ``timeconst`` filters its control exactly: its dynamics, time constant and unlimited
+    activation are listed; the motor without dynamics is not."""
+    path = tmp_path / "servo.xml"
+    path.write_text(SERVO_MJCF.replace('kp="20"', 'kp="20" timeconst="0.05"'))
+    assert main(["info", str(path)]) == 0
+    rows = section(tables(capsys.readouterr().out), "activation dynamics")
+    assert set(rows) == {"servo"}
+    servo = rows["servo"]
+    assert servo["dynamics"] == "filterexact" and float(servo["time_constant[s]"]) == 0.05
+    assert servo["act_upper"] == "inf" and servo["act_early"] == "no"

@@ -197,6 +197,16 @@ def _affine_table(model) -> None:
         target = model.tendons.names[act.tendon[i]] if on_tendon else joint_of[act.v_index[i]]
         rows.append([name, target, *(x[i] for x in f64)])
     print(_table(["name", "target", *names], rows))
+    if act.activated:
+        print("\nactivation dynamics (the law takes the activation State.act for ctrl; docs/mjcf.md):")
+        tau, low, high = (np.asarray(x, dtype=np.float64) for x in (act.time_constant, act.act_lower, act.act_upper))
+        early = act.act_early or (False,) * act.nu
+        rows = [
+            [name, kind, tau[i] if "filter" in kind else "-", low[i], high[i], "yes" if early[i] else "no"]
+            for i, (name, kind) in enumerate(zip(act.names, act.dynamics, strict=True))
+            if kind != "none"
+        ]
+        print(_table(["name", "dynamics", "time_constant[s]", "act_lower", "act_upper", "act_early"], rows))
 
 
 def _backlash_table(model) -> None:
