@@ -545,6 +545,7 @@ def set_keyframe(model: Model, state: State, key: str | int) -> State:
         q=jnp.asarray(frame.q, dtype),
         u=jnp.asarray(frame.u, dtype),
         ctrl=jnp.asarray(frame.ctrl, dtype).reshape(model.nu),
+        act=jnp.zeros((model.nu,), dtype),  # as MuJoCo's key without act
         time=jnp.asarray(frame.time, dtype),
         time_compensation=jnp.zeros((), dtype),
     )

@@ -117,3 +117,13 @@ def test_options_turn_the_fluid_on_and_check_it(tmp_path):
             '<mujoco><option density="1"/><worldbody><body><freejoint/><geom size=".1" fluidshape="ellipsoid"/>'
             "</body></worldbody></mujoco>"
         )
+
+
+def test_a_welded_body_in_a_fluid_is_named_in_the_warning():
+    """jaxmor merges a body without a joint into its parent; MuJoCo's fluid model gives each its own box."""
+    text = (
+        '<mujoco><option density="1000"/><worldbody><body name="hull"><freejoint/><geom type="box" size=".2 .1 .1"/>'
+        '<body name="fin" pos="0.3 0 0"><geom type="box" size=".05 .01 .1"/></body></body></worldbody></mujoco>'
+    )
+    with pytest.warns(jaxmor.MujocoDifferenceWarning, match=r"the fluid acts on 1 body\(ies\) .*\['hull', 'fin'\]"):
+        jaxmor.load_mjcf(text)

@@ -195,7 +195,9 @@ def load_mjcf(
         check_pairs(model, pairs)
     except ArgumentError as err:
         raise ModelError(description.source, _unsupported_pair_line(model, description, pairs), str(err)) from None
-    lines = description.mujoco_differences + _pair_differences(model, description)
+    lines = (
+        description.mujoco_differences + _pair_differences(model, description) + _fluid_differences(model, description)
+    )
     lines += [self_collision_line(left_out)] if left_out else []
     if lines:
         listed = "".join(f"\n  - {line}" for line in lines)
@@ -742,6 +744,25 @@ def _pair_differences(model: Model, description: RobotDescription) -> list[str]:
         if line:
             lines.append(line)
     return lines
+
+
+def _fluid_differences(model: Model, description: RobotDescription) -> list[str]:
+    """The warning's line for a fluid medium acting on bodies with mass that MuJoCo keeps apart and jaxmor merged (a
+    body without a joint into its parent): MuJoCo's inertia-box model gives each its own box."""
+    if not model.opt.fluid_forces:
+        return []
+    massive = {link.name for link in description.links if link.inertial is not None and link.inertial.mass > 0}
+    per_body: dict[int, list[str]] = {}
+    for name, body in zip(model.link_names, model.link_body, strict=True):
+        if body >= 0 and name in massive:
+            per_body.setdefault(body, []).append(name)
+    merged = [names for names in per_body.values() if len(names) > 1]
+    if not merged:
+        return []
+    return [
+        f"the fluid acts on {len(merged)} body(ies) made of several MJCF bodies with mass (first: {merged[0]}, welded "
+        "without a joint) as one inertia box each; MuJoCo gives each MJCF body its own"
+    ]
 
 
 def explicit_pairs(model: Model, description: RobotDescription) -> list[tuple[int, int]]:
