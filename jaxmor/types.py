@@ -656,7 +656,8 @@ class Model:
         geom_names: name of each geom: the ``<collision name=...>``, or ``"<link>/<k>"`` for the k-th
             unnamed collision of a link (static).
         geom_body: body carrying each geom, ``-1`` for geoms welded to the world (static).
-        geom_mesh: index of each geom's hull in ``mesh_vertices``/``mesh_planes``, ``-1`` for a primitive (static).
+        geom_mesh: index of each geom's hull in ``mesh_vertices``/``mesh_planes``, ``-1`` for a primitive (an
+            ellipsoid's: the hull that stands for it in geom pairs, ``jaxmor.io.mesh.ellipsoid_hull``) (static).
         mesh_vertex_count: the number of vertices of each hull; the rows after them in ``mesh_vertices`` are
             padding, never used as contact points (static).
         mesh_faces: each hull's faces, one ring of vertex indices (rows of ``mesh_vertices``) per face plane in

@@ -319,8 +319,8 @@ GO2_DIR = Path(os.environ.get("JAXMOR_GO2_DIR", DATA_DIR / "unitree_go2"))
 
 def mjcf_model(name: str) -> Path | None:
     """A third-party MJCF file: ``go2/<file>`` (Menagerie, in the repository), ``barkour`` or ``mjx-humanoid``
-    (mujoco-mjx's test data) or a dm_control suite domain (``cheetah``); ``None`` when the package holding it is not
-    installed.
+    (mujoco-mjx's test data), ``rodent`` (dm_control's walker) or a dm_control suite domain (``cheetah``);
+    ``None`` when the package holding it is not installed.
 
     Raises:
         FileNotFoundError: a Go2 file is missing (it is part of the repository: a failure, never a skip).
@@ -334,6 +334,8 @@ def mjcf_model(name: str) -> Path | None:
         return _package_file("mujoco.mjx", "test_data", "barkour_v0", "assets", "barkour_v0_mjx.xml")
     if name == "mjx-humanoid":
         return _package_file("mujoco.mjx", "test_data", "humanoid", "humanoid.xml")
+    if name == "rodent":
+        return _package_file("dm_control", "locomotion", "walkers", "assets", "rodent.xml")
     return _package_file("dm_control", "suite", f"{name}.xml")
 
 

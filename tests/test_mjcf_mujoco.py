@@ -3,8 +3,9 @@
 Models, all read offline: the Menagerie Unitree Go2 (``tests/data/unitree_go2``, ``scene.xml`` and
 ``scene_mjx.xml``, in the repository), the Barkour quadruped of mujoco-mjx's test data (its flat floor in place of
 its height field, which the comparison does not need), mujoco-mjx's humanoid (its feet touch the floor through
-explicit ``<pair>``s), and the dm_control suite's cheetah, walker, hopper and humanoid (the dm-control wheel's XML
-files, read as files: dm_control is not imported). They cover free and fixed bases,
+explicit ``<pair>``s), the dm_control suite's cheetah, walker, hopper, humanoid and quadruped and its rodent walker
+(the dm-control wheel's XML files, read as files: dm_control is not imported; the last two need activation dynamics,
+ellipsoid pairs and fixed tendons). They cover free and fixed bases,
 slide and hinge roots, several joints in one body with anchors off the body's origin, inertias from explicit
 ``<inertial>`` elements and from geoms (capsules given by ``fromto``, ``settotalmass``), degrees and
 radians, default classes and ``childclass``, armature.
@@ -30,7 +31,18 @@ import jaxmor
 mujoco = pytest.importorskip("mujoco")
 
 TOL = 1e-9
-MODELS = ["go2/scene.xml", "go2/scene_mjx.xml", "barkour", "mjx-humanoid", "cheetah", "walker", "hopper", "humanoid"]
+MODELS = [
+    "go2/scene.xml",
+    "go2/scene_mjx.xml",
+    "barkour",
+    "mjx-humanoid",
+    "cheetah",
+    "walker",
+    "hopper",
+    "humanoid",
+    "quadruped",
+    "rodent",
+]
 
 
 def _path(name: str, tmp_path_factory) -> str:

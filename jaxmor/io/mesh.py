@@ -377,3 +377,55 @@ def widened(vertices: np.ndarray, planes: np.ndarray, counts: Sequence[int], wid
     out_p = np.repeat(planes[:, :1], depth, 1)
     out_p[:, : planes.shape[1]] = planes
     return out_v, out_p
+
+
+def _icosphere() -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """The unit icosahedron subdivided once: 42 vertices on the unit sphere, 80 triangles (outward, any order)."""
+    t = (1 + 5**0.5) / 2
+    corners = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t)]
+    corners += [(0, -1, -t), (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    vertices = [np.array(c, float) / np.linalg.norm(c) for c in corners]
+    faces = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4), (11, 10, 2)]
+    faces += [(10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8), (3, 8, 9), (4, 9, 5)]
+    faces += [(2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    middle: dict[tuple[int, int], int] = {}
+
+    def split(a: int, b: int) -> int:
+        key = (min(a, b), max(a, b))
+        if key not in middle:
+            point = vertices[a] + vertices[b]
+            vertices.append(point / np.linalg.norm(point))
+            middle[key] = len(vertices) - 1
+        return middle[key]
+
+    finer = []
+    for a, b, c in faces:
+        ab, bc, ca = split(a, b), split(b, c), split(c, a)
+        finer += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+    return np.array(vertices), finer
+
+
+def ellipsoid_hull(radii: Sequence[float]) -> Hull:
+    """The convex hull that stands for an ellipsoid of semi-axes ``radii`` [m] in geom pairs: a once-subdivided
+    icosphere (42 vertices, 80 faces) scaled so that its vertices lie as far outside the ellipsoid (in its own
+    metric) as its faces' middles lie inside (3.4% of the radii), then stretched by ``radii``. ``deviation`` is how
+    far the ellipsoid sticks out of it [m]."""
+    unit, triangles = _icosphere()
+    inner = min(float(np.dot(_normal(unit, tri), unit[tri[0]])) for tri in triangles)
+    vertices = unit * (2 / (1 + inner)) * np.asarray(radii, float)
+    planes = []
+    for tri in triangles:
+        normal = _normal(vertices, tri)
+        planes.append([*normal, float(normal @ vertices[tri[0]])])
+    planes = np.array(planes)
+    reach = np.linalg.norm(planes[:, :3] * np.asarray(radii, float), axis=1)  # the ellipsoid's support on each normal
+    faces = _face_rings(vertices, planes)
+    return Hull(vertices, planes, float(np.max(reach - planes[:, 3])), faces, _edges(faces))
+
+
+def _normal(vertices: np.ndarray, triangle: tuple[int, int, int]) -> np.ndarray:
+    """The outward unit normal of a triangle of a hull about the origin."""
+    a, b, c = (vertices[i] for i in triangle)
+    normal = np.cross(b - a, c - a)
+    normal /= np.linalg.norm(normal)
+    return normal if normal @ a > 0 else -normal

@@ -39,7 +39,7 @@ from jaxmor.sim.dynamics import bias_force, mass_matrix
 from jaxmor.sim.kinematics import body_poses, link_poses
 from jaxmor.sim.pipeline import rollout as rollout_states
 from jaxmor.state import init_state
-from jaxmor.types import Model, State
+from jaxmor.types import GeomType, Model, State
 
 try:
     import mujoco
@@ -187,7 +187,8 @@ def _report(items) -> Report:
 
 def _mesh_rows(pair: Pair) -> np.ndarray:
     """The rows of ``pair.geoms`` that are mesh geoms."""
-    return np.array([k for k, (g, _) in enumerate(pair.geoms) if pair.model.geom_mesh[g] >= 0], dtype=np.int64)
+    mesh = GeomType.MESH
+    return np.array([k for k, (g, _) in enumerate(pair.geoms) if pair.model.geom_type[g] == mesh], dtype=np.int64)
 
 
 def _bounds(points):

@@ -82,7 +82,17 @@ PAIR_KERNELS = {
     (GeomType.BOX, GeomType.CYLINDER): box_cylinder,
     (GeomType.CYLINDER, GeomType.CYLINDER): cylinder_cylinder,
     (GeomType.CYLINDER, GeomType.MESH): cylinder_mesh,
+    # An ellipsoid meets other geoms as its hull (jaxmor.io.mesh.ellipsoid_hull: within 3.4% of its radii).
+    (GeomType.SPHERE, GeomType.ELLIPSOID): sphere_mesh,
+    (GeomType.CAPSULE, GeomType.ELLIPSOID): capsule_mesh,
+    (GeomType.BOX, GeomType.ELLIPSOID): box_mesh,
+    (GeomType.CYLINDER, GeomType.ELLIPSOID): cylinder_mesh,
+    (GeomType.ELLIPSOID, GeomType.MESH): mesh_mesh,
+    (GeomType.ELLIPSOID, GeomType.ELLIPSOID): mesh_mesh,
 }
+
+#: The geom types whose pair kernels take a hull (``Model.geom_mesh``) for their shape.
+HULL_SHAPED = (GeomType.MESH, GeomType.ELLIPSOID)
 
 #: Contact slots of each supported type pair (either order; read off :data:`PAIR_KERNELS`).
 PAIR_SLOTS = {kinds: function.slots for kinds, function in PAIR_KERNELS.items()}
@@ -214,6 +224,12 @@ def check_pairs(model: Model, pairs) -> None:
             )
         if not pair_supported(model.geom_type[a], model.geom_type[b]):
             bad.append((a, b))
+        for g in (a, b):
+            if model.geom_type[g] == GeomType.ELLIPSOID and model.geom_mesh[g] < 0:
+                raise ArgumentError(
+                    f"contact pair: ellipsoid geom {model.geom_names[g]!r} has no hull for its pairs (a model saved "
+                    "before jaxmor gave ellipsoids one): load it from its file again"
+                )
     if bad:
         a, b = bad[0]
         na, nb = model.geom_names[a], model.geom_names[b]
@@ -459,7 +475,7 @@ def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, at, count
     def geoms(indices):
         """``(centre, rotation, shape)`` of geoms of one kind: the shape is the size of a primitive, the
         hull of a mesh (:func:`_hulls`)."""
-        shape = size[indices] if model.geom_type[indices[0]] != GeomType.MESH else _hulls(model, indices, dtype)
+        shape = size[indices] if model.geom_type[indices[0]] not in HULL_SHAPED else _hulls(model, indices, dtype)
         return geom_p[at[indices]], geom_r[at[indices]], shape
 
     outs, order = [], []
@@ -514,7 +530,7 @@ def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) ->
         local, valid = (x[rows].reshape(-1) for x in found[offset])
         world = grid.world[local]
         r = np.repeat(robot, c)
-        shape_r = size[r] if model.geom_type[r[0]] != GeomType.MESH else _hulls(model, r, dtype)
+        shape_r = size[r] if model.geom_type[r[0]] not in HULL_SHAPED else _hulls(model, r, dtype)
         a = (model.geom_translation.astype(dtype)[world], model.geom_rotation.astype(dtype)[world])
         d, n, p = _run_pairs(
             kinds, flipped, (*a, _world_shapes(model, grid.kind, world, dtype)), (geom_p[at[r]], geom_r[at[r]], shape_r)

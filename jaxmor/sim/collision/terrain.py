@@ -40,12 +40,12 @@ def bounding_radius(model: Model, geoms) -> np.ndarray:
             out.append(s[0] + s[1])
         elif kind == GeomType.CYLINDER:
             out.append(np.hypot(s[0], s[1]))
-        elif kind == GeomType.ELLIPSOID:
-            out.append(np.max(s))
-        elif kind == GeomType.MESH:
+        elif kind == GeomType.MESH or (kind == GeomType.ELLIPSOID and model.geom_mesh[g] >= 0):  # its pair hull
             m = model.geom_mesh[g]
             vertices = _values(model.mesh_vertices[m])[: model.mesh_vertex_count[m]]
             out.append(np.max(np.linalg.norm(vertices, axis=1)))
+        elif kind == GeomType.ELLIPSOID:
+            out.append(np.max(s))
         else:
             out.append(np.linalg.norm(s))
     return np.array(out, dtype=np.float64).reshape(-1)
