@@ -293,29 +293,9 @@ def _index(kind: str, mapping: Mapping[str, int], joint: str, actuator: str) -> 
     return int(index)
 
 
-def compile_affine(
-    definitions: Sequence[AffineActuatorDefinition],
-    joint_q_index: Mapping[str, int],
-    joint_v_index: Mapping[str, int],
-    tendon_index: Mapping[str, int] | None = None,
-) -> AffineActuators:
-    """Compile definitions into an :class:`AffineActuators` pytree, in the given order.
-
-    Args:
-        definitions: the actuators; names must be unique and no two may drive the same joint (several may pull
-            one tendon: their forces add, as in MuJoCo).
-        joint_q_index: joint name -> index of its coordinate in ``q``.
-        joint_v_index: joint name -> index of its DOF in ``v``.
-        tendon_index: tendon name -> its index in ``Model.tendons`` (needed by actuators on tendons).
-
-    Raises:
-        ArgumentError: for a non-definition entry, a duplicate actuator name, an unknown joint or tendon,
-            a bad index, or two actuators on one joint.
-    """
-    definitions = tuple(definitions)
-    for i, d in enumerate(definitions):
-        if not isinstance(d, AffineActuatorDefinition):
-            raise ArgumentError(f"definitions[{i}] must be an AffineActuatorDefinition, got {type(d).__name__}")
+def _transmissions(definitions, joint_q_index, joint_v_index, tendon_index) -> tuple[list[int], list[int], list[int]]:
+    """``(q_index, v_index, tendon)`` of each definition (``-1`` where it has none), checked as
+    :func:`compile_affine` describes."""
     seen_names: set[str] = set()
     driven: dict[str, str] = {}
     q_index, v_index, tendon = [], [], []
@@ -340,7 +320,33 @@ def compile_affine(
         q_index.append(qi)
         v_index.append(vi)
         tendon.append(-1)
+    return q_index, v_index, tendon
 
+
+def compile_affine(
+    definitions: Sequence[AffineActuatorDefinition],
+    joint_q_index: Mapping[str, int],
+    joint_v_index: Mapping[str, int],
+    tendon_index: Mapping[str, int] | None = None,
+) -> AffineActuators:
+    """Compile definitions into an :class:`AffineActuators` pytree, in the given order.
+
+    Args:
+        definitions: the actuators; names must be unique and no two may drive the same joint (several may pull
+            one tendon: their forces add, as in MuJoCo).
+        joint_q_index: joint name -> index of its coordinate in ``q``.
+        joint_v_index: joint name -> index of its DOF in ``v``.
+        tendon_index: tendon name -> its index in ``Model.tendons`` (needed by actuators on tendons).
+
+    Raises:
+        ArgumentError: for a non-definition entry, a duplicate actuator name, an unknown joint or tendon,
+            a bad index, or two actuators on one joint.
+    """
+    definitions = tuple(definitions)
+    for i, d in enumerate(definitions):
+        if not isinstance(d, AffineActuatorDefinition):
+            raise ArgumentError(f"definitions[{i}] must be an AffineActuatorDefinition, got {type(d).__name__}")
+    q_index, v_index, tendon = _transmissions(definitions, joint_q_index, joint_v_index, tendon_index)
     dtype = jnp.result_type(float)
 
     def column(values: list[float], name: str) -> jnp.ndarray:

@@ -181,20 +181,7 @@ def load_mjcf(
         max_hull_vertices=max_hull_vertices,
     )
     model = build_model(description)
-    pairs, left_out = [], 0
-    explicit = {frozenset(pair) for pair in explicit_pairs(model, description)}
-    candidates = collision_candidates(model)
-    _check_explicit_pairs(model, description, {frozenset(pair) for pair in candidates})
-    for i, j in candidates:
-        world = model.geom_body[i] < 0 or model.geom_body[j] < 0
-        if world or self_collision or frozenset((i, j)) in explicit:
-            pairs.append((i, j))
-        else:
-            left_out += 1
-    try:
-        check_pairs(model, pairs)
-    except ArgumentError as err:
-        raise ModelError(description.source, _unsupported_pair_line(model, description, pairs), str(err)) from None
+    pairs, left_out = _mjcf_pairs(model, description, self_collision)
     lines = description.mujoco_differences + _pair_differences(model, description)
     lines += _fluid_differences(model, description) + _ellipsoid_pair_differences(model, pairs)
     lines += [self_collision_line(left_out)] if left_out else []
@@ -704,6 +691,31 @@ def _collision_filters(model: Model, description: RobotDescription, geoms, link_
     excluded |= _masked_pairs(geoms)
     excluded -= {frozenset(pair) for pair in explicit_pairs(model, description) if pair[1] >= 0}
     return model.replace(collision_exclude=tuple(sorted(tuple(sorted(pair)) for pair in excluded)))
+
+
+def _mjcf_pairs(model: Model, description: RobotDescription, self_collision: bool) -> tuple[list, int]:
+    """``(pairs, left out)``: the geom pairs of an MJCF model that collide (with the world, named in a ``<pair>``, or
+    any with ``self_collision``) and how many of MuJoCo's candidates between bodies are left out.
+
+    Raises:
+        ModelError: a ``<pair>`` that the collision filters exclude, or a pair jaxmor cannot collide (the file and
+            the line of a body holding it).
+    """
+    pairs, left_out = [], 0
+    explicit = {frozenset(pair) for pair in explicit_pairs(model, description)}
+    candidates = collision_candidates(model)
+    _check_explicit_pairs(model, description, {frozenset(pair) for pair in candidates})
+    for i, j in candidates:
+        world = model.geom_body[i] < 0 or model.geom_body[j] < 0
+        if world or self_collision or frozenset((i, j)) in explicit:
+            pairs.append((i, j))
+        else:
+            left_out += 1
+    try:
+        check_pairs(model, pairs)
+    except ArgumentError as err:
+        raise ModelError(description.source, _unsupported_pair_line(model, description, pairs), str(err)) from None
+    return pairs, left_out
 
 
 def _unsupported_pair_line(model: Model, description: RobotDescription, pairs) -> int | None:
