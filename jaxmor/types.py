@@ -117,8 +117,8 @@ class Options:
     implicit_bias: str = struct.field(pytree_node=False, default="kahan")
     contact_budget: int | None = struct.field(pytree_node=False, default=None)
     contact_reach: jax.Array = leaf((), default=0.01)
-    density: jax.Array = leaf((), domain="non-negative", default=0.0)
-    viscosity: jax.Array = leaf((), domain="non-negative", default=0.0)
+    density: jax.Array = leaf((), domain="non-negative", default_factory=lambda: jnp.zeros(()))
+    viscosity: jax.Array = leaf((), domain="non-negative", default_factory=lambda: jnp.zeros(()))
     wind: jax.Array = leaf((3,), domain="finite", default_factory=lambda: jnp.zeros(3))
     fluid_forces: bool = struct.field(pytree_node=False, default=False)
 

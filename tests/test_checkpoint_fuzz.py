@@ -417,8 +417,8 @@ FORMAT_7 = {
     ("model", "affine", "dynamics"): None,
     ("model", "affine", "act_early"): None,
     ("state", "act"): "state/act",
-    ("model", "opt", "density"): None,
-    ("model", "opt", "viscosity"): None,
+    ("model", "opt", "density"): "model/opt/density",
+    ("model", "opt", "viscosity"): "model/opt/viscosity",
     ("model", "opt", "fluid_forces"): None,
     ("model", "opt", "wind"): "model/opt/wind",
 }

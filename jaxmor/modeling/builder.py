@@ -882,10 +882,8 @@ def _compile_affine(model: Model, description: RobotDescription):
 
 
 def _medium(description: RobotDescription, arr, line: int | None) -> dict:
-    """The fluid options of a description (:mod:`jaxmor.sim.fluid`): none without a medium."""
-    if description.medium is None:
-        return {}
-    density, viscosity, wind = description.medium
+    """The fluid options of a description (:mod:`jaxmor.sim.fluid`), in the model's dtype: zeros without a medium."""
+    density, viscosity, wind = description.medium or (0.0, 0.0, (0.0, 0.0, 0.0))
     return {
         "density": arr(density, (), "density", [line]),
         "viscosity": arr(viscosity, (), "viscosity", [line]),

@@ -380,9 +380,10 @@ def _from_format_6(meta: dict, arrays: dict[str, np.ndarray]) -> None:
     opt = _fields(meta.get("model"), "opt")
     gravity = _array(arrays, opt, "gravity")
     if gravity is not None and "wind" not in opt:
-        opt["density"], opt["viscosity"], opt["fluid_forces"] = {"value": 0.0}, {"value": 0.0}, {"value": False}
-        opt["wind"] = {"array": "model/opt/wind"}
-        arrays["model/opt/wind"] = np.zeros_like(gravity)
+        opt["fluid_forces"] = {"value": False}
+        for name, shape in (("density", ()), ("viscosity", ()), ("wind", (3,))):
+            opt[name] = {"array": f"model/opt/{name}"}
+            arrays[f"model/opt/{name}"] = np.zeros(shape, gravity.dtype)
     state = _fields(meta.get("state"))
     ctrl = _array(arrays, state, "ctrl")
     if ctrl is not None and "act" not in state:
