@@ -15,6 +15,7 @@ import numpy as np
 from jaxmor.checks import as_scalar, as_stored, is_traced
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision.height_field import MAX_WINDOW
+from jaxmor.sim.collision.terrain import bounding_radius
 from jaxmor.types import GeomType, HeightField, Model
 
 
@@ -131,7 +132,7 @@ def field_window(model: Model, spacing: Any) -> int:
     if is_traced(model.geom_size) or is_traced(model.mesh_vertices) or is_traced(spacing):
         return MAX_WINDOW
     step = float(np.min(np.asarray(spacing, np.float64)))
-    radius = {g: _bounding_radius(model, g) for g in geoms}
+    radius = dict(zip(geoms, bounding_radius(model, geoms), strict=True))
     window = 2 * math.ceil(max(radius.values()) / step) + 2
     if window > MAX_WINDOW:
         wide = [model.geom_names[g] for g in geoms if 2 * math.ceil(radius[g] / step) + 2 > MAX_WINDOW]
@@ -151,12 +152,3 @@ def refit_window(model: Model) -> Model:
     if window is None or window == field.window:
         return model
     return model.replace(height_field=field.replace(window=window))
-
-
-def _bounding_radius(model: Model, geom: int) -> float:
-    """The radius of the sphere about a box's or a hull's centre that holds it [m]."""
-    if model.geom_type[geom] == GeomType.BOX:
-        return float(np.linalg.norm(np.asarray(model.geom_size[geom], np.float64)))
-    hull = model.geom_mesh[geom]
-    vertices = np.asarray(model.mesh_vertices[hull, : model.mesh_vertex_count[hull]], np.float64)
-    return float(np.max(np.linalg.norm(vertices, axis=-1)))
