@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.math import quat_to_rotation, safe_div, safe_sqrt, skew
-from jaxmor.sim.kinematics import Poses, ancestor_mask, dof_axes, relative_point_jacobians
+from jaxmor.sim.kinematics import Poses, angular_jacobians, relative_point_jacobians
 from jaxmor.sim.tendons import tendon_jacobian, tendon_lengths
 from jaxmor.types import Model
 
@@ -92,13 +92,6 @@ def _point_rows(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
     return jnp.concatenate(jacs), jnp.concatenate(residuals)
 
 
-def _angular_jacobians(model: Model, bodies: Poses, body: np.ndarray) -> jax.Array:
-    """(k, 3, nv) the world angular velocity of each body of ``body`` (k,) per unit velocity (the world's: 0)."""
-    axis, _ = dof_axes(model, bodies)
-    turns = ancestor_mask(model)[body + 1] & np.asarray(model.dof_rotational, dtype=bool)[None]  # (k, nv)
-    return jnp.swapaxes(jnp.where(turns[:, :, None], axis[None], 0.0), 1, 2)
-
-
 def _weld_rotation_rows(model: Model, bodies: Poses, body: np.ndarray) -> tuple[jax.Array, jax.Array]:
     """(k, 3, nv) and (k, 3): every point constraint's orientation rows as a weld's (a connect's go unused)."""
     eq = model.equality
@@ -114,7 +107,7 @@ def _weld_rotation_rows(model: Model, bodies: Poses, body: np.ndarray) -> tuple[
     skew_part = r_err - jnp.swapaxes(r_err, 1, 2)
     v = safe_div(1.0, 4.0 * w)[:, None] * jnp.stack([skew_part[:, 2, 1], skew_part[:, 0, 2], skew_part[:, 1, 0]], 1)
     scale = eq.point_torque_scale.astype(dtype)[:, None]
-    w_rel = _angular_jacobians(model, bodies, body[:, 0]) - _angular_jacobians(model, bodies, body[:, 1])
+    w_rel = angular_jacobians(model, bodies, body[:, 0]) - angular_jacobians(model, bodies, body[:, 1])
     factor = 0.5 * scale[:, :, None] * (w[:, None, None] * eye - skew(v))
     jac = jnp.einsum("kij,klj,kln->kin", factor, f2, w_rel)  # (s/2)(w I - [v]x) F2^T (W1 - W2)
     return jac, scale * v

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.sim.kinematics import Kinematics, ancestor_mask, dof_axes, relative_point_jacobians
+from jaxmor.sim.kinematics import Kinematics, angular_jacobians, relative_point_jacobians
 from jaxmor.types import Model
 
 #: Jacobi sweeps over the three pairs of axes: float64 converges in 4 (the convergence is quadratic).
@@ -86,9 +86,7 @@ def fluid(model: Model, kin: Kinematics, u: jax.Array) -> jax.Array:
     frames = bodies.rotation @ axes  # the principal frames in the world
     centres = bodies.position + jnp.einsum("bij,bj->bi", bodies.rotation, model.body_com.astype(dtype))
     linear = relative_point_jacobians(model, bodies, centres, np.full(model.nb, -1), np.arange(model.nb))
-    axis, _ = dof_axes(model, bodies)
-    turns = jnp.asarray(ancestor_mask(model)[1:] & np.array(model.dof_rotational, bool), dtype)  # (nb, nv)
-    angular = turns[:, :, None] * axis[None]  # (nb, nv, 3)
+    angular = jnp.swapaxes(angular_jacobians(model, bodies, np.arange(model.nb)), 1, 2)  # (nb, nv, 3)
     opt = model.opt
     v = jnp.einsum("bdk,d->bk", linear, u) - jnp.asarray(opt.wind, dtype)
     w = jnp.einsum("bdk,d->bk", angular, u)

@@ -309,6 +309,13 @@ def ancestor_mask(model: Model) -> np.ndarray:
     return mask
 
 
+def angular_jacobians(model: Model, bodies: Poses, body: np.ndarray) -> jax.Array:
+    """(k, 3, nv) the world angular velocity of each body of ``body`` (k,) per unit velocity (the world's: 0)."""
+    axis, _ = dof_axes(model, bodies)
+    turns = ancestor_mask(model)[body + 1] & np.asarray(model.dof_rotational, dtype=bool)[None]  # (k, nv)
+    return jnp.swapaxes(jnp.where(turns[:, :, None], axis[None], 0.0), 1, 2)
+
+
 def relative_point_jacobians(
     model: Model, bodies: Poses, points: jax.Array, body_a: jax.Array, body_b: jax.Array
 ) -> jax.Array:
