@@ -327,14 +327,26 @@ def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
     return 0
 
 
-def _view(path: str, out: str | None) -> int:
-    """``jaxmor view``: a robot file shows its default pose, a trajectory file (``.npz``) plays."""
+def _view(path: str, out: str | None, live: bool = False, port: int = 0, seconds: float | None = None) -> int:
+    """``jaxmor view``: a robot file shows its default pose, a trajectory file (``.npz``) plays; ``--live`` serves
+    the robot falling under no actuation (on a ground plane when its base is free) in a live view."""
     from pathlib import Path
 
     import jaxmor
     from jaxmor import viewer
     from jaxmor.errors import ArgumentError
 
+    if live:
+        if path.lower().endswith(".npz") or out is not None:
+            raise ArgumentError("--live takes a robot file (.urdf, .xml) and no --out")
+        from jaxmor.types import JointType
+        from jaxmor.viewer.live import serve
+
+        model = _load(path)
+        if JointType.FREE in model.body_joint_type and not model.ground:
+            model = jaxmor.add_ground(model)
+        serve(model, jaxmor.init_state(model), port=port, seconds=seconds)
+        return 0
     if path.lower().endswith(".npz"):
         model, states = viewer.load_trajectory(path)
     else:
@@ -372,6 +384,9 @@ def _parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="write a 3D page of a robot file (.urdf, .xml) or a trajectory file (.npz)")
     view.add_argument("path")
     view.add_argument("--out", default=None, help="the HTML page to write (default: PATH's name with .html)")
+    view.add_argument("--live", action="store_true", help="serve a live view of the robot simulated (Ctrl-C stops)")
+    view.add_argument("--port", type=int, default=0, help="--live: the local port (default: a free one)")
+    view.add_argument("--seconds", type=float, default=None, help="--live: stop after this long [s]")
     info = sub.add_parser("info", help="joints, actuators and time-step bounds of a URDF or an MJCF (.xml)")
     info.add_argument("urdf")
     info.add_argument("--dt", type=float, default=None, help="time step to check [s] (default: the model's)")
@@ -497,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds = demo.DEFAULT_SECONDS if args.seconds is None else args.seconds
             return demo.main(args.worlds, seconds, args.out, args.video)
         if args.command == "view":
-            return _view(args.path, args.out)
+            return _view(args.path, args.out, args.live, args.port, args.seconds)
         if args.command == "info":
             return _info(args.urdf, args.dt)
         if args.command == "train":

@@ -1,5 +1,7 @@
-"""Stills and videos of a trajectory: its page (:mod:`jaxmor.viewer.page`) opened in headless Chromium through
-Playwright, paused, sought to each frame's time with the playback bar's time field, and the 3D canvas captured.
+"""Stills and videos of a trajectory, drawn by one of :data:`ENGINES`: ``"mujoco"`` (the default), MuJoCo's
+offscreen renderer (:mod:`jaxmor.viewer.offscreen`), or ``"page"``, its page (:mod:`jaxmor.viewer.page`) opened in
+headless Chromium through Playwright, paused, sought to each frame's time with the playback bar's time field, and
+the 3D canvas captured.
 
 The browser runs offline: every request that is not the page's own file or a ``data:``/``blob:`` URL is aborted.
 WebGL runs on SwiftShader (software), so no GPU or display is needed. The browser is Chromium at
@@ -21,6 +23,7 @@ import numpy as np
 
 from jaxmor.errors import ArgumentError
 from jaxmor.types import Model, State
+from jaxmor.viewer.record import checked_size
 
 #: Where a Chromium is looked for first.
 BROWSER_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
@@ -39,6 +42,8 @@ BROWSER_ARGS = (
 )
 #: Default size of stills and video frames [px].
 DEFAULT_SIZE = (640, 480)
+#: What draws stills and videos: MuJoCo's offscreen renderer, or the page captured in headless Chromium.
+ENGINES = ("mujoco", "page")
 #: What hides viser's notifications (the software-WebGL warning) from the captures.
 _HIDE = ".mantine-Notifications-root { display: none !important; }"
 #: Time the page gets to decode its recording and draw the first frame [ms], and to draw after a seek.
@@ -66,15 +71,16 @@ def browser_path() -> str | None:
 
 
 class Offline:
-    """A route handler that lets the page load its own file and ``data:``/``blob:`` URLs and aborts everything
-    else; ``blocked`` lists the aborted URLs."""
+    """A route handler that lets the page load its own file, ``data:``/``blob:`` URLs and the URLs starting with
+    one of ``allowed`` (a live viewer's), and aborts everything else; ``blocked`` lists the aborted URLs."""
 
-    def __init__(self):
+    def __init__(self, allowed: tuple[str, ...] = ()):
         self.blocked: list[str] = []
+        self.allowed = ("file:", "data:", "blob:", *allowed)
 
     def __call__(self, route) -> None:
         url = route.request.url
-        if url.startswith(("file:", "data:", "blob:")):
+        if url.startswith(self.allowed):
             route.continue_()
         else:
             self.blocked.append(url)
@@ -82,9 +88,9 @@ class Offline:
 
 
 @contextlib.contextmanager
-def browser(size=DEFAULT_SIZE):
-    """A headless Chromium context (a fresh profile, offline: :class:`Offline`) with a ``size`` viewport; yields
-    ``(context, offline)``.
+def browser(size=DEFAULT_SIZE, allowed: tuple[str, ...] = ()):
+    """A headless Chromium context (a fresh profile, offline but for ``allowed``: :class:`Offline`) with a ``size``
+    viewport; yields ``(context, offline)``.
 
     Raises:
         ArgumentError: Playwright is not installed or no Chromium is found.
@@ -96,7 +102,7 @@ def browser(size=DEFAULT_SIZE):
     path = browser_path()
     if path is None:
         raise ArgumentError("no Chromium found: apt-get install chromium, or playwright install chromium")
-    offline = Offline()
+    offline = Offline(allowed)
     with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
         context = p.chromium.launch_persistent_context(
             profile,
@@ -148,7 +154,7 @@ def capture(page) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
-def _frames(model: Model, states: State, size, options, which) -> tuple[list[np.ndarray], np.ndarray]:
+def _page_frames(model: Model, states: State, size, options, which) -> tuple[list[np.ndarray], np.ndarray]:
     """Captures of the chosen frames (``which``: indices into the recording's frames, ``None``: all) and the
     recording's frame start times [s]."""
     from jaxmor.viewer.scene import record_page
@@ -167,6 +173,25 @@ def _frames(model: Model, states: State, size, options, which) -> tuple[list[np.
     return images, starts
 
 
+def _images(model: Model, states: State, size, options, which, engine: str, camera, progress=None):
+    """The chosen frames' images by ``engine`` and the recording's frame start times [s]."""
+    if engine not in ENGINES:
+        raise ArgumentError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if engine == "page":
+        if camera is not None:
+            raise ArgumentError("camera= is for engine='mujoco'; the page's camera is its own")
+        return _page_frames(model, states, size, options, which)
+    from jaxmor.viewer.frames import select_frames
+    from jaxmor.viewer.offscreen import render
+    from jaxmor.viewer.record import frame_durations
+    from jaxmor.viewer.scene import ViewOptions
+
+    images = render(model, states, size=size, camera=camera, frames=which, progress=progress, **options)
+    opts = ViewOptions(**options)
+    durations = frame_durations(select_frames(model, states, opts.world_axis, opts.stride, opts.max_frames), opts.speed)
+    return list(images), np.concatenate([[0.0], np.cumsum(durations)[:-1]])
+
+
 def _fitted(image: np.ndarray, size) -> np.ndarray:
     """The capture at exactly ``size``: cropped where the canvas came out a pixel larger, scaled where smaller."""
     width, height = size
@@ -177,16 +202,6 @@ def _fitted(image: np.ndarray, size) -> np.ndarray:
     return np.asarray(Image.fromarray(image).resize((width, height)))
 
 
-def _checked_size(size) -> tuple[int, int]:
-    try:
-        width, height = (int(x) for x in size)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"size must be (width, height) in pixels, got {size!r}") from None
-    if not (16 <= width <= 4096 and 16 <= height <= 4096):
-        raise ArgumentError(f"size must be (width, height), each 16 to 4096 pixels, got {size!r}")
-    return width, height
-
-
 def write_video(
     model: Model,
     states: State,
@@ -194,10 +209,13 @@ def write_video(
     *,
     fps: float | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
+    engine: str = "mujoco",
+    camera=None,
+    progress: bool | None = None,
     **options: Any,
 ) -> Path:
     """Write a trajectory as a video: a ``.gif`` (Pillow) or ``.mp4`` (imageio with imageio-ffmpeg), one video
-    frame per recorded frame, captured headless from its page (module docstring).
+    frame per recorded frame, drawn headless (module docstring).
 
     Args:
         model: the model, as for :func:`jaxmor.viewer.write_html`.
@@ -206,14 +224,19 @@ def write_video(
         fps: frames per second (default: real time, the frames' simulated time step divided by ``speed``,
             at most 50).
         size: ``(width, height)`` of the frames [px].
+        engine: ``"mujoco"`` (MuJoCo's offscreen renderer, :func:`jaxmor.viewer.render`) or ``"page"`` (the
+            page captured in headless Chromium).
+        camera: a :class:`jaxmor.viewer.Camera` (``engine="mujoco"`` only; default: all worlds in view).
+        progress: report the frames drawn on standard error (``engine="mujoco"``; default: above 50 frames).
         **options: as for :func:`jaxmor.viewer.write_html` (``stride``/``max_frames`` choose the frames).
 
     Returns:
         The path written.
 
     Raises:
-        ArgumentError: an unknown suffix, a bad ``fps`` or ``size``, MP4 without imageio-ffmpeg, Playwright or
-            Chromium missing, or the errors of :func:`jaxmor.viewer.write_html`.
+        ArgumentError: an unknown suffix or engine, a bad ``fps``, ``size`` or ``camera``, MP4 without
+            imageio-ffmpeg, MuJoCo or an OpenGL context missing (``"mujoco"``), Playwright or Chromium missing
+            (``"page"``), or the errors of :func:`jaxmor.viewer.write_html`.
     """
     target = Path(path)
     kind = target.suffix.lower()
@@ -221,7 +244,7 @@ def write_video(
         raise ArgumentError(f"a video is written as .gif or .mp4, got {str(path)!r}")
     if fps is not None and not (isinstance(fps, (int, float)) and 0 < fps <= 100):
         raise ArgumentError(f"fps must be a number in (0, 100], got {fps!r}")
-    images, starts = _frames(model, states, _checked_size(size), options, None)
+    images, starts = _images(model, states, checked_size(size), options, None, engine, camera, progress)
     if fps is None:
         step = float(np.median(np.diff(starts))) if len(starts) > 1 else 0.05
         fps = min(50.0, 1.0 / step) if step > 0 else 20.0
@@ -264,10 +287,12 @@ def write_image(
     *,
     frame: int = -1,
     size: tuple[int, int] = DEFAULT_SIZE,
+    engine: str = "mujoco",
+    camera=None,
     **options: Any,
 ) -> Path:
-    """Write one frame of a trajectory (default the last; a single State works too) as a PNG still, captured
-    headless from its page.
+    """Write one frame of a trajectory (default the last; a single State works too) as a PNG still, drawn
+    headless (module docstring).
 
     Args:
         model: the model, as for :func:`jaxmor.viewer.write_html`.
@@ -275,14 +300,16 @@ def write_image(
         path: the ``.png`` to write.
         frame: which recorded frame (an index, negative from the end).
         size: ``(width, height)`` [px].
+        engine: as for :func:`write_video`.
+        camera: as for :func:`write_video`.
         **options: as for :func:`jaxmor.viewer.write_html`.
 
     Returns:
         The path written.
 
     Raises:
-        ArgumentError: a frame out of range, a bad size, Playwright or Chromium missing, or the errors of
-            :func:`jaxmor.viewer.write_html`.
+        ArgumentError: a frame out of range, a bad size, engine or camera, the renderer's or browser's needs
+            missing (:func:`write_video`), or the errors of :func:`jaxmor.viewer.write_html`.
     """
     from PIL import Image
 
@@ -294,7 +321,7 @@ def write_image(
     count = len(select_frames(model, states, opts.world_axis, opts.stride, opts.max_frames).steps)
     if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)) or not -count <= frame < count:
         raise ArgumentError(f"frame must be an int index into the {count} recorded frames, got {frame!r}")
-    images, _ = _frames(model, states, _checked_size(size), options, [int(frame) % count])
+    images, _ = _images(model, states, checked_size(size), options, [int(frame) % count], engine, camera)
     target = Path(path)
     with writing("jaxmor.viewer.write_image", "path", target):
         Image.fromarray(images[0]).save(target, format="PNG")

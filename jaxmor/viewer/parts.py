@@ -128,15 +128,16 @@ def skeleton_parts(model: Model) -> list[Part]:
     return parts
 
 
-def ground_parts(model: Model, extent: np.ndarray) -> list[Part]:
-    """The ground plane (a thin box under the worlds' ``extent``: (2,) half sizes [m]) and the height field."""
+def ground_parts(model: Model, centre: np.ndarray, half: np.ndarray) -> list[Part]:
+    """The ground plane (a thin box under the worlds: ``centre`` (2,) and ``half`` (2,) the middle and half sizes
+    of the area they cover [m], :data:`GROUND_MARGIN` added) and the height field."""
     parts = []
     identity = np.eye(3)
     if model.ground:
-        half = np.array([extent[0] + GROUND_MARGIN, extent[1] + GROUND_MARGIN, GROUND_THICKNESS / 2])
+        size = np.array([half[0] + GROUND_MARGIN, half[1] + GROUND_MARGIN, GROUND_THICKNESS / 2])
         top = float(np.asarray(model.ground_height))
-        vertices, faces = shapes.box(half)
-        centre = np.array([0.0, 0.0, top - GROUND_THICKNESS / 2 - 1e-4])
+        vertices, faces = shapes.box(size)
+        centre = np.array([centre[0], centre[1], top - GROUND_THICKNESS / 2 - 1e-4])
         parts.append(Part("ground", vertices, faces, GROUND_COLOUR, 1.0, -1, -1, identity, centre))
     field = model.height_field
     if field is not None:

@@ -71,18 +71,28 @@ def part_poses(part: Part, poses) -> tuple[np.ndarray, np.ndarray]:
     return r @ part.rotation, p + np.einsum("twij,j->twi", r, part.translation)
 
 
+#: How worlds are placed: side by side on a grid, or where their states put them (worlds sharing a terrain).
+PLACEMENTS = ("auto", "grid", "states")
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where the worlds stand: world ``w`` is drawn moved by ``offsets[w]`` (W, 3) [m]; ``extent`` (2,) is the
-    half size in ``x`` and ``y`` of the area they cover around the origin [m]."""
+    half size in ``x`` and ``y`` of the area they cover around the origin [m]; ``centre`` (3,) the middle of the
+    drawn worlds' bodies over the trajectory, ``half`` (2,) the half size in ``x`` and ``y`` of the area the drawn
+    parts cover around it, and ``anchors`` (W, 3) each world's root body at the first frame, as drawn [m]."""
 
     offsets: np.ndarray
     extent: np.ndarray
+    centre: np.ndarray
+    half: np.ndarray
+    anchors: np.ndarray
 
 
-def layout(parts: list[Part], poses, spacing: float | None) -> Layout:
+def layout(parts: list[Part], poses, spacing: float | None, placement: str = "grid") -> Layout:
     """Worlds side by side on a square grid, ``spacing`` apart (default: the largest world's size in ``x`` and
-    ``y`` over the trajectory, plus :data:`WORLD_GAP`)."""
+    ``y`` over the trajectory, plus :data:`WORLD_GAP`), or with ``placement="states"`` where their states put
+    them (no offsets: worlds that share a terrain stand on it)."""
     worlds = poses[1].shape[1]
     points = [p for part in parts if part.body >= 0 or part.link >= 0 for p in part_poses(part, poses)[1:2]]
     reach = max((float(np.linalg.norm(part.vertices, axis=1).max(initial=0.0)) for part in parts), default=0.1)
@@ -91,16 +101,25 @@ def layout(parts: list[Part], poses, spacing: float | None) -> Layout:
         low, high = xy.min(axis=0) - reach, xy.max(axis=0) + reach
     else:
         low, high = np.full(2, -reach), np.full(2, reach)
-    if spacing is None:
-        spacing = float(max(high - low)) + WORLD_GAP
-    elif not (isinstance(spacing, (int, float)) and math.isfinite(spacing) and spacing >= 0):
+    if placement not in ("grid", "states"):
+        raise ArgumentError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+    if spacing is not None and not (isinstance(spacing, (int, float)) and math.isfinite(spacing) and spacing >= 0):
         raise ArgumentError(f"world_spacing must be a finite number >= 0 [m], got {spacing!r}")
-    columns = math.ceil(math.sqrt(worlds))
-    grid = np.array([(w % columns, w // columns) for w in range(worlds)], float) * spacing
-    grid -= grid.mean(axis=0)
+    if placement == "states":
+        grid = np.zeros((worlds, 2))
+    else:
+        spacing = float(max(high - low)) + WORLD_GAP if spacing is None else spacing
+        columns = math.ceil(math.sqrt(worlds))
+        grid = np.array([(w % columns, w // columns) for w in range(worlds)], float) * spacing
+        grid -= grid.mean(axis=0)
     offsets = np.column_stack([grid, np.zeros(worlds)])
     extent = np.abs(grid).max(axis=0, initial=0.0) + np.maximum(np.abs(low), np.abs(high))
-    return Layout(offsets, extent)
+    bodies = poses[1] + offsets[None, :, None]
+    flat = bodies.reshape(-1, 3)
+    centre = (flat.min(axis=0) + flat.max(axis=0)) / 2 if flat.size else np.zeros(3)
+    half = (flat.max(axis=0) - flat.min(axis=0))[:2] / 2 + reach if flat.size else np.full(2, reach)
+    anchors = bodies[0, :, 0] if bodies.shape[2] else offsets
+    return Layout(offsets, extent, centre, half, anchors)
 
 
 def frame_durations(frames: Frames, speed: float) -> np.ndarray:
@@ -113,3 +132,14 @@ def frame_durations(frames: Frames, speed: float) -> np.ndarray:
     usual = float(np.median(steps)) if steps.size and np.all(np.isfinite(steps)) and np.median(steps) > 0 else 0.02
     steps = np.where(np.isfinite(steps) & (steps > 0), steps, usual)
     return np.append(steps, usual) / speed
+
+
+def checked_size(size) -> tuple[int, int]:
+    """``size`` as ``(width, height)`` ints [px], each 16 to 4096, or an ArgumentError."""
+    try:
+        width, height = (int(x) for x in size)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"size must be (width, height) in pixels, got {size!r}") from None
+    if not (16 <= width <= 4096 and 16 <= height <= 4096):
+        raise ArgumentError(f"size must be (width, height), each 16 to 4096 pixels, got {size!r}")
+    return width, height

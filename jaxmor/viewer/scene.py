@@ -14,6 +14,7 @@ from jaxmor.viewer import overlays
 from jaxmor.viewer.frames import MAX_FRAMES, frame_poses, select_frames, world_model
 from jaxmor.viewer.parts import collision_parts, ground_parts, skeleton_parts
 from jaxmor.viewer.record import (
+    Layout,
     frame_durations,
     layout,
     part_poses,
@@ -42,7 +43,9 @@ class ViewOptions:
         stride: keep every ``stride``-th state; default: at most ``max_frames`` frames.
         max_frames: the most frames when ``stride`` is not given.
         speed: playback speed, simulated seconds per second.
-        world_spacing: distance between neighbouring worlds [m] (default: from their size).
+        world_spacing: distance between neighbouring worlds on the grid [m] (default: from their size).
+        placement: ``"grid"`` (worlds side by side), ``"states"`` (where their states put them: worlds sharing a
+            terrain stand on it) or ``"auto"``: ``"states"`` for a model with a height field, else ``"grid"``.
         contacts: draw contact points and forces.
         force_scale: length of a drawn contact force per newton [m/N]; default: the largest force 0.3 m long.
         actuators: draw each DC-motor actuator's region and its operating point (world 0) in a panel.
@@ -58,11 +61,19 @@ class ViewOptions:
     max_frames: int = MAX_FRAMES
     speed: float = 1.0
     world_spacing: float | None = None
+    placement: str = "auto"
     contacts: bool = False
     force_scale: float | None = None
     actuators: bool = False
     model_axes: Model | None = None
     dark_mode: bool = False
+
+
+def placement(model: Model, options: ViewOptions) -> str:
+    """``options.placement`` with ``"auto"`` resolved for ``model`` (world 0's)."""
+    if options.placement == "auto":
+        return "states" if model.height_field is not None else "grid"
+    return options.placement
 
 
 def scene_parts(model: Model, options: ViewOptions) -> list:
@@ -110,25 +121,24 @@ def _add_parts(server, parts, poses, offsets) -> list:
     return moving
 
 
-def _add_labels(server, worlds: int, offsets: np.ndarray, height: float):
-    """A label above each world (``world k``) and the time label above world 0; returns the time label."""
+def _add_labels(server, place: Layout, height: float):
+    """A label above each world's root body (``world k``) and the time label above the worlds; returns the time
+    label."""
+    worlds = len(place.offsets)
     if worlds > 1:
-        for w in range(worlds):
-            server.scene.add_label(f"/labels/world_{w}", f"world {w}", position=offsets[w] + [0.0, 0.0, height + 0.1])
-    corner = offsets.min(axis=0) + [0.0, 0.0, height + 0.35]
+        for w, anchor in enumerate(place.anchors):
+            position = [anchor[0], anchor[1], height + 0.1]
+            server.scene.add_label(f"/labels/world_{w}", f"world {w}", position=position)
+    corner = [*place.anchors[:, :2].min(axis=0), height + 0.35]
     return server.scene.add_label("/labels/time", "t = 0.000 s", position=corner)
 
 
-class _Contacts:
-    """The contact overlay: a point cloud of the contacts that push and an arrow per force, per frame."""
+class ContactOverlay:
+    """The contact overlay: a point cloud of the contacts that push and an arrow per force, per frame. ``load``
+    replaces the frames shown (the live view loads each drawing's single frame)."""
 
-    def __init__(self, server, model, frames, options: ViewOptions, offsets):
-        points, forces, held = overlays.contact_forces(model, frames, options.model_axes)
-        self.points = points + offsets[None, :, None, :]
-        largest = float(np.linalg.norm(forces, axis=-1)[held].max(initial=0.0))
-        scale = options.force_scale if options.force_scale is not None else (0.3 / largest if largest > 0 else 0.0)
-        self.tips = self.points + scale * forces
-        self.held = held
+    def __init__(self, server, force_scale: float | None = None):
+        self.force_scale = force_scale
         nowhere = np.zeros((1, 3), np.float32)
         self.cloud = server.scene.add_point_cloud(
             "/contacts/points", nowhere, (230, 30, 30), point_size=0.03, point_shape="circle", visible=False
@@ -143,6 +153,16 @@ class _Contacts:
             visible=False,
         )
 
+    def load(self, model, frames, model_axes, offsets) -> None:
+        """Compute the frames' contact points and forces; arrows are ``force_scale`` [m/N] long per newton
+        (default: the largest force 0.3 m long)."""
+        points, forces, held = overlays.contact_forces(model, frames, model_axes)
+        self.points = points + offsets[None, :, None, :]
+        largest = float(np.linalg.norm(forces, axis=-1)[held].max(initial=0.0))
+        scale = self.force_scale if self.force_scale is not None else (0.3 / largest if largest > 0 else 0.0)
+        self.tips = self.points + scale * forces
+        self.held = held
+
     def show(self, t: int) -> None:
         held = self.held[t]
         if not held.any():
@@ -154,9 +174,10 @@ class _Contacts:
         self.cloud.visible = self.arrows.visible = True
 
 
-class _Panel:
+class ActuatorPanel:
     """The actuator panel: each DC-motor actuator's region outline and its operating point in world 0, plots on
-    a grid in a vertical plane behind the worlds."""
+    a grid in a vertical plane behind the worlds (``state``: the frames' actuator states, replaced by the live
+    view at each drawing)."""
 
     def __init__(self, server, model, frames, corner: np.ndarray):
         region = overlays.regions(model)
@@ -244,14 +265,14 @@ def record_page(model: Model, states: State, **options) -> tuple[str, np.ndarray
     first = world_model(model, opts.model_axes, 0)
     parts = scene_parts(first, opts)
     poses = frame_poses(model, frames, opts.model_axes)
-    place = layout(parts, poses, opts.world_spacing)
+    place = layout(parts, poses, opts.world_spacing, placement(first, opts))
     durations = frame_durations(frames, opts.speed)
     with quiet_server() as server:
         serializer = server.get_scene_serializer()
         top = float(poses[1][..., 2].max(initial=0.5)) + 0.2
         _place_camera(server, place, top)
         server.scene.set_up_direction("+z")
-        for part in ground_parts(first, place.extent):
+        for part in ground_parts(first, place.centre[:2], place.half):
             server.scene.add_mesh_simple(
                 f"/world/{part.name}",
                 part.vertices,
@@ -261,10 +282,13 @@ def record_page(model: Model, states: State, **options) -> tuple[str, np.ndarray
                 side="double",
             )
         moving = _add_parts(server, parts, poses, place.offsets)
-        clock = _add_labels(server, frames.q.shape[1], place.offsets, top)
-        contacts = _Contacts(server, first, frames, opts, place.offsets) if opts.contacts else None
+        clock = _add_labels(server, place, top)
+        contacts = None
+        if opts.contacts:
+            contacts = ContactOverlay(server, opts.force_scale)
+            contacts.load(first, frames, opts.model_axes, place.offsets)
         corner = np.array([-place.extent[0], place.extent[1] + 0.3, top + 0.3])
-        panel = _Panel(server, first, frames, corner) if opts.actuators and first.na else None
+        panel = ActuatorPanel(server, first, frames, corner) if opts.actuators and first.na else None
         for t in range(len(frames.steps)):
             for handle, _, wxyz, position in moving:
                 handle.batched_wxyzs = wxyz[t]
@@ -280,6 +304,7 @@ def record_page(model: Model, states: State, **options) -> tuple[str, np.ndarray
 
 def _place_camera(server, place, top: float) -> None:
     """Look at the worlds from the front left, above, far enough to see them all."""
-    reach = float(max(place.extent.max(), 0.5))
-    server.initial_camera.look_at = (0.0, 0.0, top / 3)
-    server.initial_camera.position = (1.0 * reach, -1.5 * reach, top / 3 + 0.9 * reach)
+    x, y = (float(c) for c in place.centre[:2])
+    reach = float(max(place.half.max(), 0.5))
+    server.initial_camera.look_at = (x, y, top / 3)
+    server.initial_camera.position = (x + 1.0 * reach, y - 1.5 * reach, top / 3 + 0.9 * reach)

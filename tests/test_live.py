@@ -1,0 +1,195 @@
+"""jaxmor.viewer.live: a live view served on 127.0.0.1 while a simulation loop runs in the same process, checked
+in headless Chromium (skipped where Playwright or a Chromium is missing): the picture follows the loop, Pause holds
+it, Step advances it, the world selector switches worlds, Reset reaches the loop; with no page open, ``update``
+copies nothing and draws nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxmor
+
+pytest.importorskip("viser")
+from jaxmor.viewer import capture  # noqa: E402
+from jaxmor.viewer.live import live  # noqa: E402
+
+SIZE = (640, 480)
+#: Physics steps per update: one Step moves the pendulum visibly.
+STEPS = 25
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    """The shipped pendulum, 2 worlds started at 0.5 and 2.5 rad, and a jitted update of STEPS steps."""
+    model = jaxmor.load_urdf(jaxmor.robots.path("pendulum"))
+    start = jax.vmap(lambda a: jaxmor.init_state(model, q=jnp.full((model.nq,), a)))(jnp.array([0.5, 2.5]))
+    one = jax.vmap(lambda s: jaxmor.step(model, s))
+    advance = jax.jit(lambda s: jax.lax.fori_loop(0, STEPS, lambda _, x: one(x), s))
+    jax.block_until_ready(advance(start))
+    return model, start, advance
+
+
+class Loop:
+    """The simulation loop in a thread: step, ``viewer.update``; Reset restarts it from the start states."""
+
+    def __init__(self, viewer, start, advance):
+        self.viewer, self.start, self.advance = viewer, start, advance
+        self.running, self.resets, self.updates = True, 0, 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        states = self.start
+        while self.running:
+            states = self.advance(states)
+            self.viewer.update(states)
+            self.updates += 1
+            if self.viewer.reset_requested:
+                states, self.resets = self.start, self.resets + 1
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        self.running = False
+        self.viewer.close()
+        self.thread.join(timeout=10)
+
+
+def _scene(page) -> np.ndarray:
+    """The canvas, without the GUI panel's corner (its time field changes as the loop runs)."""
+    image = capture.capture(page).astype(int)
+    return image[:, : image.shape[1] // 2]
+
+
+def _changed(a: np.ndarray, b: np.ndarray) -> int:
+    return int((np.abs(a - b).sum(axis=-1) > 30).sum())
+
+
+def _click(page, label: str) -> None:
+    page.get_by_role("button", name=label).click()
+    page.wait_for_timeout(400)
+
+
+def test_no_page_no_drawing(pendulum):
+    model, start, advance = pendulum
+    viewer = live(model)
+    try:
+        states = advance(start)
+        for _ in range(50):
+            viewer.update(states)
+        assert viewer.draws == 0  # nobody connected: nothing copied or drawn
+    finally:
+        viewer.close()
+    with pytest.raises(jaxmor.ArgumentError, match="max_rate"):
+        live(model, max_rate=0)
+    with pytest.raises(jaxmor.ArgumentError, match="unknown viewer option"):
+        live(model, colour="red")
+
+
+def test_live_view_follows_pauses_steps_and_switches_worlds(pendulum):
+    pytest.importorskip("playwright")
+    if capture.browser_path() is None:
+        pytest.skip("no Chromium: apt-get install chromium (or playwright install chromium)")
+    model, start, advance = pendulum
+    viewer = live(model, max_rate=30)
+    loop = Loop(viewer, start, advance)
+    try:
+        with capture.browser(SIZE, allowed=(viewer.url,)) as (context, offline):
+            page = context.new_page()
+            page.goto(viewer.url)
+            page.wait_for_selector("canvas[data-engine]")
+            page.add_style_tag(content=capture._HIDE)
+            page.wait_for_timeout(2000)
+            assert viewer.draws > 0
+            first = _scene(page)
+            page.wait_for_timeout(700)
+            assert _changed(first, _scene(page)) > 50  # the pendulum swings on screen
+
+            _click(page, "Pause")
+            assert viewer.paused
+            held, draws = _scene(page), viewer.draws
+            updates = loop.updates
+            page.wait_for_timeout(700)
+            assert _changed(held, _scene(page)) == 0 and viewer.draws == draws and loop.updates == updates
+
+            _click(page, "Step")
+            stepped = _scene(page)
+            assert loop.updates == updates + 1 and _changed(held, stepped) > 20  # one update: STEPS steps on
+
+            page.locator("input.mantine-NumberInput-input").fill("1")
+            page.keyboard.press("Enter")
+            page.wait_for_timeout(700)
+            assert viewer.world == 1 and _changed(stepped, _scene(page)) > 50  # world 1 hangs elsewhere
+
+            _click(page, "Reset")
+            _click(page, "Resume")
+            page.wait_for_timeout(500)
+            assert loop.resets == 1 and not viewer.paused
+            assert not offline.blocked, offline.blocked
+    finally:
+        loop.stop()
+
+
+def test_jaxmor_view_live_serves_and_stops(capsys):
+    from jaxmor.tools import cli
+
+    assert cli.main(["view", "--live", str(jaxmor.robots.path("pendulum")), "--seconds", "1"]) == 0
+    assert "live view at http://127.0.0.1:" in capsys.readouterr().out
+    assert cli.main(["view", "--live", "x.npz"]) != 0
+    assert "--live takes a robot file" in capsys.readouterr().err
+
+
+BODY_XML = """<mujoco><worldbody><body name="block" pos="0 0 1"><freejoint/>
+<inertial pos="0.1 0 0" mass="2" diaginertia="0.01 0.01 0.01"/><geom type="box" size="0.2 0.1 0.1" mass="0"/>
+</body></worldbody></mujoco>"""
+
+
+def test_overlays_frames_and_centre_of_mass(tmp_path):
+    """A block whose centre of mass sits 0.1 m along its x axis, turned 90 degrees about z at (1, 2, 3): its frame
+    is drawn at (1, 2, 3) and its centre of mass at (1, 2.1, 3)."""
+    path = tmp_path / "block.xml"
+    path.write_text(BODY_XML)
+    with pytest.warns(jaxmor.MujocoDifferenceWarning):
+        model = jaxmor.load_mjcf(path)
+    half = np.sqrt(0.5)
+    state = jaxmor.init_state(model, q=jnp.array([1.0, 2.0, 3.0, half, 0.0, 0.0, half]))
+    viewer = live(model)
+    try:
+        viewer._show_frames.value = viewer._show_com.value = True
+        viewer._draw(state)
+        np.testing.assert_allclose(viewer._frames[0].position, [1.0, 2.0, 3.0], atol=1e-6)
+        np.testing.assert_allclose(viewer._frames[0].wxyz, [half, 0.0, 0.0, half], atol=1e-6)
+        np.testing.assert_allclose(viewer._com.position, [1.0, 2.1, 3.0], atol=1e-6)
+        assert viewer._com.visible and not viewer._contacts.cloud.visible
+    finally:
+        viewer.close()
+
+
+def test_overlays_contact_forces_hold_the_weight():
+    """The quadruped standing still on the ground: the contact overlay's forces add up to its weight."""
+    model = jaxmor.add_ground(jaxmor.load_urdf(jaxmor.robots.path("quadruped")))
+    stand = jnp.asarray(jaxmor.robots.quadruped_standing_q(model))
+    state = jaxmor.init_state(model, q=stand)
+    assert model.na == model.nq - 7  # every joint driven, in order
+    held = jaxmor.set_actuator_pd_gains(model, state, jnp.full(model.na, 100.0), jnp.full(model.na, 4.0))
+    held = jaxmor.set_actuator_pd_targets(model, held, stand[7:])
+    settle = jax.jit(lambda s: jax.lax.fori_loop(0, 400, lambda _, x: jaxmor.step(model, x), s))
+    settled = settle(held)
+    viewer = live(model)
+    try:
+        viewer._show_contacts.value = True
+        viewer._draw(settled)
+        overlay = viewer._contacts
+        scale = 0.3 / (float(np.sum(np.asarray(model.body_mass))) * 9.81)
+        forces = (overlay.tips - overlay.points)[0, 0][overlay.held[0, 0]] / scale
+        weight = float(np.sum(np.asarray(model.body_mass))) * 9.81
+        assert overlay.held[0, 0].sum() >= 4 and overlay.cloud.visible
+        np.testing.assert_allclose(forces.sum(axis=0), [0.0, 0.0, weight], atol=0.02 * weight)
+    finally:
+        viewer.close()
