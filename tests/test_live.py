@@ -20,7 +20,8 @@ pytest.importorskip("viser")
 from jaxmor.viewer import capture  # noqa: E402
 from jaxmor.viewer.live import live  # noqa: E402
 
-SIZE = (640, 480)
+#: The page's size [px]: wide enough that the robot, in the middle, is clear of the panel at the right.
+SIZE = (1200, 600)
 #: Physics steps per update: one Step moves the pendulum visibly.
 STEPS = 25
 
@@ -41,7 +42,7 @@ class Loop:
 
     def __init__(self, viewer, start, advance):
         self.viewer, self.start, self.advance = viewer, start, advance
-        self.running, self.resets, self.updates = True, 0, 0
+        self.running, self.resets, self.updates, self.edits = True, 0, 0, 0
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -51,6 +52,10 @@ class Loop:
             states = self.advance(states)
             self.viewer.update(states)
             self.updates += 1
+            edited = self.viewer.edited_q
+            if edited is not None:  # a pose set with the joint sliders while paused
+                states = states.replace(q=states.q.at[self.viewer.world].set(jnp.asarray(edited, states.q.dtype)))
+                self.edits += 1
             if self.viewer.reset_requested:
                 states, self.resets = self.start, self.resets + 1
             time.sleep(0.005)
@@ -62,9 +67,9 @@ class Loop:
 
 
 def _scene(page) -> np.ndarray:
-    """The canvas, without the GUI panel's corner (its time field changes as the loop runs)."""
+    """The canvas left of the GUI panel (whose time field changes as the loop runs)."""
     image = capture.capture(page).astype(int)
-    return image[:, : image.shape[1] // 2]
+    return image[:, : image.shape[1] - 360]
 
 
 def _changed(a: np.ndarray, b: np.ndarray) -> int:
@@ -122,15 +127,23 @@ def test_live_view_follows_pauses_steps_and_switches_worlds(pendulum):
             stepped = _scene(page)
             assert loop.updates == updates + 1 and _changed(held, stepped) > 20  # one update: STEPS steps on
 
-            page.locator("input.mantine-NumberInput-input").fill("1")
+            page.get_by_role("textbox", name="World").fill("1")
             page.keyboard.press("Enter")
             page.wait_for_timeout(700)
             assert viewer.world == 1 and _changed(stepped, _scene(page)) > 50  # world 1 hangs elsewhere
 
+            switched = _scene(page)
+            slider = page.get_by_role("slider").first  # the pendulum's one joint, enabled while paused
+            slider.focus()
+            for _ in range(30):
+                page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(700)
+            assert _changed(switched, _scene(page)) > 50  # the edited pose is drawn
+
             _click(page, "Reset")
             _click(page, "Resume")
             page.wait_for_timeout(500)
-            assert loop.resets == 1 and not viewer.paused
+            assert loop.resets == 1 and loop.edits == 1 and not viewer.paused
             assert not offline.blocked, offline.blocked
     finally:
         loop.stop()

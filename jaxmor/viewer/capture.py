@@ -17,13 +17,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from jaxmor.errors import ArgumentError
 from jaxmor.types import Model, State
 from jaxmor.viewer.record import checked_size
+
+if TYPE_CHECKING:
+    from jaxmor.viewer.offscreen import Camera
 
 #: Where a Chromium is looked for first.
 BROWSER_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
@@ -210,7 +213,7 @@ def write_video(
     fps: float | None = None,
     size: tuple[int, int] = DEFAULT_SIZE,
     engine: str = "mujoco",
-    camera=None,
+    camera: Camera | None = None,
     progress: bool | None = None,
     **options: Any,
 ) -> Path:
@@ -288,7 +291,7 @@ def write_image(
     frame: int = -1,
     size: tuple[int, int] = DEFAULT_SIZE,
     engine: str = "mujoco",
-    camera=None,
+    camera: Camera | None = None,
     **options: Any,
 ) -> Path:
     """Write one frame of a trajectory (default the last; a single State works too) as a PNG still, drawn

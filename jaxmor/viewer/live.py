@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from jaxmor.errors import ArgumentError
+from jaxmor.model import neutral_q
 from jaxmor.types import Model, State
 from jaxmor.viewer.frames import _poses_over_time, select_frames, world_model
 from jaxmor.viewer.parts import ground_parts
@@ -29,8 +30,8 @@ from jaxmor.viewer.scene import ActuatorPanel, ContactOverlay, ViewOptions, scen
 GROUND_HALF = 20.0
 #: How often a paused loop looks for the buttons [s].
 POLL = 0.02
-#: Distance of the follow camera from the followed body [m], and its height above it [m].
-FOLLOW_DISTANCE, FOLLOW_HEIGHT = 1.6, 0.7
+#: Where the camera stands relative to the body it looks at (a new page's, and the follow camera's) [m].
+CAMERA_OFFSET = np.array([-1.6, -0.8, 0.7])
 
 
 class LiveViewer:
@@ -56,6 +57,8 @@ class LiveViewer:
         self.model, self.model_axes, self.max_rate = model, model_axes, float(max_rate)
         self.paused, self.world, self.draws = False, 0, 0
         self._reset, self._step, self._last, self._worlds, self._closed = False, False, 0.0, 1, False
+        self._q = self._pose = self._edited_q = self._ctrl = None
+        self._syncing = False
         self._lock = threading.Lock()
         first = world_model(model, model_axes, 0)
         self._parts = [p for p in scene_parts(first, opts) if p.body >= 0 or p.link >= 0]
@@ -84,6 +87,9 @@ class LiveViewer:
         ]
         self._overlays(first, opts)
         self._gui(opts)
+        neutral = np.asarray(neutral_q(first))[None].astype(first.body_mass.dtype)
+        self._target = np.asarray(_poses_over_time(first, neutral)[1][0, 0], float)
+        self.server.on_client_connect(lambda client: self._aim(self._target, [client]))
 
     def _overlays(self, first: Model, opts: ViewOptions) -> None:
         """The contact arrows, body frames, centre of mass and actuator panel, hidden until their box is ticked."""
@@ -109,6 +115,8 @@ class LiveViewer:
         self._show_com = gui.add_checkbox("Centre of mass", initial_value=False)
         self._show_actuators = gui.add_checkbox("Actuators", initial_value=bool(opts.actuators))
         self._clock = gui.add_text("Time [s]", initial_value="0.000", disabled=True)
+        self._joint_sliders = self._sliders(gui, "Joints (paused)", self._joint_ranges(), self._joint_moved)
+        self._ctrl_sliders = self._sliders(gui, "Controls (paused)", self._ctrl_ranges(), self._ctrl_moved)
 
         @self._pause.on_click
         def _(_event) -> None:
@@ -116,6 +124,7 @@ class LiveViewer:
                 self.paused = not self.paused
                 self._pause.label = "Resume" if self.paused else "Pause"
                 self._step_button.disabled = not self.paused
+                self._sync_sliders()
 
         @self._step_button.on_click
         def _(_event) -> None:
@@ -138,6 +147,83 @@ class LiveViewer:
             @box.on_update
             def _(_event) -> None:
                 self._last = 0.0  # draw again (also while paused)
+
+    def _joint_ranges(self) -> list[tuple[str, float, float]]:
+        """Each 1-DoF joint's name and slider range: its limits, else +-pi [rad or m]."""
+        lower, upper = np.asarray(self.model.dof_lower, float), np.asarray(self.model.dof_upper, float)
+        ranges = []
+        for name, u in zip(self.model.joint_names, self.model.joint_u, strict=True):
+            low, high = (lower[u], upper[u]) if np.isfinite(lower[u]) and np.isfinite(upper[u]) else (-np.pi, np.pi)
+            ranges.append((name, float(low), float(high)))
+        return ranges
+
+    def _ctrl_ranges(self) -> list[tuple[str, float, float]]:
+        """Each affine actuator's name and slider range: its control clamp, else -1 to 1 [control units]."""
+        lower, upper = np.asarray(self.model.affine.ctrl_lower, float), np.asarray(self.model.affine.ctrl_upper, float)
+        return [
+            (name, float(low), float(high)) if np.isfinite(low) and np.isfinite(high) else (name, -1.0, 1.0)
+            for name, low, high in zip(self.model.affine.names, lower, upper, strict=True)
+        ]
+
+    def _sliders(self, gui, title: str, ranges, moved) -> list:
+        """A folder of disabled sliders, one per ``(name, low, high)``; ``moved(k)`` runs when slider ``k`` moves."""
+        if not ranges:
+            return []
+        sliders = []
+        with gui.add_folder(title):
+            for k, (name, low, high) in enumerate(ranges):
+                start = float(np.clip(0.0, low, high))
+                slider = gui.add_slider(name, min=low, max=high, step=(high - low) / 200, initial_value=start)
+                slider.disabled = True
+                slider.on_update(lambda _event, k=k: moved(k))
+                sliders.append(slider)
+        return sliders
+
+    def _sync_sliders(self) -> None:
+        """Paused: the joint sliders show the drawn pose, the control sliders the last controls, both enabled;
+        running: disabled, the pose edit dropped."""
+        self._syncing = True
+        try:
+            for k, slider in enumerate(self._joint_sliders):
+                if self._q is not None:
+                    value = float(self._q[self.model.joint_q[k]])
+                    slider.value = float(np.clip(value, slider.min, slider.max))
+                slider.disabled = not self.paused
+            for slider in self._ctrl_sliders:
+                slider.disabled = not self.paused
+        finally:
+            self._syncing = False
+        if not self.paused:
+            self._pose = None
+
+    def _joint_moved(self, k: int) -> None:
+        if self._syncing or not self.paused or self._q is None:
+            return
+        pose = (self._pose if self._pose is not None else self._q).copy()
+        pose[self.model.joint_q[k]] = self._joint_sliders[k].value
+        with self._lock:
+            self._pose = self._edited_q = pose
+            self._last = 0.0  # draw the edited pose
+
+    def _ctrl_moved(self, _k: int) -> None:
+        if not self._syncing and self.paused:
+            with self._lock:
+                self._ctrl = np.array([slider.value for slider in self._ctrl_sliders], float)
+
+    @property
+    def edited_q(self) -> np.ndarray | None:
+        """(nq,) the pose set with the joint sliders while paused, for the loop to give world :attr:`world`;
+        ``None`` when no slider moved since the last read (reading it clears it)."""
+        with self._lock:
+            edited, self._edited_q = self._edited_q, None
+        return edited
+
+    @property
+    def ctrl(self) -> np.ndarray | None:
+        """(nu,) the controls set with the control sliders [control units], for the loop to apply to world
+        :attr:`world` (:func:`jaxmor.set_ctrl`); ``None`` until a control slider moved."""
+        with self._lock:
+            return None if self._ctrl is None else self._ctrl.copy()
 
     @property
     def reset_requested(self) -> bool:
@@ -182,16 +268,20 @@ class LiveViewer:
         w = min(self.world, worlds - 1)
         model = world_model(self.model, self.model_axes, w)
         one = states if q.ndim == 1 else jax.tree.map(lambda x: x[w], states)
-        row = (q if q.ndim == 1 else q[w])[None].astype(model.body_mass.dtype)
-        poses = [np.asarray(x, float)[:, None] for x in _poses_over_time(model, row)]
+        self._q = np.array(q if q.ndim == 1 else q[w], float)
+        row = self._pose if self.paused and self._pose is not None else self._q
+        poses = [
+            np.asarray(x, float)[:, None] for x in _poses_over_time(model, row[None].astype(model.body_mass.dtype))
+        ]
         with self.server.atomic():
             for handle, part in zip(self._handles, self._parts, strict=True):
                 rotation, position = part_poses(part, poses)
                 handle.wxyz, handle.position = rotations_to_wxyz(rotation[0, 0]), position[0, 0]
             self._clock.value = f"{float(np.asarray(one.time)):.3f}"
             self._draw_overlays(model, one, poses)
-        if self._follow.value or not self.draws:
-            self._aim(poses[1][0, 0, 0])
+        self._target = poses[1][0, 0, 0]
+        if self._follow.value:
+            self._aim(self._target, self.server.get_clients().values())
         self.draws += 1
 
     def _draw_overlays(self, model: Model, one: State, poses) -> None:
@@ -221,13 +311,11 @@ class LiveViewer:
             self._panel.state = frames.states.actuator_state
             self._panel.show(0)
 
-    def _aim(self, target: np.ndarray) -> None:
-        """Look at ``target`` (3,) [m] from behind and above it, in every open page and in pages opened later."""
-        self.server.initial_camera.look_at = target
-        self.server.initial_camera.position = target + np.array([-FOLLOW_DISTANCE, -FOLLOW_DISTANCE / 2, FOLLOW_HEIGHT])
-        for client in self.server.get_clients().values():
+    def _aim(self, target: np.ndarray, clients) -> None:
+        """Look at ``target`` (3,) [m] from behind and above it, in the pages of ``clients``."""
+        for client in clients:
+            client.camera.position = target + CAMERA_OFFSET
             client.camera.look_at = target
-            client.camera.position = target + np.array([-FOLLOW_DISTANCE, -FOLLOW_DISTANCE / 2, FOLLOW_HEIGHT])
 
     def close(self) -> None:
         """Stop the server; later :meth:`update` calls return at once."""

@@ -252,8 +252,11 @@ def fit_camera(
     A fitted camera draws the same frames as the unfitted one; keep it to draw other trajectories the same way.
 
     Args:
-        model, states, frames, **options: as for :func:`render`.
+        model: as for :func:`render`.
+        states: as for :func:`render`.
         camera: the camera to fit.
+        frames: as for :func:`render`.
+        **options: as for :func:`render`.
 
     Returns:
         A :class:`Camera` with ``distance`` set, and ``lookat`` set unless it tracks a body.
