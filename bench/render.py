@@ -60,7 +60,7 @@ def live_overhead(steps: int = 10_000, rounds: int = 9) -> dict:
     import jax.numpy as jnp
 
     import jaxmor
-    from jaxmor.viewer.live import live
+    from jaxmor.viewer.live_view import live
 
     model = jaxmor.add_ground(jaxmor.load_urdf(jaxmor.robots.path("quadruped")))
     start = jaxmor.init_state(model, q=jnp.asarray(jaxmor.robots.quadruped_standing_q(model)))

@@ -42,6 +42,8 @@ LONGEST_FIRST = (
     "test_train.py",
     "test_envs.py",
     "test_viewer.py",
+    "test_render.py",
+    "test_live.py",
     "test_backlash.py",
     "test_ball_joints.py",
     "test_collision.py",

@@ -1,7 +1,7 @@
-"""jaxmor.viewer.live: a live view served on 127.0.0.1 while a simulation loop runs in the same process, checked
-in headless Chromium (skipped where Playwright or a Chromium is missing): the picture follows the loop, Pause holds
-it, Step advances it, the world selector switches worlds, Reset reaches the loop; with no page open, ``update``
-copies nothing and draws nothing.
+"""jaxmor.viewer.live (jaxmor/viewer/live_view.py): a live view served on 127.0.0.1 while a simulation loop runs in
+the same process, checked in headless Chromium (skipped where Playwright or a Chromium is missing): the picture
+follows the loop, Pause holds it, Step advances it, the world selector switches worlds, the joint slider edits the
+pose, Reset reaches the loop; with no page open, ``update`` copies nothing and draws nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import jaxmor
 
 pytest.importorskip("viser")
 from jaxmor.viewer import capture  # noqa: E402
-from jaxmor.viewer.live import live  # noqa: E402
+from jaxmor.viewer.live_view import live  # noqa: E402
 
 #: The page's size [px]: wide enough that the robot, in the middle, is clear of the panel at the right.
 SIZE = (1200, 600)

@@ -192,6 +192,7 @@ def test_bad_arguments_are_argument_errors(quadruped, tmp_path):
         viewer.write_image(model, trajectory, tmp_path / "x.png", engine="page", camera=viewer.Camera())
 
 
+@pytest.mark.slow  # 30 s on 2 cores, most of it the Go2 environment's reset compiled; the default run is at its budget
 def test_worlds_on_a_terrain_are_drawn_where_they_stand():
     """64 Go2 worlds spawned over a rough terrain: drawn in place (no side-by-side offsets), each world's feet
     project into the drawn robots' silhouette, in one view that frames them all."""

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from models import ROOT
 
-from jaxmor import ArgumentError, envs
+from jaxmor import ArgumentError, State, envs
 from jaxmor.train.ppo import PPOConfig
 from jaxmor.train.run import RunConfig, learning_curve, train
 
@@ -79,6 +79,31 @@ def test_a_run_folder_holds_its_metrics_policy_and_curve(whole):
     assert load_run_policy(whole)[1] == dataclasses.replace(
         _config(6), steps=RunConfig.steps, minutes=RunConfig.minutes
     )
+
+
+def test_a_live_run_shows_its_worlds(tmp_path, monkeypatch):
+    """``watch=True`` (``jaxmor train --live``) serves a live view and hands it the first device's worlds after
+    every iteration; the view is closed at the end. The view is the real one, its ``update`` recorded."""
+    from jaxmor.viewer import live_view as live_module
+
+    seen, made, real = [], [], live_module.live
+
+    def recording(model, **options):
+        view = real(model, **options)
+        update = view.update
+        view.update = lambda sims: (seen.append(sims), update(sims))[1]
+        made.append(view)
+        return view
+
+    monkeypatch.setattr(live_module, "live", recording)
+    said = []
+    train(tmp_path / "run", _config(2), log_every=1, progress=said.append, watch=True)
+    assert any(line.startswith("live view at http://127.0.0.1:") for line in said)
+    devices = len(jax.local_devices())  # PPO splits the worlds over the local devices
+    assert len(seen) == 2 and made[0]._closed
+    for sims in seen:
+        assert isinstance(sims, State) and sims.q.shape == (TINY.worlds // devices, 19)
+    assert not np.array_equal(np.asarray(seen[0].q), np.asarray(seen[1].q))  # the worlds moved
 
 
 def test_a_run_folder_refuses_other_settings(whole):

@@ -340,7 +340,7 @@ def _view(path: str, out: str | None, live: bool = False, port: int = 0, seconds
         if path.lower().endswith(".npz") or out is not None:
             raise ArgumentError("--live takes a robot file (.urdf, .xml) and no --out")
         from jaxmor.types import JointType
-        from jaxmor.viewer.live import serve
+        from jaxmor.viewer.live_view import serve
 
         model = _load(path)
         if JointType.FREE in model.body_joint_type and not model.ground:
@@ -442,6 +442,9 @@ def _train_parsers(sub) -> None:
     )
     train.add_argument("--out", default="runs/quadruped-em", help="the run folder (default runs/quadruped-em)")
     train.add_argument(
+        "--live", action="store_true", help="serve a live view of the first device's worlds as they train (Pause holds)"
+    )
+    train.add_argument(
         "--devices",
         type=int,
         default=None,
@@ -495,7 +498,7 @@ def _train(args) -> int:
         ppo=PPOConfig(worlds=args.worlds, mirror=args.mirror),
         **command_settings(args.commands, args.robot, args.forward_max),
     )
-    out = train(args.out, config)
+    out = train(args.out, config, watch=args.live or None)
     print(f"policy: {out}")
     return 0
 

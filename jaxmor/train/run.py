@@ -316,6 +316,7 @@ def train(
     log_every: int = 10,
     checkpoint_seconds: float = 120.0,
     progress: Callable[[str], None] | None = print,
+    watch: Callable[[Any], None] | bool | None = None,
 ) -> Path:
     """Train a locomotion policy with PPO into ``folder``, resuming the run there if one is (module docstring).
 
@@ -325,6 +326,10 @@ def train(
         log_every: iterations per logged line.
         checkpoint_seconds: wall-clock time between checkpoints [s].
         progress: called with each line of the live table (``None``: silent).
+        watch: called after every iteration with the worlds of the first device (a batched
+            :class:`jaxmor.State`, leaves (worlds per device, ...)), e.g. a
+            :meth:`jaxmor.viewer.LiveViewer.update`; ``True``: a live view of them (:func:`jaxmor.viewer.live`,
+            at most 5 drawings a second; its address goes to ``progress``).
 
     Returns:
         The folder of the final policy (``folder / "policy"``).
@@ -350,7 +355,18 @@ def train(
     _metrics_upto(folder / "metrics.jsonl", where["iteration"])
     say(f"{config.robot}, {config.motor_model.upper()}-MOR, {config.ppo.worlds} worlds on {len(ppo.devices)} devices")
     say(HEADER)
-    state = _loop(folder, ppo, state, where, config, began, (log_every, checkpoint_seconds), say)
+    view = None
+    if watch is True:
+        from jaxmor.viewer.live_view import live
+
+        view = live(env.model, max_rate=5.0)
+        say(f"live view at {view.url}")
+        watch = view.update
+    try:
+        state = _loop(folder, ppo, state, where, config, began, (log_every, checkpoint_seconds), say, watch or None)
+    finally:
+        if view is not None:
+            view.close()
     normalizer, params = ppo.policy_parameters(state)
     policy = policy_from_brax(normalizer, params, action_size=env.action_size)
     out = save_policy(policy, folder / "policy", {"run": config.identity(), "trained": where})
@@ -358,7 +374,12 @@ def train(
     return out
 
 
-def _loop(folder, ppo, state, where, config, began, every, say):
+def _sims(state: TrainState):
+    """The first device's worlds' simulation States (leaves (worlds per device, ...))."""
+    return jax.tree.map(lambda x: x[0], state.env_state.pipeline_state.sim)
+
+
+def _loop(folder, ppo, state, where, config, began, every, say, watch=None):
     """Iterate until the budget is spent, logging and checkpointing; returns the last state (``where`` updated)."""
     log_every, checkpoint_seconds = every
     per_iteration = config.ppo.worlds * config.ppo.unroll_length
@@ -368,6 +389,8 @@ def _loop(folder, ppo, state, where, config, began, every, say):
     while where["env_steps"] < config.steps and where["seconds"] < 60.0 * config.minutes:
         state, metrics = ppo.iterate(state)
         metrics = jax.device_get(metrics)
+        if watch is not None:
+            watch(_sims(state))
         sums = _accumulate(sums, metrics)
         where["iteration"] += 1
         where["env_steps"] += per_iteration

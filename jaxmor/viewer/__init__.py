@@ -6,7 +6,7 @@ videos and PNG stills from them (or captured from the page in headless Chromium)
 """
 
 from jaxmor.viewer.capture import write_image, write_video
-from jaxmor.viewer.live import LiveViewer, live
+from jaxmor.viewer.live_view import LiveViewer, live
 from jaxmor.viewer.offscreen import Camera, fit_camera, render
 from jaxmor.viewer.page import show, write_html
 from jaxmor.viewer.scene import GEOMETRIES, ViewOptions, trajectory_html

@@ -45,7 +45,9 @@ class LiveViewer:
         draws: how many times the robot was drawn (for tests and progress).
     """
 
-    def __init__(self, model: Model, *, port: int = 0, max_rate: float = 30.0, model_axes=None, **options: Any):
+    def __init__(
+        self, model: Model, *, port: int = 0, max_rate: float = 30.0, model_axes: Model | None = None, **options: Any
+    ):
         if not (isinstance(max_rate, (int, float)) and 0 < max_rate <= 240):
             raise ArgumentError(f"max_rate must be a number in (0, 240] [Hz], got {max_rate!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 65536:
@@ -324,7 +326,9 @@ class LiveViewer:
             self.server.stop()
 
 
-def live(model: Model, *, port: int = 0, max_rate: float = 30.0, model_axes=None, **options: Any) -> LiveViewer:
+def live(
+    model: Model, *, port: int = 0, max_rate: float = 30.0, model_axes: Model | None = None, **options: Any
+) -> LiveViewer:
     """Serve a live view of ``model`` on localhost, for a simulation loop to update (module docstring).
 
     Args:
