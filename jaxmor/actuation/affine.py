@@ -543,6 +543,10 @@ def affine_generalized_force(
         nv = v.shape[0]
     if isinstance(nv, bool) or not isinstance(nv, (int, np.integer)) or nv != v.shape[0]:
         raise ArgumentError(f"nv must be the int length of v ({v.shape[0]}), got {nv!r}")
-    tau = affine_force_at(act, ctrl, q_joint, v_joint)
-    v_idx = np.asarray(act.v_index, dtype=np.int64)
-    return jnp.zeros((int(nv),), tau.dtype).at[v_idx].add(tau)
+    return to_dofs(act, affine_force_at(act, ctrl, q_joint, v_joint), int(nv))
+
+
+def to_dofs(act: AffineActuators, torque: jnp.ndarray, nv: int) -> jnp.ndarray:
+    """(nv,) the joint actuators' torques ``torque`` (nu,) [Nm or N] added into their DOFs (``act.v_index``); the
+    other DOFs get 0."""
+    return jnp.zeros((nv,), torque.dtype).at[np.asarray(act.v_index, np.int32)].add(torque)

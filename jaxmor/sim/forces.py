@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.actuation.affine import affine_generalized_force, affine_law, joint_state, law_inputs
+from jaxmor.actuation.affine import affine_generalized_force, affine_law, joint_state, law_inputs, to_dofs
 from jaxmor.actuation.backlash import active_mask, backlash_actuators, backlash_dofs, rotor_view
 from jaxmor.actuation.drive import Drive, actuate, begin
 from jaxmor.actuation.motor_dynamics import cogging_torque
@@ -113,7 +113,7 @@ def affine_joint_force(model: Model, state: State) -> jax.Array:
     torque = act.gear.astype(force.dtype) * force
     if act.on_tendons:
         return actuator_moment(model, force.dtype).T @ torque
-    return jnp.zeros(model.nv, force.dtype).at[np.asarray(act.v_index, np.int32)].add(torque)
+    return to_dofs(act, torque, model.nv)
 
 
 def actuator_joint_force(model: Model, state: State, motor_torque: jax.Array) -> jax.Array:
