@@ -174,21 +174,39 @@ class ContactOverlay:
         self.cloud.visible = self.arrows.visible = True
 
 
+def panel_columns(na: int) -> int:
+    """Columns of the actuator panel's grid of ``na`` plots."""
+    return int(np.ceil(np.sqrt(na)))
+
+
+def panel_place(place: Layout, na: int, top: float) -> tuple[np.ndarray, float]:
+    """``(corner, scale)`` of the actuator panel: as wide as the worlds (plots at least :data:`PANEL_PLOT`), in a
+    vertical plane behind them, its lowest row above ``top`` [m]."""
+    columns = panel_columns(na)
+    rows = -(-na // columns)
+    unit = PANEL_PLOT[0] + PANEL_GAP
+    tallest = max(top, 0.3) * 2.0  # the panel stands no higher than twice the robots, which the camera frames
+    scale = max(1.0, min(1.6 * float(place.half[0]) / (columns * unit), tallest / (rows * (PANEL_PLOT[1] + PANEL_GAP))))
+    width, height = (PANEL_PLOT[0] + PANEL_GAP) * scale, (PANEL_PLOT[1] + PANEL_GAP) * scale
+    left = place.centre[0] - (columns - 1) * width / 2
+    corner = np.array([left, place.centre[1] + place.half[1] + 0.3, 0.8 * top + (rows - 0.5) * height])
+    return corner, scale
+
+
 class ActuatorPanel:
     """The actuator panel: each DC-motor actuator's region outline and its operating point in world 0, plots on
     a grid in a vertical plane behind the worlds (``state``: the frames' actuator states, replaced by the live
     view at each drawing)."""
 
-    def __init__(self, server, model, frames, corner: np.ndarray):
+    def __init__(self, server, model, frames, corner: np.ndarray, scale: float = 1.0):
         region = overlays.regions(model)
         na = model.na
-        columns = int(np.ceil(np.sqrt(na)))
-        width, height = PANEL_PLOT
+        columns = panel_columns(na)
+        self.size = np.asarray(PANEL_PLOT) * scale
+        width, height = self.size
+        gap = PANEL_GAP * scale
         self.origins = np.array(
-            [
-                corner + [(a % columns) * (width + PANEL_GAP), 0.0, -(a // columns) * (height + PANEL_GAP)]
-                for a in range(na)
-            ]
+            [corner + [(a % columns) * (width + gap), 0.0, -(a // columns) * (height + gap)] for a in range(na)]
         )
         self.region = region
         self.state = frames.states.actuator_state
@@ -212,9 +230,9 @@ class ActuatorPanel:
             server.scene.add_label(
                 f"/actuators/name_{a}",
                 model.actuators.names[a],
-                position=self.origins[a] + [-width / 2, 0.0, height / 2 + 0.03],
+                position=self.origins[a] + [-width / 2, 0.0, height / 2 + 0.03 * scale],
                 font_size_mode="scene",
-                font_scene_height=0.025,
+                font_scene_height=0.035 * scale,
             )
         server.scene.add_line_segments(
             "/actuators/regions",
@@ -224,11 +242,11 @@ class ActuatorPanel:
             thickness_units="screen",
         )
         self.cloud = server.scene.add_point_cloud(
-            "/actuators/points", self._points(0), self._colours(0), point_size=0.02, point_shape="circle"
+            "/actuators/points", self._points(0), self._colours(0), point_size=0.02 * scale, point_shape="circle"
         )
 
     def _place(self, a: int, speed: np.ndarray, torque: np.ndarray) -> np.ndarray:
-        width, height = PANEL_PLOT
+        width, height = self.size
         x = np.clip(speed / self.region.speed_scale[a], -1, 1) * width / 2
         z = np.clip(torque / self.region.torque_scale[a], -1, 1) * height / 2
         return self.origins[a] + np.column_stack([x, np.zeros_like(x), z])
@@ -287,8 +305,11 @@ def record_page(model: Model, states: State, **options) -> tuple[str, np.ndarray
         if opts.contacts:
             contacts = ContactOverlay(server, opts.force_scale)
             contacts.load(first, frames, opts.model_axes, place.offsets)
-        corner = np.array([-place.extent[0], place.extent[1] + 0.3, top + 0.3])
-        panel = ActuatorPanel(server, first, frames, corner) if opts.actuators and first.na else None
+        panel = (
+            ActuatorPanel(server, first, frames, *panel_place(place, first.na, top))
+            if opts.actuators and first.na
+            else None
+        )
         for t in range(len(frames.steps)):
             for handle, _, wxyz, position in moving:
                 handle.batched_wxyzs = wxyz[t]
