@@ -4,8 +4,8 @@ Models, all read offline: the Menagerie Unitree Go2 (``tests/data/unitree_go2``,
 ``scene_mjx.xml``, in the repository), the Barkour quadruped of mujoco-mjx's test data (its flat floor in place of
 its height field, which the comparison does not need), mujoco-mjx's humanoid (its feet touch the floor through
 explicit ``<pair>``s), the dm_control suite's cheetah, walker, hopper, humanoid and quadruped and its rodent walker
-(the dm-control wheel's XML files, read as files: dm_control is not imported; the last two need activation dynamics,
-ellipsoid pairs and fixed tendons). They cover free and fixed bases,
+and dog (the dm-control wheel's XML files, read as files: dm_control is not imported; the last three need activation
+dynamics, ellipsoid pairs and fixed tendons; the dog runs in the slow tier). They cover free and fixed bases,
 slide and hinge roots, several joints in one body with anchors off the body's origin, inertias from explicit
 ``<inertial>`` elements and from geoms (capsules given by ``fromto``, ``settotalmass``), degrees and
 radians, default classes and ``childclass``, armature.
@@ -42,6 +42,7 @@ MODELS = [
     "humanoid",
     "quadruped",
     "rodent",
+    pytest.param("dog", marks=pytest.mark.slow),  # 35 s on 2 cores; the default run is at its budget
 ]
 
 
@@ -212,6 +213,16 @@ def test_the_mjx_humanoid_falls_as_in_mujoco_until_its_feet_touch():
     assert np.abs(q.jaxmor[:before] - q.mujoco[:before]).max() < TOL
 
 
+def _moved(m) -> float:
+    """How far MuJoCo moved geoms it found in their body's inertial frame [m]: it flags a geom whose frame lies
+    within its compiler's tolerance of that frame ``mjSAMEFRAME_INERTIA`` and places it at ``xipos`` instead of at
+    ``xpos + xmat geom_pos`` (the dog's humeri by 2.9e-7 m); jaxmor places every geom at its ``pos``."""
+    same = m.geom_sameframe == mujoco.mjtSameFrame.mjSAMEFRAME_INERTIA
+    if not same.any():
+        return 0.0
+    return float(np.abs(m.geom_pos[same] - m.body_ipos[m.geom_bodyid[same]]).max())
+
+
 def test_compare_converts_as_the_reference_does(pair):
     """``jaxmor.tools.compare``'s conversions and quantities against the test reference's (independent code)."""
     from jaxmor.tools import compare
@@ -232,7 +243,7 @@ def test_compare_converts_as_the_reference_does(pair):
     np.testing.assert_allclose(report["bias"].mujoco, b_ref, atol=1e-12)
     assert report["mass_matrix"].max_abs < TOL * max(1.0, report["mass_matrix"].scale), name
     assert report["bias"].max_abs < TOL * max(1.0, report["bias"].scale), name
-    assert report["body_position"].max_abs < TOL and report["geom_position"].max_abs < TOL, name
+    assert report["body_position"].max_abs < TOL and report["geom_position"].max_abs < TOL + _moved(ref.m), name
     assert "mass_matrix" in str(report)
 
 
