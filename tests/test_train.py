@@ -106,6 +106,15 @@ def test_a_live_run_shows_its_worlds(tmp_path, monkeypatch):
     assert not np.array_equal(np.asarray(seen[0].q), np.asarray(seen[1].q))  # the worlds moved
 
 
+def test_an_evaluation_needs_a_world_per_fixed_command():
+    from jaxmor.train.evaluate import evaluate
+
+    with pytest.raises(ArgumentError, match=r"worlds must be at least the number of fixed commands \(3\), got 2"):
+        evaluate(None, RunConfig(), worlds=2)  # refused before the policy is used
+    with pytest.raises(ArgumentError, match="worlds must be an int >= 1"):
+        evaluate(None, RunConfig(), worlds=0, commands=None)
+
+
 def test_a_run_folder_refuses_other_settings(whole):
     other = dataclasses.replace(_config(6), motor_model="box")
     with pytest.raises(ArgumentError, match="other settings"):

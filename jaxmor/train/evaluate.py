@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.envs.terms import STANDING
+from jaxmor.errors import ArgumentError
 from jaxmor.train.policy import Policy
 from jaxmor.train.run import RunConfig, make_env
 
@@ -131,7 +132,14 @@ def evaluate(
         commands), ``"slip_speed"`` [m/s], ``"gait"`` (bool: every foot's swing >= MIN_SWING and slip < MAX_SLIP), and
         ``"rows"``: per fixed command, its worlds' figures (``command``, ``speed`` reached, ``tracking_error``,
         ``falls``, ``swing`` (smallest foot's share off the ground, whatever the command), ``slip_speed``).
+
+    Raises:
+        ArgumentError: fewer ``worlds`` than fixed ``commands`` (a command without a world has no figures).
     """
+    if isinstance(worlds, bool) or not isinstance(worlds, (int, np.integer)) or worlds < 1:
+        raise ArgumentError(f"worlds must be an int >= 1, got {worlds!r}")
+    if commands is not None and worlds < len(commands):
+        raise ArgumentError(f"worlds must be at least the number of fixed commands ({len(commands)}), got {worlds}")
     substeps = max(1, round(config.substeps / timestep_factor))
     timestep = config.timestep * config.substeps / substeps
     control = timestep * substeps
