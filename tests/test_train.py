@@ -41,10 +41,29 @@ def _lines(folder) -> list[dict]:
     return [{k: v for k, v in ln.items() if k not in ("seconds", "env_steps_per_second")} for ln in lines]
 
 
+#: What the uninterrupted run's live view was handed (the ``whole`` fixture): lines said, States, viewers.
+WATCHED: dict[str, list] = {"said": [], "seen": [], "made": []}
+
+
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory):
+    """The uninterrupted 6-iteration run, with ``watch=True``: a live view served for it, whose ``update`` is
+    recorded (nobody opens the page, so it draws nothing; the resumed run, unwatched, must still match it)."""
+    from jaxmor.viewer import live_view
+
+    real = live_view.live
+
+    def recording(model, **options):
+        view = real(model, **options)
+        update = view.update
+        view.update = lambda sims: (WATCHED["seen"].append(sims), update(sims))[1]
+        WATCHED["made"].append(view)
+        return view
+
     folder = tmp_path_factory.mktemp("whole")
-    train(folder, _config(6), log_every=1, checkpoint_seconds=1e9, progress=None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(live_view, "live", recording)
+        train(folder, _config(6), log_every=1, checkpoint_seconds=1e9, progress=WATCHED["said"].append, watch=True)
     return folder
 
 
@@ -81,26 +100,13 @@ def test_a_run_folder_holds_its_metrics_policy_and_curve(whole):
     )
 
 
-def test_a_live_run_shows_its_worlds(tmp_path, monkeypatch):
+def test_a_live_run_shows_its_worlds(whole):
     """``watch=True`` (``jaxmor train --live``) serves a live view and hands it the first device's worlds after
-    every iteration; the view is closed at the end. The view is the real one, its ``update`` recorded."""
-    from jaxmor.viewer import live_view as live_module
-
-    seen, made, real = [], [], live_module.live
-
-    def recording(model, **options):
-        view = real(model, **options)
-        update = view.update
-        view.update = lambda sims: (seen.append(sims), update(sims))[1]
-        made.append(view)
-        return view
-
-    monkeypatch.setattr(live_module, "live", recording)
-    said = []
-    train(tmp_path / "run", _config(2), log_every=1, progress=said.append, watch=True)
-    assert any(line.startswith("live view at http://127.0.0.1:") for line in said)
+    every iteration; the view is closed at the end."""
+    assert any(line.startswith("live view at http://127.0.0.1:") for line in WATCHED["said"])
     devices = len(jax.local_devices())  # PPO splits the worlds over the local devices
-    assert len(seen) == 2 and made[0]._closed
+    seen = WATCHED["seen"]
+    assert len(seen) == 6 and len(WATCHED["made"]) == 1 and WATCHED["made"][0]._closed
     for sims in seen:
         assert isinstance(sims, State) and sims.q.shape == (TINY.worlds // devices, 19)
     assert not np.array_equal(np.asarray(seen[0].q), np.asarray(seen[1].q))  # the worlds moved
