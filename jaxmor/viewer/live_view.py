@@ -63,7 +63,8 @@ class LiveViewer:
         self._syncing = False
         self._lock = threading.Lock()
         first = world_model(model, model_axes, 0)
-        self._parts = [p for p in scene_parts(first, opts) if p.body >= 0 or p.link >= 0]
+        parts = scene_parts(first, opts)  # reads the robot file's visuals: once
+        self._parts = [p for p in parts if p.body >= 0 or p.link >= 0]
         viser = viser_module()
         with contextlib.redirect_stdout(io.StringIO()):
             self.server = viser.ViserServer(host="127.0.0.1", port=port, verbose=False)
@@ -73,7 +74,7 @@ class LiveViewer:
             self.server.scene.add_mesh_simple(
                 f"/world/{part.name}", part.vertices, part.faces, color=part.colour, position=part.translation
             )
-        for part in scene_parts(first, opts):
+        for part in parts:
             if part.body < 0 and part.link < 0:
                 self.server.scene.add_mesh_simple(
                     f"/world/{part.name}",

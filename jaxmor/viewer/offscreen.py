@@ -196,11 +196,6 @@ class _Scene:
     place: Layout
     worlds: int
 
-    @property
-    def reach(self) -> float:
-        """The farthest vertex of any part from its own origin [m]."""
-        return max((float(np.linalg.norm(p.vertices, axis=1).max(initial=0.0)) for p in self.parts), default=0.1)
-
     def body_positions(self) -> np.ndarray:
         """(T, W, nb, 3) the bodies' positions as drawn (the worlds' offsets added) [m]."""
         return self.poses[1] + self.place.offsets[None, :, None]
@@ -227,7 +222,7 @@ def _fitted(camera: Camera, scene: _Scene) -> Camera:
         positions = positions[:1, camera.world]
     points = positions.reshape(-1, 3)
     low, high = points.min(axis=0, initial=np.inf), points.max(axis=0, initial=-np.inf)
-    radius = (float(np.linalg.norm(high - low)) / 2 if points.size else 0.0) + scene.reach
+    radius = (float(np.linalg.norm(high - low)) / 2 if points.size else 0.0) + scene.place.reach
     distance = camera.distance or max(MIN_DISTANCE, 1.1 * radius / math.sin(math.radians(camera.fovy) / 2))
     lookat = camera.lookat
     if lookat is None and camera.track is None:

@@ -80,13 +80,15 @@ class Layout:
     """Where the worlds stand: world ``w`` is drawn moved by ``offsets[w]`` (W, 3) [m]; ``extent`` (2,) is the
     half size in ``x`` and ``y`` of the area they cover around the origin [m]; ``centre`` (3,) the middle of the
     drawn worlds' bodies over the trajectory, ``half`` (2,) the half size in ``x`` and ``y`` of the area the drawn
-    parts cover around it, and ``anchors`` (W, 3) each world's root body at the first frame, as drawn [m]."""
+    parts cover around it, ``anchors`` (W, 3) each world's root body at the first frame, as drawn, and ``reach``
+    the farthest vertex of any part from its own origin [m]."""
 
     offsets: np.ndarray
     extent: np.ndarray
     centre: np.ndarray
     half: np.ndarray
     anchors: np.ndarray
+    reach: float
 
 
 def layout(parts: list[Part], poses, spacing: float | None, placement: str = "grid") -> Layout:
@@ -119,7 +121,7 @@ def layout(parts: list[Part], poses, spacing: float | None, placement: str = "gr
     centre = (flat.min(axis=0) + flat.max(axis=0)) / 2 if flat.size else np.zeros(3)
     half = (flat.max(axis=0) - flat.min(axis=0))[:2] / 2 + reach if flat.size else np.full(2, reach)
     anchors = bodies[0, :, 0] if bodies.shape[2] else offsets
-    return Layout(offsets, extent, centre, half, anchors)
+    return Layout(offsets, extent, centre, half, anchors, reach)
 
 
 def frame_durations(frames: Frames, speed: float) -> np.ndarray:
