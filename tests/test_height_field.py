@@ -285,23 +285,26 @@ def test_a_binary_file_loads_as_mujocos(tmp_path):
     np.testing.assert_allclose(model.height_field.spacing, [3.0 / 3, 4.0 / 2], rtol=0, atol=1e-12)
 
 
-def test_a_grayscale_png_loads_as_mujocos_and_a_colour_one_is_refused(tmp_path):
+def test_grayscale_and_colour_pngs_load_as_mujocos(tmp_path):
+    """A colour PNG's heights are its red channel, as MuJoCo's decoder (lodepng) turns colour into grey; the green and
+    blue channels here differ from it, so their mean or a luminance would not match."""
     image = pytest.importorskip("PIL.Image")
     pixels = (np.arange(20).reshape(4, 5) ** 1.5).astype(np.uint8)
     image.fromarray(pixels, "L").save(tmp_path / "grey.png")
-    image.fromarray(np.stack([pixels] * 3, axis=-1), "RGB").save(tmp_path / "colour.png")
-    for name in ("grey", "colour"):
+    colour = np.stack([pixels, pixels[::-1], 255 - pixels], axis=-1)
+    image.fromarray(colour, "RGB").save(tmp_path / "colour.png")
+    image.fromarray(np.concatenate([colour, colour[..., :1]], axis=-1), "RGBA").save(tmp_path / "alpha.png")
+    for name in ("grey", "colour", "alpha"):
         (tmp_path / f"{name}.xml").write_text(
             f'<mujoco><asset><hfield name="h" file="{name}.png" size="1 1 0.4 0.1"/></asset><worldbody>'
             '<geom type="hfield" hfield="h" pos="0 0 0.1"/><body><freejoint/><geom size="0.1"/></body></worldbody>'
             "</mujoco>"
         )
-    model = _load(tmp_path / "grey.xml")
-    m = mujoco.MjModel.from_xml_path(str(tmp_path / "grey.xml"))
-    want = 0.1 + 0.4 * m.hfield_data.reshape(4, 5)  # MuJoCo's rows: the image's last row first
-    np.testing.assert_allclose(model.height_field.heights, want, rtol=0, atol=1e-7)
-    with pytest.raises(ModelError, match="must be grayscale"):
-        _load(tmp_path / "colour.xml")
+        model = _load(tmp_path / f"{name}.xml")
+        m = mujoco.MjModel.from_xml_path(str(tmp_path / f"{name}.xml"))
+        want = 0.1 + 0.4 * m.hfield_data.reshape(4, 5)  # MuJoCo's rows: the image's last row first
+        np.testing.assert_allclose(model.height_field.heights, want, rtol=0, atol=1e-7, err_msg=name)
+    np.testing.assert_allclose(_load(tmp_path / "colour.xml").height_field.heights, model.height_field.heights)
 
 
 def test_a_png_with_too_many_pixels_is_refused_from_its_header(tmp_path):

@@ -264,6 +264,27 @@ def test_unnamed_elements_are_named_by_mujocos_ids():
     assert m.nbody == 3 and m.njnt == 2 and m.ngeom == 4 and m.nu == 1
 
 
+def test_a_generated_name_never_takes_a_written_one():
+    """mujoco-mjx's ``pendula.xml`` names its eighth joint ``joint7`` after leaving the seventh unnamed: the name made
+    for the unnamed one (MuJoCo's id, ``joint7``) must step aside, not make the file a duplicate-name error."""
+    text = model_text(
+        '<body><joint/><geom name="geom1" size=".1"/><body name="body1"><joint name="joint0"/><geom size=".1"/>'
+        "</body></body>",
+        actuators='<motor joint="joint0"/>',
+    )
+    model, m = both(text)
+    assert model.body_joint_name == ("joint0_", "joint0")
+    assert model.link_names == ("body1_", "body1")
+    assert model.geom_names == ("geom1", "geom1_")
+    assert model.affine.v_index == (1,)  # the joint written "joint0", not the unnamed one
+    assert m.njnt == 2 and m.nbody == 3 and m.ngeom == 2 and m.actuator_trnid[0, 0] == 1
+    both_named = model_text(
+        '<body><joint name="a"/><geom size=".1"/><body><joint name="b"/><geom size=".1"/></body></body>',
+        actuators='<motor joint="a"/><motor joint="b" name="actuator0"/>',
+    )
+    assert jaxmor.load_mjcf(both_named).affine.names == ("actuator0_", "actuator0")
+
+
 # --------------------------------------------------------------------------------------------------
 # Actuators, default classes and keyframes.
 
@@ -479,6 +500,110 @@ def test_collision_meshes_are_their_convex_hulls(tmp_path):
     assert float(solid.body_mass[0]) == pytest.approx(1000.0 * 0.2 * 0.4 * 0.6, rel=1e-12)
     ignored = jaxmor.load_mjcf(text, assets_dir=tmp_path, meshes="ignore")
     assert ignored.ng == 0 and ignored.mesh_geoms == (("b", "cube.obj"),)
+
+
+def _write_msh(path, vertices, faces, normals: bool = True, extra: bytes = b"") -> None:
+    """A MuJoCo ``.msh`` file (written from its documented layout, not by jaxmor's reader's code)."""
+    vertices, faces = np.asarray(vertices, "<f4"), np.asarray(faces, "<i4")
+    nn = len(vertices) if normals else 0
+    header = np.array([len(vertices), nn, 0, len(faces)], "<i4")
+    unit = vertices / np.linalg.norm(vertices, axis=1, keepdims=True)
+    path.write_bytes(
+        header.tobytes() + vertices.tobytes() + (unit.tobytes() if normals else b"") + faces.tobytes() + extra
+    )
+
+
+def _box_triangles(half):
+    corners = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * half
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    return corners, [t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))]
+
+
+def test_an_msh_mesh_loads_as_mujoco_reads_it(tmp_path):
+    """MuJoCo's binary ``.msh`` format (the dm_control fruit fly's meshes): a box written as one gives MuJoCo's body
+    mass and inertia (from the mesh's volume) and its vertices where MuJoCo puts them; the tolerance is float32's,
+    the file's precision."""
+    corners, triangles = _box_triangles(np.array([0.1, 0.2, 0.3]))
+    _write_msh(tmp_path / "box.msh", corners, triangles)
+    text = model_text(
+        '<body name="b" pos="0 0 1" euler="10 20 30"><freejoint/><geom type="mesh" mesh="box" pos=".1 0 0"/></body>',
+        head='<asset><mesh file="box.msh" scale="1 2 1"/></asset>',
+    )
+    (tmp_path / "scene.xml").write_text(text)
+    model = jaxmor.load_mjcf(tmp_path / "scene.xml")
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "scene.xml"))
+    assert float(model.body_mass[0]) == pytest.approx(m.body_mass[1], rel=1e-6)
+    assert float(model.body_mass[0]) == pytest.approx(1000 * 0.2 * 0.8 * 0.6, rel=1e-6)  # density x the box's volume
+    ref = MujocoReference(model, m)
+    q, u, mass, bias = ref.terms(*ref.random_state(np.random.default_rng(4)))
+    assert rel_err(jaxmor.mass_matrix(model, q), mass) < 1e-6 and rel_err(jaxmor.bias_force(model, q, u), bias) < 1e-6
+    d, pose, k = ref.data, jaxmor.forward_kinematics(model, q), model.geom_link[0]  # MuJoCo's data at q
+    local = np.asarray(model.mesh_vertices[0, : model.mesh_vertex_count[0]])
+    in_body = local @ np.asarray(model.geom_rotation[0]).T + np.asarray(model.geom_translation[0])
+    ours = in_body @ np.asarray(pose.rotation[k]).T + np.asarray(pose.position[k])
+    start, count = m.mesh_vertadr[0], m.mesh_vertnum[0]
+    theirs = m.mesh_vert[start : start + count] @ d.geom_xmat[0].reshape(3, 3).T + d.geom_xpos[0]
+    np.testing.assert_allclose(np.sort(ours, axis=0), np.sort(theirs, axis=0), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("short", "shorter than its 16-byte header"),
+        ("extra", "where its .msh header declares"),
+        ("index", "a face index outside its 8 vertices"),
+        ("normals", "invalid .msh header"),
+    ],
+)
+def test_a_broken_msh_file_is_refused_naming_file_and_line(tmp_path, case, message):
+    corners, triangles = _box_triangles(np.array([0.1, 0.1, 0.1]))
+    path = tmp_path / "box.msh"
+    if case == "short":
+        path.write_bytes(b"\x08\x00\x00\x00")
+    elif case == "extra":
+        _write_msh(path, corners, triangles, extra=b"\x00" * 4)
+    elif case == "index":
+        _write_msh(path, corners, [*triangles[:-1], (0, 1, 8)])
+    else:
+        path.write_bytes(np.array([8, 3, 0, 0], "<i4").tobytes() + np.zeros(8 * 3 + 9, "<f4").tobytes())
+    text = model_text(
+        '<body><freejoint/><geom type="mesh" mesh="box"/></body>',
+        head='<asset>\n<mesh file="box.msh"/></asset>',
+    )
+    (tmp_path / "scene.xml").write_text(text)
+    with pytest.raises(ModelError, match=re.escape(message)) as info:
+        jaxmor.load_mjcf(tmp_path / "scene.xml")
+    assert "scene.xml:2:" in str(info.value) and "box.msh" in str(info.value)
+
+
+def test_dm_controls_asset_test_model_loads_as_mujoco_reads_it():
+    """dm_control's ``mjcf/test_assets/model_with_assets.xml`` (shipped in its wheel): STL meshes, a ``.msh`` mesh and
+    a height field from an RGB PNG (MuJoCo's decoder keeps the red channel). Every geom's vertices stand where
+    MuJoCo's do, and the heights are MuJoCo's (its field kept in float32)."""
+    dm_control = pytest.importorskip("dm_control")
+    path = os.path.join(os.path.dirname(dm_control.__file__), "mjcf", "test_assets", "model_with_assets.xml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = jaxmor.load_mjcf(path)
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    meshes = [g for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH]
+    assert len(meshes) == 3 and sorted(model.geom_mesh) == [0, 1, 2]
+    for g, ours in zip(meshes, range(3), strict=True):
+        local = np.asarray(model.mesh_vertices[model.geom_mesh[ours], : model.mesh_vertex_count[model.geom_mesh[ours]]])
+        world = local @ np.asarray(model.geom_rotation[ours]).T + np.asarray(model.geom_translation[ours])
+        mesh = m.geom_dataid[g]
+        start, count = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
+        theirs = m.mesh_vert[start : start + count] @ d.geom_xmat[g].reshape(3, 3).T + d.geom_xpos[g]
+        assert model.geom_link[ours] == -1 and len(world) == 8  # a cube's hull: its 8 corners
+        np.testing.assert_allclose(np.unique(world.round(6), axis=0), np.unique(theirs.round(6), axis=0), atol=2e-6)
+    field = model.height_field
+    rows, cols = m.hfield_nrow[0], m.hfield_ncol[0]
+    size = m.hfield_size[0]
+    want = d.geom_xpos[3][2] + size[2] * m.hfield_data.reshape(rows, cols)
+    np.testing.assert_allclose(np.asarray(field.heights), want, rtol=0, atol=1e-6)
+    assert np.ptp(np.asarray(field.heights)) > 0.1  # the image is not blank: a red-channel misread would show
 
 
 def test_options_flags_and_visual_geoms():

@@ -251,6 +251,8 @@ def read_mesh(path: Path, source: str, line: int | None) -> tuple[np.ndarray, np
 @functools.lru_cache(maxsize=64)
 def _read(key: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray]:
     path = key[0]
+    if Path(path).suffix.lower() == ".msh":
+        return _read_msh(Path(path))
     try:
         import trimesh
     except ImportError as err:
@@ -261,6 +263,36 @@ def _read(key: tuple[str, int, int]) -> tuple[np.ndarray, np.ndarray]:
         faces = np.array(mesh.faces, dtype=np.int64).reshape(-1, 3)
     except Exception as err:  # trimesh raises many types for unreadable files
         raise _HullError(f"cannot be read ({type(err).__name__}: {err})") from None
+    vertices.flags.writeable = faces.flags.writeable = False
+    return vertices, faces
+
+
+#: Header of MuJoCo's binary ``.msh`` mesh: four little-endian int32 counts (vertices, normals, texture
+#: coordinates, faces), then 3, 3 and 2 float32 per vertex, normal and coordinate and 3 int32 per face.
+_MSH_HEADER = np.dtype("<i4")
+
+
+def _read_msh(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A MuJoCo ``.msh`` file's vertices and faces (its normals and texture coordinates are not used); its size
+    must be exactly what its header declares and every face index a vertex's, as MuJoCo requires."""
+    data = path.read_bytes()  # at most MAX_MESH_BYTES: the caller checked the size
+    if len(data) < 16:
+        raise _HullError(f"is not a MuJoCo .msh file: {len(data)} bytes, shorter than its 16-byte header")
+    nv, nn, nt, nf = (int(x) for x in np.frombuffer(data[:16], _MSH_HEADER))
+    if min(nv, nn, nt, nf) < 0 or nv < 4 or nn not in (0, nv) or nt not in (0, nv):
+        raise _HullError(
+            f"has an invalid .msh header (vertices {nv}, normals {nn}, texture coordinates {nt}, faces {nf}): "
+            "MuJoCo needs at least 4 vertices and as many normals and coordinates as vertices, or none"
+        )
+    expected = 16 + 12 * nv + 12 * nn + 8 * nt + 12 * nf
+    if len(data) != expected:
+        raise _HullError(f"has {len(data)} bytes where its .msh header declares {expected}")
+    vertices = np.frombuffer(data, "<f4", 3 * nv, 16).astype(np.float64).reshape(nv, 3)
+    faces = np.frombuffer(data, "<i4", 3 * nf, expected - 12 * nf).astype(np.int64).reshape(nf, 3)
+    if not np.all(np.isfinite(vertices)):
+        raise _HullError("has a non-finite vertex coordinate")
+    if nf and (faces.min() < 0 or faces.max() >= nv):
+        raise _HullError(f"has a face index outside its {nv} vertices")
     vertices.flags.writeable = faces.flags.writeable = False
     return vertices, faces
 

@@ -588,7 +588,7 @@ class _Reader:
         check_known(doc, el, SPECS["body"])
         check_refused(doc, el, SPECS["body"], attrs)
         v = Values(doc, el, attrs)
-        name = attrs.get("name") or f"body{self.body_count}"
+        name = attrs.get("name") or doc.unnamed("body", self.body_count, "body")
         self.body_count += 1
         self._unique(el, name, {link.name for link in self.links}, "body")
         childclass = attrs.get("childclass", childclass)
@@ -780,10 +780,10 @@ class _Reader:
             attrs = attributes(el)
             check_known(doc, el, SPECS["freejoint"])
             check_refused(doc, el, SPECS["freejoint"], attrs)
-            name = attrs.get("name") or f"joint{self.joint_count}"
+            name = attrs.get("name") or doc.unnamed("joint", self.joint_count, "joint")
             return {"kind": "free", "name": name, "damping": 0.0, "armature": 0.0, "friction": 0.0}
         v = self.resolve(el, SPECS["joint"], "joint", childclass)
-        name = v.text("name") or f"joint{self.joint_count}"
+        name = v.text("name") or doc.unnamed("joint", self.joint_count, "joint")
         kind = v.choice("type", ("hinge", "slide", "ball", "free"), "hinge")
         damping, armature = v.nonnegative("damping"), v.nonnegative("armature")
         friction, stiffness = v.nonnegative("frictionloss"), v.nonnegative("stiffness")
@@ -891,7 +891,7 @@ class _Reader:
         kind = v.choice(
             "type", ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "hfield", "sdf"), "sphere"
         )
-        name = v.text("name") or f"geom{gid}"
+        name = v.text("name") or self.doc.unnamed("geom", gid, "geom")
         if kind == "sdf":
             raise v.error(f"geom {name!r}: sdf geoms are not supported")
         if v.has("mesh") and kind != "mesh":
@@ -1261,7 +1261,7 @@ class _Reader:
             check_known(self.doc, el, SPECS["key"])
             check_refused(self.doc, el, SPECS["key"], attrs)
             v = Values(self.doc, el, attrs)
-            name = v.text("name") or f"key{len(out)}"
+            name = v.text("name") or self.doc.unnamed("key", len(out), "key")
             qpos = v.numbers("qpos", nq) if v.has("qpos") else None
             qvel = v.numbers("qvel", nv) if v.has("qvel") else None
             ctrl = v.numbers("ctrl", len(actuators)) if v.has("ctrl") else None

@@ -132,7 +132,7 @@ def read_actuators(
             raise doc.error(el, f"unexpected element <{kind}> in <actuator>")
         v = _actuator_values(doc, classes, el, kind)
         index = len(out)
-        name = v.text("name") or f"actuator{index}"
+        name = v.text("name") or doc.unnamed("actuator", index, "actuator")
         if name in names:
             raise doc.error(el, f"duplicate actuator name {name!r}")
         names.add(name)

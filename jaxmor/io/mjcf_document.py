@@ -41,10 +41,34 @@ class Document:
     sources: list[str]
     main_dir: Path | None
     assets_dir: Path | None
+    written: dict[str, set[str]] | None = None
 
     def source(self, element) -> str:
         index = element.get(_SOURCE_ATTR)
         return self.sources[int(index)] if index is not None else self.sources[0]
+
+    def unnamed(self, stem: str, index: int, group: str) -> str:
+        """The name given to an unnamed element: ``stem + index`` (MuJoCo's id), with ``_`` added until no element of
+        ``group`` (a tag, or the section tag its elements sit in: ``actuator``, ``sensor``, ``tendon``,
+        ``equality``) anywhere in the file is named so, so a generated name never takes a written one."""
+        written = self._written_names().get(group, set())
+        name = f"{stem}{index}"
+        while name in written:
+            name += "_"
+        return name
+
+    def _written_names(self) -> dict[str, set[str]]:
+        if self.written is None:
+            self.written = {}
+            for el in self.root.iter():
+                name, kind = el.get("name"), tag(el)
+                if name is None or kind is None:
+                    continue
+                parent = el.getparent()
+                groups = {"freejoint": "joint"}.get(kind, kind), tag(parent) if parent is not None else None
+                for group in groups:
+                    self.written.setdefault(group, set()).add(name)
+        return self.written
 
     def error(self, element, message: str) -> ModelError:
         """A ModelError at the element's file and line; the message names the element's tag."""

@@ -45,7 +45,9 @@ def read_equalities(reader, sections) -> list[PointEquality | JointEquality | Te
             if kind not in EQUALITY_SPECS:
                 raise reader.doc.error(el, f"unexpected element <{kind}> in <equality>")
             v = reader.resolve(el, EQUALITY_SPECS[kind], "equality", None)
-            name = v.text("name", "") or f"equality{len(out)}"  # MuJoCo's id names an unnamed one
+            name = v.text("name", "") or reader.doc.unnamed(
+                "equality", len(out), "equality"
+            )  # MuJoCo's id names an unnamed one
             out.append(_coupling(v, name, kind) if kind in ("joint", "tendon") else _point(v, kind, name))
     return out
 

@@ -3,13 +3,13 @@ conventions into a :class:`~jaxmor.io.description.HeightFieldDescription` (the b
 :func:`jaxmor.with_height_field`).
 
 The heights come from ``elevation`` (``nrow x ncol`` numbers, the file's first row at the largest ``y``, as MuJoCo
-reads it; without it all 0, as MuJoCo starts them, with a warning), from a grayscale PNG ``file`` (its first pixel
-row at the largest ``y``; read with Pillow, an optional dependency) or from a MuJoCo binary ``file`` (two int32
-``nrow``, ``ncol``, then ``nrow x ncol`` float32, its first row at the smallest ``y``); files are found as mesh
-files are, beside the model. Either is normalized to ``[0, 1]`` as in MuJoCo (a constant field is all zeros), then
-scaled by ``size``'s elevation and raised by the geom's ``z``. A colour PNG is refused. The geom is static, in the
-world body, axis-aligned (a rotation is refused), one per model; its ``friction`` is the field's; its ``size[3]``
-(the base's depth) has no effect.
+reads it; without it all 0, as MuJoCo starts them, with a warning), from a PNG ``file`` (its first pixel row at the
+largest ``y``; a colour PNG's red channel, as MuJoCo's decoder reads it; read with Pillow, an optional dependency) or
+from a MuJoCo binary ``file`` (two int32 ``nrow``, ``ncol``, then ``nrow x ncol`` float32, its first row at the
+smallest ``y``); files are found as mesh files are, beside the model. Either is normalized to ``[0, 1]`` as in MuJoCo
+(a constant field is all zeros), then scaled by ``size``'s elevation and raised by the geom's ``z``. The geom is
+static, in the world body, axis-aligned (a rotation is refused), one per model; its ``friction`` is the field's; its
+``size[3]`` (the base's depth) has no effect.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def _elevation(v: Values, name: str) -> np.ndarray:
 
 
 def _png(v: Values, name: str, raw: bytes) -> np.ndarray:
-    """A grayscale PNG's pixels, its first row at the largest ``y`` (MuJoCo's reading); read with Pillow."""
+    """A PNG's pixels (a colour one's red channel), its first row at the largest ``y`` (MuJoCo's reading); read with
+    Pillow."""
     try:
         from PIL import Image  # optional: Pillow comes with the plot and test extras
     except ImportError:
@@ -100,9 +101,10 @@ def _png(v: Values, name: str, raw: bytes) -> np.ndarray:
         image.load()
     except (OSError, ValueError, Image.DecompressionBombError) as err:
         raise v.error(f"hfield {name!r}: not a readable PNG ({err})") from None
-    if image.mode not in ("L", "I;16", "I"):
-        raise v.error(f"hfield {name!r}: a PNG height field must be grayscale (mode L or I;16), got mode {image.mode}")
-    data = np.asarray(image, dtype=np.float64)
+    if image.mode in ("L", "I;16", "I"):
+        data = np.asarray(image, dtype=np.float64)
+    else:  # MuJoCo's PNG decoder (lodepng) turns colour into grey by keeping the red channel
+        data = np.asarray(image.convert("RGBA"))[..., 0].astype(np.float64)
     if data.ndim != 2 or min(data.shape) < 2:
         raise v.error(f"hfield {name!r}: a PNG height field needs at least 2 x 2 pixels, got {data.shape}")
     return data[::-1]

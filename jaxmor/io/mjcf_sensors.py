@@ -115,7 +115,7 @@ def read_site(reader, el, link: str, frame, childclass) -> Site:
         size[2 if shape in ("box", "ellipsoid") else 1] = np.linalg.norm(axis) / 2.0
     else:
         rotation, translation = reader.pose(v)
-    name = v.text("name") or f"site{len(reader.sites)}"
+    name = v.text("name") or reader.doc.unnamed("site", len(reader.sites), "site")
     taken = reader.site_names
     if name in taken:
         raise v.error(f"duplicate site name {name!r}")
@@ -210,7 +210,7 @@ def read_sections(
             kind = tag(el)
             if kind is None:
                 continue
-            name = el.get("name") or f"sensor{count}"
+            name = el.get("name") or doc.unnamed("sensor", count, "sensor")
             count += 1
             if kind in NOT_YET:
                 _skip(skipped, name, kind, "not read by jaxmor yet")

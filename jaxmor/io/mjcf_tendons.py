@@ -56,7 +56,7 @@ def read_tendons(reader, sections) -> list[Tendon]:
 
 def _fixed(reader, el, index: int) -> Tendon:
     v = reader.resolve(el, FIXED_SPEC, "tendon", None)
-    name = v.text("name") or f"tendon{index}"  # MuJoCo's id names an unnamed one
+    name = v.text("name") or reader.doc.unnamed("tendon", index, "tendon")  # MuJoCo's id names an unnamed one
     joints = [_joint(reader, child, name) for child in el if tag(child) is not None]
     if not joints:
         raise v.error(f"tendon {name!r} has no joints (a <fixed> tendon needs <joint joint coef>)")

@@ -3,7 +3,8 @@
 A :class:`~jaxmor.Model` keeps only what it simulates, so the viewer reads the robot file once more with the same
 reader (:func:`jaxmor.io.urdf.parse_urdf` or :func:`jaxmor.io.mjcf.parse_mjcf`, collision meshes ignored), which
 keeps each link's visuals (:class:`jaxmor.io.description.Visual`), and matches its links to the model's by name.
-Mesh files (STL, OBJ, DAE, ...) are read with trimesh, which viser installs.
+Mesh files (STL, OBJ, DAE, ...) are read with trimesh, which viser installs; MuJoCo's ``.msh`` files by jaxmor's own
+reader.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxmor.errors import ArgumentError
+from jaxmor.errors import ArgumentError, ModelError
 from jaxmor.io.description import Visual
+from jaxmor.io.mesh import read_mesh
 from jaxmor.types import Model
 from jaxmor.viewer import shapes
 from jaxmor.viewer.parts import VISUAL_COLOUR, Part, _safe
@@ -53,16 +55,23 @@ def load_mesh(path: str) -> shapes.Mesh | None:
     """The triangles of a mesh file, ``None`` when trimesh cannot read it (cached by path)."""
     import trimesh
 
-    try:
-        mesh = trimesh.load(path, force="mesh", process=False)
-    except Exception:  # trimesh raises many kinds for files it cannot read; such a visual is left out
+    if path.lower().endswith(".msh"):  # MuJoCo's own format, which trimesh does not read
+        try:
+            vertices, faces = read_mesh(Path(path), path, None)
+        except ModelError:
+            return None
+    else:
+        try:
+            mesh = trimesh.load(path, force="mesh", process=False)
+        except Exception:  # trimesh raises many kinds for files it cannot read; such a visual is left out
+            return None
+        vertices, faces = getattr(mesh, "vertices", ()), getattr(mesh, "faces", ())
+    if len(faces) == 0:
         return None
-    if not hasattr(mesh, "faces") or len(mesh.faces) == 0:
-        return None
-    faces = np.asarray(mesh.faces)
+    faces = np.asarray(faces)
     if len(faces) > MAX_TRIANGLES:
         faces = faces[:: -(-len(faces) // MAX_TRIANGLES)]
-    return np.asarray(mesh.vertices, np.float32), np.asarray(faces, np.uint32)
+    return np.asarray(vertices, np.float32), np.asarray(faces, np.uint32)
 
 
 def visual_mesh(visual: Visual) -> shapes.Mesh | None:
