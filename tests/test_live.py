@@ -204,5 +204,12 @@ def test_overlays_contact_forces_hold_the_weight():
         weight = float(np.sum(np.asarray(model.body_mass))) * 9.81
         assert overlay.held[0, 0].sum() >= 4 and overlay.cloud.visible
         np.testing.assert_allclose(forces.sum(axis=0), [0.0, 0.0, weight], atol=0.02 * weight)
+        viewer._show_actuators.value = True
+        viewer._draw(settled)
+        panel, base = viewer._panel, np.asarray(settled.q[:3])  # placed as the page places it (panel_place)
+        middle = (panel.origins.min(axis=0) + panel.origins.max(axis=0)) / 2
+        assert abs(middle[0] - base[0]) < 0.1 and panel.origins[:, 1].min() > base[1] + 0.3  # behind the robot
+        assert panel.origins[:, 2].min() - panel.size[1] / 2 > base[2]  # its lowest plot above the robot's base
+        assert panel.size[0] >= 0.3 and len(panel.origins) == model.na
     finally:
         viewer.close()

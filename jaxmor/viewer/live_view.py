@@ -23,8 +23,8 @@ from jaxmor.model import neutral_q
 from jaxmor.types import Model, State
 from jaxmor.viewer.frames import _poses_over_time, select_frames, world_model
 from jaxmor.viewer.parts import ground_parts
-from jaxmor.viewer.record import part_poses, rotations_to_wxyz, viser_module
-from jaxmor.viewer.scene import ActuatorPanel, ContactOverlay, ViewOptions, scene_parts
+from jaxmor.viewer.record import layout, part_poses, rotations_to_wxyz, viser_module
+from jaxmor.viewer.scene import ActuatorPanel, ContactOverlay, ViewOptions, panel_place, scene_parts
 
 #: Half size of the ground drawn around the origin [m].
 GROUND_HALF = 20.0
@@ -308,9 +308,10 @@ class LiveViewer:
         else:
             self._contacts.cloud.visible = self._contacts.arrows.visible = False
         if self._show_actuators.value and model.na:
-            if self._panel is None:
-                corner = body_p[0] + np.array([-1.0, 1.0, 0.6])
-                self._panel = ActuatorPanel(self.server, model, frames, corner)
+            if self._panel is None:  # placed and scaled as the page's, behind the robot where it first stands
+                place = layout(self._parts, poses, None, "states")
+                top = float(np.asarray(poses[1])[..., 2].max(initial=0.5)) + 0.2
+                self._panel = ActuatorPanel(self.server, model, frames, *panel_place(place, model.na, top))
             self._panel.state = frames.states.actuator_state
             self._panel.show(0)
 
