@@ -42,6 +42,32 @@ def quat_to_rotation(quat: jnp.ndarray) -> jnp.ndarray:
     )
 
 
+def rotation_to_quat(rotation: jnp.ndarray) -> jnp.ndarray:
+    """The unit quaternion (..., 4) ``w x y z`` with ``w >= 0`` of a rotation matrix (..., 3, 3): Shepperd's method,
+    each case taken where its diagonal term is the largest, so no division is by a small number."""
+    r = rotation
+    r00, r11, r22 = r[..., 0, 0], r[..., 1, 1], r[..., 2, 2]
+    d21, d02, d10 = r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]
+    s01, s02, s12 = r[..., 0, 1] + r[..., 1, 0], r[..., 0, 2] + r[..., 2, 0], r[..., 1, 2] + r[..., 2, 1]
+    case = jnp.argmax(jnp.stack([r00 + r11 + r22, r00, r11, r22], -1), axis=-1)
+    # 4 q_k^2 of the case's own component k, and the other components times 4 q_k
+    square = 1.0 + jnp.stack([r00 + r11 + r22, r00 - r11 - r22, r11 - r00 - r22, r22 - r00 - r11], -1)
+    big = jnp.sqrt(jnp.maximum(square, 1e-12)) / 2  # q_k where k is the case
+    rows = jnp.stack(
+        [
+            jnp.stack([big[..., 0], d21, d02, d10], -1),
+            jnp.stack([d21, big[..., 1], s01, s02], -1),
+            jnp.stack([d02, s01, big[..., 2], s12], -1),
+            jnp.stack([d10, s02, s12, big[..., 3]], -1),
+        ],
+        -2,
+    )
+    quat = jnp.take_along_axis(rows, case[..., None, None], axis=-2)[..., 0, :]
+    own = jnp.take_along_axis(big, case[..., None], axis=-1)
+    quat = jnp.where(jnp.arange(4) == case[..., None], quat, quat / (4.0 * own))
+    return quat * jnp.where(quat[..., :1] < 0, -1.0, 1.0)
+
+
 def quat_multiply(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     """Hamilton product ``a * b`` of quaternions ``w x y z``."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]

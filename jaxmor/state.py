@@ -22,6 +22,7 @@ from jaxmor.actuation.motor_dynamics import ABSOLUTE_ZERO, MotorState, initial_m
 from jaxmor.actuation.residual import SIGNALS, history_length, signals
 from jaxmor.checks import as_array, as_stored, as_vector, check_real_dtype, concrete, refuse_traced
 from jaxmor.errors import ArgumentError
+from jaxmor.math import rotation_to_quat
 from jaxmor.model import ball_joints, joint_coordinates, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
 from jaxmor.sim.kinematics import point_jacobian
@@ -92,7 +93,18 @@ def init_state(model: Model, q: ArrayLike | None = None, u: ArrayLike | None = N
         invalid=jnp.asarray(False),
         step_count=jnp.zeros((), jnp.int32),
         **_actuator_inputs(model, q, u, dtype),
+        **initial_mocap(model, dtype),
     )
+
+
+def initial_mocap(model: Model, dtype) -> dict[str, jax.Array]:
+    """``mocap_pos`` and ``mocap_quat`` as a world starts: each mocap body where the description puts it."""
+    links = np.array(model.mocap_links, dtype=np.int32)
+    rotation = jnp.asarray(model.link_rotation, dtype)[links].reshape(-1, 3, 3)
+    return {
+        "mocap_pos": jnp.asarray(model.link_translation, dtype)[links].reshape(-1, 3),
+        "mocap_quat": rotation_to_quat(rotation).reshape(-1, 4),
+    }
 
 
 def delay_slots(model: Model) -> int:
@@ -127,6 +139,7 @@ def state_shapes(model: Model) -> dict[str, tuple[int, ...]]:
     counts["nd"] = delay_slots(model)
     counts["nhist"] = history_length(model.actuators.residual)
     counts["nbl"] = sum(model.actuators.backlash.active)
+    counts["nmocap"] = len(model.mocap_links)
     shapes = {}
     for field in dataclasses.fields(State):
         shape = tuple(counts.get(d, d) for d in field.metadata["dims"])

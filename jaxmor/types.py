@@ -673,6 +673,9 @@ class Model:
         contact_pairs: pairs of geom indices tested for self-collision (static; empty unless enabled).
         collision_exclude: pairs of geom indices that :func:`jaxmor.with_self_collision` never pairs, from the
             description's ``<disable_collisions link1 link2/>`` elements (static).
+        mocap_links: the index in ``link_names`` of each mocap body (MJCF ``mocap="true"``): a link welded to the
+            world whose world pose is the State's ``mocap_pos``/``mocap_quat``, not its ``link_rotation`` and
+            ``link_translation`` (which give its initial pose) (static; empty without mocap bodies).
         opt: the simulation options (time step, gravity, solver sweeps).
         body_tree_rotation: (nb, 3, 3) rotation of each joint frame at ``q = 0`` in its parent body's frame.
         body_tree_translation: (nb, 3) origin of each joint frame in its parent body's frame [m].
@@ -783,6 +786,7 @@ class Model:
     ground: bool = struct.field(pytree_node=False)
     contact_pairs: tuple[tuple[int, int], ...] = struct.field(pytree_node=False)
     collision_exclude: tuple[tuple[int, int], ...] = struct.field(pytree_node=False)
+    mocap_links: tuple[int, ...] = struct.field(pytree_node=False)
     # Options.
     opt: Options
     # Bodies, links and geoms.
@@ -914,7 +918,7 @@ def _field(dims: tuple, guard: str | None = None, control: bool = False):
 
     * ``dims``: the shape of one world's value, in the model's counts (``"nq"``, ``"nv"``, ``"na"``, ``"nu"``,
       ``"nc"`` the contact slots of the budget, ``"nd"`` the command buffers' slots, ``"nbl"`` the actuators with
-      backlash) and integers; every leaf of a
+      backlash, ``"nmocap"`` the mocap bodies) and integers; every leaf of a
       nested field (ActuatorState, MotorState) has it;
     * ``guard``: what the step's guard (:func:`jaxmor.sim.guard.runnable`) requires of it before a step:
       ``"bounded"`` finite and within the divergence bound, ``"finite"`` every floating-point leaf finite,
@@ -999,6 +1003,10 @@ class State:
         backlash_rate: (nbl,) its rate, the rotor's velocity minus the gear output's [rad/s or m/s].
         act: (nu,) each affine actuator's activation, the input of its law where it has activation dynamics
             (``Model.affine.dynamics``; MuJoCo's ``act``), in control units; 0 (and unused) for the others.
+        mocap_pos: (nmocap, 3) world position of each mocap body (``Model.mocap_links``) [m], set like a control:
+            its geoms collide where it puts them; it holds until set again (MuJoCo's ``mocap_pos``).
+        mocap_quat: (nmocap, 4) its orientation, a quaternion ``w x y z`` (normalized where it is used; MuJoCo's
+            ``mocap_quat``).
         invalid: () bool, set when a step met a runtime value it cannot apply (only possible under
             ``jit``, where the setters cannot check values): a time step that is not positive and finite
             or a negative actuation limit (the world does not advance, as for ``nonfinite``), or an actuator
@@ -1052,3 +1060,6 @@ class State:
     backlash_rate: jax.Array = _field(dims=("nbl",), guard="bounded")
     # Activation dynamics of the affine actuators.
     act: jax.Array = _field(dims=("nu",), guard="finite")
+    # Mocap bodies: poses set like the controls.
+    mocap_pos: jax.Array = _field(dims=("nmocap", 3), guard="finite", control=True)
+    mocap_quat: jax.Array = _field(dims=("nmocap", 4), guard="finite", control=True)

@@ -422,6 +422,12 @@ FORMAT_7 = {
     ("model", "opt", "fluid_forces"): None,
     ("model", "opt", "wind"): "model/opt/wind",
 }
+#: What format 8 added (mocap bodies): format-7 files lack them.
+FORMAT_8 = {
+    ("model", "mocap_links"): None,
+    ("state", "mocap_pos"): "state/mocap_pos",
+    ("state", "mocap_quat"): "state/mocap_quat",
+}
 
 
 def _older(tmp_path, model, state, version: int, removed: dict):
@@ -453,7 +459,7 @@ def test_a_format_5_checkpoint_loads_with_no_constant_bias(tmp_path):
         '<actuator><position joint="j" kp="3"/></actuator></mujoco>'
     )
     state = jaxmor.init_state(model)
-    removed = {**FORMAT_7, ("model", "affine", "bias_0"): "model/affine/bias_0"}
+    removed = {**FORMAT_8, **FORMAT_7, ("model", "affine", "bias_0"): "model/affine/bias_0"}
     loaded, loaded_state = _older(tmp_path, model, state, 5, removed)
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.affine.bias_0.shape == (1,) and float(loaded.affine.bias_0[0]) == 0.0
@@ -471,8 +477,24 @@ def test_a_format_6_checkpoint_gets_the_window_and_no_activation_dynamics(tmp_pa
     model = jaxmor.with_height_field(body, np.zeros((8, 8)), spacing=0.1)
     assert model.height_field.window == 8  # 2 ceil(0.245 / 0.1) + 2
     state = jaxmor.init_state(model)
-    loaded, loaded_state = _older(tmp_path, model, state, 6, FORMAT_7)
+    loaded, loaded_state = _older(tmp_path, model, state, 6, {**FORMAT_8, **FORMAT_7})
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.height_field.window == 8 and loaded.affine.dynamics == ()
     assert float(loaded.affine.time_constant[0]) == 1.0 and float(loaded.affine.act_upper[0]) == np.inf
     assert not loaded.opt.fluid_forces and float(loaded.opt.density) == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_a_format_7_checkpoint_loads_without_mocap_bodies_and_mocap_links_are_checked(tmp_path):
+    """Format 7 is format 8 without mocap bodies: a batch of two worlds saved, made into a format-7 file, loads as
+    saved with no mocap bodies (their State fields empty, with the batch's axis). A format-8 file whose mocap link
+    is not welded to the world is refused."""
+    model = jaxmor.load_mjcf('<mujoco><worldbody><body><freejoint/><geom size=".1"/></body></worldbody></mujoco>')
+    states = jaxmor.init_states(model, None, 2)
+    loaded, loaded_states = _older(tmp_path, model, states, 7, FORMAT_8)
+    assert _identical(loaded, model) and _identical(loaded_states, states)
+    assert loaded.mocap_links == () and loaded_states.mocap_pos.shape == (2, 0, 3)
+    assert loaded_states.mocap_quat.shape == (2, 0, 4)
+    jaxmor.save_checkpoint(tmp_path / "bad.npz", model.replace(mocap_links=(0,)), jaxmor.init_state(model))
+    with pytest.raises(ModelError, match="mocap_links: .* not distinct links welded to the world"):
+        jaxmor.load_checkpoint(tmp_path / "bad.npz")

@@ -485,6 +485,8 @@ class RobotDescription:
             named start at the origin with the identity quaternion (free) or at 0 clipped into their limits.
         keyframes: the description's named states.
         sites: the named frames fixed on links (MJCF ``<site>``).
+        mocap_bodies: (MJCF ``<body mocap="true">``) the links welded to the world whose pose the State sets
+            (``State.mocap_pos``, ``mocap_quat``), in document order.
         sensors: the sensors, in document order.
         magnetic: the global magnetic flux (MJCF ``<option magnetic>``), ``None`` for MuJoCo's default.
         explicit_pairs: (MJCF ``<pair>``) the pairs collided whatever the bit masks, exclusions and self-collision
@@ -518,6 +520,7 @@ class RobotDescription:
     initial_q: dict[str, tuple[float, ...]] = field(default_factory=dict)
     keyframes: list[KeyframeDescription] = field(default_factory=list)
     sites: list[Site] = field(default_factory=list)
+    mocap_bodies: list[str] = field(default_factory=list)
     sensors: list[SensorDescription] = field(default_factory=list)
     magnetic: tuple[float, float, float] | None = None
     explicit_pairs: list[ContactPair] = field(default_factory=list)

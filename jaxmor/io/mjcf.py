@@ -109,6 +109,7 @@ from jaxmor.io.description import (
     Joint,
     KeyframeDescription,
     Link,
+    PointEquality,
     RobotDescription,
     combine_masses,
 )
@@ -236,6 +237,7 @@ class _Reader:
         self.body_masses: dict[str, list | None] = {}
         self.explicit_masses: dict[str, tuple] = {}
         self.sites: list = []  # the <site>s, as named frames (jaxmor.io.mjcf_sensors)
+        self.mocap_bodies: list[str] = []  # the mocap bodies' names (links welded to the world), document order
         self.site_names: set[str] = set()
 
     # ---------------------------------------------------------------------------------- attributes
@@ -324,6 +326,7 @@ class _Reader:
         keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
         sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors, tendon_ranges)
         equalities = read_equalities(self, sections.get("equality", []))
+        self._check_mocap_uses(sections, equalities, sensors)
         if self.rich_contacts:
             warnings.warn(
                 f"{doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} geom(s) "
@@ -350,6 +353,7 @@ class _Reader:
             initial_q=self.initial_q,
             keyframes=keyframes,
             sites=self.sites,
+            mocap_bodies=self.mocap_bodies,
             sensors=sensors,
             magnetic=read_magnetic(self, sections.get("option", [])),
             explicit_pairs=explicit,
@@ -598,6 +602,9 @@ class _Reader:
         self._read_inertial(el, name)
         joints = [c for c in el if tag(c) in ("joint", "freejoint")]
         names = _TakenNames({link.name for link in self.links}, {j.name for j in self.joints})
+        if v.flag("mocap", False):
+            self._check_mocap(el, name, joints, top and parent == "world")
+            self.mocap_bodies.append(name)
         if not joints:
             self._add_link(el, names, name, el.sourceline)
             self._add_joint(
@@ -614,6 +621,29 @@ class _Reader:
             return name, _IDENTITY, childclass
         self._read_body_joints(el, joints, names, name, parent, body_frame, childclass, top)
         return name, _IDENTITY, childclass
+
+    def _check_mocap(self, el, name: str, joints, top: bool) -> None:
+        """A mocap body is a child of the world body without joints (as MuJoCo requires); jaxmor also takes it
+        without child bodies and sites (not read yet)."""
+        if not top:
+            raise self.doc.error(el, f"body {name!r}: a mocap body must be a child of the world body")
+        if joints:
+            raise self.doc.error(el, f"body {name!r}: a mocap body cannot have joints")
+        inner = next((c for c in el.iter() if c is not el and tag(c) in ("body", "site")), None)
+        if inner is not None:
+            raise self.doc.error(inner, f"<{tag(inner)}> in mocap body {name!r}: not supported (geoms only)")
+
+    def _check_mocap_uses(self, sections, equalities, sensors) -> None:
+        """Refuse equalities and sensors on mocap bodies (not read yet: they would see the body where the file puts
+        it), naming their lines."""
+        mocap = set(self.mocap_bodies)
+        uses = [("equality", e.line, (e.link1, e.link2)) for e in equalities if isinstance(e, PointEquality)]
+        uses += [("sensor", x.line, (x.obj_name, x.ref_name)) for x in sensors]
+        for kind, line, names in uses:
+            body = next((n for n in names if n in mocap), None)
+            if body is not None:
+                source = self.doc.source(sections[kind][0])
+                raise ModelError(source, line, f"<{kind}> on mocap body {body!r}: not supported yet")
 
     def _read_body_joints(
         self, el, joints, names: _TakenNames, name: str, parent: str, body_frame: _Frame, childclass, top: bool

@@ -133,10 +133,9 @@ SPECS: dict[str, ElementSpec] = {
     "default": _spec("class"),
     "include": _spec("file"),
     "body": _spec(
-        "name childclass pos " + _ORIENTATION,
+        "name childclass pos mocap " + _ORIENTATION,
         "user sleep simple fuse",
         {
-            "mocap": (false, "mocap bodies are not supported"),
             "gravcomp": (zero, "gravity compensation (gravcomp) is not supported"),
         },
     ),

@@ -604,6 +604,7 @@ def _static_fields(description: RobotDescription, tree: ReducedTree, link_names,
         "ground": False,
         "contact_pairs": (),
         "collision_exclude": (),
+        "mocap_links": tuple(link_names.index(n) for n in description.mocap_bodies),
     }
 
 

@@ -55,12 +55,13 @@ FORMAT = "jaxmor-checkpoint"
 #: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0); 7: the height
 #: field's window (Model.height_field.window), the affine actuators' activation dynamics (Model.affine.dynamics,
 #: time_constant, act_lower, act_upper, act_early; State.act), the fluid (Model.opt.density, viscosity, wind,
-#: fluid_forces).
-FORMAT_VERSION = 7
+#: fluid_forces); 8: mocap bodies (Model.mocap_links, State.mocap_pos and mocap_quat).
+FORMAT_VERSION = 8
 #: The versions :func:`load_checkpoint` reads: format 5 is format 6 without the affine actuators' constant bias, which
 #: it reads as 0 (:func:`_from_format_5`); format 6 is format 7 without the height field's window, which it computes
-#: from the model, and without activation dynamics and fluid (:func:`_from_format_6`).
-READ_VERSIONS = (5, 6, FORMAT_VERSION)
+#: from the model, and without activation dynamics and fluid (:func:`_from_format_6`); format 7 is format 8 without
+#: mocap bodies (:func:`_from_format_7`).
+READ_VERSIONS = (5, 6, 7, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
 #: The entry of a file that holds a model beside other data (:func:`model_entries`).
@@ -329,6 +330,8 @@ def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tu
         _from_format_5(meta, arrays)
     if meta["version"] in (5, 6):
         _from_format_6(meta, arrays)
+    if meta["version"] in (5, 6, 7):
+        _from_format_7(meta, arrays)
     if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
         raise ModelError(source, None, "the file holds 64-bit arrays: enable jax_enable_x64 before loading it")
     decoder = Decoder(source, arrays)
@@ -336,6 +339,7 @@ def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tu
     if meta["version"] in (5, 6):
         model = refit_window(model)
     _check_activation(model.affine, source)
+    _check_mocap(model, source)
     try:
         check_options(model.opt, "model")
     except ArgumentError as err:
@@ -389,6 +393,31 @@ def _from_format_6(meta: dict, arrays: dict[str, np.ndarray]) -> None:
     if ctrl is not None and "act" not in state:
         state["act"] = {"array": "state/act"}
         arrays["state/act"] = np.zeros_like(ctrl)
+
+
+def _from_format_7(meta: dict, arrays: dict[str, np.ndarray]) -> None:
+    """A format-7 (or upgraded older) structure and arrays made format 8's in place: no mocap bodies (an empty
+    ``Model.mocap_links``, and the State's ``mocap_pos`` and ``mocap_quat`` empty, with the controls' world axes)."""
+    model = _fields(meta.get("model"))
+    if model is not None and "mocap_links" not in model:
+        model["mocap_links"] = {"tuple": []}
+    state = _fields(meta.get("state"))
+    ctrl = _array(arrays, state, "ctrl")
+    if ctrl is not None and "mocap_pos" not in state:
+        for name, width in (("mocap_pos", 3), ("mocap_quat", 4)):
+            state[name] = {"array": f"state/{name}"}
+            arrays[f"state/{name}"] = np.zeros((*ctrl.shape[:-1], 0, width), ctrl.dtype)
+
+
+def _check_mocap(model: Model, source: str) -> None:
+    """Refuse mocap links that are not distinct links welded to the world."""
+    links = model.mocap_links
+    if len(set(links)) != len(links) or any(
+        not isinstance(k, int) or not 0 <= k < model.nl or model.link_body[k] != -1 for k in links
+    ):
+        raise ModelError(
+            source, None, f"model.mocap_links: {brief_repr(links)} are not distinct links welded to the world"
+        )
 
 
 def _fields(node, *path: str) -> dict | None:

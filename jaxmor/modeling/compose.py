@@ -513,6 +513,7 @@ def combine(
         + tuple((a + ng, b + ng) for a, b in (*terrain_pairs(other), *other.contact_pairs)),
         terrain=(),
         collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
+        mocap_links=model.mocap_links + shift(other.mocap_links, nl),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
         affine=_affine(model.affine, other.affine, prefix, (model.nq, model.nv, model.tendons.nt)),
         tendons=combine_tendons(model, other, prefix),

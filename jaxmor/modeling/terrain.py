@@ -45,8 +45,8 @@ def _world_pairs(model: Model, pairs) -> dict[GeomType, list[tuple[int, int]]]:
     out: dict[GeomType, list[tuple[int, int]]] = {}
     for a, b in pairs:
         world, robot = (a, b) if model.geom_body[a] < 0 else (b, a)
-        if model.geom_body[world] >= 0 or model.geom_body[robot] < 0:
-            continue
+        if model.geom_body[world] >= 0 or model.geom_body[robot] < 0 or model.geom_link[world] in model.mocap_links:
+            continue  # a mocap body's geoms move: never binned
         kind = model.geom_type[world]
         if kind in TERRAIN_KINDS and pair_supported(kind, model.geom_type[robot]):
             out.setdefault(kind, []).append((world, robot))

@@ -140,7 +140,7 @@ def stages(model: Model, state: State) -> Stages:
     with jax.named_scope("free_motion"):
         free = free_motion(model, state, kin, dyn, frc)
     with jax.named_scope("collision"):
-        contacts = select(model, collide(model, kin.body))
+        contacts = select(model, collide(model, kin.body, (state.mocap_pos, state.mocap_quat)))
     with jax.named_scope("constraint"):
         cons = constraints(model, state, kin, contacts, free, frc)
     with jax.named_scope("solver"):

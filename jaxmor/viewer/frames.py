@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 from jaxmor.errors import ArgumentError
+from jaxmor.math import quat_to_rotation
 from jaxmor.sim.kinematics import kinematics, link_poses
 from jaxmor.types import Model, State
 
@@ -107,4 +108,19 @@ def frame_poses(model: Model, frames: Frames, model_axes: Model | None = None) -
     for w in range(frames.q.shape[1]):
         m = world_model(model, model_axes, w)
         worlds.append([np.asarray(x, float) for x in _poses_over_time(m, frames.q[:, w].astype(m.body_mass.dtype))])
-    return tuple(np.stack([world[k] for world in worlds], axis=1) for k in range(4))
+    poses = tuple(np.stack([world[k] for world in worlds], axis=1) for k in range(4))
+    return moved_mocap(model, poses, frames.states)
+
+
+def moved_mocap(model: Model, poses: tuple[np.ndarray, ...], states: State) -> tuple[np.ndarray, ...]:
+    """``poses`` (as :func:`frame_poses` gives them, leading axes ``(T, W)``) with the mocap bodies' links where
+    ``states`` (leaves ``(T, W, ...)``) put them (``mocap_pos``, ``mocap_quat`` normalized)."""
+    if not model.mocap_links:
+        return poses
+    links = list(model.mocap_links)
+    quat = np.asarray(states.mocap_quat, float)
+    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
+    link_r, link_p = poses[2].copy(), poses[3].copy()
+    link_r[..., links, :, :] = np.asarray(quat_to_rotation(quat))
+    link_p[..., links, :] = np.asarray(states.mocap_pos, float)
+    return (*poses[:2], link_r, link_p)

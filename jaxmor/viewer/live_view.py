@@ -21,7 +21,7 @@ import numpy as np
 from jaxmor.errors import ArgumentError
 from jaxmor.model import neutral_q
 from jaxmor.types import Model, State
-from jaxmor.viewer.frames import _poses_over_time, select_frames, world_model
+from jaxmor.viewer.frames import _poses_over_time, moved_mocap, select_frames, world_model
 from jaxmor.viewer.parts import ground_parts
 from jaxmor.viewer.record import layout, part_poses, rotations_to_wxyz, viser_module
 from jaxmor.viewer.scene import ActuatorPanel, ContactOverlay, ViewOptions, panel_place, scene_parts
@@ -276,6 +276,7 @@ class LiveViewer:
         poses = [
             np.asarray(x, float)[:, None] for x in _poses_over_time(model, row[None].astype(model.body_mass.dtype))
         ]
+        poses = moved_mocap(model, poses, jax.tree.map(lambda x: np.asarray(x)[None, None], one))
         with self.server.atomic():
             for handle, part in zip(self._handles, self._parts, strict=True):
                 rotation, position = part_poses(part, poses)

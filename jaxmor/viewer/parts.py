@@ -82,21 +82,23 @@ def geom_mesh(model: Model, g: int) -> shapes.Mesh:
 
 
 def collision_parts(model: Model) -> list[Part]:
-    """A part for every collision geom: robot geoms move with their bodies, world geoms stay."""
+    """A part for every collision geom: robot geoms move with their bodies, a mocap body's with its link, world geoms
+    stay."""
     parts = []
     for g, name in enumerate(model.geom_names):
         vertices, faces = geom_mesh(model, g)
+        rotation, translation = np.asarray(model.geom_rotation[g], float), np.asarray(model.geom_translation[g], float)
+        link = model.geom_link[g] if model.geom_link[g] in model.mocap_links else -1
+        if link >= 0:  # the geom's pose in its mocap body's frame (Model.link_*: the body's pose in the file)
+            link_r = np.asarray(model.link_rotation[link], float)
+            rotation, translation = (
+                link_r.T @ rotation,
+                link_r.T @ (translation - np.asarray(model.link_translation[link])),
+            )
+        colour = GEOM_COLOURS[model.geom_type[g]]
         parts.append(
             Part(
-                f"geom/{g}_{_safe(name)}",
-                vertices,
-                faces,
-                GEOM_COLOURS[model.geom_type[g]],
-                1.0,
-                model.geom_body[g],
-                -1,
-                np.asarray(model.geom_rotation[g], float),
-                np.asarray(model.geom_translation[g], float),
+                f"geom/{g}_{_safe(name)}", vertices, faces, colour, 1.0, model.geom_body[g], link, rotation, translation
             )
         )
     return parts

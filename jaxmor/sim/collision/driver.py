@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmor.errors import ArgumentError
-from jaxmor.math import safe_sqrt
+from jaxmor.math import quat_to_rotation, safe_sqrt
 from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
 from jaxmor.sim.collision.ground import (
     box_points,
@@ -310,10 +310,13 @@ def _checked_poses(model: Model, poses: Poses) -> tuple[jax.Array, jax.Array]:
     return position.astype(dtype), rotation.astype(dtype)
 
 
-def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple[jax.Array, jax.Array, np.ndarray]:
+def _geom_poses(
+    model: Model, position: jax.Array, rotation: jax.Array, mocap=None
+) -> tuple[jax.Array, jax.Array, np.ndarray]:
     """World ``(position (n, 3), rotation (n, 3, 3))`` of the geoms that need them (with a terrain: those of the
     ground and pair slots and the terrain's robot geoms, not its world geoms; else all; geoms welded to the world
-    keep their poses), and ``at`` (ng,) int32 the row of each geom (static)."""
+    keep their poses, those of mocap bodies are moved to ``mocap``: ``(mocap_pos, mocap_quat)``, the file's poses
+    without it), and ``at`` (ng,) int32 the row of each geom (static)."""
     dtype = position.dtype
     used = np.arange(model.ng)
     geom_r, geom_t = model.geom_rotation.astype(dtype), model.geom_translation.astype(dtype)
@@ -326,7 +329,30 @@ def _geom_poses(model: Model, position: jax.Array, rotation: jax.Array) -> tuple
     gb = np.array(model.geom_body, dtype=np.int32)[used] + 1  # index 0 of the padded body arrays is the world
     body_r = jnp.concatenate([jnp.eye(3, dtype=dtype)[None], rotation])[gb]
     body_p = jnp.concatenate([jnp.zeros((1, 3), dtype), position])[gb]
-    return body_p + jnp.einsum("gij,gj->gi", body_r, geom_t), body_r @ geom_r, at
+    geom_p, geom_r = body_p + jnp.einsum("gij,gj->gi", body_r, geom_t), body_r @ geom_r
+    if mocap is not None and model.mocap_links:
+        geom_p, geom_r = _mocap_geom_poses(model, used, geom_p, geom_r, mocap)
+    return geom_p, geom_r, at
+
+
+def _mocap_geom_poses(model: Model, used: np.ndarray, geom_p, geom_r, mocap) -> tuple[jax.Array, jax.Array]:
+    """The poses of the geoms of mocap bodies among ``used`` moved with their bodies: each geom keeps its pose in
+    its mocap body's frame (``Model.link_rotation``/``link_translation``: the body's pose in the file), which is
+    put where the State's ``mocap_pos`` and (normalized) ``mocap_quat`` say."""
+    mocap_of = {link: m for m, link in enumerate(model.mocap_links)}
+    rows = np.array([k for k, g in enumerate(used) if model.geom_link[g] in mocap_of], dtype=np.int32)
+    if not rows.size:
+        return geom_p, geom_r
+    dtype = geom_p.dtype
+    links = np.array([model.geom_link[used[k]] for k in rows], dtype=np.int32)
+    which = np.array([mocap_of[int(link)] for link in links], dtype=np.int32)
+    link_r, link_t = model.link_rotation.astype(dtype)[links], model.link_translation.astype(dtype)[links]
+    local_r = jnp.swapaxes(link_r, 1, 2) @ geom_r[rows]
+    local_t = jnp.einsum("gji,gj->gi", link_r, geom_p[rows] - link_t)
+    pos, quat = (jnp.asarray(x, dtype) for x in mocap)
+    body_r = quat_to_rotation(quat[which])
+    moved_p = pos[which] + jnp.einsum("gij,gj->gi", body_r, local_t)
+    return geom_p.at[rows].set(moved_p), geom_r.at[rows].set(body_r @ local_r)
 
 
 def _hulls(model: Model, geoms, dtype) -> tuple:
@@ -555,13 +581,15 @@ def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) ->
     return out
 
 
-def collide(model: Model, poses: Poses) -> Contacts:
+def collide(model: Model, poses: Poses, mocap: tuple[jax.Array, jax.Array] | None = None) -> Contacts:
     """Contact candidates of every slot (layout and conventions: ``docs/design/collision.md``).
 
     Args:
         model: the model.
         poses: world poses of the bodies (:func:`jaxmor.sim.kinematics.body_poses`), (nb, 3, 3) and (nb, 3);
             their dtype is the result's.
+        mocap: ``(mocap_pos (nmocap, 3), mocap_quat (nmocap, 4))`` the mocap bodies' poses (``State``'s);
+            ``None``: where the description puts them.
 
     Returns:
         :class:`Contacts` with :func:`contact_count` slots.
@@ -581,7 +609,7 @@ def collide(model: Model, poses: Poses) -> Contacts:
         empty = jnp.zeros((0,), dtype)
         shapes = (empty, jnp.zeros((0, 3), dtype), jnp.zeros((0, 3, 3), dtype), empty, empty)
         return Contacts(*shapes, body_a, body_b, key, overflow)
-    geom_p, geom_r, at = _geom_poses(model, position, rotation)
+    geom_p, geom_r, at = _geom_poses(model, position, rotation, mocap)
     parts = []
     if _ground_geoms(model):
         parts.append(_ground_contacts(model, geom_p, geom_r, at))

@@ -1,0 +1,160 @@
+"""Mocap bodies (MJCF ``<body mocap="true">``): bodies welded to the world whose pose the State sets per step.
+
+References: MuJoCo on the same files (its ``mocap_pos``/``mocap_quat`` start at the body's pose in the file, its
+mass matrix and bias do not see the mocap body), and closed forms: a ball rests on a mocap paddle at the paddle's
+top plus its radius wherever the paddle is put; a box on a paddle tilted by ``mocap_quat`` slides down it at
+``g (sin a - mu cos a)``. Float64; tolerances stated where they are used.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from reference import MujocoReference, rel_err
+
+import jaxmor
+from jaxmor import ModelError
+
+mujoco = pytest.importorskip("mujoco")
+
+PADDLE = """<mujoco><option timestep="0.002"/><worldbody><geom type="plane" size="5 5 .1"/>
+<body name="paddle" mocap="true" pos="0.2 0 0.5" euler="0 0 30">
+  <geom name="pad" type="box" size=".3 .3 .02" pos=".1 0 0"/></body>
+<body name="ball" pos="0.2 0 0.7"><freejoint/><geom type="sphere" size=".05"/></body>
+<body name="arm" pos="1 1 1"><joint axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body>
+</worldbody></mujoco>"""
+
+
+def _load(text: str) -> jaxmor.Model:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+        return jaxmor.load_mjcf(text)
+
+
+@pytest.fixture(scope="module")
+def paddle():
+    return _load(PADDLE), mujoco.MjModel.from_xml_string(PADDLE)
+
+
+def test_the_mocap_pose_starts_as_mujocos_and_the_dynamics_ignore_the_body(paddle):
+    model, m = paddle
+    d = mujoco.MjData(m)
+    state = jaxmor.init_state(model)
+    assert model.mocap_links == (model.link_names.index("paddle"),) and m.nmocap == 1
+    np.testing.assert_allclose(state.mocap_pos, d.mocap_pos, atol=1e-15)
+    np.testing.assert_allclose(state.mocap_quat, d.mocap_quat, atol=1e-15)  # MuJoCo's w >= 0 form
+    ref = MujocoReference(model, m)
+    q, u, mass, bias = ref.terms(*ref.random_state(np.random.default_rng(1)))
+    assert rel_err(jaxmor.mass_matrix(model, q), mass) < 1e-12 and rel_err(jaxmor.bias_force(model, q, u), bias) < 1e-12
+
+
+@pytest.fixture(scope="module")
+def run(paddle):
+    model, _ = paddle
+    return jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=400)[0])
+
+
+def test_a_ball_rests_on_the_paddle_wherever_it_is_put(paddle, run):
+    """The paddle's top is 0.02 m above its centre: the ball rests 0.07 m above the paddle's ``z``, where the file
+    puts it and after ``mocap_pos`` lowered it by 0.3 m (hard contacts: exact to the solver's tolerance, 1e-6 m;
+    MuJoCo's soft contact sinks it 0.37 mm, checked within 1 mm)."""
+    model, m = paddle
+    start = jaxmor.init_state(model)
+    for z in (0.5, 0.2):
+        state = start.replace(mocap_pos=jnp.array([[0.2, 0.0, z]]), q=start.q.at[2].set(z + 0.2))
+        end = run(state)
+        assert float(end.q[2]) == pytest.approx(z + 0.07, abs=1e-6)
+        d = mujoco.MjData(m)
+        d.mocap_pos[0], d.qpos[2] = (0.2, 0.0, z), z + 0.2
+        for _ in range(400):
+            mujoco.mj_step(m, d)
+        assert d.qpos[2] == pytest.approx(float(end.q[2]), abs=1e-3)
+        assert float(end.mocap_pos[0, 2]) == z  # held until set again
+
+
+def test_a_tilted_paddle_is_an_incline(paddle):
+    """``mocap_quat`` turns the paddle 15 degrees about ``y``: a box on it slides down at ``g (sin a - mu cos a)``
+    (friction 0.1; measured from 0.2 to 0.4 s; 1e-6 of g: the hard contact holds it on the surface)."""
+    tilt = math.radians(15.0)
+    text = PADDLE.replace(
+        '<body name="ball" pos="0.2 0 0.7"><freejoint/><geom type="sphere" size=".05"/></body>',
+        '<body name="box" pos="0.2 0 0.58"><freejoint/><geom type="box" size=".04 .04 .04" friction="0.1"/></body>',
+    ).replace('pos=".1 0 0"/>', 'pos="0 0 0" friction="0.1"/>')
+    model = _load(text)
+    quat = jnp.array([[math.cos(tilt / 2), 0.0, math.sin(tilt / 2), 0.0]])
+    normal = np.array([math.sin(tilt), 0.0, math.cos(tilt)])
+    start = jaxmor.init_state(model)
+    top = np.array([0.2, 0.0, 0.5]) + (0.02 + 0.04) * normal  # the box's centre resting on the turned paddle
+    rotation = quat[0]  # the box turned as the paddle
+    state = start.replace(mocap_quat=quat, q=start.q.at[:3].set(top).at[3:7].set(rotation))
+    _, traj = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=200))(state)
+    down = np.array([math.cos(tilt), 0.0, -math.sin(tilt)])  # down the slope
+    x = np.asarray(traj.q[:, :3]) @ down
+    dt = float(model.opt.timestep)
+    g = float(-model.opt.gravity[2])
+    accel = (x[199] - 2 * x[149] + x[99]) / (50 * dt) ** 2
+    assert accel == pytest.approx(g * (math.sin(tilt) - 0.1 * math.cos(tilt)), abs=1e-6 * g)
+
+
+def test_mocap_poses_are_rollout_controls_and_survive_a_checkpoint(paddle, tmp_path):
+    model, _ = paddle
+    path = jnp.linspace(jnp.array([0.2, 0.0, 0.5]), jnp.array([0.2, 0.0, 0.6]), 20)[:, None, :]
+    end, traj = jaxmor.rollout(model, jaxmor.init_state(model), {"mocap_pos": path})
+    np.testing.assert_allclose(traj.mocap_pos[:, 0], path[:, 0], atol=0)
+    jaxmor.save_checkpoint(tmp_path / "c.npz", model, end)
+    loaded, state = jaxmor.load_checkpoint(tmp_path / "c.npz")
+    assert loaded.mocap_links == model.mocap_links
+    np.testing.assert_array_equal(state.mocap_pos, end.mocap_pos)
+    with pytest.raises(jaxmor.ArgumentError, match="mocap_pos"):
+        jaxmor.step(model, end.replace(mocap_pos=jnp.zeros((2, 3))))
+
+
+def test_combined_models_keep_their_mocap_bodies(paddle):
+    model, _ = paddle
+    both = jaxmor.combine(model, model, prefix="b/", position=(3.0, 0.0, 0.0))
+    assert both.mocap_links == (model.mocap_links[0], model.nl + model.mocap_links[0])
+    state = jaxmor.init_state(both)
+    np.testing.assert_allclose(state.mocap_pos, [[0.2, 0.0, 0.5], [3.2, 0.0, 0.5]], atol=1e-12)
+
+
+def test_the_viewer_draws_the_paddle_where_the_state_puts_it(paddle):
+    from jaxmor.viewer.frames import frame_poses, select_frames
+    from jaxmor.viewer.parts import collision_parts
+    from jaxmor.viewer.record import part_poses
+
+    model, _ = paddle
+    state = jaxmor.init_state(model)
+    moved = state.replace(mocap_pos=jnp.array([[1.0, 2.0, 3.0]]), mocap_quat=jnp.array([[0.0, 0.0, 0.0, 1.0]]))
+    frames = select_frames(model, jax.tree.map(lambda x: x[None], moved))
+    part = next(p for p in collision_parts(model) if p.name.endswith("pad"))
+    rotation, position = part_poses(part, frame_poses(model, frames))
+    np.testing.assert_allclose(position[0, 0], [0.9, 2.0, 3.0], atol=1e-9)  # the pad 0.1 m along x, turned 180
+    np.testing.assert_allclose(rotation[0, 0], np.diag([-1.0, -1.0, 1.0]), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('<body><body mocap="true"><geom size=".1"/></body><geom size=".1"/></body>', "child of the world body"),
+        ('<body mocap="true"><joint/><geom size=".1"/></body>', "cannot have joints"),
+        ('<body mocap="true"><geom size=".1"/><body><geom size=".1"/></body></body>', "<body> in mocap body"),
+        ('<body mocap="true"><site name="s"/></body>', "<site> in mocap body"),
+    ],
+)
+def test_what_a_mocap_body_cannot_hold_is_refused(body, message):
+    with pytest.raises(ModelError, match=message):
+        _load(f"<mujoco><worldbody>{body}</worldbody></mujoco>")
+
+
+def test_equalities_and_sensors_on_mocap_bodies_are_refused_naming_the_line():
+    scene = '<mujoco><worldbody><body name="m" mocap="true"><geom size=".1"/></body><body name="b"><freejoint/>'
+    scene += '<geom size=".1"/></body></worldbody>\n'
+    with pytest.raises(ModelError, match=r"<string>:3: <equality> on mocap body 'm'"):
+        _load(scene + '<equality>\n<weld body1="b" body2="m"/></equality></mujoco>')
+    with pytest.raises(ModelError, match=r"<string>:3: <sensor> on mocap body 'm'"):
+        _load(scene + '<sensor>\n<framepos objtype="xbody" objname="m"/></sensor></mujoco>')
