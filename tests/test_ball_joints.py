@@ -387,6 +387,7 @@ def test_friction_loss_stops_a_spin_at_coulombs_rate():
 # Differentiation, keyframes, refusals.
 
 
+@pytest.mark.slow  # 1.5-3 minutes on 2 cores (gradients through the step: test_reliability, test_step)
 def test_gradients_are_finite_under_jit_vmap_and_grad():
     """The hands' height after 40 steps, differentiated with respect to the initial velocities and the bodies'
     masses, in two worlds at once: one at the identity quaternions (where the rotation axis of every ball joint,

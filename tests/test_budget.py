@@ -213,6 +213,7 @@ def test_selected_slots_hold_the_feet(quadruped_runs):
     assert np.all(np.sort(keys, axis=-1) == [4, 5, 6, 7]), "the feet's slots (after the base box's 4 corners)"
 
 
+@pytest.mark.slow  # 1-2.5 minutes on 2 cores
 def test_gradient_through_the_selection(spheres):
     """d(final height)/d(initial height) through steps whose slots are selected: finite, and the same with a
     budget that holds every candidate."""

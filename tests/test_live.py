@@ -81,6 +81,16 @@ def _click(page, label: str) -> None:
     page.wait_for_timeout(400)
 
 
+def _until(page, condition, what: str, seconds: float = 60.0) -> None:
+    """Wait until ``condition()`` holds, checking every 0.1 s for up to ``seconds`` (a loaded machine draws late;
+    the test waits for what it checks, not for a fixed time)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds} s: {what}")
+        page.wait_for_timeout(100)
+
+
 def test_no_page_no_drawing(pendulum):
     model, start, advance = pendulum
     viewer = live(model)
@@ -110,40 +120,40 @@ def test_live_view_follows_pauses_steps_and_switches_worlds(pendulum):
             page.goto(viewer.url)
             page.wait_for_selector("canvas[data-engine]")
             page.add_style_tag(content=capture._HIDE)
-            page.wait_for_timeout(2000)
-            assert viewer.draws > 0
+            _until(page, lambda: viewer.draws > 0, "a first drawing")
             first = _scene(page)
-            page.wait_for_timeout(700)
-            assert _changed(first, _scene(page)) > 50  # the pendulum swings on screen
+            _until(page, lambda: _changed(first, _scene(page)) > 50, "the pendulum swinging on screen")
 
             _click(page, "Pause")
-            assert viewer.paused
+            _until(page, lambda: viewer.paused, "the view paused")
+            page.wait_for_timeout(300)  # an update already past the pause check ends
             held, draws = _scene(page), viewer.draws
             updates = loop.updates
             page.wait_for_timeout(700)
             assert _changed(held, _scene(page)) == 0 and viewer.draws == draws and loop.updates == updates
 
             _click(page, "Step")
+            _until(page, lambda: loop.updates == updates + 1, "one loop update after Step")
+            _until(page, lambda: _changed(held, _scene(page)) > 20, "the stepped pose drawn")  # STEPS steps on
             stepped = _scene(page)
-            assert loop.updates == updates + 1 and _changed(held, stepped) > 20  # one update: STEPS steps on
+            assert loop.updates == updates + 1
 
             page.get_by_role("textbox", name="World").fill("1")
             page.keyboard.press("Enter")
-            page.wait_for_timeout(700)
-            assert viewer.world == 1 and _changed(stepped, _scene(page)) > 50  # world 1 hangs elsewhere
+            _until(page, lambda: viewer.world == 1, "world 1 selected")
+            _until(page, lambda: _changed(stepped, _scene(page)) > 50, "world 1 drawn")  # it hangs elsewhere
 
             switched = _scene(page)
             slider = page.get_by_role("slider").first  # the pendulum's one joint, enabled while paused
             slider.focus()
             for _ in range(30):
                 page.keyboard.press("ArrowRight")
-            page.wait_for_timeout(700)
-            assert _changed(switched, _scene(page)) > 50  # the edited pose is drawn
+            _until(page, lambda: _changed(switched, _scene(page)) > 50, "the edited pose drawn")
 
             _click(page, "Reset")
             _click(page, "Resume")
-            page.wait_for_timeout(500)
-            assert loop.resets == 1 and loop.edits == 1 and not viewer.paused
+            _until(page, lambda: loop.resets == 1 and not viewer.paused, "the reset and the resumed loop")
+            assert loop.edits == 1
             assert not offline.blocked, offline.blocked
     finally:
         loop.stop()

@@ -815,7 +815,8 @@ FINITE_GUARDS = ("finite", "bounded")
 STEPPED_CASES = int(os.environ.get("JAXMOR_FUZZ_CASES", "2000"))
 
 
-@pytest.mark.slow  # one compile per new model structure: about 20-40 minutes on 2 cores
+@pytest.mark.slow  # one compile per new model structure: about 20-40 minutes on 2 cores, more on a slow one
+@pytest.mark.timeout(4 * 3600)  # the default run's 20-minute limit would stop it
 def test_fuzzed_mjcf_files_that_load_also_step(tmp_path):
     """Every mutated file that loads is stepped (one world, 5 steps from its default state): the state stays finite,
     or the step flags the world (``nonfinite`` or ``invalid``) and keeps its last good state; nothing raises. A
@@ -823,7 +824,9 @@ def test_fuzzed_mjcf_files_that_load_also_step(tmp_path):
 
     outcomes = {"stepped": 0, "flagged": 0, "refused": 0}
     run = jax.jit(lambda model, state: jaxmor.rollout(model, state, n_steps=5)[0])
-    for case, main, _ in _mutations(_fuzz_cases(tmp_path), 20261205, STEPPED_CASES):
+    for count, (case, main, _) in enumerate(_mutations(_fuzz_cases(tmp_path), 20261205, STEPPED_CASES)):
+        if count % 100 == 0:
+            print(f"stepping fuzzer: case {count} of {STEPPED_CASES}: {outcomes}", flush=True)  # shown with -s
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -115,6 +115,7 @@ def test_selection_by_name_and_shared_draws(quadruped):
     )
 
 
+@pytest.mark.slow  # 1-1.5 minutes on 2 cores (per-world models in the other tests here)
 def test_randomized_worlds_in_rollout_batch_equal_each_world_alone(quadruped):
     n, steps = 256, 8
     spec = {

@@ -147,6 +147,7 @@ def _alone_and_combined(parts, combined, n_steps):
     return together, alone
 
 
+@pytest.mark.slow  # 1-2 minutes on 2 cores (combined scenes in the other tests here)
 def test_a_quadruped_and_boxes_move_as_each_alone(quadruped_ground):
     """A quadruped dropped from its standing pose (no torques: its legs fold as it lands) and two boxes
     thrown nearby, one of them spinning, all on the same ground but never touching: the combined model's

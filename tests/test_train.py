@@ -176,6 +176,7 @@ def _brax_ppo(**settings) -> list[float]:
     return [float(r) for r in lines["rewards"].split()]
 
 
+@pytest.mark.slow  # 2.5-6 minutes on 2 cores; the adapter is tested in test_rl.py, Brax's PPO in the next test
 def test_brax_ppo_trains_locomotion_through_the_adapter_on_this_jax():
     """Brax 0.14's own ``ppo.train`` (which calls the ``jax.device_put_replicated`` JAX removed) runs on the jaxmor
     environment: the adapter installs the compatibility shim (jaxmor.envs.brax_compat)."""
