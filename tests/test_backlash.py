@@ -358,6 +358,7 @@ def test_sysid_finds_the_width_from_reversals(reversing_recording):
     assert result.identifiable["backlash_width"].all()
 
 
+@pytest.mark.slow  # about a minute on 2 cores; the width's fit is the test above
 def test_sysid_reports_a_width_that_still_data_cannot_show(reversing_recording):
     model = jaxmor.with_backlash(reversing_recording[0], width=0.04)
     still = jaxmor.sysid.record(model, jaxmor.init_state(model), np.zeros((50, 1)))

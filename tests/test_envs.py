@@ -473,6 +473,7 @@ def test_the_default_randomization_draws_an_observation_delay_of_0_or_1_and_none
     assert bare.observation_delay == (0, 0) and bare.reset(jax.random.PRNGKey(0)).observations.shape[0] == 0
 
 
+@pytest.mark.slow  # about a minute on 2 cores; per-world delays: the tests above
 def test_drawn_observation_delays_hold_in_a_scanned_batch():
     """An episode's drawn delay (0 or 1 here) under ``jit(vmap)`` and ``lax.scan``: each world sees the present
     observation (the ring's newest entry) of ``observation_lag`` control steps ago, exactly, the reset's before."""

@@ -151,6 +151,7 @@ def test_rejax_ppo_learns_with_latency_and_backlash_randomized():
     assert returns[-3:].mean() > returns[:3].mean() + 0.1, returns
 
 
+@pytest.mark.slow  # 1-2 minutes on 2 cores; test_envs checks the environment's own count
 def test_both_adapters_pass_on_the_count_of_nonfinite_actions(brax_env):
     """A NaN and an infinite entry in one world's action: both adapters report 2 replaced entries for it and 0
     for the others, and that world's reward stays finite (the environment replaced them by zero)."""
