@@ -137,6 +137,22 @@ def test_the_viewer_draws_the_paddle_where_the_state_puts_it(paddle):
     np.testing.assert_allclose(rotation[0, 0], np.diag([-1.0, -1.0, 1.0]), atol=1e-9)
 
 
+def test_the_contact_overlay_finds_the_ball_on_the_moved_paddle(paddle, run):
+    """The viewer's contact overlay collides with the State's mocap pose: the ball resting on the paddle lowered to
+    0.2 m touches it at the paddle's top (0.22 m) with its weight."""
+    from jaxmor.viewer.frames import select_frames
+    from jaxmor.viewer.overlays import contact_forces
+
+    model, _ = paddle
+    start = jaxmor.init_state(model)
+    end = run(start.replace(mocap_pos=jnp.array([[0.2, 0.0, 0.2]]), q=start.q.at[2].set(0.4)))
+    points, forces, held = contact_forces(model, select_frames(model, jax.tree.map(lambda x: x[None], end)))
+    ball = float(model.body_mass[model.body_names.index("ball")]) * 9.81
+    assert held[0, 0].sum() >= 1
+    np.testing.assert_allclose(points[0, 0][held[0, 0]][:, 2], 0.22, atol=1e-6)
+    np.testing.assert_allclose(np.abs(forces[0, 0][held[0, 0]].sum(axis=0)), [0.0, 0.0, ball], atol=1e-3 * ball)
+
+
 @pytest.mark.parametrize(
     "body, message",
     [

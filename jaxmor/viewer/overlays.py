@@ -29,16 +29,16 @@ REGION_SAMPLES = 64
 
 
 @jax.jit
-def _contacts_over_time(model: Model, q: jax.Array, keys: jax.Array, impulses: jax.Array):
-    def one(q1, key, impulse):
-        found = select(model, collide(model, body_poses(model, q1)))
+def _contacts_over_time(model: Model, q: jax.Array, keys: jax.Array, impulses: jax.Array, mocap):
+    def one(q1, key, impulse, pose):
+        found = select(model, collide(model, body_poses(model, q1), pose))
         match = (found.key[None, :] == key[:, None]) & (key[:, None] >= 0)
         slot = jnp.argmax(match, axis=1)
         held = jnp.any(match, axis=1) & (impulse[:, 0] > 0)
         force = jnp.einsum("sji,sj->si", found.frame[slot], impulse) / model.opt.timestep
         return found.position[slot], force, held
 
-    return jax.vmap(one)(q, keys, impulses)
+    return jax.vmap(one)(q, keys, impulses, mocap)
 
 
 def contact_forces(model: Model, frames: Frames, model_axes: Model | None = None):
@@ -58,7 +58,8 @@ def contact_forces(model: Model, frames: Frames, model_axes: Model | None = None
         dtype = m.body_mass.dtype
         q, key = frames.q[:, k].astype(dtype), frames.states.contact_key[:, k]
         impulse = np.asarray(frames.states.contact_impulse[:, k], dtype)
-        out.append([np.asarray(x) for x in _contacts_over_time(m, q, key, impulse)])
+        mocap = (np.asarray(frames.states.mocap_pos[:, k], dtype), np.asarray(frames.states.mocap_quat[:, k], dtype))
+        out.append([np.asarray(x) for x in _contacts_over_time(m, q, key, impulse, mocap)])
     return tuple(np.stack([world[i] for world in out], axis=1) for i in range(3))
 
 
