@@ -118,9 +118,7 @@ def moved_mocap(model: Model, poses: tuple[np.ndarray, ...], states: State) -> t
     if not model.mocap_links:
         return poses
     links = list(model.mocap_links)
-    quat = np.asarray(states.mocap_quat, float)
-    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
     link_r, link_p = poses[2].copy(), poses[3].copy()
-    link_r[..., links, :, :] = np.asarray(quat_to_rotation(quat))
+    link_r[..., links, :, :] = np.asarray(quat_to_rotation(np.asarray(states.mocap_quat, float)))  # normalizes
     link_p[..., links, :] = np.asarray(states.mocap_pos, float)
     return (*poses[:2], link_r, link_p)
