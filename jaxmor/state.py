@@ -26,7 +26,7 @@ from jaxmor.math import rotation_to_quat
 from jaxmor.model import ball_joints, joint_coordinates, neutral_q, resolve_actuator
 from jaxmor.sim.collision.budget import contact_budget, initial_keys
 from jaxmor.sim.kinematics import point_jacobian
-from jaxmor.types import ActuatorState, Model, State
+from jaxmor.types import ActuatorState, Keyframe, Model, State
 
 # --------------------------------------------------------------------------------------------------
 # Making a state, and checking that one fits a model.
@@ -527,8 +527,9 @@ def keyframe_names(model: Model) -> list[str]:
 
 
 def set_keyframe(model: Model, state: State, key: str | int) -> State:
-    """The state at one of the model's keyframes: its coordinates, velocities, controls and time (as MuJoCo's
-    ``mj_resetDataKeyframe``); the other inputs (actuator torques, gains, bus voltages) are kept.
+    """The state at one of the model's keyframes: its coordinates, velocities, controls, mocap poses (the model's
+    where the keyframe gives none) and time (as MuJoCo's ``mj_resetDataKeyframe``); the other inputs (actuator
+    torques, gains, bus voltages) are kept.
 
     Args:
         model: the model.
@@ -554,14 +555,36 @@ def set_keyframe(model: Model, state: State, key: str | int) -> State:
     else:
         raise ArgumentError(f"key must be a keyframe name or an index below {len(names)}, got {key!r}")
     dtype = state.q.dtype
+    values = {**initial_mocap(model, dtype), **_keyframe_values(frame, dtype)}
+    values["ctrl"] = values["ctrl"].reshape(model.nu)
     return state.replace(
-        q=jnp.asarray(frame.q, dtype),
-        u=jnp.asarray(frame.u, dtype),
-        ctrl=jnp.asarray(frame.ctrl, dtype).reshape(model.nu),
+        **values,
         act=jnp.zeros((model.nu,), dtype),  # as MuJoCo's key without act
-        time=jnp.asarray(frame.time, dtype),
         time_compensation=jnp.zeros((), dtype),
     )
+
+
+def _keyframe_values(frame: Keyframe, dtype) -> dict[str, jax.Array]:
+    """A keyframe's values as State fields of ``dtype`` (its mocap poses only where it gives them).
+
+    Raises:
+        ArgumentError: a value that ``dtype`` cannot hold (it would be infinite).
+    """
+    given = {"q": frame.q, "u": frame.u, "ctrl": frame.ctrl, "time": frame.time}
+    given |= {"mocap_pos": frame.mocap_pos, "mocap_quat": frame.mocap_quat}
+    width = {"mocap_pos": 3, "mocap_quat": 4}
+    out = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        with np.errstate(over="ignore"):
+            stored = np.asarray(value, np.float64).astype(dtype)
+        if not np.all(np.isfinite(stored)):
+            at = int(np.flatnonzero(~np.isfinite(stored.reshape(-1)))[0])
+            number = np.asarray(value, np.float64).reshape(-1)[at]
+            raise ArgumentError(f"keyframe {frame.name!r}: {name}[{at}] = {number} does not fit {np.dtype(dtype).name}")
+        out[name] = jnp.asarray(stored.reshape(-1, width[name]) if name in width else stored)
+    return out
 
 
 def _actuator_inputs(model: Model, q: jax.Array, u: jax.Array, dtype: Any) -> dict[str, Any]:

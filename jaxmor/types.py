@@ -610,6 +610,9 @@ class Keyframe:
         q: (nq,) generalized coordinates.
         u: (nv,) generalized velocities (a free joint's angular velocity in the world frame).
         ctrl: (nu,) controls of the affine actuators.
+        mocap_pos: (3 nmocap,) the mocap bodies' positions [m], body after body (``Model.mocap_links``' order);
+            ``None``: where the model puts them.
+        mocap_quat: (4 nmocap,) their quaternions ``w x y z``, body after body; ``None``: as the model turns them.
     """
 
     name: str
@@ -617,6 +620,8 @@ class Keyframe:
     q: tuple[float, ...]
     u: tuple[float, ...]
     ctrl: tuple[float, ...]
+    mocap_pos: tuple[float, ...] | None = None
+    mocap_quat: tuple[float, ...] | None = None
 
 
 @struct.dataclass

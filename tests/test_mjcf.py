@@ -723,7 +723,6 @@ REFUSALS = {
                               "filterparent"),
     "disabled clampctrl": ("head", '<option>\n<flag clampctrl="disable"/></option>', "clampctrl", "clampctrl"),
     "keyframe activations": ("after", '<keyframe>\n<key act="1"/></keyframe>', "act=", "activations"),
-    "keyframe mocap": ("after", '<keyframe>\n<key mpos="0 0 0"/></keyframe>', "mpos", "mocap"),
     "inline mesh": ("head", '<asset>\n<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>', "vertex",
                     "meshes given by their vertices"),
 }  # fmt: skip

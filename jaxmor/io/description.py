@@ -384,6 +384,9 @@ class KeyframeDescription:
         u: joint name -> its velocities (6 for a free joint: base-origin velocity and angular velocity,
             both in the world frame; else 1).
         ctrl: affine actuator name -> its control.
+        mocap_pos: (3 nmocap,) the mocap bodies' positions [m] (``mpos``, in ``mocap_bodies``' order), ``None``
+            where the key gives none (the bodies' poses in the file).
+        mocap_quat: (4 nmocap,) their normalized quaternions ``w x y z`` (``mquat``), ``None`` likewise.
     """
 
     name: str
@@ -392,6 +395,8 @@ class KeyframeDescription:
     q: dict[str, tuple[float, ...]]
     u: dict[str, tuple[float, ...]]
     ctrl: dict[str, float]
+    mocap_pos: tuple[float, ...] | None = None
+    mocap_quat: tuple[float, ...] | None = None
 
 
 #: MuJoCo's default site size [m] (every value of ``size`` not given).

@@ -1313,8 +1313,23 @@ class _Reader:
             controls = {}
             if ctrl is not None:
                 controls = {a: float(c) for a, c in zip(actuators, ctrl, strict=True) if a not in dropped}
-            out.append(KeyframeDescription(name, el.sourceline, v.number("time", 0.0), q, u, controls))
+            mocap = self._key_mocap(v, name)
+            out.append(KeyframeDescription(name, el.sourceline, v.number("time", 0.0), q, u, controls, *mocap))
         return out
+
+    def _key_mocap(self, v: Values, name: str) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+        """A key's ``mpos`` (3 per mocap body) and ``mquat`` (4 per body, normalized; a zero one refused), each
+        ``None`` where the key leaves it out."""
+        count = len(self.mocap_bodies)
+        pos = tuple(v.numbers("mpos", 3 * count).tolist()) if v.has("mpos") else None
+        if not v.has("mquat"):
+            return pos, None
+        quats = v.numbers("mquat", 4 * count).reshape(count, 4)
+        norms = np.linalg.norm(quats, axis=1)
+        for body, norm in zip(self.mocap_bodies, norms, strict=True):
+            if norm < DEGENERATE_LENGTH:
+                raise v.error(f"keyframe {name!r}: the mquat of mocap body {body!r} is zero")
+        return pos, tuple((quats / norms[:, None]).reshape(-1).tolist())
 
 
 def _merge_actuators(mjcf_actuators: list, motors: list[ActuatorDefinition]):

@@ -194,12 +194,10 @@ SPECS: dict[str, ElementSpec] = {
     "exclude": _spec("body1 body2", "name"),
     "pair": _spec("geom1 geom2 condim friction", "name " + _SOFT + " solreffriction"),
     "key": _spec(
-        "name time qpos qvel ctrl",
+        "name time qpos qvel ctrl mpos mquat",
         "",
         {
             "act": (empty, "actuator activations (key act) are not supported"),
-            "mpos": (empty, "mocap bodies (key mpos) are not supported"),
-            "mquat": (empty, "mocap bodies (key mquat) are not supported"),
             "plastic": (empty, "plastic states (key plastic) are not supported"),
         },
     ),

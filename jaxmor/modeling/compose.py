@@ -35,6 +35,7 @@ from jaxmor.errors import ArgumentError
 from jaxmor.fields import declared_leaves
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
+from jaxmor.math import rotation_to_quat
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.modeling.builder import build_model, topology_tables
 from jaxmor.modeling.equality import combine_equalities
@@ -349,12 +350,26 @@ def _affine(a: AffineActuators, b: AffineActuators, prefix: str, shifts: tuple[i
     )
 
 
-def _keyframes(model: Model, other: Model, q_default) -> tuple[Keyframe, ...]:
+def _keyframes(model: Model, other: Model, placed: dict) -> tuple[Keyframe, ...]:
     """The first model's keyframes, extended by the added model at its (placed) default coordinates, at rest,
-    its controls zero; the added model's own keyframes are dropped."""
-    q = tuple(float(x) for x in np.asarray(q_default))
+    its controls zero, its mocap bodies where it (placed) puts them; the added model's own keyframes are dropped."""
+    q = tuple(float(x) for x in np.asarray(placed.get("q_default", other.q_default)))
+    links = np.array(other.mocap_links, dtype=np.int64)
+    rotation = np.asarray(placed.get("link_rotation", other.link_rotation), np.float64)[links].reshape(-1, 3, 3)
+    translation = np.asarray(placed.get("link_translation", other.link_translation), np.float64)[links]
+    pos = tuple(translation.reshape(-1).tolist())
+    quat = tuple(np.asarray(rotation_to_quat(rotation)).reshape(-1).tolist())
     return tuple(
-        Keyframe(k.name, k.time, k.q + q, k.u + (0.0,) * other.nv, k.ctrl + (0.0,) * other.nu) for k in model.keyframes
+        Keyframe(
+            k.name,
+            k.time,
+            k.q + q,
+            k.u + (0.0,) * other.nv,
+            k.ctrl + (0.0,) * other.nu,
+            None if k.mocap_pos is None else k.mocap_pos + pos,
+            None if k.mocap_quat is None else k.mocap_quat + quat,
+        )
+        for k in model.keyframes
     )
 
 
@@ -525,7 +540,7 @@ def combine(
         max_delay=max(model.max_delay, other.max_delay),
     )
     placed = _placed(other, translation, quat, rotation)
-    fields["keyframes"] = _keyframes(model, other, placed.get("q_default", other.q_default))
+    fields["keyframes"] = _keyframes(model, other, placed)
     for f in dataclasses.fields(Model):
         if f.name in fields:
             continue
