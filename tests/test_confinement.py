@@ -296,3 +296,23 @@ def test_a_file_outside_the_model_gets_the_one_argument_that_allows_it(tree):
     with pytest.raises(jaxmor.ModelError) as info:
         jaxmor.load_urdf(robot)
     assert "pass package_dirs" not in str(info.value)
+
+
+def test_dm_controls_dog_v2_loads_with_the_folder_its_error_names():
+    """dm_control's ``locomotion/walkers/assets/dog_v2/dog.xml`` reads its meshes from ``../../../../suite/dog_assets``,
+    outside its folder: the error names that folder as the ``assets_dir`` to pass, and with it the dog loads with
+    MuJoCo's total mass (the meshes' volumes give the masses; 1e-9, float64 sums of the same integrals)."""
+    mujoco = pytest.importorskip("mujoco")
+    from reference import _package_file
+
+    path = _package_file("dm_control", "locomotion", "walkers", "assets", "dog_v2", "dog.xml")
+    if path is None:
+        pytest.skip("dm-control is not installed (the test extra)")
+    with pytest.raises(jaxmor.ModelError, match=r"dog\.xml:\d+: mesh file 'BONEL_1\.stl'") as refused:
+        jaxmor.load_mjcf(str(path), meshes="ignore")
+    hint = re.search(r"pass assets_dir='([^']+)'$", str(refused.value)).group(1)
+    assert Path(hint) == path.parents[4] / "suite" / "dog_assets"
+    with pytest.warns(jaxmor.MujocoDifferenceWarning):
+        model = jaxmor.load_mjcf(str(path), meshes="ignore", assets_dir=hint)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    assert float(model.body_mass.sum()) == pytest.approx(float(m.body_mass.sum()), rel=1e-9)

@@ -17,6 +17,7 @@ import math
 import random
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import jax
@@ -472,11 +473,22 @@ def test_sysid_record_refuses_bad_torques_noise_and_keys(turntable):
 
 
 @pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
-def test_a_model_without_degrees_of_freedom_is_refused_by_step_and_rollout():
+@pytest.mark.parametrize("source", ["written", "mjx ray.xml"])
+def test_a_model_without_degrees_of_freedom_is_refused_by_step_and_rollout(source):
     """A scene of static geoms loads (to look at it), but stepping it is a jaxmor error, not a JAX ``TypeError`` from
-    inside the solver."""
-    model = jaxmor.load_mjcf('<mujoco><worldbody><geom type="box" size="1 1 1"/><body><geom size=".1"/></body>'
-                             "</worldbody></mujoco>")  # fmt: skip
+    inside the solver: one written here and mujoco-mjx's test scene ``ray.xml`` (14 static geoms, no joint)."""
+    if source == "written":
+        model = jaxmor.load_mjcf('<mujoco><worldbody><geom type="box" size="1 1 1"/><body><geom size=".1"/></body>'
+                                 "</worldbody></mujoco>")  # fmt: skip
+    else:
+        from reference import _package_file
+
+        path = _package_file("mujoco", "mjx", "test_data", "ray.xml")
+        if path is None:
+            pytest.skip("mujoco-mjx's test data is not installed (the test extra)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", jaxmor.MujocoDifferenceWarning)
+            model = jaxmor.load_mjcf(str(path), meshes="ignore")
     assert model.nv == 0
     state = jaxmor.init_state(model)
     for run in (lambda: jaxmor.step(model, state), lambda: jaxmor.rollout(model, state, jnp.zeros((3, 0)))):

@@ -337,6 +337,24 @@ def test_a_field_without_data_is_flat_as_mujoco_starts_it():
     np.testing.assert_array_equal(model.height_field.heights, np.full((3, 4), 0.25, np.float32))
 
 
+def test_dm_controls_quadruped_field_without_data_is_flat_as_mujoco_starts_it():
+    """The dm_control suite's ``quadruped.xml`` (its wheel) declares a 201 x 201 field without data (its task fills
+    it at run time): MuJoCo's data is all 0, jaxmor's field is flat at the geom's height, -0.01 m, 60 m wide, with
+    the warning naming the file's line."""
+    from reference import mjcf_model
+
+    path = mjcf_model("quadruped")
+    if path is None:
+        pytest.skip("dm-control is not installed (the test extra)")
+    with pytest.warns(UserWarning, match=r"quadruped\.xml:13: hfield 'terrain' has no elevation data"):
+        model = _load(str(path))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    assert (m.hfield_nrow[0], m.hfield_ncol[0]) == (201, 201) and not np.any(m.hfield_data)
+    field = model.height_field
+    np.testing.assert_array_equal(field.heights, np.full((201, 201), -0.01))
+    assert float(field.spacing[0]) * 200 == pytest.approx(60.0) and float(field.spacing[1]) * 200 == pytest.approx(60.0)
+
+
 BAD = {
     "huge grid": ('<hfield name="h" nrow="5000" ncol="5000" size="1 1 0.1 0.1"/>', "exceeds the 16,777,216 samples"),
     "no size": ('<hfield name="h" nrow="2" ncol="2" elevation="0 0 0 1"/>', "needs size="),
