@@ -339,6 +339,21 @@ def mjcf_model(name: str) -> Path | None:
     return _package_file("dm_control", "suite", f"{name}.xml")
 
 
+def public_models(name: str):
+    """jaxmor's (meshes ignored, warnings silenced) and MuJoCo's model of the third-party file :func:`mjcf_model`
+    names; the calling test is skipped where its package is not installed."""
+    import pytest
+
+    mujoco = pytest.importorskip("mujoco")
+    path = mjcf_model(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (a package of the test extra: mujoco-mjx, dm-control)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = jaxmor.load_mjcf(str(path), meshes="ignore")
+    return model, mujoco.MjModel.from_xml_path(str(path))
+
+
 def barkour_on_a_plane(folder: Path) -> Path | None:
     """mujoco-mjx's Barkour with the flat floor its file holds commented out in place of its height field
     (its M and bias do not need it), written into ``folder`` beside links to its meshes."""

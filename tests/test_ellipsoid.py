@@ -118,15 +118,9 @@ def test_dm_controls_quadruped_rests_on_its_ellipsoid_torso_as_in_mujoco():
     the floor (the semi-axis: 1e-5 m, the hard contact's solver tolerance), and MuJoCo's within 1 mm (its soft
     contact sinks 0.15 mm)."""
     mujoco = pytest.importorskip("mujoco")
-    from reference import mjcf_model
+    from reference import public_models
 
-    path = mjcf_model("quadruped")
-    if path is None:
-        pytest.skip("dm-control is not installed (the test extra)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = jaxmor.load_mjcf(str(path), meshes="ignore")
-    m = mujoco.MjModel.from_xml_path(str(path))
+    model, m = public_models("quadruped")
     d = mujoco.MjData(m)
     qpos = m.qpos0.copy()
     qpos[2], qpos[3:7] = 0.35, (0.0, 1.0, 0.0, 0.0)

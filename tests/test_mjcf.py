@@ -1160,15 +1160,9 @@ def test_dm_controls_dog_springdampers_are_mujocos():
     (float64: the same formula on inertias equal to 1e-13). Loading the dog takes about 11 s on 2 cores; its M and
     bias against MuJoCo's are in the slow tier (``tests/test_mjcf_mujoco.py``)."""
     mujoco = pytest.importorskip("mujoco")
-    from reference import mjcf_model
+    from reference import public_models
 
-    path = mjcf_model("dog")
-    if path is None:
-        pytest.skip("dm-control is not installed (the test extra)")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = jaxmor.load_mjcf(str(path), meshes="ignore")
-    m = mujoco.MjModel.from_xml_path(str(path))
+    model, m = public_models("dog")
     hinges = [j for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE]
     assert len(hinges) == 73 and np.all(m.jnt_stiffness[hinges] > 0)
     index = [jaxmor.joint_index(model, m.joint(j).name) for j in hinges]
