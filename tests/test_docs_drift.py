@@ -110,7 +110,7 @@ def documented_scopes(name: str = "step") -> list[str]:
 def test_the_pipeline_scopes_are_read_from_the_source():
     """The reader above sees what ``stages`` and ``step`` run (so the next test compares against something)."""
     stages = pipeline_scopes("stages")
-    assert stages[:3] == ["commands", "kinematics", "dynamics"] and "solver" in stages
+    assert stages[:3] == ["drive_train", "kinematics", "dynamics"] and "solver" in stages
     assert pipeline_scopes("step") == ["guard", *stages, "guard"]
 
 

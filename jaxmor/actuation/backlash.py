@@ -80,10 +80,9 @@ def rotor_view(model: Model, state: State) -> State:
     )
 
 
-def rotor_coordinates(model: Model, state: State) -> tuple[jax.Array, jax.Array]:
-    """``(angle, velocity)`` (na,) of each actuator's driven joint as its motor reads it (:func:`rotor_view`) [rad or
-    m, rad/s or m/s]: the joint's own where the actuator has no backlash."""
-    view = rotor_view(model, state)
+def rotor_coordinates(model: Model, view: State) -> tuple[jax.Array, jax.Array]:
+    """``(angle, velocity)`` (na,) of each actuator's driven joint as its motor reads it, from the state's view
+    (:func:`rotor_view`) [rad or m, rad/s or m/s]: the joint's own where the actuator has no backlash."""
     dofs = np.asarray(model.actuators.joint_v_index, np.int32)
     return joint_coordinates(model, view.q)[dofs], view.u[dofs]
 

@@ -26,10 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxmor.actuation.backlash import rotor_coordinates, rotor_view
+from jaxmor.actuation.backlash import rotor_coordinates
 from jaxmor.actuation.definitions import CONTROLLER_SIDES as SIDES
 from jaxmor.actuation.definitions import DriveControllerDefinition
-from jaxmor.actuation.drive import actuator_joint_q_index, actuator_pd, actuator_torque_bounds
+from jaxmor.actuation.drive import actuator_joint_q_index, actuator_pd, torque_bounds_at
 from jaxmor.checks import concrete, is_traced
 from jaxmor.errors import ArgumentError, brief_repr
 from jaxmor.types import DriveController, Model, State
@@ -61,12 +61,13 @@ def controller_definition(controller: DriveController, i: int) -> DriveControlle
     return DriveControllerDefinition(*gains, period=int(np.asarray(controller.period)[i]), side=side)
 
 
-def update(model: Model, state: State) -> State:
+def update(model: Model, state: State, view: State) -> State:
     """The controllers' integral and held torque for the step that starts at ``state`` (module docstring).
 
     Args:
         model: the model.
         state: the state at the start of the step, its commands already delayed.
+        view: ``state`` as the actuators read it (:func:`jaxmor.actuation.backlash.rotor_view`).
 
     Returns:
         ``state`` with ``controller_integral`` and ``controller_torque`` updated where a controller is due;
@@ -80,7 +81,7 @@ def update(model: Model, state: State) -> State:
     q_j = state.q[actuator_joint_q_index(model)]
     u_j = state.u[np.asarray(model.actuators.joint_v_index, dtype=np.int32)]
     if model.actuators.backlash.any_active:  # a motor-side controller reads the rotor, past the gear's play
-        rotor_q, rotor_u = rotor_coordinates(model, state)
+        rotor_q, rotor_u = rotor_coordinates(model, view)
         q_j = jnp.where(np.asarray(ctl.motor_side, bool), rotor_q, q_j)
         u_j = jnp.where(np.asarray(ctl.motor_side, bool), rotor_u, u_j)
     error = scale * (state.actuator_position_target - q_j)
@@ -93,8 +94,8 @@ def update(model: Model, state: State) -> State:
         return scale * (kp * error + ki * integral + kd * rate_error)
 
     integral = state.controller_integral + interval * error
-    lower, upper = actuator_torque_bounds(model, state)
-    total = state.actuator_torque + actuator_pd(model, rotor_view(model, state)) + law(integral)
+    lower, upper = torque_bounds_at(model, view)
+    total = state.actuator_torque + actuator_pd(model, view) + law(integral)
     hold = ((total > upper) & (error > 0)) | ((total < lower) & (error < 0))
     integral = jnp.where(hold, state.controller_integral, integral)
     due = (state.step_count % period == 0) & np.asarray(ctl.active, bool)

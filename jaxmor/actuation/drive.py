@@ -227,13 +227,18 @@ def actuator_torque_bounds(model: Model, state: State) -> tuple[jax.Array, jax.A
     Returns:
         ``(lower, upper)``, each (na,) [Nm or N].
     """
-    state = rotor_view(model, state)
-    bounds, _ = _region(model, state, _motor_now(model, state), motor_speeds(model, state.u))
-    gear = model.actuators.gear_ratio.astype(state.u.dtype)
-    inf = jnp.asarray(jnp.inf, state.u.dtype)
-    lower = jnp.where(state.mor_enforced, gear * bounds.lower, -inf)
-    upper = jnp.where(state.mor_enforced, gear * bounds.upper, inf)
-    valid = actuator_validity(model, state)
+    return torque_bounds_at(model, rotor_view(model, state))
+
+
+def torque_bounds_at(model: Model, view: State) -> tuple[jax.Array, jax.Array]:
+    """:func:`actuator_torque_bounds` of the state whose view (:func:`jaxmor.actuation.backlash.rotor_view`) is
+    ``view``."""
+    bounds, _ = _region(model, view, _motor_now(model, view), motor_speeds(model, view.u))
+    gear = model.actuators.gear_ratio.astype(view.u.dtype)
+    inf = jnp.asarray(jnp.inf, view.u.dtype)
+    lower = jnp.where(view.mor_enforced, gear * bounds.lower, -inf)
+    upper = jnp.where(view.mor_enforced, gear * bounds.upper, inf)
+    valid = actuator_validity(model, view)
     return jnp.where(valid, lower, 0.0), jnp.where(valid, upper, 0.0)
 
 

@@ -378,13 +378,13 @@ def constraints(
     m_inv = free.inverse_mass
     # M_eff^-1 J^T and A of the contact rows, the joint rows, then the rows with their own Jacobians (if any).
     ball, angle = ball_jacobian(model, state.q)
-    extra = _general_rows(model, kin, state, free, frc, h, ball, angle)
+    extra = _general_rows(model, kin, state, frc, h, ball, angle)
     response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], m_inv @ extra.jacobian.T], axis=1)
     delassus = jnp.concatenate([rows @ response, response[dofs], extra.jacobian @ response])
     gaps = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + model.tendons.nt
     gaps = gaps + np.arange(backlash_dofs(model).size)
     if gaps.size:  # the rotors' own share of the teeth rows
-        delassus = delassus.at[gaps, gaps].add(free.rotor_inverse_inertia)
+        delassus = delassus.at[gaps, gaps].add(frc.drive.rotor_inverse_inertia)
     gap = contacts.distance
     approach = rows[::3] @ state.u
     target = restitution_targets(-jnp.maximum(gap, 0.0) / h, gap, approach, contacts.restitution.astype(dtype), h)
@@ -450,7 +450,6 @@ def _general_rows(
     model: Model,
     kin: Kinematics,
     state: State,
-    free: FreeMotion,
     frc: Forces,
     h: jax.Array,
     ball: jax.Array,
@@ -479,7 +478,9 @@ def _general_rows(
         jacobian=jnp.concatenate(
             [friction_jac, ball, tendon_jacobian(model, dtype), gap_jacobian(model, dtype), equality_jac]
         ),
-        shift=jnp.concatenate([jnp.zeros(n_free, dtype), -free.rotor_velocity, -EQUALITY_CORRECTION * residual / h]),
+        shift=jnp.concatenate(
+            [jnp.zeros(n_free, dtype), -frc.drive.rotor_velocity, -EQUALITY_CORRECTION * residual / h]
+        ),
         bound=jnp.concatenate([joint_bounds * h, tendon_bounds * h, jnp.zeros(nb, dtype), bilateral]),
         low=jnp.concatenate([-unlimited, ball_low, tendon_low, gap_low, -bilateral]),
         high=jnp.concatenate([unlimited, ball_high, tendon_high, gap_high, bilateral]),

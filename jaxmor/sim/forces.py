@@ -23,7 +23,8 @@ The actuator PD (``State.actuator_p_gain`` etc.) is a different controller: it c
 (:func:`jaxmor.actuation.drive.actuator_pd`), and the region clips its torque with the actuator torque as set.
 
 An actuator with backlash (:mod:`jaxmor.actuation.backlash`) computes all of this at its rotor's angle and speed and
-applies it to the rotor (:attr:`Forces.rotor_torque`); its joint feels it through the gear's teeth, a constraint row.
+applies it to the rotor (:attr:`jaxmor.actuation.drive_train.DriveTrain.rotor_torque`); its joint feels it through
+the gear's teeth, a constraint row.
 
 Output damping and friction are kept per actuator and added to the driven joint's own damping and
 friction here (:func:`joint_damping`, :func:`joint_friction`), so replacing the actuators never leaves
@@ -38,9 +39,9 @@ import numpy as np
 from flax import struct
 
 from jaxmor.actuation.affine import affine_generalized_force, affine_law, joint_state, law_inputs, to_dofs
-from jaxmor.actuation.backlash import active_mask, backlash_actuators, backlash_dofs, rotor_view
-from jaxmor.actuation.drive import Drive, actuate, begin
-from jaxmor.actuation.motor_dynamics import cogging_torque
+from jaxmor.actuation.backlash import rotor_view
+from jaxmor.actuation.drive import actuate
+from jaxmor.actuation.drive_train import DriveTrain, joint_motor_torque
 from jaxmor.math import quat_rotation_vector
 from jaxmor.model import ball_joints, joint_coordinates, joint_mask
 from jaxmor.sim.tendons import actuator_coordinates, actuator_moment, tendon_passive
@@ -61,26 +62,21 @@ class Forces:
             times it [N s/m, Nm s/rad].
         damping: (nv,) viscous damping of each joint, its actuator's output damping included.
         friction: (nv,) Coulomb friction of each joint, its actuator's output friction included.
-        drive: the motors' part of the step (:class:`jaxmor.actuation.drive.Drive`), computed at the rotors'
-            angles and speeds where actuators have backlash (:func:`jaxmor.actuation.backlash.rotor_view`).
-        rotor_torque: (nb,) the actuators' torque on the rotors of those with backlash, their motor torque, cogging
-            and explicit LuGre friction (which their joints do not get) [Nm or N, joint side].
-        rotor_slope: (nb,) the LuGre slope on those rotors [Nm s/rad or N s/m].
+        drive: the step's drive train (:class:`jaxmor.actuation.drive_train.DriveTrain`), whose joint torques this
+            stage adds; the rotors of actuators with backlash get theirs.
     """
 
     applied: jax.Array
     implicit: jax.Array
     damping: jax.Array
     friction: jax.Array
-    drive: Drive
-    rotor_torque: jax.Array
-    rotor_slope: jax.Array
+    drive: DriveTrain
     coupled: jax.Array | None = None
 
     @property
     def actuator_state(self) -> ActuatorState:
         """The actuators' states known before integration (:func:`jaxmor.actuation.drive.actuate`)."""
-        return self.drive.actuator_state
+        return self.drive.motors.actuator_state
 
 
 def joint_damping(model: Model) -> jax.Array:
@@ -178,29 +174,24 @@ def generalized_force(model: Model, state: State) -> jax.Array:
     """
     view = rotor_view(model, state)
     joint_torque, act_state = actuate(model, view)
-    if model.actuators.backlash.any_active:
-        rotor = np.asarray(model.actuators.backlash.active, bool)
-        joint_torque = model.actuators.transmission.astype(view.u.dtype).T @ jnp.where(
-            rotor, 0.0, act_state.motor_torque
-        )
+    joint_torque = joint_motor_torque(model, joint_torque, act_state.motor_torque)
     return clamped_force(model, state) + actuator_joint_force(model, state, joint_torque)
 
 
-def forces(model: Model, state: State) -> Forces:
+def forces(model: Model, state: State, drive: DriveTrain) -> Forces:
     """The forces stage: the generalized forces of the step that starts at ``state`` (module docstring).
 
     Args:
         model: the model.
-        state: the world's state at the beginning of the step.
+        state: the world's state at the beginning of the step (its commands delayed).
+        drive: the step's drive train (:func:`jaxmor.actuation.drive_train.begin`).
 
     Returns:
         :class:`Forces`.
     """
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
-    view = rotor_view(model, state)
-    drive = begin(model, view)
-    (motor, passive, slope), rotor = split_drive(model, view, drive)
+    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
     damping = joint_damping(model).astype(dtype)
     actuated = actuator_joint_force(model, state, motor)
     applied = clamped_force(model, state) + actuated + state.external_force
@@ -222,39 +213,4 @@ def forces(model: Model, state: State) -> Forces:
         damping=damping,
         friction=joint_friction(model).astype(dtype),
         drive=drive,
-        rotor_torque=rotor[0],
-        rotor_slope=rotor[1],
     )
-
-
-def split_drive(model: Model, view: State, drive: Drive) -> tuple[tuple[jax.Array, ...], tuple[jax.Array, jax.Array]]:
-    """The drive's generalized forces without the actuators that have backlash, and what those put on their rotors.
-
-    Args:
-        model: the model.
-        view: the state as the actuators see it (:func:`rotor_view`).
-        drive: the step's drive, computed at ``view``.
-
-    Returns:
-        ``((motor, passive, slope), (rotor_torque, rotor_slope))``: the (nv,) motor torque ``T^T tau_m``, cogging plus
-        explicit LuGre friction, and LuGre slope of the other actuators, then the (nb,) torque and LuGre slope on the
-        rotors, joint side (``G`` times the motor torque and cogging, plus the LuGre friction of the driven joint).
-    """
-    motor, passive, slope = drive.joint_torque, drive.passive_torque, drive.implicit
-    act, dofs = backlash_actuators(model), backlash_dofs(model)
-    if not act.size:
-        return (motor, passive, slope), (motor[:0], slope[:0])
-    dtype = view.u.dtype
-    transmission = model.actuators.transmission.astype(dtype)
-    rotor = active_mask(model, dtype) > 0
-    torque = drive.actuator_state.motor_torque
-    dyn = model.actuators.dynamics
-    cogging = jnp.zeros_like(torque)
-    if dyn.any_cogging:
-        cogging = cogging_torque(dyn, transmission @ joint_coordinates(model, view.q))
-    motor = transmission.T @ jnp.where(rotor, 0.0, torque)
-    passive = passive - transmission.T @ jnp.where(rotor, cogging, 0.0)
-    gear = model.actuators.gear_ratio.astype(dtype)[act]
-    lugre = passive[dofs] if dyn.any_lugre else jnp.zeros(act.size, dtype)
-    rotor_torque = gear * (torque + cogging)[act] + lugre
-    return (motor, passive.at[dofs].set(0.0), slope.at[dofs].set(0.0)), (rotor_torque, slope[dofs])

@@ -29,7 +29,6 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxmor.actuation.backlash import free_rotor_velocity
 from jaxmor.math import gauss_jordan
 from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian, bias_derivative_along
 from jaxmor.sim.forces import Forces
@@ -44,15 +43,13 @@ class FreeMotion:
     Attributes:
         velocity: (nv,) ``u_free``, the end-of-step velocity without constraint impulses.
         inverse_mass: (nv, nv) ``M_eff^-1``.
-        rotor_velocity: (nb,) the end-of-step velocity of the rotors of actuators with backlash without the gear
-            teeth's impulse, on the joint side [rad/s or m/s] (:func:`jaxmor.actuation.backlash.free_rotor_velocity`).
-        rotor_inverse_inertia: (nb,) the inverse of their effective inertia [1/(kg m^2) or 1/kg].
+
+    The rotors of actuators with backlash move freely in the drive train
+    (:attr:`jaxmor.actuation.drive_train.DriveTrain.rotor_velocity`).
     """
 
     velocity: jax.Array
     inverse_mass: jax.Array
-    rotor_velocity: jax.Array
-    rotor_inverse_inertia: jax.Array
 
 
 def free_motion(model: Model, state: State, kin: Kinematics, dyn: Dynamics, frc: Forces) -> FreeMotion:
@@ -66,8 +63,7 @@ def free_motion(model: Model, state: State, kin: Kinematics, dyn: Dynamics, frc:
     impulse = h * (frc.applied - dyn.bias)
     if model.opt.implicit_bias == "predicted":
         impulse = impulse - predicted_term(model, kin, dyn, state.u, inverse_mass @ impulse)
-    rotor, rotor_inverse = free_rotor_velocity(model, state, frc.rotor_torque, frc.rotor_slope)
-    return FreeMotion(state.u + inverse_mass @ impulse, inverse_mass, rotor, rotor_inverse)
+    return FreeMotion(state.u + inverse_mass @ impulse, inverse_mass)
 
 
 def predicted_term(model: Model, kin: Kinematics, dyn: Dynamics, u: jax.Array, change: jax.Array) -> jax.Array:

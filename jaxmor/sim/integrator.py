@@ -13,8 +13,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxmor.actuation.affine import next_activation
-from jaxmor.actuation.backlash import next_play, rotor_velocity_view, rotor_view
-from jaxmor.actuation.drive import end
+from jaxmor.actuation.drive_train import end
 from jaxmor.checks import as_vector
 from jaxmor.math import quat_integrate, quat_integrate_local
 from jaxmor.model import ball_joints
@@ -67,14 +66,14 @@ def advance(
     u_pos: jax.Array,
     impulses: Impulses,
     contacts: Contacts,
-    rotor: tuple[jax.Array, jax.Array] | None = None,
+    teeth: tuple[jax.Array, jax.Array] | None = None,
 ) -> State:
     """The state at the end of the step, as computed: the step's last stage before :func:`accept`.
 
     Integrates the positions, adds the time step to the time with compensated (Kahan) summation, stores
-    the impulses (the next warm start), completes the actuator states (average motor speed, joint loss
-    torque), moves the affine actuators' activations (:func:`jaxmor.actuation.affine.next_activation`) and clears
-    the external forces.
+    the impulses (the next warm start), completes the drive train (:func:`jaxmor.actuation.drive_train.end`: the
+    gears' play, the actuator and motor states, the commands as set), moves the affine actuators' activations
+    (:func:`jaxmor.actuation.affine.next_activation`) and clears the external forces.
 
     Args:
         model: the model.
@@ -84,9 +83,8 @@ def advance(
         u_pos: (nv,) the position-correction pseudo-velocity.
         impulses: the velocity problem's impulses.
         contacts: the step's contact slots (their keys and the budget's overflow are kept).
-        rotor: ``(w_next, w_pos)`` (nb,) the end-of-step velocity and the pseudo-velocity of the rotors of actuators
-            with backlash (:func:`jaxmor.actuation.backlash.rotor_velocities`); ``None`` (the default) for a model
-            without backlash.
+        teeth: (nb,) the gear teeth rows' impulses of the velocity and the position problems
+            (:func:`jaxmor.sim.constraint.teeth_impulse`); ``None`` (the default) for a model without backlash.
     """
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
@@ -94,22 +92,17 @@ def advance(
     friction_impulse = jnp.zeros(model.nv, dtype).at[friction_dofs(model)].set(impulses.friction, mode="drop")
     limit_impulse = jnp.zeros(model.nv, dtype).at[limit_dofs(model)].set(impulses.limit, mode="drop")
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h
-    if rotor is None:
-        rotor = (jnp.zeros(0, dtype), jnp.zeros(0, dtype))
-    play, rate = next_play(model, state, u_next, u_pos, rotor)
-    motors = rotor_velocity_view(model, u_next, rate)
-    act_state, motor_state, bus_voltage = end(model, rotor_view(model, state), frc.drive, motors, loss)
+    if teeth is None:
+        teeth = (jnp.zeros(0, dtype), jnp.zeros(0, dtype))
+    drive = end(model, state, frc.drive, u_next, u_pos, teeth, loss)
     increment = h - state.time_compensation
     time = state.time + increment
     return state.replace(
-        bus_voltage=bus_voltage,
+        **drive,
         q=integrate_positions(model, q, u_next + u_pos, h),
         u=u_next,
         time=time,
         time_compensation=(time - state.time) - increment,
-        actuator_state=act_state,
-        motor_state=motor_state,
-        actuator_history=frc.drive.history,
         external_force=jnp.zeros_like(state.external_force),
         contact_impulse=impulses.contact,
         contact_key=jnp.asarray(contacts.key, jnp.int32),
@@ -118,7 +111,5 @@ def advance(
         limit_impulse=limit_impulse,
         equality_impulse=impulses.equality,
         invalid=state.invalid | ~jnp.all(frc.actuator_state.valid),
-        backlash_play=play,
-        backlash_rate=rate,
         act=next_activation(model.affine, state.ctrl, state.act, h),
     )

@@ -2,15 +2,17 @@
 
 The step is velocity-level and semi-implicit (``h = model.opt.timestep``), as the actuator spec's
 "What happens in a simulation step" describes. Each stage is a function of the model and what the
-stages before it produced, lives in the module of :mod:`jaxmor.sim` named after it, and runs under a
+stages before it produced, lives in the module named after it (in :mod:`jaxmor.sim`; the drive train's in
+:mod:`jaxmor.actuation`), and runs under a
 ``jax.named_scope`` of its name (profiles and compiled programs show the stages):
 
-0. :func:`commands`: the commands delayed (:mod:`jaxmor.actuation.latency`) and the drive controllers updated
-   (:mod:`jaxmor.actuation.controller`);
+0. :func:`~jaxmor.actuation.drive_train.begin`: the drive train at the step's start, carried to its end as one
+   pytree: the commands delayed, the drive controllers updated, the motors' torques clipped to their regions at
+   their rotors' angles and speeds, split between the joints and the rotors of actuators with backlash;
 1. :func:`~jaxmor.sim.kinematics.kinematics`: body poses at ``q_t`` (joint transforms computed once);
 2. :func:`~jaxmor.sim.dynamics.dynamics`: mass matrix ``M`` and bias ``b(q_t, u_t)``;
-3. :func:`~jaxmor.sim.forces.forces`: actuator torques clipped to their motor operating regions at ``u_t``,
-   the built-in PD, feed-forward, affine, external and passive forces; with a fluid medium
+3. :func:`~jaxmor.sim.forces.forces`: the drive train's joint torques, the built-in PD, feed-forward, affine,
+   external and passive forces; with a fluid medium
    (``Options.fluid_forces``), :func:`~jaxmor.sim.fluid.fluid`: its drag on the bodies;
 4. :func:`~jaxmor.sim.free_motion.free_motion`: the effective mass (implicit PD, damping and
    velocity-dependent forces, ``Options.implicit_bias``) and the unconstrained velocity ``u_free``;
@@ -20,8 +22,8 @@ stages before it produced, lives in the module of :mod:`jaxmor.sim` named after 
    problem;
 6. :func:`~jaxmor.sim.solver.solve_step`: projected Gauss-Seidel on both problems;
 7. :func:`~jaxmor.sim.integrator.advance`: ``q_{t+1} = q_t (+) h (u_{t+1} + u_pos)``, the impulses kept for
-   the next warm start, the gears' play (:mod:`jaxmor.actuation.backlash`), the actuator states of the completed
-   step;
+   the next warm start, the drive train completed (:func:`jaxmor.actuation.drive_train.end`: the gears' play, the
+   actuator states, the commands as set);
 8. :func:`~jaxmor.sim.guard.accept`: the guard that keeps a world that could not run or whose step went
    non-finite (the stages run at a harmless stand-in for a world that cannot run, a "double where", and
    :func:`~jaxmor.sim.guard.shielded` masks the derivatives of a step it rejects, so they are zero rather than NaN).
@@ -35,8 +37,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmor.actuation import controller, latency
-from jaxmor.actuation.backlash import rotor_velocities
+from jaxmor.actuation import drive_train
 from jaxmor.checks import as_array_leaves, as_int, check_options, check_real_dtype
 from jaxmor.errors import ArgumentError
 from jaxmor.sim.collision import Contacts, collide
@@ -114,26 +115,18 @@ class Stages(NamedTuple):
     state: State
 
 
-def commands(model: Model, state: State) -> State:
-    """The state the step's stages act on: the commands delayed (:func:`jaxmor.actuation.latency.delayed`), the
-    drive controllers updated (:func:`jaxmor.actuation.controller.update`), the step counted."""
-    state = controller.update(model, latency.delayed(model, state))
-    return state.replace(step_count=state.step_count + 1)
-
-
 def stages(model: Model, state: State) -> Stages:
     """The step's stages, without the guard: the composition :func:`step` runs, every result kept (under
-    ``jit`` the unused ones are not computed). The stages see the delayed commands (:func:`commands`); the end
-    state keeps the commands as set."""
-    given = state
-    with jax.named_scope("commands"):
-        state = commands(model, state)
+    ``jit`` the unused ones are not computed). The stages see the delayed commands
+    (:func:`jaxmor.actuation.drive_train.begin`); the end state keeps the commands as set."""
+    with jax.named_scope("drive_train"):
+        state, drive = drive_train.begin(model, state)
     with jax.named_scope("kinematics"):
         kin = kinematics(model, state.q)
     with jax.named_scope("dynamics"):
         dyn = dynamics(model, kin, state.u)
     with jax.named_scope("forces"):
-        frc = forces(model, state)
+        frc = forces(model, state, drive)
     if model.opt.fluid_forces:
         with jax.named_scope("fluid"):
             frc = frc.replace(applied=frc.applied + fluid(model, kin, state.u))
@@ -148,9 +141,7 @@ def stages(model: Model, state: State) -> Stages:
     with jax.named_scope("integrator"):
         du, u_pos = impulse_velocities(cons, impulses, correction)
         teeth = (teeth_impulse(model, impulses), teeth_impulse(model, correction))
-        rotor = rotor_velocities(free.rotor_velocity, free.rotor_inverse_inertia, *teeth)
-        end = advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts, rotor)
-        end = latency.restored(model, given, end)
+        end = advance(model, state, frc, free.velocity + du, u_pos, impulses, contacts, teeth)
     return Stages(kin, dyn, frc, free, contacts, cons, impulses, correction, end)
 
 
