@@ -403,3 +403,20 @@ def test_the_changelog_is_short_with_one_line_entries():
         if line.startswith("- ") and after.strip() and not after.startswith(("- ", "|", "#"))
     ]
     assert not continued, f"CHANGELOG.md entries that go on past their line (line numbers): {continued}"
+
+
+def test_the_stages_enter_the_drive_train_at_its_start_and_end_only():
+    """``bench.tools.torque_walk`` on the quadruped with delay, controller and backlash: the pipeline calls the drive
+    train twice (``drive_train.begin``, ``drive_train.end`` from the integrator), the forces and free-motion stages
+    call nothing of the motors, delay, controller or residual, and the rotors' view is built twice (at the start and
+    for the motors' end); 18 sim/actuation crossings, 32 before the drive train was one pytree."""
+    from bench.tools.torque_walk import walk
+
+    out = walk(drive_train=True)
+    edges = out["sim_to_actuation_edges"]
+    assert edges["sim/pipeline.stages -> actuation/drive_train.begin"] == 1
+    assert edges["sim/integrator.advance -> actuation/drive_train.end"] == 1
+    reached = {edge.split(" -> ")[1].split(".")[0] for edge in edges}
+    assert reached <= {"actuation/drive_train", "actuation/backlash", "actuation/affine", "actuation/motor_dynamics"}
+    assert not any(edge.startswith(("sim/forces.forces -> actuation/drive", "sim/free_motion")) for edge in edges)
+    assert out["rotor_views"] == 2 and out["crossings"] <= 18
