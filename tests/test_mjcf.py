@@ -1100,6 +1100,29 @@ def test_an_included_file_may_have_a_mujocoinclude_root(tmp_path):
         jaxmor.load_mjcf(main)
 
 
+def test_gymnasium_robotics_adroit_hammer_with_mujocoinclude_files_is_mujocos():
+    """Gymnasium-Robotics' ``adroit_hand/adroit_hammer.xml`` (its wheel) includes ``adroit_assets.xml`` and
+    ``adroit_model.xml``, both ``<mujocoinclude>`` roots: the 33-DoF hand, arm and hammer load with MuJoCo's mass
+    matrix and bias (float64, 1e-12 of the largest entry)."""
+    mujoco = pytest.importorskip("mujoco")
+    from reference import _package_file
+
+    path = _package_file("gymnasium_robotics", "envs", "assets", "adroit_hand", "adroit_hammer.xml")
+    if path is None:
+        pytest.skip("gymnasium-robotics is not installed (the test extra)")
+    for part in ("adroit_assets.xml", "adroit_model.xml"):
+        assert "<mujocoinclude" in (path.parent / part).read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = jaxmor.load_mjcf(path, meshes="ignore")
+    ref = MujocoReference(model, mujoco.MjModel.from_xml_path(str(path)))
+    assert model.nv == 33
+    q, u, mass, bias = ref.terms(*ref.random_state(np.random.default_rng(0)))
+    terms = jax.jit(lambda q, u: (jaxmor.mass_matrix(model, q), jaxmor.bias_force(model, q, u)))
+    mine = terms(q, u)
+    assert rel_err(mine[0], mass) < 1e-12 and rel_err(mine[1], bias) < 1e-12
+
+
 def test_a_qpos0_outside_its_joints_range_is_named_in_the_warning():
     """A hinge limited to 30-70 degrees starts at its ``ref`` (0, MuJoCo's qpos0 too), outside its range: the warning
     names it with its range in radians, not the joint that starts inside; with limits disabled nothing is said."""
