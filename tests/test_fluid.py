@@ -1,7 +1,7 @@
 """The fluid stage (``jaxmor.sim.fluid``: MuJoCo's inertia-box model; MJCF ``<option density viscosity wind>``),
 against MuJoCo, float64.
 
-* **Forces**: at random states, jaxmor's generalized fluid force equals MuJoCo's ``qfrc_fluid`` to 1e-9 of its
+* **Forces**: at random states, jaxmor's generalized fluid force equals MuJoCo's ``qfrc_fluid`` to 1e-12 of its
   largest entry (the same formulas in float64; measured 2e-15) on the public files Brax ships (the swimmer at
   density 4000 and viscosity 0.1, a box with an offset centre of mass, a wind) and on a scene written here (free
   boxes turned off their axes, two geoms on one body, a hinge chain).
@@ -69,7 +69,7 @@ def test_the_fluid_force_equals_mujocos(source):
         ours = pair.velocity_map(q) @ np.asarray(force(jnp.asarray(q), jnp.asarray(u)))  # MuJoCo's velocities
         theirs = d.qfrc_fluid[pair.qvel_index]
         assert np.abs(theirs).max() > 1e-3  # a force to compare
-        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9 * np.abs(theirs).max())
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12 * np.abs(theirs).max())
 
 
 def test_the_swimmer_swims_as_in_mujoco():
