@@ -409,7 +409,8 @@ def test_the_stages_enter_the_drive_train_at_its_start_and_end_only():
     """``bench.tools.torque_walk`` on the quadruped with delay, controller and backlash: the pipeline calls the drive
     train twice (``drive_train.begin``, ``drive_train.end`` from the integrator), the forces and free-motion stages
     call nothing of the motors, delay, controller or residual, and the rotors' view is built twice (at the start and
-    for the motors' end); 18 sim/actuation crossings, 32 before the drive train was one pytree."""
+    for the motors' end); 9 sim/actuation crossings, 32 before the drive train was one pytree and the constraint
+    rows had one layout."""
     from bench.tools.torque_walk import walk
 
     out = walk(drive_train=True)
@@ -419,4 +420,4 @@ def test_the_stages_enter_the_drive_train_at_its_start_and_end_only():
     reached = {edge.split(" -> ")[1].split(".")[0] for edge in edges}
     assert reached <= {"actuation/drive_train", "actuation/backlash", "actuation/affine", "actuation/motor_dynamics"}
     assert not any(edge.startswith(("sim/forces.forces -> actuation/drive", "sim/free_motion")) for edge in edges)
-    assert out["rotor_views"] == 2 and out["crossings"] <= 18
+    assert out["rotor_views"] == 2 and out["crossings"] <= 9

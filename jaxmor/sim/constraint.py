@@ -57,10 +57,11 @@ Its limit rows (joints, ball cones, tendons) push back only a limit violated bey
 keep the velocity problem's speculative bound (a joint may approach its limit, never pass it; no bound without
 one), so the pass moves joints freely to correct a penetration (``docs/design/solver.md``, "The position pass").
 
-Layout. This module owns the row layout: :class:`Problem` knows where a contact's and a joint's rows
-are, and converts between its rows and :class:`Impulses`, so the solver and the step never compute
-offsets. Since a joint's row selects one velocity, the joint rows' part of ``A`` is read off
-``M_eff^-1`` and only the contact rows need products.
+Layout. This module owns the row layout: :func:`rows_of` (a :class:`RowLayout`) places each kind of joint row
+and maps the rows to the State's per-velocity warm starts, :class:`Problem` knows where a contact's and a joint's
+rows are and converts between its rows and :class:`Impulses`, so the solver and the step never compute offsets.
+Since a joint's row selects one velocity, the joint rows' part of ``A`` is read off ``M_eff^-1`` and only the
+contact rows need products.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmor.actuation.backlash import backlash_dofs, gap_jacobian, gap_limits
+from jaxmor.actuation.backlash import gap_jacobian, gap_limits
 from jaxmor.math import quat_angle_axis
 from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
@@ -103,9 +104,9 @@ class Impulses:
             frictionless problem's tangential impulses are zero).
         friction: (nj + 6 nf + 4 nb + nt + ng,) friction impulse of each 1-DoF joint, then of each free joint's
             friction rows, of each ball joint's rows, of each tendon's row, of each gear teeth row
-            (:func:`friction_dofs`) [Nm s or N s].
+            (:attr:`RowLayout.friction_dofs`) [Nm s or N s].
         limit: (nj + 6 nf + 4 nb + nt + ng,) limit impulse of each of these rows [Nm s or N s] (zero but on the 1-DoF
-            joints', the ball joints' cone-limit, the tendons' and the teeth rows, :func:`limit_dofs`).
+            joints', the ball joints' cone-limit, the tendons' and the teeth rows, :attr:`RowLayout.limit_dofs`).
         equality: (ne,) impulse of each equality constraint row (``Model.equality.rows``) [N s or Nm s].
     """
 
@@ -239,26 +240,48 @@ def contact_jacobian(model: Model, kin: Kinematics, contacts: Contacts) -> jax.A
     return jnp.einsum("kij,kdj->kid", contacts.frame, cols).reshape(3 * nc, model.nv)
 
 
-def friction_dofs(model: Model) -> np.ndarray:
-    """Where ``State.friction_impulse`` keeps each joint row's friction impulse, in row order (int32 velocity
-    indices, ``nv`` for a row without friction): the 1-DoF joints' velocities, the six of each free joint with
-    friction-loss rows (``Model.free_friction_u``), then per ball joint its three velocities and ``nv`` (its
-    cone-limit row), then ``nv`` for each tendon row and each gear teeth row (not kept)."""
+class RowLayout(NamedTuple):
+    """Where each kind of row lies among a model's joint rows (the rows after the contacts'), in this order: the
+    1-DoF joints' (one each), the free joints' friction (six per free joint in ``Model.free_friction_u``), the ball
+    joints' (three friction rows and a cone limit each), the fixed tendons' (one each), the gear teeth of the
+    actuators with backlash (one each), the equality constraints' (``Model.equality.rows``). Static; :func:`rows_of`
+    builds it, the one place that computes these offsets.
+
+    Attributes:
+        joints, free, ball, tendons, teeth, equality: ``(start, stop)`` of each kind among the joint rows.
+        friction_dofs: (rows before the equality rows,) int32: where ``State.friction_impulse`` keeps each row's
+            friction impulse, a velocity index (``nv`` for a row whose impulse is not kept: a ball joint's cone
+            limit, a tendon's, a gear teeth row's, which start each step from zero).
+        limit_dofs: the same for ``State.limit_impulse`` (``nv`` for the free and ball joints' friction rows, the
+            tendons' and the teeth rows; a ball joint's cone limit kept at its first velocity).
+    """
+
+    joints: tuple[int, int]
+    free: tuple[int, int]
+    ball: tuple[int, int]
+    tendons: tuple[int, int]
+    teeth: tuple[int, int]
+    equality: tuple[int, int]
+    friction_dofs: np.ndarray
+    limit_dofs: np.ndarray
+
+
+def rows_of(model: Model) -> RowLayout:
+    """The :class:`RowLayout` of ``model``'s constraint problems."""
+    teeth = sum(model.actuators.backlash.active)  # one row per actuator with backlash
+    counts = (model.nj, 6 * len(model.free_friction_u), 4 * len(ball_joints(model)), model.tendons.nt)
+    counts += (teeth, model.equality.rows)
+    ends = np.cumsum((0, *counts)).tolist()
+    spans = [(ends[i], ends[i + 1]) for i in range(len(counts))]
+    nv, cold = model.nv, np.full(model.tendons.nt + teeth, model.nv)
+    joints = np.array(model.joint_u, dtype=np.int32)
     free = [np.arange(v, v + 6) for v in model.free_friction_u]
-    ball = [np.array([v, v + 1, v + 2, model.nv]) for _, _, v in ball_joints(model)]
-    tendons = np.full(model.tendons.nt + backlash_dofs(model).size, model.nv)
-    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball, tendons]).astype(np.int32)
-
-
-def limit_dofs(model: Model) -> np.ndarray:
-    """Where ``State.limit_impulse`` keeps each joint row's limit impulse, in row order (int32 velocity indices,
-    ``nv`` for a row without a limit): the 1-DoF joints' velocities, ``nv`` for the free joints' friction rows and
-    the ball joints' friction rows, a ball joint's first velocity for its cone-limit row, ``nv`` for the tendon
-    and gear teeth rows (not kept)."""
-    free = [np.full(6, model.nv) for _ in model.free_friction_u]
-    ball = [np.array([model.nv] * 3 + [v]) for _, _, v in ball_joints(model)]
-    tendons = np.full(model.tendons.nt + backlash_dofs(model).size, model.nv)
-    return np.concatenate([np.array(model.joint_u, dtype=np.int32), *free, *ball, tendons]).astype(np.int32)
+    ball = [np.array([v, v + 1, v + 2, nv]) for _, _, v in ball_joints(model)]
+    friction = np.concatenate([joints, *free, *ball, cold]).astype(np.int32)
+    free = [np.full(6, nv) for _ in model.free_friction_u]
+    ball = [np.array([nv] * 3 + [v]) for _, _, v in ball_joints(model)]
+    limit = np.concatenate([joints, *free, *ball, cold]).astype(np.int32)
+    return RowLayout(*spans, friction, limit)
 
 
 def ball_jacobian(model: Model, q: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -381,8 +404,8 @@ def constraints(
     extra = _general_rows(model, kin, state, frc, h, ball, angle)
     response = jnp.concatenate([m_inv @ rows.T, m_inv[:, dofs], m_inv @ extra.jacobian.T], axis=1)
     delassus = jnp.concatenate([rows @ response, response[dofs], extra.jacobian @ response])
-    gaps = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + model.tendons.nt
-    gaps = gaps + np.arange(backlash_dofs(model).size)
+    layout = rows_of(model)
+    gaps = 3 * nc + np.arange(*layout.teeth)
     if gaps.size:  # the rotors' own share of the teeth rows
         delassus = delassus.at[gaps, gaps].add(frc.drive.rotor_inverse_inertia)
     gap = contacts.distance
@@ -406,8 +429,8 @@ def constraints(
     )
     # The position pass: normal, joint, cone-limit, tendon and teeth rows, frictionless, targets from the penetration
     # and violation.
-    cones = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * np.arange(angle.shape[0]) + 3
-    tendons = 3 * nc + nj + 6 * len(model.free_friction_u) + 4 * angle.shape[0] + np.arange(model.tendons.nt)
+    cones = 3 * nc + np.arange(*layout.ball)[3::4]
+    tendons = 3 * nc + np.arange(*layout.tendons)
     keep = np.concatenate([np.arange(nc) * 3, 3 * nc + np.arange(nj), cones, tendons, gaps]).astype(np.int32)
     cone_low, cone_high = _ball_bounds(model, angle, h, position=True)
     tendon_low, tendon_high = _tendon_bounds(model, state.q, h, position=True)
@@ -463,14 +486,15 @@ def _general_rows(
     dtype = q.dtype
     friction_jac = free_friction_jacobian(model, kin)
     equality_jac, residual = equality_rows(model, kin.body, q)
-    nt, nb = model.tendons.nt, backlash_dofs(model).size
-    n_free = friction_jac.shape[0] + ball.shape[0] + nt
+    layout = rows_of(model)
+    nb = layout.teeth[1] - layout.teeth[0]
+    n_free = layout.teeth[0] - layout.free[0]
     ball_low, ball_high = _ball_bounds(model, angle, h, position=False)
     tendon_low, tendon_high = _tendon_bounds(model, q, h, position=False)
     gap_low, gap_high = _speculative_bounds(*gap_limits(model, state), h)
     unlimited = jnp.full(friction_jac.shape[0], jnp.inf, dtype)
     bilateral = jnp.full(residual.shape, jnp.inf, dtype)
-    joint_bounds = frc.friction.at[friction_dofs(model)[model.nj : model.nj + n_free - nt]].get(
+    joint_bounds = frc.friction.at[layout.friction_dofs[layout.free[0] : layout.ball[1]]].get(
         mode="fill", fill_value=0.0
     )
     tendon_bounds = model.tendons.friction.astype(dtype)
@@ -522,8 +546,9 @@ def limit_impulse(low, high, has_low, has_high, v0, inv_diag) -> jax.Array:
 def warm_start(model: Model, state: State, contacts: Contacts) -> Impulses:
     """The velocity problem's warm start: the impulses of the state's last step, each contact's from the slot
     that held its candidate (:func:`jaxmor.sim.collision.budget.follow`) when the budget selects."""
-    friction = state.friction_impulse.at[friction_dofs(model)].get(mode="fill", fill_value=0.0)
-    limit = state.limit_impulse.at[limit_dofs(model)].get(mode="fill", fill_value=0.0)
+    layout = rows_of(model)
+    friction = state.friction_impulse.at[layout.friction_dofs].get(mode="fill", fill_value=0.0)
+    limit = state.limit_impulse.at[layout.limit_dofs].get(mode="fill", fill_value=0.0)
     contact = state.contact_impulse
     if selects(model):
         contact = follow(contacts.key, state.contact_key, contact)
@@ -539,11 +564,11 @@ def impulse_velocities(cons: Constraints, impulses: Impulses, correction: Impuls
 def teeth_impulse(model: Model, impulses: Impulses) -> jax.Array:
     """(nb,) the gear teeth rows' impulses (the last joint rows before the equality rows) [Nm s or N s], of either
     problem; what the rotor feels, ``+lam``, its joint ``-lam`` (:mod:`jaxmor.actuation.backlash`)."""
-    nb = backlash_dofs(model).size
-    if not nb:
+    start, stop = rows_of(model).teeth
+    if stop == start:
         return jnp.zeros(0, impulses.friction.dtype)
     rows = impulses.friction + impulses.limit
-    return rows[rows.shape[0] - nb :]
+    return rows[start:stop]
 
 
 def velocity_change(cons: Constraints, impulses: Impulses) -> jax.Array:

@@ -18,7 +18,7 @@ from jaxmor.checks import as_vector
 from jaxmor.math import quat_integrate, quat_integrate_local
 from jaxmor.model import ball_joints
 from jaxmor.sim.collision import Contacts
-from jaxmor.sim.constraint import Impulses, friction_dofs, limit_dofs
+from jaxmor.sim.constraint import Impulses, rows_of
 from jaxmor.sim.forces import Forces
 from jaxmor.types import Model, State
 
@@ -89,8 +89,9 @@ def advance(
     dtype = state.u.dtype
     h = jnp.asarray(model.opt.timestep, dtype)
     q, u = state.q, state.u
-    friction_impulse = jnp.zeros(model.nv, dtype).at[friction_dofs(model)].set(impulses.friction, mode="drop")
-    limit_impulse = jnp.zeros(model.nv, dtype).at[limit_dofs(model)].set(impulses.limit, mode="drop")
+    layout = rows_of(model)
+    friction_impulse = jnp.zeros(model.nv, dtype).at[layout.friction_dofs].set(impulses.friction, mode="drop")
+    limit_impulse = jnp.zeros(model.nv, dtype).at[layout.limit_dofs].set(impulses.limit, mode="drop")
     loss = -0.5 * frc.damping * (u + u_next) + friction_impulse / h
     if teeth is None:
         teeth = (jnp.zeros(0, dtype), jnp.zeros(0, dtype))
