@@ -12,9 +12,9 @@ radians, default classes and ``childclass``, armature.
 
 The reference is MuJoCo (``mujoco``): ``mj_fullM``, ``qfrc_bias``, ``xpos``/``xmat`` after ``mj_forward``,
 converted to jaxmor's conventions by ``tests/reference.py`` (MuJoCo's free-joint angular velocity is in the
-body frame). Tolerance 1e-9 relative to ``max(1, max |reference|)``: both engines compute the same recursive
-algorithms in float64 (measured: 5e-14 at most); 1e-9 leaves room for the round-off of deeper trees and
-catches any modelling difference (a wrong inertia, axis or anchor gives 1e-3 or more).
+body frame). Tolerance relative to ``max(1, max |reference|)``: 1e-12 on M and bias (``TERMS_TOL``: both engines
+compute the same recursive algorithms in float64, measured 4.6e-13 at most; the dog's mesh inertias 5.2e-12), 1e-9
+elsewhere; any modelling difference (a wrong inertia, axis or anchor) gives 1e-3 or more.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ import jaxmor
 mujoco = pytest.importorskip("mujoco")
 
 TOL = 1e-9
+#: M and bias: 1e-12, the dog 1e-10 (its bodies' inertias come from its mesh volumes, which each engine integrates:
+#: measured 5.2e-12 on its mass matrix; the others measured at most 4.6e-13, the humanoid's bias).
+TERMS_TOL = {"dog": 1e-10}
 MODELS = [
     "go2/scene.xml",
     "go2/scene_mjx.xml",
@@ -75,8 +78,8 @@ def test_mass_matrix_bias_and_body_poses_equal_mujocos(pair):
     assert model.nq == ref.m.nq and model.nv == ref.m.nv
     for _ in range(4):
         q, u, m_ref, b_ref = ref.terms(*ref.random_state(rng))
-        assert rel_err(mass(q), m_ref) < TOL, f"{name}: mass matrix"
-        assert rel_err(bias(q, u), b_ref) < TOL, f"{name}: bias"
+        assert rel_err(mass(q), m_ref) < TERMS_TOL.get(name, 1e-12), f"{name}: mass matrix"
+        assert rel_err(bias(q, u), b_ref) < TERMS_TOL.get(name, 1e-12), f"{name}: bias"
         links = poses(q)
         for body, (rotation, position) in ref.body_poses().items():
             k = model.link_names.index(body)
