@@ -8,6 +8,7 @@ tolerance below allows 1 mm); the closed form of its resting height, its smalles
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import jax
@@ -133,3 +134,32 @@ def test_dm_controls_quadruped_rests_on_its_ellipsoid_torso_as_in_mujoco():
     assert float(end.q[2]) == pytest.approx(0.2, abs=1e-5)
     assert float(end.q[2]) == pytest.approx(d.qpos[2], abs=1e-3)
     assert abs(float(end.q[4])) == pytest.approx(1.0, abs=1e-6)  # still upside down
+
+
+SLOPE = """<mujoco><option timestep="0.002"/>
+<asset><hfield name="h" nrow="5" ncol="5" size="1 1 0.2 0.1" elevation="{elevation}"/></asset>
+<worldbody><geom type="hfield" hfield="h"/>
+<body name="egg" pos="{pos}" euler="0 -5.710593 0"><freejoint/>
+<geom type="ellipsoid" size="0.2 0.1 0.06" density="500" friction="1"/></body></worldbody></mujoco>"""
+
+
+def test_an_ellipsoid_rests_on_a_sloped_height_field_at_its_support_point():
+    """A height field rising 0.1 m per m along ``x`` (a plane of two triangles per cell); an egg laid on it along the
+    slope, 1 mm above, for 1 s. Its centre ends ``|A R^T n|`` from the plane (its support along the field's normal
+    ``n``; 1e-4 m: the hard contact's allowance is 1e-5), where the lowest point in ``z`` against the field left it
+    3.5 mm deep; its height is MuJoCo's within 1 mm (MuJoCo's soft contact sinks 0.37 mm)."""
+    mujoco = pytest.importorskip("mujoco")
+    normal = np.array([-0.1, 0.0, 1.0]) / math.sqrt(1.01)
+    start = np.array([0.1, 0.05, 0.11]) + 0.061 * normal  # the surface is at 0.1 (x + 1)
+    rows = np.tile(0.5 + 0.2 * np.linspace(-1.0, 1.0, 5), (5, 1))  # normalized to 0..1, times 0.2 m
+    text = SLOPE.format(elevation=" ".join(f"{e:.3f}" for e in rows.ravel()), pos=" ".join(f"{v:.6f}" for v in start))
+    model, m = _load(text), mujoco.MjModel.from_xml_string(text)
+    d = mujoco.MjData(m)
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+    end, _ = jax.jit(lambda s: jaxmor.rollout(model, s, n_steps=500))(jaxmor.init_state(model))
+    centre, rotation = np.asarray(end.q[:3]), np.asarray(quat_to_rotation(end.q[3:7]))
+    distance = (centre[2] - 0.1 * (centre[0] + 1.0)) * normal[2]
+    support = np.linalg.norm(np.diag([0.2, 0.1, 0.06]) @ rotation.T @ normal)
+    assert distance == pytest.approx(support, abs=1e-4)
+    assert centre[2] == pytest.approx(d.qpos[2], abs=1e-3)

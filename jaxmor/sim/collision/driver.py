@@ -27,7 +27,7 @@ from jaxmor.sim.collision.ground import (
     hull_points,
     sphere_points,
 )
-from jaxmor.sim.collision.height_field import MAX_WINDOW, VERTEX_SLOTS, field_gaps, vertices_inside
+from jaxmor.sim.collision.height_field import MAX_WINDOW, VERTEX_SLOTS, field_gaps, surface, vertices_inside
 from jaxmor.sim.collision.polytope import (
     box_box,
     box_cylinder,
@@ -397,7 +397,23 @@ def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> 
     plane = (pts[:, 2] - model.ground_height.astype(dtype), pts, up(dtype, (n_ground,)), f, restitution)
     if model.height_field is None:
         return plane
+    pts = _ellipsoids_facing_the_field(model, pts, geom_of_slot, geom_p[at[geom_of_slot]], geom_r[at[geom_of_slot]])
     return _nearer(plane, _field_contacts(model, pts, geom_of_slot))
+
+
+def _ellipsoids_facing_the_field(model: Model, pts, geom_of_slot: np.ndarray, centre, rotation) -> jax.Array:
+    """``pts`` with each ellipsoid's ground point moved to its support point against the height field's normal
+    under it, ``c - R A^2 R^T n / |A R^T n|`` (the point whose outward normal is ``-n``; on a slope the lowest point
+    in ``z`` lies off the surface's nearest one); the other slots' points as they are."""
+    slots = np.flatnonzero(np.array([model.geom_type[g] == GeomType.ELLIPSOID for g in geom_of_slot], dtype=bool))
+    if not slots.size:
+        return pts
+    size = model.geom_size.astype(pts.dtype)[geom_of_slot[slots]]
+    _, normal, _ = surface(model.height_field, pts[slots, :2])
+    local = jnp.einsum("nji,nj->ni", rotation[slots], normal) * size  # A R^T n
+    norm = jnp.sqrt(jnp.sum(local * local, -1, keepdims=True))
+    support = centre[slots] - jnp.einsum("nij,nj->ni", rotation[slots], local * size) / norm
+    return pts.at[slots].set(support)
 
 
 def _against_ground(model: Model, friction, restitution, geom_of_slot: np.ndarray, dtype) -> tuple[jax.Array, ...]:
