@@ -260,3 +260,18 @@ def test_forward_max_widens_the_forward_commands():
         command_settings("omni", forward_max=1.3)
     with pytest.raises(ArgumentError, match=r"forward_max \[m/s\] must be > 0"):
         command_settings("forward", forward_max=0.0)
+
+
+def test_a_checkpoint_that_does_not_fit_the_run_is_refused_saying_why(tmp_path):
+    """A run folder whose checkpoint has other arrays than the run's state (one written by another jaxmor version,
+    whose State had other fields) is refused with a jaxmor error naming the file and what to do."""
+    from jaxmor.errors import ModelError
+    from jaxmor.train.run import load_checkpoint, save_checkpoint
+
+    save_checkpoint(tmp_path, {"a": np.zeros(3), "b": np.ones(2)}, {"iteration": 1})
+    with pytest.raises(ModelError, match=r"checkpoint\.npz: holds 2 arrays, the run's state has 3 \(a checkpoint"):
+        load_checkpoint(tmp_path, {"a": np.zeros(3), "b": np.ones(2), "c": np.zeros(1)})
+    with pytest.raises(ModelError, match=r"leaf_00001 is float64\(2,\), the run's state has float64\(4,\).*new folder"):
+        load_checkpoint(tmp_path, {"a": np.zeros(3), "b": np.ones(4)})
+    state, where = load_checkpoint(tmp_path, {"a": np.zeros(3), "b": np.zeros(2)})
+    assert where == {"iteration": 1} and np.array_equal(state["b"], np.ones(2))

@@ -194,6 +194,13 @@ def save_checkpoint(folder: Path, state: TrainState, where: dict[str, Any]) -> N
     os.replace(folder / "checkpoint.tmp.json", folder / "checkpoint.json")
 
 
+#: What a checkpoint that does not fit the run's state most likely is.
+_OTHER_VERSION = (
+    " (a checkpoint written by another jaxmor version, whose State has other fields, does not resume: train into a new "
+    "folder)"
+)
+
+
 def load_checkpoint(folder: Path, like: TrainState) -> tuple[TrainState, dict[str, Any]]:
     """The training state of ``folder``'s checkpoint, shaped like ``like`` (a fresh state of the same run).
 
@@ -206,13 +213,13 @@ def load_checkpoint(folder: Path, like: TrainState) -> tuple[TrainState, dict[st
     with np.load(path, allow_pickle=False) as data:
         names = sorted(data.files)
         if names != [f"leaf_{i:05d}" for i in range(len(leaves))]:
-            raise ModelError(str(path), None, f"holds {len(names)} arrays, the run's state has {len(leaves)}")
+            why = f"holds {len(names)} arrays, the run's state has {len(leaves)}"
+            raise ModelError(str(path), None, f"{why}{_OTHER_VERSION}")
         arrays = [data[name] for name in names]
     for name, array, leaf in zip(names, arrays, leaves, strict=True):
         if array.shape != leaf.shape or array.dtype != leaf.dtype:
-            raise ModelError(
-                str(path), None, f"{name} is {array.dtype}{array.shape}, the run's state has {leaf.dtype}{leaf.shape}"
-            )
+            why = f"{name} is {array.dtype}{array.shape}, the run's state has {leaf.dtype}{leaf.shape}"
+            raise ModelError(str(path), None, f"{why}{_OTHER_VERSION}")
     return jax.tree.unflatten(treedef, arrays), where
 
 
