@@ -527,9 +527,9 @@ def keyframe_names(model: Model) -> list[str]:
 
 
 def set_keyframe(model: Model, state: State, key: str | int) -> State:
-    """The state at one of the model's keyframes: its coordinates, velocities, controls, mocap poses (the model's
-    where the keyframe gives none) and time (as MuJoCo's ``mj_resetDataKeyframe``); the other inputs (actuator
-    torques, gains, bus voltages) are kept.
+    """The state at one of the model's keyframes: its coordinates, velocities, controls, activations (zero where the
+    keyframe gives none), mocap poses (the model's where it gives none) and time (as MuJoCo's
+    ``mj_resetDataKeyframe``); the other inputs (actuator torques, gains, bus voltages) are kept.
 
     Args:
         model: the model.
@@ -557,11 +557,8 @@ def set_keyframe(model: Model, state: State, key: str | int) -> State:
     dtype = state.q.dtype
     values = {**initial_mocap(model, dtype), **_keyframe_values(frame, dtype)}
     values["ctrl"] = values["ctrl"].reshape(model.nu)
-    return state.replace(
-        **values,
-        act=jnp.zeros((model.nu,), dtype),  # as MuJoCo's key without act
-        time_compensation=jnp.zeros((), dtype),
-    )
+    values.setdefault("act", jnp.zeros((model.nu,), dtype))  # as MuJoCo's key without act
+    return state.replace(**values, time_compensation=jnp.zeros((), dtype))
 
 
 def _keyframe_values(frame: Keyframe, dtype) -> dict[str, jax.Array]:
@@ -571,7 +568,7 @@ def _keyframe_values(frame: Keyframe, dtype) -> dict[str, jax.Array]:
         ArgumentError: a value that ``dtype`` cannot hold (it would be infinite).
     """
     given = {"q": frame.q, "u": frame.u, "ctrl": frame.ctrl, "time": frame.time}
-    given |= {"mocap_pos": frame.mocap_pos, "mocap_quat": frame.mocap_quat}
+    given |= {"mocap_pos": frame.mocap_pos, "mocap_quat": frame.mocap_quat, "act": frame.act}
     width = {"mocap_pos": 3, "mocap_quat": 4}
     out = {}
     for name, value in given.items():

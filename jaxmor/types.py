@@ -613,6 +613,7 @@ class Keyframe:
         mocap_pos: (3 nmocap,) the mocap bodies' positions [m], body after body (``Model.mocap_links``' order);
             ``None``: where the model puts them.
         mocap_quat: (4 nmocap,) their quaternions ``w x y z``, body after body; ``None``: as the model turns them.
+        act: (nu,) the affine actuators' activations (``State.act``); ``None``: zero.
     """
 
     name: str
@@ -622,6 +623,7 @@ class Keyframe:
     ctrl: tuple[float, ...]
     mocap_pos: tuple[float, ...] | None = None
     mocap_quat: tuple[float, ...] | None = None
+    act: tuple[float, ...] | None = None
 
 
 @struct.dataclass

@@ -186,3 +186,30 @@ def test_definitions_check_their_dynamics_and_editors_keep_them(tmp_path):
     loaded, loaded_state = jaxmor.load_checkpoint(tmp_path / "act.npz")
     assert loaded.affine.dynamics == model.affine.dynamics and loaded.affine.act_early == model.affine.act_early
     np.testing.assert_array_equal(loaded_state.act, state.act)
+
+
+def test_a_keyframes_activations_are_mujocos():
+    """A key's ``act`` gives the activations of the actuators with dynamics, in MuJoCo's order (``mj_resetDataKeyframe``
+    sets ``d.act``); the forces from that keyframe equal MuJoCo's (1e-12); a key without ``act`` starts them at 0.
+    ``act`` of the wrong length, and ``act`` beside a ``<dcmotor>`` (whose states MuJoCo counts in it), are refused
+    naming the line."""
+    text = SCENE.replace(
+        "</actuator>",
+        '</actuator>\n<keyframe><key name="active" qpos="0.1 0.2 0.3 0.05 0" act="0.3 -0.2 0.1 0.05" ctrl="1 1 0 0 0"/>'
+        '<key name="plain" qpos="0.1 0 0 0 0"/></keyframe>',
+    )
+    model, m = _load(text), mujoco.MjModel.from_xml_string(text)
+    d = mujoco.MjData(m)
+    dyn = np.array([i for i, kind in enumerate(model.affine.dynamics) if kind != "none"])
+    for key in ("active", "plain"):
+        mujoco.mj_resetDataKeyframe(m, d, m.key(key).id)
+        mujoco.mj_forward(m, d)
+        state = jaxmor.set_keyframe(model, jaxmor.init_state(model).replace(act=jnp.ones(model.nu)), key)
+        np.testing.assert_allclose(np.asarray(state.act)[dyn], d.act, atol=1e-15)
+        assert float(state.act[4]) == 0.0  # the motor has no activation
+        np.testing.assert_allclose(affine_joint_force(model, state), d.qfrc_actuator, atol=1e-12)
+    with pytest.raises(ModelError, match=r"<string>:\d+: act of <key> needs 4 numbers, got 3"):
+        _load(text.replace('act="0.3 -0.2 0.1 0.05"', 'act="0.3 -0.2 0.1"'))
+    dc = '<dcmotor joint="j5" resistance="1" motorconst="0.1" ctrlrange="-24 24"/></actuator>'
+    with pytest.raises(ModelError, match=r"key act beside <dcmotor> actuators is not supported"):
+        _load(text.replace('<motor joint="j5" ctrlrange="-0.1 0.1"/>\n  </actuator>', dc))

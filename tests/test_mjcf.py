@@ -722,7 +722,6 @@ REFUSALS = {
     "disabled filterparent": ("head", '<option>\n<flag filterparent="disable"/></option>', "filterparent",
                               "filterparent"),
     "disabled clampctrl": ("head", '<option>\n<flag clampctrl="disable"/></option>', "clampctrl", "clampctrl"),
-    "keyframe activations": ("after", '<keyframe>\n<key act="1"/></keyframe>', "act=", "activations"),
     "inline mesh": ("head", '<asset>\n<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>', "vertex",
                     "meshes given by their vertices"),
 }  # fmt: skip

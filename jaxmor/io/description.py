@@ -387,6 +387,7 @@ class KeyframeDescription:
         mocap_pos: (3 nmocap,) the mocap bodies' positions [m] (``mpos``, in ``mocap_bodies``' order), ``None``
             where the key gives none (the bodies' poses in the file).
         mocap_quat: (4 nmocap,) their normalized quaternions ``w x y z`` (``mquat``), ``None`` likewise.
+        act: affine actuator name -> its activation (``act``; the actuators with activation dynamics).
     """
 
     name: str
@@ -397,6 +398,7 @@ class KeyframeDescription:
     ctrl: dict[str, float]
     mocap_pos: tuple[float, ...] | None = None
     mocap_quat: tuple[float, ...] | None = None
+    act: dict[str, float] = field(default_factory=dict)
 
 
 #: MuJoCo's default site size [m] (every value of ``size`` not given).

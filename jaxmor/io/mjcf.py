@@ -321,9 +321,10 @@ class _Reader:
         ]
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors, residual = self._read_custom(sections.get("custom", []))
-        names = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
         affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
-        keyframes = [k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, names, dropped)]
+        keyframes = [
+            k for el in sections.get("keyframe", []) for k in self._read_keyframes(el, mjcf_actuators, dropped)
+        ]
         sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors, tendon_ranges)
         equalities = read_equalities(self, sections.get("equality", []))
         self._check_mocap_uses(sections, equalities, sensors)
@@ -1275,9 +1276,10 @@ class _Reader:
             )
         return definitions, read_residual(root, motors_source, **dirs)
 
-    def _read_keyframes(self, section, actuators: list[str], dropped: set[str]) -> list[KeyframeDescription]:
+    def _read_keyframes(self, section, mjcf_actuators: list, dropped: set[str]) -> list[KeyframeDescription]:
         """Keyframes in jaxmor's conventions: MuJoCo's free-joint angular velocity (body frame) turned into the
         world frame (a ball joint's is kept: jaxmor's is MuJoCo's), quaternions normalized."""
+        actuators = [a.name for a in mjcf_actuators]  # MuJoCo's actuator (control) order
         order = list(self.joint_kinds.items())
         nq = sum(_WIDTHS.get(k, (1, 1))[0] for _, k in order)
         nv = sum(_WIDTHS.get(k, (1, 1))[1] for _, k in order)
@@ -1314,8 +1316,25 @@ class _Reader:
             if ctrl is not None:
                 controls = {a: float(c) for a, c in zip(actuators, ctrl, strict=True) if a not in dropped}
             mocap = self._key_mocap(v, name)
-            out.append(KeyframeDescription(name, el.sourceline, v.number("time", 0.0), q, u, controls, *mocap))
+            act = self._key_act(v, mjcf_actuators, dropped)
+            out.append(KeyframeDescription(name, el.sourceline, v.number("time", 0.0), q, u, controls, *mocap, act))
         return out
+
+    def _key_act(self, v: Values, mjcf_actuators: list, dropped: set[str]) -> dict[str, float]:
+        """A key's ``act``: one activation per affine actuator with activation dynamics, in MuJoCo's actuator
+        order, by name (those the ``jaxmor:actuators`` extension dropped left out); empty without ``act``.
+
+        Raises:
+            ModelError: ``act`` beside a ``<dcmotor>`` (MuJoCo counts a dcmotor's internal states in ``act``), or of
+                the wrong length.
+        """
+        if not v.has("act"):
+            return {}
+        if any(isinstance(a, ActuatorDefinition) for a in mjcf_actuators):
+            raise v.error("key act beside <dcmotor> actuators is not supported (MuJoCo counts their states in act)")
+        stateful = [a.name for a in mjcf_actuators if a.dyntype != "none"]
+        values = v.numbers("act", len(stateful))
+        return {a: float(x) for a, x in zip(stateful, values, strict=True) if a not in dropped}
 
     def _key_mocap(self, v: Values, name: str) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
         """A key's ``mpos`` (3 per mocap body) and ``mquat`` (4 per body, normalized; a zero one refused), each

@@ -194,10 +194,9 @@ SPECS: dict[str, ElementSpec] = {
     "exclude": _spec("body1 body2", "name"),
     "pair": _spec("geom1 geom2 condim friction", "name " + _SOFT + " solreffriction"),
     "key": _spec(
-        "name time qpos qvel ctrl mpos mquat",
+        "name time qpos qvel ctrl act mpos mquat",
         "",
         {
-            "act": (empty, "actuator activations (key act) are not supported"),
             "plastic": (empty, "plastic states (key plastic) are not supported"),
         },
     ),

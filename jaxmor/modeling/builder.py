@@ -917,9 +917,9 @@ def _keyframe(model: Model, description: RobotDescription, key) -> Keyframe:
     for joint, value in key.u.items():
         u[v_start[joint] : v_start[joint] + len(value)] = value
     ctrl = tuple(float(key.ctrl.get(name, 0.0)) for name in model.affine.names)
-    return Keyframe(
-        key.name, float(key.time), tuple(q.tolist()), tuple(u.tolist()), ctrl, key.mocap_pos, key.mocap_quat
-    )
+    act = tuple(float(key.act.get(name, 0.0)) for name in model.affine.names) if key.act else None
+    q, u = tuple(q.tolist()), tuple(u.tolist())
+    return Keyframe(key.name, float(key.time), q, u, ctrl, key.mocap_pos, key.mocap_quat, act)
 
 
 def _neutral(tables: dict, lower: Sequence[float], upper: Sequence[float]) -> np.ndarray:

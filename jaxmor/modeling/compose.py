@@ -352,7 +352,8 @@ def _affine(a: AffineActuators, b: AffineActuators, prefix: str, shifts: tuple[i
 
 def _keyframes(model: Model, other: Model, placed: dict) -> tuple[Keyframe, ...]:
     """The first model's keyframes, extended by the added model at its (placed) default coordinates, at rest,
-    its controls zero, its mocap bodies where it (placed) puts them; the added model's own keyframes are dropped."""
+    its controls and activations zero, its mocap bodies where it (placed) puts them; the added model's own keyframes
+    are dropped."""
     q = tuple(float(x) for x in np.asarray(placed.get("q_default", other.q_default)))
     links = np.array(other.mocap_links, dtype=np.int64)
     rotation = np.asarray(placed.get("link_rotation", other.link_rotation), np.float64)[links].reshape(-1, 3, 3)
@@ -368,6 +369,7 @@ def _keyframes(model: Model, other: Model, placed: dict) -> tuple[Keyframe, ...]
             k.ctrl + (0.0,) * other.nu,
             None if k.mocap_pos is None else k.mocap_pos + pos,
             None if k.mocap_quat is None else k.mocap_quat + quat,
+            None if k.act is None else k.act + (0.0,) * other.nu,
         )
         for k in model.keyframes
     )

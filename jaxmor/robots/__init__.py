@@ -131,7 +131,7 @@ def go2(with_motors: bool = True, *, ground: bool = True) -> Model:
         motors = path("go2").parent / "actuators" / "go2_motors.xml"
         definitions, _, _ = actuators_from_xml(motors, base_dir=motors.parent)
         model = with_actuators(with_affine_actuators(model, []), definitions)
-        frames = tuple(dataclasses.replace(frame, ctrl=()) for frame in model.keyframes)
+        frames = tuple(dataclasses.replace(frame, ctrl=(), act=None) for frame in model.keyframes)
         model = _with_motor_limits(model.replace(keyframes=frames))
     return add_ground(model) if ground else model
 
