@@ -49,9 +49,9 @@ class DriveTrain:
     Attributes:
         given: the commands as set (:data:`jaxmor.actuation.latency.MOTOR_COMMANDS` and ``ctrl``), which the end
             state keeps; empty without a delay.
-        view: the state as the actuators read it: commands delayed, controllers updated, the backlash joints at their
-            rotors (:func:`jaxmor.actuation.backlash.rotor_view`).
-        motors: the motors' part (:class:`jaxmor.actuation.drive.Drive`), computed at ``view``.
+        motors: the motors' part (:class:`jaxmor.actuation.drive.Drive`), computed at the state as the actuators read
+            it (commands delayed, controllers updated, the backlash joints at their rotors:
+            :func:`jaxmor.actuation.backlash.rotor_view`).
         joint_torque: (nv,) the clipped motor torques on the joints, ``T^T tau_m``, of the actuators without backlash
             [N, Nm].
         passive_torque: (nv,) their cogging and explicit LuGre friction on the joints [N, Nm].
@@ -64,7 +64,6 @@ class DriveTrain:
     """
 
     given: dict
-    view: State
     motors: Drive
     joint_torque: jax.Array
     passive_torque: jax.Array
@@ -93,7 +92,7 @@ def begin(model: Model, state: State) -> tuple[State, DriveTrain]:
     motors = motors_begin(model, view)
     (joint, passive, slope), (rotor_torque, rotor_slope) = split(model, view, motors)
     rotor, inverse = free_rotor_velocity(model, state, rotor_torque, rotor_slope)
-    train = DriveTrain(given, view, motors, joint, passive, slope, rotor_torque, rotor_slope, rotor, inverse)
+    train = DriveTrain(given, motors, joint, passive, slope, rotor_torque, rotor_slope, rotor, inverse)
     return state, train
 
 
@@ -172,8 +171,8 @@ def end(
     rotor = rotor_velocities(train.rotor_velocity, train.rotor_inverse_inertia, *teeth)
     play, rate = next_play(model, state, u_next, u_pos, rotor)
     motors = rotor_velocity_view(model, u_next, rate)
-    # The view again, not train.view: the same numbers, but XLA then compiles the average motor speed's product as
-    # before this module carried the view, keeping every bench final state bit-identical (docs/design/drive-train.md).
+    # The view built again here rather than carried from begin: the same numbers, but XLA then compiles the average
+    # motor speed's product as before, keeping every bench final state bit-identical (docs/design/drive-train.md).
     view = rotor_view(model, state)
     act_state, motor_state, bus_voltage = motors_end(model, view, train.motors, motors, joint_loss)
     return dict(

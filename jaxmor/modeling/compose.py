@@ -35,7 +35,6 @@ from jaxmor.errors import ArgumentError
 from jaxmor.fields import declared_leaves
 from jaxmor.io.description import Geom, Inertial, Link, RobotDescription
 from jaxmor.io.mesh import widened
-from jaxmor.math import rotation_to_quat
 from jaxmor.model import adjacent_bodies, geom_index
 from jaxmor.modeling.builder import build_model, topology_tables
 from jaxmor.modeling.equality import combine_equalities
@@ -45,6 +44,7 @@ from jaxmor.modeling.sensors import combine_sensors, combine_sites
 from jaxmor.modeling.tendons import combine_tendons
 from jaxmor.modeling.terrain import binned, terrain_pairs, with_geom_grids
 from jaxmor.sim.collision import check_pairs
+from jaxmor.state import initial_mocap
 from jaxmor.types import (
     AffineActuators,
     Backlash,
@@ -355,11 +355,9 @@ def _keyframes(model: Model, other: Model, placed: dict) -> tuple[Keyframe, ...]
     its controls and activations zero, its mocap bodies where it (placed) puts them; the added model's own keyframes
     are dropped."""
     q = tuple(float(x) for x in np.asarray(placed.get("q_default", other.q_default)))
-    links = np.array(other.mocap_links, dtype=np.int64)
-    rotation = np.asarray(placed.get("link_rotation", other.link_rotation), np.float64)[links].reshape(-1, 3, 3)
-    translation = np.asarray(placed.get("link_translation", other.link_translation), np.float64)[links]
-    pos = tuple(translation.reshape(-1).tolist())
-    quat = tuple(np.asarray(rotation_to_quat(rotation)).reshape(-1).tolist())
+    links = {name: placed[name] for name in ("link_rotation", "link_translation") if name in placed}
+    start = initial_mocap(other.replace(**links), other.link_translation.dtype)
+    pos, quat = (tuple(np.asarray(start[name]).reshape(-1).tolist()) for name in ("mocap_pos", "mocap_quat"))
     return tuple(
         Keyframe(
             k.name,

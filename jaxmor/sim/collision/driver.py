@@ -397,22 +397,23 @@ def _ground_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) -> 
     plane = (pts[:, 2] - model.ground_height.astype(dtype), pts, up(dtype, (n_ground,)), f, restitution)
     if model.height_field is None:
         return plane
-    pts = _ellipsoids_facing_the_field(model, pts, geom_of_slot, geom_p[at[geom_of_slot]], geom_r[at[geom_of_slot]])
+    pts = _ellipsoids_facing_the_field(model, pts, geom_of_slot, geom_p, geom_r, at)
     return _nearer(plane, _field_contacts(model, pts, geom_of_slot))
 
 
-def _ellipsoids_facing_the_field(model: Model, pts, geom_of_slot: np.ndarray, centre, rotation) -> jax.Array:
+def _ellipsoids_facing_the_field(model: Model, pts, geom_of_slot: np.ndarray, geom_p, geom_r, at) -> jax.Array:
     """``pts`` with each ellipsoid's ground point moved to its support point against the height field's normal
     under it, ``c - R A^2 R^T n / |A R^T n|`` (the point whose outward normal is ``-n``; on a slope the lowest point
     in ``z`` lies off the surface's nearest one); the other slots' points as they are."""
     slots = np.flatnonzero(np.array([model.geom_type[g] == GeomType.ELLIPSOID for g in geom_of_slot], dtype=bool))
     if not slots.size:
         return pts
-    size = model.geom_size.astype(pts.dtype)[geom_of_slot[slots]]
+    geoms = geom_of_slot[slots]
+    size, rotation = model.geom_size.astype(pts.dtype)[geoms], geom_r[at[geoms]]
     _, normal, _ = surface(model.height_field, pts[slots, :2])
-    local = jnp.einsum("nji,nj->ni", rotation[slots], normal) * size  # A R^T n
+    local = jnp.einsum("nji,nj->ni", rotation, normal) * size  # A R^T n
     norm = jnp.sqrt(jnp.sum(local * local, -1, keepdims=True))
-    support = centre[slots] - jnp.einsum("nij,nj->ni", rotation[slots], local * size) / norm
+    support = geom_p[at[geoms]] - jnp.einsum("nij,nj->ni", rotation, local * size) / norm
     return pts.at[slots].set(support)
 
 
