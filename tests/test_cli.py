@@ -45,10 +45,18 @@ def figures(m: dict, gear: float) -> dict:
     return {"motor": motor, "output": output}
 
 
+def child_env() -> dict[str, str]:
+    """The environment of a child jaxmor process: on the CPU unless the caller chose a platform.
+
+    On a machine with JAX's CUDA plugin installed but no GPU, JAX itself logs the plugin's failed start with a
+    traceback; the tests that run a child judge jaxmor's own output.
+    """
+    return dict(os.environ, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+
+
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "jaxmor.tools.cli", *args], capture_output=True, text=True, check=False, cwd=cwd or ROOT
-    )
+    cmd = [sys.executable, "-m", "jaxmor.tools.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=cwd or ROOT, env=child_env())
 
 
 def tables(text: str) -> dict[str, dict[str, dict[str, str]]]:
@@ -181,7 +189,8 @@ def test_plot_region_without_matplotlib_is_one_line(tmp_path):
         "import sys; sys.modules['matplotlib'] = None; from jaxmor.tools.cli import main; "
         f"sys.exit(main(['plot-region', {str(TURNTABLE_URDF)!r}, '-o', {str(tmp_path / 'r.png')!r}]))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT)
+    cmd = [sys.executable, "-c", code]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=child_env())
     assert "pip install 'jaxmor[plot]'" in one_line_error(proc)
     assert not (tmp_path / "r.png").exists()
 
@@ -300,7 +309,7 @@ def test_non_editable_install_runs_the_demo_from_an_empty_folder(tmp_path):
     )
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(hide)])}
+    env = {**child_env(), "PYTHONPATH": os.pathsep.join([str(target), str(hide)])}
     where = subprocess.run(
         [sys.executable, "-c", "import jaxmor; print(jaxmor.__file__)"],
         capture_output=True, text=True, check=True, cwd=empty, env=env,
