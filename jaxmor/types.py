@@ -545,10 +545,14 @@ class Equalities:
 
     Attributes:
         names: each constraint's name (points, then joints; static).
-        point_body: (k, 2) each point constraint's bodies (body1, body2; ``-1`` the world; static).
+        point_body: (k, 2) each point constraint's bodies (body1, body2; ``-1`` the world or a mocap body; static).
+        point_mocap: (k, 2) the mocap body (an index into ``Model.mocap_links``) of each side whose body is one,
+            ``-1`` elsewhere; such a side's anchor and frame are in the mocap body's frame, which the State's
+            ``mocap_pos`` and ``mocap_quat`` place (static).
         point_weld: (k,) whether each point constraint is a weld (static).
         point_rotation_rows: (k,) whether a weld has its 3 orientation rows (``torquescale`` > 0; static).
-        point_anchor: (k, 2, 3) the point on body1, then the point on body2, each in its body's frame [m].
+        point_anchor: (k, 2, 3) the point on body1, then the point on body2, each in its body's frame (the world's
+            for body ``-1``, unless a mocap body's) [m].
         point_frame: (k, 2, 4) a frame on each body (quaternion ``w x y z`` in its body's frame) whose orientations a
             weld keeps equal: on body1 body2's orientation relative to body1 at the reference (or ``relpose``'s),
             on body2 the identity; a weld by sites, the two sites' orientations (unused by a connect).
@@ -576,6 +580,7 @@ class Equalities:
     point_body: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     point_weld: tuple[bool, ...] = struct.field(pytree_node=False, default=())
     point_rotation_rows: tuple[bool, ...] = struct.field(pytree_node=False, default=())
+    point_mocap: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     joint_q: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     joint_u: tuple[tuple[int, int], ...] = struct.field(pytree_node=False, default=())
     tendon_polycoef: jax.Array = leaf(("nt", 5), default_factory=lambda: jnp.zeros((0, 5)))

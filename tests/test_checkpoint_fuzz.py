@@ -428,6 +428,7 @@ FORMAT_8 = {
     ("state", "mocap_pos"): "state/mocap_pos",
     ("state", "mocap_quat"): "state/mocap_quat",
 }
+FORMAT_9 = {("model", "equality", "point_mocap"): None}
 
 
 def _older(tmp_path, model, state, version: int, removed: dict):
@@ -459,7 +460,7 @@ def test_a_format_5_checkpoint_loads_with_no_constant_bias(tmp_path):
         '<actuator><position joint="j" kp="3"/></actuator></mujoco>'
     )
     state = jaxmor.init_state(model)
-    removed = {**FORMAT_8, **FORMAT_7, ("model", "affine", "bias_0"): "model/affine/bias_0"}
+    removed = {**FORMAT_9, **FORMAT_8, **FORMAT_7, ("model", "affine", "bias_0"): "model/affine/bias_0"}
     loaded, loaded_state = _older(tmp_path, model, state, 5, removed)
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.affine.bias_0.shape == (1,) and float(loaded.affine.bias_0[0]) == 0.0
@@ -477,7 +478,7 @@ def test_a_format_6_checkpoint_gets_the_window_and_no_activation_dynamics(tmp_pa
     model = jaxmor.with_height_field(body, np.zeros((8, 8)), spacing=0.1)
     assert model.height_field.window == 8  # 2 ceil(0.245 / 0.1) + 2
     state = jaxmor.init_state(model)
-    loaded, loaded_state = _older(tmp_path, model, state, 6, {**FORMAT_8, **FORMAT_7})
+    loaded, loaded_state = _older(tmp_path, model, state, 6, {**FORMAT_9, **FORMAT_8, **FORMAT_7})
     assert _identical(loaded, model) and _identical(loaded_state, state)
     assert loaded.height_field.window == 8 and loaded.affine.dynamics == ()
     assert float(loaded.affine.time_constant[0]) == 1.0 and float(loaded.affine.act_upper[0]) == np.inf
@@ -491,10 +492,32 @@ def test_a_format_7_checkpoint_loads_without_mocap_bodies_and_mocap_links_are_ch
     is not welded to the world is refused."""
     model = jaxmor.load_mjcf('<mujoco><worldbody><body><freejoint/><geom size=".1"/></body></worldbody></mujoco>')
     states = jaxmor.init_states(model, None, 2)
-    loaded, loaded_states = _older(tmp_path, model, states, 7, FORMAT_8)
+    loaded, loaded_states = _older(tmp_path, model, states, 7, {**FORMAT_9, **FORMAT_8})
     assert _identical(loaded, model) and _identical(loaded_states, states)
     assert loaded.mocap_links == () and loaded_states.mocap_pos.shape == (2, 0, 3)
     assert loaded_states.mocap_quat.shape == (2, 0, 4)
     jaxmor.save_checkpoint(tmp_path / "bad.npz", model.replace(mocap_links=(0,)), jaxmor.init_state(model))
     with pytest.raises(ModelError, match="mocap_links: .* not distinct links welded to the world"):
         jaxmor.load_checkpoint(tmp_path / "bad.npz")
+
+
+@pytest.mark.filterwarnings("ignore::jaxmor.MujocoDifferenceWarning")
+def test_a_format_8_checkpoint_has_no_equality_on_a_mocap_body_and_the_sides_are_checked(tmp_path):
+    """Format 8 is format 9 without ``Model.equality.point_mocap``: a weld of two bodies saved, made into a format-8
+    file, loads as saved (neither side on a mocap body). A format-9 file whose equality side names a mocap body
+    that the model does not have, or one beside a body, is refused."""
+    text = (
+        '<mujoco><worldbody><body name="a"><freejoint/><geom size=".1"/></body><body name="b" pos="1 0 0">'
+        '<freejoint/><geom size=".1"/></body><body name="m" mocap="true"/></worldbody>'
+        '<equality><weld body1="a" body2="b"/></equality></mujoco>'
+    )
+    model = jaxmor.load_mjcf(text)
+    state = jaxmor.init_state(model)
+    loaded, loaded_state = _older(tmp_path, model, state, 8, FORMAT_9)
+    assert _identical(loaded, model) and _identical(loaded_state, state)
+    assert loaded.equality.point_mocap == ((-1, -1),)
+    for sides in (((1, -1),), ((-1, 0),)):  # no mocap body 1; body 1 (b) is not the mocap body
+        bad = model.replace(equality=model.equality.replace(point_mocap=sides))
+        jaxmor.save_checkpoint(tmp_path / "bad.npz", bad, state)
+        with pytest.raises(ModelError, match="point_mocap: .* not mocap bodies' indices"):
+            jaxmor.load_checkpoint(tmp_path / "bad.npz")

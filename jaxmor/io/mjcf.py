@@ -327,7 +327,7 @@ class _Reader:
         ]
         sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors, tendon_ranges)
         equalities = read_equalities(self, sections.get("equality", []))
-        self._check_mocap_uses(sections, equalities, sensors)
+        self._check_mocap_uses(sections, sensors)
         if self.rich_contacts:
             warnings.warn(
                 f"{doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} geom(s) "
@@ -634,17 +634,15 @@ class _Reader:
         if inner is not None:
             raise self.doc.error(inner, f"<{tag(inner)}> in mocap body {name!r}: not supported (geoms only)")
 
-    def _check_mocap_uses(self, sections, equalities, sensors) -> None:
-        """Refuse equalities and sensors on mocap bodies (not read yet: they would see the body where the file puts
-        it), naming their lines."""
+    def _check_mocap_uses(self, sections, sensors) -> None:
+        """Refuse sensors on mocap bodies (not read yet: they would see the body where the file puts it), naming
+        their lines."""
         mocap = set(self.mocap_bodies)
-        uses = [("equality", e.line, (e.link1, e.link2)) for e in equalities if isinstance(e, PointEquality)]
-        uses += [("sensor", x.line, (x.obj_name, x.ref_name)) for x in sensors]
-        for kind, line, names in uses:
-            body = next((n for n in names if n in mocap), None)
+        for x in sensors:
+            body = next((n for n in (x.obj_name, x.ref_name) if n in mocap), None)
             if body is not None:
-                source = self.doc.source(sections[kind][0])
-                raise ModelError(source, line, f"<{kind}> on mocap body {body!r}: not supported yet")
+                source = self.doc.source(sections["sensor"][0])
+                raise ModelError(source, x.line, f"<sensor> on mocap body {body!r}: not supported yet")
 
     def _read_body_joints(
         self, el, joints, names: _TakenNames, name: str, parent: str, body_frame: _Frame, childclass, top: bool

@@ -55,13 +55,15 @@ FORMAT = "jaxmor-checkpoint"
 #: State.backlash_play and backlash_rate); 6: the affine actuators' constant bias (Model.affine.bias_0); 7: the height
 #: field's window (Model.height_field.window), the affine actuators' activation dynamics (Model.affine.dynamics,
 #: time_constant, act_lower, act_upper, act_early; State.act), the fluid (Model.opt.density, viscosity, wind,
-#: fluid_forces); 8: mocap bodies (Model.mocap_links, State.mocap_pos and mocap_quat).
-FORMAT_VERSION = 8
+#: fluid_forces); 8: mocap bodies (Model.mocap_links, State.mocap_pos and mocap_quat); 9: equality constraints on
+#: mocap bodies (Model.equality.point_mocap).
+FORMAT_VERSION = 9
 #: The versions :func:`load_checkpoint` reads: format 5 is format 6 without the affine actuators' constant bias, which
 #: it reads as 0 (:func:`_from_format_5`); format 6 is format 7 without the height field's window, which it computes
 #: from the model, and without activation dynamics and fluid (:func:`_from_format_6`); format 7 is format 8 without
-#: mocap bodies (:func:`_from_format_7`).
-READ_VERSIONS = (5, 6, 7, FORMAT_VERSION)
+#: mocap bodies (:func:`_from_format_7`); format 8 is format 9 without equality constraints on mocap bodies
+#: (:func:`_from_format_8`).
+READ_VERSIONS = (5, 6, 7, 8, FORMAT_VERSION)
 #: The most bytes a checkpoint's arrays may take once decompressed (1 GiB), checked before any is read.
 MAX_CHECKPOINT_BYTES = 2**30
 #: The entry of a file that holds a model beside other data (:func:`model_entries`).
@@ -332,6 +334,8 @@ def _decoded_model(meta: dict, arrays: dict[str, np.ndarray], source: str) -> tu
         _from_format_6(meta, arrays)
     if meta["version"] in (5, 6, 7):
         _from_format_7(meta, arrays)
+    if meta["version"] in (5, 6, 7, 8):
+        _from_format_8(meta)
     if not jax.config.jax_enable_x64 and any(a.dtype in (np.float64, np.int64) for a in arrays.values()):
         raise ModelError(source, None, "the file holds 64-bit arrays: enable jax_enable_x64 before loading it")
     decoder = Decoder(source, arrays)
@@ -409,14 +413,32 @@ def _from_format_7(meta: dict, arrays: dict[str, np.ndarray]) -> None:
             arrays[f"state/{name}"] = np.zeros((*ctrl.shape[:-1], 0, width), ctrl.dtype)
 
 
+def _from_format_8(meta: dict) -> None:
+    """A format-8 (or upgraded older) structure made format 9's in place: no equality constraint on a mocap body
+    (``Model.equality.point_mocap`` ``-1`` for both sides of every point constraint, where the structure is
+    well-formed enough to say how many; otherwise the decoder refuses it as it is)."""
+    eq = _fields(meta.get("model"), "equality")
+    bodies = eq.get("point_body") if eq is not None else None
+    if isinstance(bodies, dict) and isinstance(bodies.get("tuple"), list) and "point_mocap" not in eq:
+        none = {"tuple": [{"value": -1}, {"value": -1}]}
+        eq["point_mocap"] = {"tuple": [none] * len(bodies["tuple"])}
+
+
 def _check_mocap(model: Model, source: str) -> None:
-    """Refuse mocap links that are not distinct links welded to the world."""
+    """Refuse mocap links that are not distinct links welded to the world, and equality sides on a mocap body
+    that is not one or on a body beside it."""
     links = model.mocap_links
     if len(set(links)) != len(links) or any(
         not isinstance(k, int) or not 0 <= k < model.nl or model.link_body[k] != -1 for k in links
     ):
         raise ModelError(
             source, None, f"model.mocap_links: {brief_repr(links)} are not distinct links welded to the world"
+        )
+    eq = model.equality
+    sides = [(b, m) for pair in zip(eq.point_body, eq.point_mocap, strict=True) for b, m in zip(*pair, strict=True)]
+    if any(not isinstance(m, int) or not -1 <= m < len(links) or (m >= 0 and b != -1) for b, m in sides):
+        raise ModelError(
+            source, None, f"model.equality.point_mocap: {brief_repr(eq.point_mocap)} are not mocap bodies' indices"
         )
 
 

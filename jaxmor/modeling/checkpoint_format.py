@@ -111,7 +111,7 @@ _LENGTHS: dict[str, dict[str, str]] = {
     "AffineActuators": dict.fromkeys(("q_index", "v_index"), "nu"),
     "Sites": dict.fromkeys(("link", "shape"), "ns"),
     "Sensors": dict.fromkeys(("kinds", "dims", "obj_type", "obj_id", "ref_type", "ref_id"), "nsensor"),
-    "Equalities": {"point_weld": "np", "point_rotation_rows": "np", "joint_u": "nj"},
+    "Equalities": {"point_weld": "np", "point_rotation_rows": "np", "point_mocap": "np", "joint_u": "nj"},
     "Tendons": dict.fromkeys(("joint_q", "joint_u"), "nt"),
 }
 

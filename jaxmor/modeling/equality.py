@@ -5,8 +5,8 @@ coincides with it at the reference configuration (MuJoCo's ``qpos0``, jaxmor's `
 by bodies without ``relpose`` keeps its anchor on body2, gets the coinciding point on body1 and the two bodies'
 relative orientation there; with ``relpose``, body1's point is the relpose's position and the orientation its
 quaternion; a constraint by sites takes the two sites' origins and orientations. Points and orientations given
-on an MJCF body are moved into the frame of the jaxmor body it was merged into. A joint coupling keeps its two
-joints' reference positions.
+on an MJCF body are moved into the frame of the jaxmor body it was merged into, or kept in a mocap body's frame
+(which the State places). A joint coupling keeps its two joints' reference positions.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def compile_equalities(model: Model, description: RobotDescription) -> Equalitie
         point_body=tuple(c[0] for c in compiled),
         point_weld=tuple(e.kind == "weld" for e in points),
         point_rotation_rows=tuple(e.kind == "weld" and e.torque_scale > 0 for e in points),
+        point_mocap=tuple(c[3] for c in compiled),
         joint_q=tuple(c[0] for c in couplings),
         joint_u=tuple(c[1] for c in couplings),
     )
@@ -60,6 +61,7 @@ class _Frames:
         self.model, self.description = model, description
         self.links = {name: i for i, name in enumerate(model.link_names)}
         self.sites = {name: i for i, name in enumerate(model.sites.names)}
+        self.mocap = {link: m for m, link in enumerate(model.mocap_links)}
         poses = forward_kinematics(model, jnp.asarray(model.q_default))
         self.rotation = np.asarray(poses.rotation, np.float64)  # (nl, 3, 3) world poses at q_default
         self.position = np.asarray(poses.position, np.float64)
@@ -82,8 +84,9 @@ class _Frames:
         return self.rotation[link], self.position[link]
 
     def in_body(self, link: int, point: np.ndarray, rotation: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
-        """A point and an orientation given in a link's frame, in the frame of the body carrying it."""
-        if link < 0:
+        """A point and an orientation given in a link's frame, in the frame of the body carrying it (a mocap body's
+        own frame: they stay)."""
+        if link < 0 or link in self.mocap:
             return -1, point, rotation
         body = self.model.link_body[link]
         r = np.asarray(self.model.link_rotation[link], np.float64)
@@ -98,8 +101,8 @@ class _Frames:
         s = self.model.sites
         return s.link[i], np.asarray(s.translation[i], np.float64), np.asarray(s.rotation[i], np.float64)
 
-    def point(self, e: PointEquality) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:
-        """``((body1, body2), anchors (2, 3), frame quaternions (2, 4))`` of a connect or weld."""
+    def point(self, e: PointEquality) -> tuple[tuple[int, int], np.ndarray, np.ndarray, tuple[int, int]]:
+        """``((body1, body2), anchors (2, 3), frame quaternions (2, 4), (mocap1, mocap2))`` of a connect or weld."""
         if e.site1 is not None:
             (l1, a1, r1), (l2, a2, r2) = self.site(e, e.site1), self.site(e, e.site2)
         else:
@@ -118,7 +121,8 @@ class _Frames:
                 r1 = rot1.T @ rot2
         b1, a1, r1 = self.in_body(l1, np.asarray(a1, np.float64), np.asarray(r1, np.float64))
         b2, a2, r2 = self.in_body(l2, np.asarray(a2, np.float64), r2)
-        return (int(b1), int(b2)), np.stack([a1, a2]), np.stack([rotation_to_quat(r1), rotation_to_quat(r2)])
+        quats = np.stack([rotation_to_quat(r1), rotation_to_quat(r2)])
+        return (int(b1), int(b2)), np.stack([a1, a2]), quats, (self.mocap.get(l1, -1), self.mocap.get(l2, -1))
 
 
 def _coupling(model: Model, description: RobotDescription, e: JointEquality, q0: np.ndarray):
@@ -143,10 +147,11 @@ def combine_equalities(
 ) -> Equalities:
     """``model``'s equality constraints, then ``other``'s (:func:`jaxmor.combine`): bodies and coordinates shifted,
     names prefixed, leaves cast to ``model``'s dtype, and what ``other`` fixes to its world (a point or frame on
-    body ``-1``) moved by the pose ``(quat (4,) w x y z, translation (3,) [m])`` it is placed at."""
+    body ``-1`` and no mocap body) moved by the pose ``(quat (4,) w x y z, translation (3,) [m])`` it is placed at."""
     a, b = model.equality, other.equality
     dtype = a.point_anchor.dtype
-    world = np.array([[body < 0 for body in pair] for pair in b.point_body], dtype=bool).reshape(-1, 2)
+    sides = zip(b.point_body, b.point_mocap, strict=True)
+    world = np.array([[body < 0 and m < 0 for body, m in zip(*s, strict=True)] for s in sides], bool).reshape(-1, 2)
     rotation = quat_to_rotation(quat)
     anchor = np.asarray(b.point_anchor, np.float64)
     anchor = np.where(world[:, :, None], anchor @ rotation.T + translation, anchor)
@@ -185,6 +190,7 @@ def combine_equalities(
         point_body=a.point_body + shift(b.point_body, model.nb),
         point_weld=a.point_weld + b.point_weld,
         point_rotation_rows=a.point_rotation_rows + b.point_rotation_rows,
+        point_mocap=a.point_mocap + shift(b.point_mocap, len(model.mocap_links)),
         joint_q=a.joint_q + shift(b.joint_q, model.nq),
         joint_u=a.joint_u + shift(b.joint_u, model.nv),
         tendon_polycoef=jnp.concatenate([a.tendon_polycoef.astype(dtype), b.tendon_polycoef.astype(dtype)]),

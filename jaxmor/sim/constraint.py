@@ -485,7 +485,7 @@ def _general_rows(
     q = state.q
     dtype = q.dtype
     friction_jac = free_friction_jacobian(model, kin)
-    equality_jac, residual = equality_rows(model, kin.body, q)
+    equality_jac, residual = equality_rows(model, kin.body, q, (state.mocap_pos, state.mocap_quat))
     layout = rows_of(model)
     nb = layout.teeth[1] - layout.teeth[0]
     n_free = layout.teeth[0] - layout.free[0]

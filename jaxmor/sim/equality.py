@@ -14,7 +14,9 @@ Each constraint contributes rows with a residual ``e`` (zero when it holds) and 
 * ``tendon``, 1 row: the same with two fixed tendons' lengths ``L1``, ``L2`` for ``q1``, ``q2`` and their Jacobian
   rows for ``e_u1``, ``e_u2`` (:mod:`jaxmor.sim.tendons`), ``r1``, ``r2`` their lengths at the reference.
 
-The rows of an inactive constraint are zero. The constraint stage holds the rows as bilateral rows of the velocity
+A side on a mocap body has its anchor and frame in that body's frame, placed where the State's ``mocap_pos`` and
+``mocap_quat`` say, and no Jacobian (the body has no degrees of freedom). The rows of an inactive constraint are
+zero. The constraint stage holds the rows as bilateral rows of the velocity
 problem (:mod:`jaxmor.sim.constraint`).
 """
 
@@ -30,8 +32,17 @@ from jaxmor.sim.tendons import tendon_jacobian, tendon_lengths
 from jaxmor.types import Model
 
 
-def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array, jax.Array]:
+def equality_rows(
+    model: Model, bodies: Poses, q: jax.Array, mocap: tuple[jax.Array, jax.Array] | None = None
+) -> tuple[jax.Array, jax.Array]:
     """The equality constraints' rows at the configuration ``q`` (body poses ``bodies``).
+
+    Args:
+        model: the model.
+        bodies: the bodies' world poses at ``q`` (:func:`jaxmor.sim.kinematics.kinematics`' ``body``).
+        q: (nq,) the joint positions.
+        mocap: ``(mocap_pos (nmocap, 3) [m], mocap_quat (nmocap, 4))`` the mocap bodies' poses (the State's); None:
+            where the description puts them.
 
     Returns:
         ``(J, e)``: (ne, nv) the rows' Jacobian and (ne,) their residuals [m, or rad and m for joint couplings],
@@ -42,7 +53,7 @@ def equality_rows(model: Model, bodies: Poses, q: jax.Array) -> tuple[jax.Array,
     dtype = bodies.position.dtype
     parts = []
     if eq.point_body:
-        parts.append(_point_rows(model, bodies))
+        parts.append(_point_rows(model, bodies, mocap))
     if eq.joint_q:
         parts.append(_joint_rows(model, q))
     if eq.tendon:
@@ -61,27 +72,39 @@ def row_counts(model: Model) -> tuple[int, ...]:
     return tuple(6 if rot else 3 for rot in eq.point_rotation_rows) + (1,) * (len(eq.joint_q) + len(eq.tendon))
 
 
-def _world_points(bodies: Poses, body: np.ndarray, anchor: jax.Array) -> jax.Array:
-    """(k, 3) world positions of the points ``anchor`` (k, 3) fixed on ``body`` (k,) (``-1``: the world)."""
-    eye = jnp.eye(3, dtype=anchor.dtype)
-    rotation = jnp.concatenate([eye[None], bodies.rotation])[body + 1]
-    position = jnp.concatenate([jnp.zeros((1, 3), anchor.dtype), bodies.position])[body + 1]
-    return position + jnp.einsum("kij,kj->ki", rotation, anchor)
-
-
-def _point_rows(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
-    """The connects' and welds' rows, constraint by constraint."""
+def _side_frames(model: Model, bodies: Poses, mocap) -> tuple[jax.Array, jax.Array, np.ndarray]:
+    """Every point constraint side's frame: ``rotation (k, 2, 3, 3)`` and ``position (k, 2, 3)`` in the world (the
+    world's, a body's or a mocap body's), and ``body (k, 2)`` int32 the side's body (``-1``: none)."""
     eq = model.equality
     dtype = bodies.position.dtype
-    body = np.asarray(eq.point_body, dtype=np.int32)  # (k, 2)
-    anchor = eq.point_anchor.astype(dtype)
-    p1 = _world_points(bodies, body[:, 0], anchor[:, 0])
-    p2 = _world_points(bodies, body[:, 1], anchor[:, 1])
+    body = np.asarray(eq.point_body, dtype=np.int32).reshape(-1, 2)
+    rotations = [jnp.eye(3, dtype=dtype)[None], bodies.rotation]
+    positions = [jnp.zeros((1, 3), dtype), bodies.position]
+    if model.mocap_links:
+        links = np.asarray(model.mocap_links, dtype=np.int32)
+        if mocap is None:
+            rotations.append(model.link_rotation.astype(dtype)[links])
+            positions.append(model.link_translation.astype(dtype)[links])
+        else:
+            rotations.append(quat_to_rotation(jnp.asarray(mocap[1], dtype)))  # normalizes
+            positions.append(jnp.asarray(mocap[0], dtype))
+    which = np.asarray(eq.point_mocap, dtype=np.int32).reshape(-1, 2)
+    row = np.where(which >= 0, 1 + bodies.position.shape[0] + which, body + 1)
+    return jnp.concatenate(rotations)[row], jnp.concatenate(positions)[row], body
+
+
+def _point_rows(model: Model, bodies: Poses, mocap) -> tuple[jax.Array, jax.Array]:
+    """The connects' and welds' rows, constraint by constraint."""
+    eq = model.equality
+    rotation, position, body = _side_frames(model, bodies, mocap)
+    anchor = eq.point_anchor.astype(position.dtype)
+    p = position + jnp.einsum("ksij,ksj->ksi", rotation, anchor)  # (k, 2, 3) the two anchors in the world
+    p1, p2 = p[:, 0], p[:, 1]
     world = np.full(len(body), -1)
     j1 = relative_point_jacobians(model, bodies, p1, world, body[:, 0])  # (k, nv, 3)
     j2 = relative_point_jacobians(model, bodies, p2, world, body[:, 1])
     position_jac = jnp.swapaxes(j1 - j2, 1, 2)  # (k, 3, nv)
-    rotation_jac, rotation_res = _weld_rotation_rows(model, bodies, body)
+    rotation_jac, rotation_res = _weld_rotation_rows(model, bodies, body, rotation)
     jacs, residuals = [], []
     for i, rot in enumerate(eq.point_rotation_rows):
         jacs.append(position_jac[i])
@@ -92,15 +115,17 @@ def _point_rows(model: Model, bodies: Poses) -> tuple[jax.Array, jax.Array]:
     return jnp.concatenate(jacs), jnp.concatenate(residuals)
 
 
-def _weld_rotation_rows(model: Model, bodies: Poses, body: np.ndarray) -> tuple[jax.Array, jax.Array]:
-    """(k, 3, nv) and (k, 3): every point constraint's orientation rows as a weld's (a connect's go unused)."""
+def _weld_rotation_rows(
+    model: Model, bodies: Poses, body: np.ndarray, rotation: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """(k, 3, nv) and (k, 3): every point constraint's orientation rows as a weld's (a connect's go unused), the
+    sides' frames turned by ``rotation`` (k, 2, 3, 3)."""
     eq = model.equality
     dtype = bodies.position.dtype
     eye = jnp.eye(3, dtype=dtype)
-    rotation = jnp.concatenate([eye[None], bodies.rotation])
     frame = quat_to_rotation(eq.point_frame.astype(dtype))  # (k, 2, 3, 3)
-    f1 = rotation[body[:, 0] + 1] @ frame[:, 0]  # the two frames' world orientations
-    f2 = rotation[body[:, 1] + 1] @ frame[:, 1]
+    f1 = rotation[:, 0] @ frame[:, 0]  # the two frames' world orientations
+    f2 = rotation[:, 1] @ frame[:, 1]
     r_err = jnp.einsum("kji,kjl->kil", f2, f1)  # F2^T F1, the rotation of q_err = q_f2^* q_f1
     # Its quaternion with w >= 0 (continuous while the error is below half a turn).
     w = 0.5 * safe_sqrt(1.0 + jnp.trace(r_err, axis1=1, axis2=2))
