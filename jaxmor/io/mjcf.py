@@ -109,7 +109,6 @@ from jaxmor.io.description import (
     Joint,
     KeyframeDescription,
     Link,
-    PointEquality,
     RobotDescription,
     combine_masses,
 )
