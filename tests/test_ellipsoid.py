@@ -163,3 +163,55 @@ def test_an_ellipsoid_rests_on_a_sloped_height_field_at_its_support_point():
     support = np.linalg.norm(np.diag([0.2, 0.1, 0.06]) @ rotation.T @ normal)
     assert distance == pytest.approx(support, abs=1e-4)
     assert centre[2] == pytest.approx(d.qpos[2], abs=1e-3)
+
+
+def _stones(n: int = 4) -> str:
+    """``n`` x ``n`` world boxes 0.4 m wide, their tops 5 to 8 cm high, and two free eggs over them (each over one
+    box's top, one lying flat, one tilted 30 degrees about x)."""
+    rng = np.random.default_rng(7)
+    boxes = []
+    for i in range(n):
+        for j in range(n):
+            h = rng.uniform(0.05, 0.08)
+            boxes.append(f'<geom type="box" size=".2 .2 {h / 2:.4f}" pos="{0.4 * i:.2f} {0.4 * j:.2f} {h / 2:.4f}"/>')
+    eggs = (
+        '<body name="flat" pos="0 0 0.2"><freejoint/><geom type="ellipsoid" size=".1 .06 .04" density="500"/></body>'
+        '<body name="tilted" pos="0.4 0.4 0.25" euler="30 0 0"><freejoint/>'
+        '<geom type="ellipsoid" size=".1 .06 .04" density="500"/></body>'
+    )
+    return f'<mujoco><option timestep="0.002"/><worldbody>{"".join(boxes)}{eggs}</worldbody></mujoco>', rng
+
+
+def test_eggs_on_a_terrain_grid_meet_the_boxes_as_through_pairs_and_rest_on_them():
+    """Two free ellipsoids over 16 world boxes, the boxes once as contact pairs and once binned into a terrain grid
+    (``with_geom_grids``): at the eggs' start and along their fall the two paths give the same contacts (the gaps
+    within reach, sorted, equal to 1e-12: the same kernel on the same candidates). After 0.6 s the flat egg rests on
+    the box under it at the box's top plus its z radius, within the hull's deviation (3.4% of 4 cm) and the hard
+    contact's allowance; the tilted one, still rocking, touches its box at its support height over the top
+    ``|A R^T z|``, likewise."""
+    from jaxmor.sim.collision import collide, select
+    from jaxmor.sim.kinematics import body_poses
+
+    text, _ = _stones()
+    grid = _load(text)  # 16 world boxes: loaded as a grid
+    pairs = jaxmor.with_geom_grids(grid, enabled=False)
+    assert grid.contact_pairs == () and len(grid.terrain) == 1 and len(pairs.contact_pairs) == 2 * 16
+    run = jax.jit(lambda s: jaxmor.rollout(grid, s, n_steps=300))
+    end, traj = run(jaxmor.init_state(grid))
+    assert not bool(end.nonfinite)
+    reach = float(grid.opt.contact_reach)
+    contacts = jax.jit(lambda m, q: select(m, collide(m, body_poses(m, q))).distance)
+    for q in (traj.q[0], traj.q[40], traj.q[80], end.q):
+        a, b = np.sort(np.asarray(contacts(pairs, q))), np.sort(np.asarray(contacts(grid, q)))
+        near = a <= reach  # the grid holds the candidates within reach, the pairs every pair
+        np.testing.assert_allclose(a[near], b[near], atol=1e-12)
+    assert near.sum() >= 2  # at rest, both eggs touch
+    tops = {
+        name: float(pairs.geom_translation[k, 2] + pairs.geom_size[k, 2]) for name, k in (("flat", 0), ("tilted", 5))
+    }
+    allowance = 0.034 * 0.04 + 1e-4
+    flat, tilted = np.asarray(end.q[:7]), np.asarray(end.q[7:14])
+    assert flat[2] - tops["flat"] == pytest.approx(0.04, abs=allowance)
+    support = np.linalg.norm(np.diag([0.1, 0.06, 0.04]) @ np.asarray(quat_to_rotation(tilted[3:])).T @ [0, 0, 1])
+    assert tilted[2] - tops["tilted"] == pytest.approx(support, abs=allowance)
+    assert float(jnp.abs(end.u[:6]).max()) < 1e-3  # the flat egg at rest
