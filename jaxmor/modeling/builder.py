@@ -762,15 +762,16 @@ def _pair_differences(model: Model, description: RobotDescription) -> list[str]:
 
 
 def _ellipsoid_pair_differences(model: Model, pairs) -> list[str]:
-    """The warning's line for ellipsoids in geom pairs, which meet the other geom as their hulls."""
+    """The warning's line for ellipsoids in geom pairs, which meet the other geom as their hulls except on a face of a
+    box, cylinder or mesh (:mod:`jaxmor.sim.collision.ellipsoid`)."""
     ellipsoid = GeomType.ELLIPSOID
     ellipsoids = sorted({model.geom_names[g] for pair in pairs for g in pair if model.geom_type[g] == ellipsoid})
     if not ellipsoids:
         return []
     return [
-        f"{len(ellipsoids)} ellipsoid(s) in geom pairs (first: {ellipsoids[0]!r}) meet the other geom as a 42-vertex "
-        "hull within 3.4% of their radii (jaxmor.io.mesh.ellipsoid_hull); MuJoCo's contact is exact (their ground "
-        "contact is exact in both)"
+        f"{len(ellipsoids)} ellipsoid(s) in geom pairs (first: {ellipsoids[0]!r}) meet a face of a box, cylinder or "
+        "mesh exactly, and spheres, capsules, ellipsoids and the edges and corners of the others as a 42-vertex hull "
+        "within 3.4% of their radii (jaxmor.io.mesh.ellipsoid_hull); MuJoCo's contact is exact"
     ]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from jaxmor.errors import ArgumentError
 from jaxmor.math import quat_to_rotation, safe_sqrt
 from jaxmor.sim.collision.contacts import UNUSED_GAP, Contacts, tangent_frame, up
+from jaxmor.sim.collision.ellipsoid import box_ellipsoid, cylinder_ellipsoid, ellipsoid_mesh
 from jaxmor.sim.collision.ground import (
     box_points,
     capsule_points,
@@ -82,16 +83,18 @@ PAIR_KERNELS = {
     (GeomType.BOX, GeomType.CYLINDER): box_cylinder,
     (GeomType.CYLINDER, GeomType.CYLINDER): cylinder_cylinder,
     (GeomType.CYLINDER, GeomType.MESH): cylinder_mesh,
-    # An ellipsoid meets other geoms as its hull (jaxmor.io.mesh.ellipsoid_hull: within 3.4% of its radii).
+    # An ellipsoid meets a polytope's faces exactly (its support function), the rest as its hull
+    # (jaxmor.io.mesh.ellipsoid_hull: within 3.4% of its radii): jaxmor.sim.collision.ellipsoid.
     (GeomType.SPHERE, GeomType.ELLIPSOID): sphere_mesh,
     (GeomType.CAPSULE, GeomType.ELLIPSOID): capsule_mesh,
-    (GeomType.BOX, GeomType.ELLIPSOID): box_mesh,
-    (GeomType.CYLINDER, GeomType.ELLIPSOID): cylinder_mesh,
-    (GeomType.ELLIPSOID, GeomType.MESH): mesh_mesh,
+    (GeomType.BOX, GeomType.ELLIPSOID): box_ellipsoid,
+    (GeomType.CYLINDER, GeomType.ELLIPSOID): cylinder_ellipsoid,
+    (GeomType.ELLIPSOID, GeomType.MESH): ellipsoid_mesh,
     (GeomType.ELLIPSOID, GeomType.ELLIPSOID): mesh_mesh,
 }
 
-#: The geom types whose pair kernels take a hull (``Model.geom_mesh``) for their shape.
+#: The geom types whose pair kernels take a hull (``Model.geom_mesh``) for their shape (an ellipsoid's with its
+#: radii after it: :mod:`jaxmor.sim.collision.ellipsoid`).
 HULL_SHAPED = (GeomType.MESH, GeomType.ELLIPSOID)
 
 #: Contact slots of each supported type pair (either order; read off :data:`PAIR_KERNELS`).
@@ -367,6 +370,17 @@ def _hulls(model: Model, geoms, dtype) -> tuple:
     return vertices, planes, valid, faces[hulls], edges[hulls]
 
 
+def _pair_shapes(model: Model, geoms, dtype):
+    """The shapes the pair kernels take for the geoms ``geoms`` (one type): sizes (n, 3) [m] of primitives, the
+    hulls of meshes (:func:`_hulls`), the hulls of ellipsoids with their radii (n, 3) [m] after them."""
+    kind = model.geom_type[geoms[0]]
+    size = model.geom_size.astype(dtype)[np.asarray(geoms, dtype=np.int32)]
+    if kind not in HULL_SHAPED:
+        return size
+    hulls = _hulls(model, geoms, dtype)
+    return (*hulls, size) if kind == GeomType.ELLIPSOID else hulls
+
+
 def _ground_points(model: Model, geoms: list[int], geom_p: jax.Array, geom_r: jax.Array, at) -> jax.Array:
     """(n, 3) the ground points of the geoms ``geoms``, in geom order: each type's kernel runs once on the
     geoms of that type, and its points are put back in place."""
@@ -511,15 +525,13 @@ def _pair_geometry(model: Model, geom_p: jax.Array, geom_r: jax.Array, at, count
     """``(distance, normal, position)`` of the pair slots, in slot order (each pair's slots consecutive): each
     kernel runs once on its group of pairs."""
     dtype = geom_p.dtype
-    size = model.geom_size.astype(dtype)
     pairs = model.contact_pairs
     start = np.concatenate([[0], np.cumsum(counts)[:-1]])
 
     def geoms(indices):
         """``(centre, rotation, shape)`` of geoms of one kind: the shape is the size of a primitive, the
         hull of a mesh (:func:`_hulls`)."""
-        shape = size[indices] if model.geom_type[indices[0]] not in HULL_SHAPED else _hulls(model, indices, dtype)
-        return geom_p[at[indices]], geom_r[at[indices]], shape
+        return geom_p[at[indices]], geom_r[at[indices]], _pair_shapes(model, indices, dtype)
 
     outs, order = [], []
     for (kinds, flipped), members in _pair_groups(model).items():
@@ -562,7 +574,6 @@ def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) ->
     group of :func:`_terrain_groups`: each robot geom against the ``capacity`` world geoms of its cell (world
     geom as A); padding entries get :data:`UNUSED_GAP` and the key ``-1``."""
     dtype = geom_p.dtype
-    size = model.geom_size.astype(dtype)
     mu, given, priority, rest = _surfaces(model, dtype)
     out, found = [], {}
     for grid, rows, kinds, flipped, offset in _terrain_groups(model):
@@ -573,7 +584,7 @@ def _terrain_contacts(model: Model, geom_p: jax.Array, geom_r: jax.Array, at) ->
         local, valid = (x[rows].reshape(-1) for x in found[offset])
         world = grid.world[local]
         r = np.repeat(robot, c)
-        shape_r = size[r] if model.geom_type[r[0]] not in HULL_SHAPED else _hulls(model, r, dtype)
+        shape_r = _pair_shapes(model, r, dtype)
         a = (model.geom_translation.astype(dtype)[world], model.geom_rotation.astype(dtype)[world])
         d, n, p = _run_pairs(
             kinds, flipped, (*a, _world_shapes(model, grid.kind, world, dtype)), (geom_p[at[r]], geom_r[at[r]], shape_r)

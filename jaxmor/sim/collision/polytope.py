@@ -93,7 +93,7 @@ def box_polytope(centre: jax.Array, rotation: jax.Array, half: jax.Array) -> tup
     return vertices, jnp.concatenate([normals, offsets[..., None]], -1)
 
 
-def _hull_polytope(centre, rotation, hull):
+def hull_polytope(centre, rotation, hull):
     """A mesh geom's hull in the world: ``(vertices (..., V, 3), planes (..., P, 4))``; ``hull`` its
     ``(vertices, planes, ...)`` in the geom frame."""
     vertices, planes = hull[:2]
@@ -193,7 +193,7 @@ def _prism(centre, rotation, size):
 
 
 def _hull(centre, rotation, hull):
-    return (*_hull_polytope(centre, rotation, hull), hull[3], hull[4])
+    return (*hull_polytope(centre, rotation, hull), hull[3], hull[4])
 
 
 @kernel(slots=8)
@@ -223,7 +223,7 @@ def box_box(ca, ra_rot, sa, cb, rb_rot, sb):
 @kernel(slots=1)
 def sphere_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
     """Sphere A against mesh B: its centre against B's face planes."""
-    _, planes = _hull_polytope(cb, rb_rot, hull_b)
+    _, planes = hull_polytope(cb, rb_rot, hull_b)
     dist, n_face = _plane_distance(ca, planes)  # n_face points out of B, towards A
     r = sa[..., 0]
     return dist - r, -n_face, ca - r[..., None] * n_face, ca - dist[..., None] * n_face
@@ -232,7 +232,7 @@ def sphere_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
 @kernel(slots=3)
 def capsule_mesh(ca, ra_rot, sa, cb, rb_rot, hull_b):
     """Capsule A against mesh B, 3 slots: its end spheres, then the sphere about its segment's deepest point."""
-    _, planes = _hull_polytope(cb, rb_rot, hull_b)
+    _, planes = hull_polytope(cb, rb_rot, hull_b)
     p0, p1 = segment_ends(ca, ra_rot, sa[..., 1])
     t = deepest_on_segment(p0, p1, lambda x: _plane_distance(x, planes)[0])
     centres = jnp.stack([p0, p1, p0 + t[..., None] * (p1 - p0)], -2)
