@@ -300,6 +300,137 @@ def test_bodies_held_by_moving_mocap_bodies_move_as_in_mujoco_converging_with_th
     assert 1.6 < difference / half < 2.4, (difference, half)
 
 
+KEYED = PADDLE.replace(
+    "</worldbody></mujoco>",
+    '</worldbody><keyframe><key name="moved" mpos="0.5 -0.2 0.3" mquat="2 0 0 2"/>\n'
+    '<key name="held" qpos="0.2 0 0.9 1 0 0 0 0.1"/></keyframe></mujoco>',
+)
+
+
+def test_a_keyframe_puts_the_mocap_bodies_as_mujocos_reset_does():
+    """``mj_resetDataKeyframe`` sets ``mocap_pos``/``mocap_quat`` from the key's ``mpos``/``mquat`` (normalized),
+    and to the bodies' poses in the file where the key gives none, whatever the data held (exact: the same
+    numbers, normalized by the same formula up to round-off, 1e-15)."""
+    model, m = _load(KEYED), mujoco.MjModel.from_xml_string(KEYED)
+    moved = jaxmor.init_state(model).replace(mocap_pos=jnp.array([[9.0, 9.0, 9.0]]))
+    d = mujoco.MjData(m)
+    for key in ("moved", "held"):
+        d.mocap_pos[0] = (9.0, 9.0, 9.0)
+        mujoco.mj_resetDataKeyframe(m, d, m.key(key).id)
+        state = jaxmor.set_keyframe(model, moved, key)
+        np.testing.assert_allclose(state.mocap_pos, d.mocap_pos, atol=1e-15)
+        np.testing.assert_allclose(state.mocap_quat, d.mocap_quat, atol=1e-15)
+        np.testing.assert_allclose(state.q, d.qpos, atol=1e-15)
+    both = jaxmor.combine(model, model, prefix="b/", position=(3.0, 0.0, 0.0))
+    state = jaxmor.set_keyframe(both, jaxmor.init_state(both), "moved")
+    np.testing.assert_allclose(state.mocap_pos, [[0.5, -0.2, 0.3], [3.2, 0.0, 0.5]], atol=1e-12)
+    np.testing.assert_allclose(state.mocap_quat[1], jaxmor.init_state(both).mocap_quat[1], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        ('<key mpos="1 2"/>', "mpos of <key> needs 3 numbers, got 2"),
+        ('<key mquat="1 0 0 0 1 0 0 0"/>', "mquat of <key> needs 4 numbers, got 8"),
+        ('<key name="k" mquat="0 0 0 0"/>', "keyframe 'k': the mquat of mocap body 'paddle' is zero"),
+        ('<key mpos="1 nan 0"/>', "mpos"),
+    ],
+)
+def test_a_keyframes_broken_mocap_pose_is_refused_naming_the_line(key, message):
+    text = PADDLE.replace("</worldbody></mujoco>", f"</worldbody><keyframe>\n{key}</keyframe></mujoco>")
+    with pytest.raises(ModelError, match=r"<string>:7: .*" + message):
+        _load(text)
+
+
+CARTPOLE = ("dm_control", "mujoco", "testing", "assets", "cartpole.xml")
+
+
+def test_dm_controls_cartpole_with_two_mocap_bodies_runs_as_mujocos():
+    """dm_control's testing cartpole (shipped in its wheel; two mocap bodies, a cube and a sphere) driven with its
+    motor while both mocap bodies move and turn every step, jaxmor against MuJoCo from the same controls. The
+    mocap bodies start where MuJoCo puts them; at every step the geoms of the mocap bodies are where MuJoCo puts
+    them for the same ``mocap_pos``/``mocap_quat`` (1e-12: the same rigid transform; every geom's centre, the
+    mocap geoms' axes: a ``fromto`` capsule's frame is MuJoCo's turned half a turn, the same capsule); M and bias
+    match to 1e-12.
+    The cart and pole follow MuJoCo's within 1e-3 of their motion over the first 0.3 s (measured 2e-4 and 7e-4):
+    both integrate at the file's 10 ms step with first-order schemes that differ in the damping's treatment
+    (2e-4 of the first step's motion), and the upright pole amplifies any difference as it falls (0.01 m of the
+    cart's 0.36 after 1 s). The mocap bodies carry nothing into the dynamics: their geoms collide with nothing
+    here (``contype`` 0), as in MuJoCo."""
+    from reference import _package_file
+
+    from jaxmor.sim.collision.driver import _geom_poses
+    from jaxmor.sim.kinematics import body_poses
+
+    path = _package_file(*CARTPOLE)
+    if path is None:
+        pytest.skip("dm-control is not installed (the test extra)")
+    model, m = _load(str(path)), mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    state = jaxmor.init_state(model)
+    np.testing.assert_allclose(state.mocap_pos, d.mocap_pos, atol=1e-15)
+    np.testing.assert_allclose(state.mocap_quat, d.mocap_quat, atol=1e-15)
+    ref = MujocoReference(model, m)
+    q, u, mass, bias = ref.terms(*ref.random_state(np.random.default_rng(3)))
+    assert rel_err(jaxmor.mass_matrix(model, q), mass) < 1e-12 and rel_err(jaxmor.bias_force(model, q, u), bias) < 1e-12
+    t = np.arange(30) * m.opt.timestep
+    zero = 0.0 * t
+    pos = np.stack(
+        [np.stack([1 + 0.1 * np.sin(5 * t), zero, 0.5 + 0.05 * t], -1), np.stack([-1 + zero, 0.2 * t, 0.5 + zero], -1)],
+        1,
+    )
+    quat = np.stack(
+        [
+            np.stack([np.cos(1.5 * t), zero, zero, np.sin(1.5 * t)], -1),
+            np.stack([np.cos(t), np.sin(t), zero, zero], -1),
+        ],
+        1,
+    )
+    ctrl = 0.3 * np.sin(4 * t)[:, None]
+    _, traj = jaxmor.rollout(model, state, {"ctrl": ctrl, "mocap_pos": pos, "mocap_quat": quat})
+
+    @jax.jit
+    def poses(q, mocap):
+        bodies = body_poses(model, q)
+        return _geom_poses(model, bodies.position, bodies.rotation, mocap)[:2]
+
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in range(m.ngeom)]
+    rows = [names.index(n) for n in model.geom_names]
+    qpos = []
+    for k in range(t.size):
+        d.ctrl[:], d.mocap_pos[:], d.mocap_quat[:] = ctrl[k], pos[k], quat[k]
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+        mujoco.mj_forward(m, d)
+        p, r = poses(jnp.asarray(d.qpos), (jnp.asarray(pos[k]), jnp.asarray(quat[k])))
+        np.testing.assert_allclose(p, d.geom_xpos[rows], atol=1e-12)
+        moving = [g for g, n in enumerate(model.geom_names) if n.startswith("mocap")]
+        np.testing.assert_allclose(np.asarray(r)[moving], d.geom_xmat[rows].reshape(-1, 3, 3)[moving], atol=1e-12)
+    qpos = np.array(qpos)
+    error = np.abs(np.asarray(traj.q) - qpos).max(axis=0)
+    assert np.all(error < 1e-3 * np.abs(qpos).max(axis=0)), error
+
+
+def test_a_keyframe_value_the_states_dtype_cannot_hold_is_refused_naming_it():
+    """``mpos`` and ``qpos`` of 1e39 are finite in the file's float64 and infinite in a float32 State."""
+    text = PADDLE.replace(
+        "</worldbody></mujoco>", '</worldbody><keyframe><key name="far" mpos="0 1e39 0"/></keyframe></mujoco>'
+    )
+    model = _load(text)
+    state = jax.tree.map(lambda x: x.astype(jnp.float32) if x.dtype == jnp.float64 else x, jaxmor.init_state(model))
+    with pytest.raises(jaxmor.ArgumentError, match=r"keyframe 'far': mocap_pos\[1\] = 1e\+39 does not fit float32"):
+        jaxmor.set_keyframe(model, state, "far")
+    assert float(jaxmor.set_keyframe(model, jaxmor.init_state(model), "far").mocap_pos[0, 1]) == 1e39  # float64
+
+
+def test_keyframes_with_mocap_poses_survive_a_checkpoint(tmp_path):
+    model = _load(KEYED)
+    jaxmor.save_checkpoint(tmp_path / "k.npz", model, jaxmor.init_state(model))
+    loaded, _ = jaxmor.load_checkpoint(tmp_path / "k.npz")
+    assert loaded.keyframes == model.keyframes and loaded.keyframes[0].mocap_pos == (0.5, -0.2, 0.3)
+    assert loaded.keyframes[1].mocap_pos is None
+
+
 FETCH = ("gymnasium_robotics", "envs", "assets", "fetch", "reach.xml")
 
 
