@@ -378,3 +378,25 @@ def test_info_lists_activation_dynamics(tmp_path, capsys):
     servo = rows["servo"]
     assert servo["dynamics"] == "filterexact" and float(servo["time_constant[s]"]) == 0.05
     assert servo["act_upper"] == "inf" and servo["act_early"] == "no"
+
+
+def test_package_dir_lets_a_file_read_meshes_beside_its_folder(tmp_path, capsys):
+    """An MJCF whose mesh sits in a sibling folder (as Gymnasium-Robotics' Fetch keeps its meshes) is refused, the
+    error naming the file outside the allowed folders; ``--package-dir`` with the parent folder lets ``info`` read
+    it."""
+    robot, meshes = tmp_path / "robot", tmp_path / "meshes"
+    robot.mkdir()
+    meshes.mkdir()
+    corners = [(x, y, z) for x in (0, 0.1) for y in (0, 0.1) for z in (0, 0.1)]
+    (meshes / "cube.obj").write_text(
+        "".join(f"v {x} {y} {z}\n" for x, y, z in corners)
+        + "f 1 2 4 3\nf 5 7 8 6\nf 1 5 6 2\nf 3 4 8 7\nf 1 3 7 5\nf 2 6 8 4\n"
+    )
+    (robot / "r.xml").write_text(
+        '<mujoco><asset><mesh name="cube" file="../meshes/cube.obj"/></asset><worldbody><body name="arm">'
+        '<joint name="swing" axis="0 0 1"/><geom type="mesh" mesh="cube"/></body></worldbody></mujoco>'
+    )
+    assert main(["info", str(robot / "r.xml")]) == 2
+    assert "cube.obj" in capsys.readouterr().err
+    assert main(["info", str(robot / "r.xml"), "--package-dir", str(tmp_path)]) == 0
+    assert "swing" in capsys.readouterr().out

@@ -16,7 +16,9 @@
 * ``jaxmor play POLICY [--out PAGE.html|VIDEO.gif] [--worlds N] [--seconds S]``: a trained policy evaluated at
   its physics step and at half of it (:mod:`jaxmor.train.play`), and shown.
 
-A robot file whose name ends in ``.xml`` is read as MJCF (:func:`jaxmor.load_mjcf`), any other as URDF.
+A robot file whose name ends in ``.xml`` is read as MJCF (:func:`jaxmor.load_mjcf`), any other as URDF; ``view``,
+``info`` and ``plot-region`` take ``--package-dir DIR`` (repeatable) for the includes and meshes a file reads from
+outside its own folder (the loaders' ``package_dirs``).
 
 Errors (a missing or malformed file, an unknown actuator, matplotlib missing) are one line on stderr and
 exit code 2.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -73,20 +76,22 @@ def timestep_bounds(model) -> tuple[np.ndarray, np.ndarray]:
     return inertia, bound
 
 
-def _load(path: str):
-    """The robot of a file: MJCF for a name ending in ``.xml``, else URDF."""
+def _load(path: str, package_dirs: Sequence[str] = ()):
+    """The robot of a file: MJCF for a name ending in ``.xml``, else URDF; ``package_dirs``: folders beyond the
+    file's own that its includes and meshes may be read from (``--package-dir``)."""
     import jaxmor
 
-    return jaxmor.load_mjcf(path) if path.lower().endswith(".xml") else jaxmor.load_urdf(path)
+    load = jaxmor.load_mjcf if path.lower().endswith(".xml") else jaxmor.load_urdf
+    return load(path, package_dirs=tuple(package_dirs))
 
 
-def _info(path: str, dt: float | None) -> int:
+def _info(path: str, dt: float | None, package_dirs: Sequence[str] = ()) -> int:
     import jaxmor
     from jaxmor.errors import ArgumentError
 
     if dt is not None and not (math.isfinite(dt) and dt > 0):
         raise ArgumentError(f"--dt must be a positive time step [s], got {dt}")
-    model = _load(path)
+    model = _load(path, package_dirs)
     print(jaxmor.summary(model))
     _joints_table(model)
     _affine_table(model)
@@ -298,10 +303,10 @@ _JOINT_FIELDS = (
 )
 
 
-def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
+def _plot_region(path: str, actuator: str | None, side: str, out: str, package_dirs: Sequence[str] = ()) -> int:
     from jaxmor.errors import ArgumentError
 
-    model = _load(path)
+    model = _load(path, package_dirs)
     if not model.na:
         raise ArgumentError(f"{path}: the robot has no DC-motor actuators")
     if actuator is not None and actuator not in model.actuators.names:
@@ -327,7 +332,14 @@ def _plot_region(path: str, actuator: str | None, side: str, out: str) -> int:
     return 0
 
 
-def _view(path: str, out: str | None, live: bool = False, port: int = 0, seconds: float | None = None) -> int:
+def _view(
+    path: str,
+    out: str | None,
+    live: bool = False,
+    port: int = 0,
+    seconds: float | None = None,
+    package_dirs: Sequence[str] = (),
+) -> int:
     """``jaxmor view``: a robot file shows its default pose, a trajectory file (``.npz``) plays; ``--live`` serves
     the robot falling under no actuation (on a ground plane when its base is free) in a live view."""
     from pathlib import Path
@@ -342,7 +354,7 @@ def _view(path: str, out: str | None, live: bool = False, port: int = 0, seconds
         from jaxmor.types import JointType
         from jaxmor.viewer.live_view import serve
 
-        model = _load(path)
+        model = _load(path, package_dirs)
         if JointType.FREE in model.body_joint_type and not model.ground:
             model = jaxmor.add_ground(model)
         serve(model, jaxmor.init_state(model), port=port, seconds=seconds)
@@ -350,7 +362,7 @@ def _view(path: str, out: str | None, live: bool = False, port: int = 0, seconds
     if path.lower().endswith(".npz"):
         model, states = viewer.load_trajectory(path)
     else:
-        model = _load(path)
+        model = _load(path, package_dirs)
         states = jaxmor.init_state(model)
     target = Path(out) if out is not None else Path(Path(path).name).with_suffix(".html")
     if out is None and target.exists():
@@ -395,6 +407,15 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--actuator", default=None, help="one actuator's name (default: all)")
     plot.add_argument("--side", choices=("motor", "joint"), default="motor", help="torque-speed plane (default motor)")
     plot.add_argument("-o", "--output", required=True, help="the PNG (or any format matplotlib writes) to write")
+    for command in (view, info, plot):
+        command.add_argument(
+            "--package-dir",
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="a folder beyond the file's own that its includes and meshes may be read from (repeatable; the "
+            "loaders' package_dirs, as a load error that names a file outside the allowed folders suggests)",
+        )
     _train_parsers(sub)
     return parser
 
@@ -515,9 +536,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds = demo.DEFAULT_SECONDS if args.seconds is None else args.seconds
             return demo.main(args.worlds, seconds, args.out, args.video)
         if args.command == "view":
-            return _view(args.path, args.out, args.live, args.port, args.seconds)
+            return _view(args.path, args.out, args.live, args.port, args.seconds, args.package_dir)
         if args.command == "info":
-            return _info(args.urdf, args.dt)
+            return _info(args.urdf, args.dt, args.package_dir)
         if args.command == "train":
             return _train(args)
         if args.command == "play":
@@ -525,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
 
             play(args.policy, out=args.out, worlds=args.worlds, seconds=args.seconds)
             return 0
-        return _plot_region(args.urdf, args.actuator, args.side, args.output)
+        return _plot_region(args.urdf, args.actuator, args.side, args.output, args.package_dir)
     except (JaxmorError, OSError) as exc:
         print(f"jaxmor: error: {exc}", file=sys.stderr)
         return 2
