@@ -25,6 +25,7 @@ from jaxmor.sim.collision.ground import (
     capsule_points,
     cylinder_points,
     ellipsoid_points,
+    ellipsoid_support,
     hull_points,
     sphere_points,
 )
@@ -425,9 +426,7 @@ def _ellipsoids_facing_the_field(model: Model, pts, geom_of_slot: np.ndarray, ge
     geoms = geom_of_slot[slots]
     size, rotation = model.geom_size.astype(pts.dtype)[geoms], geom_r[at[geoms]]
     _, normal, _ = surface(model.height_field, pts[slots, :2])
-    local = jnp.einsum("nji,nj->ni", rotation, normal) * size  # A R^T n
-    norm = jnp.sqrt(jnp.sum(local * local, -1, keepdims=True))
-    support = geom_p[at[geoms]] - jnp.einsum("nij,nj->ni", rotation, local * size) / norm
+    support, _ = ellipsoid_support(geom_p[at[geoms]], rotation, size, normal)
     return pts.at[slots].set(support)
 
 

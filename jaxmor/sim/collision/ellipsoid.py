@@ -19,8 +19,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxmor.math import safe_norm
 from jaxmor.sim.collision.contacts import UNUSED_GAP, kernel
+from jaxmor.sim.collision.ground import ellipsoid_support
 from jaxmor.sim.collision.polytope import (
     box_mesh,
     box_polytope,
@@ -40,16 +40,12 @@ def _face_contact(planes, centre, rotation, radii):
     normal (..., 3) out of the face, point on the face (..., 3), point on the ellipsoid (..., 3), on_face (...)
     bool)``; the face choice carries no gradient."""
     normals, offsets = planes[..., :3], planes[..., 3]
-    local = jnp.einsum("...ji,...pj->...pi", rotation, normals) * radii[..., None, :]  # A R^T n, per face
-    reach = safe_norm(local, axis=-1)
-    gap = jnp.einsum("...pj,...j->...p", normals, centre) - reach - offsets
+    points, reach = ellipsoid_support(centre[..., None, :], rotation[..., None, :, :], radii[..., None, :], normals)
+    gap = jnp.einsum("...pj,...j->...p", normals, centre) - reach - offsets  # per face
     face = jnp.argmax(jax.lax.stop_gradient(gap), -1)
-
     n = jnp.take_along_axis(normals, face[..., None, None], -2)[..., 0, :]
-    along = jnp.take_along_axis(local, face[..., None, None], -2)[..., 0, :]
-    depth = jnp.take_along_axis(reach, face[..., None], -1)[..., 0]
+    on_ellipsoid = jnp.take_along_axis(points, face[..., None, None], -2)[..., 0, :]
     distance = jnp.take_along_axis(gap, face[..., None], -1)[..., 0]
-    on_ellipsoid = centre - jnp.einsum("...ij,...j->...i", rotation, radii * along) / depth[..., None]
     on_face = on_ellipsoid - distance[..., None] * n
     others = jnp.einsum("...pj,...j->...p", normals, on_face) - offsets
     others = jnp.where(jnp.arange(planes.shape[-2]) == face[..., None], -jnp.inf, others)

@@ -82,13 +82,19 @@ def cylinder_points(centre, rotation, size, hull):
     return (centre[:, None, None, :] + faces + rim[:, None, :, :]).reshape(-1, 8, 3)
 
 
+def ellipsoid_support(centre, rotation, radii, direction) -> tuple[jax.Array, jax.Array]:
+    """An ellipsoid's support against a unit ``direction`` (..., 3): ``(point, reach)``, the point whose outward
+    normal is ``-direction``, ``c - R A^2 R^T n / |A R^T n|`` (..., 3), and how far the ellipsoid reaches along
+    ``direction`` from its centre, ``|A R^T n|`` (...,) [m]; ``A = diag(radii)``, ``rotation`` (..., 3, 3)."""
+    local = jnp.einsum("...ji,...j->...i", rotation, direction) * radii  # A R^T n
+    reach = jnp.sqrt(jnp.sum(local * local, -1))
+    return centre - jnp.einsum("...ij,...j->...i", rotation, local * radii) / reach[..., None], reach
+
+
 @kernel(slots=1)
 def ellipsoid_points(centre, rotation, size, hull):
-    """The lowest point of each ellipsoid: ``c - R A^2 R^T z / |A R^T z|`` with ``A = diag(radii)`` (the point whose
-    outward normal is ``-z``)."""
-    local = rotation[:, 2, :] * size  # A R^T z, per ellipsoid
-    norm = jnp.sqrt(jnp.sum(local * local, -1, keepdims=True))
-    return (centre - jnp.einsum("nij,nj->ni", rotation, local * size) / norm)[:, None, :]
+    """The lowest point of each ellipsoid (:func:`ellipsoid_support` against ``+z``)."""
+    return ellipsoid_support(centre, rotation, size, up(centre.dtype, centre.shape[:-1]))[0][:, None, :]
 
 
 @kernel(slots=HULL_POINTS)
