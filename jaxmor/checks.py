@@ -428,14 +428,16 @@ def as_range(value: Any, name: str) -> tuple[float, float] | None:
 
 #: The values of ``Options.implicit_bias`` (:mod:`jaxmor.sim.integrator`).
 IMPLICIT_BIAS = ("kahan", "predicted")
+#: The solvers (``Options.solver``; :mod:`jaxmor.sim.solver`).
+SOLVERS = ("auto", "pgs", "jacobi")
 
 
 def check_options(opt: Any, where: str) -> None:
-    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations`` and ``position_iterations``
-    ints ``>= 1``, ``contact_budget`` ``None`` or an int ``>= 1``, a known ``friction_rule`` and
-    ``implicit_bias`` (static, always checked), ``timestep`` positive and finite, ``gravity`` and ``wind`` finite
-    3-vectors, ``contact_reach``, ``density`` and ``viscosity`` finite and ``>= 0`` (checked when concrete, every
-    world of a batch; a traced time step is guarded by the step: ``State.invalid``).
+    """Check simulation options (a :class:`jaxmor.Options`): ``solver_iterations``, ``position_iterations`` and
+    ``jacobi_iterations`` ints ``>= 1``, a known ``solver``, ``contact_budget`` ``None`` or an int ``>= 1``, a
+    known ``friction_rule`` and ``implicit_bias`` (static, always checked), ``timestep`` positive and finite,
+    ``gravity`` and ``wind`` finite 3-vectors, ``contact_reach``, ``density`` and ``viscosity`` finite and ``>= 0``
+    (checked when concrete, every world of a batch; a traced time step is guarded by the step: ``State.invalid``).
 
     Raises:
         ArgumentError: naming the option.
@@ -445,7 +447,9 @@ def check_options(opt: Any, where: str) -> None:
         raise ArgumentError(f"{where}: opt.friction_rule must be one of {rules}, got {opt.friction_rule!r}")
     if opt.implicit_bias not in IMPLICIT_BIAS:
         raise ArgumentError(f"{where}: opt.implicit_bias must be one of {IMPLICIT_BIAS}, got {opt.implicit_bias!r}")
-    for name in ("solver_iterations", "position_iterations"):
+    if opt.solver not in SOLVERS:
+        raise ArgumentError(f"{where}: opt.solver must be one of {SOLVERS}, got {opt.solver!r}")
+    for name in ("solver_iterations", "position_iterations", "jacobi_iterations"):
         iterations = getattr(opt, name)
         if isinstance(iterations, (bool, np.bool_)) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
             raise ArgumentError(f"{where}: opt.{name} must be an int >= 1, got {iterations!r}")

@@ -88,7 +88,13 @@ class Options:
         gravity: (3,) gravitational acceleration in the world frame [m/s^2].
         solver_iterations: projected Gauss-Seidel sweeps per step of the velocity pass (static, ``>= 1``).
         position_iterations: sweeps per step of the position-correction pass (static, ``>= 1``). The two
-            passes share their loop: a step's dependent loop iterations are the larger count.
+            passes share their loop: a step's dependent loop iterations are the larger count. Both counts are
+            also the sweeps of the solve's derivative, whatever the solver.
+        solver: ``"auto"`` (default: the accelerated projected Jacobi iteration when the step is compiled for
+            a CUDA GPU, projected Gauss-Seidel elsewhere), ``"pgs"`` or ``"jacobi"`` (static; both solve the
+            same problem and have the same fixed points, :mod:`jaxmor.sim.solver`).
+        jacobi_iterations: iterations per step of the Jacobi solver's velocity pass; its position pass runs
+            half as many (static, ``>= 1``).
         friction_rule: how two given friction coefficients combine: ``"geometric_mean"`` (default),
             ``"mean"``, ``"min"`` or ``"max"`` (static; see :func:`jaxmor.sim.collision.combine_friction`).
         implicit_bias: how the velocity-dependent forces (Coriolis, centrifugal, gyroscopic) enter the
@@ -113,6 +119,8 @@ class Options:
     gravity: jax.Array = leaf((3,), randomize="gravity", domain="finite")
     solver_iterations: int = struct.field(pytree_node=False)
     position_iterations: int = struct.field(pytree_node=False, default=10)
+    solver: str = struct.field(pytree_node=False, default="auto")
+    jacobi_iterations: int = struct.field(pytree_node=False, default=100)
     friction_rule: str = struct.field(pytree_node=False, default="geometric_mean")
     implicit_bias: str = struct.field(pytree_node=False, default="kahan")
     contact_budget: int | None = struct.field(pytree_node=False, default=None)

@@ -70,7 +70,25 @@ CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
 _CACHE_MADE = pytest.StashKey[str]()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--solver",
+        choices=("auto", "pgs", "jacobi"),
+        help="Options.solver of every model the run loads (jaxmor.modeling.builder.DEFAULT_SOLVER; default: auto): "
+        "the physics tests run with one solver",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    """The run's solver (``--solver``), then its compilation cache (below)."""
+    if config.getoption("--solver"):
+        from jaxmor.modeling import builder
+
+        builder.DEFAULT_SOLVER = config.getoption("--solver")
+    _compilation_cache(config)
+
+
+def _compilation_cache(config: pytest.Config) -> None:
     """One persistent compilation cache for the run, in a fresh temporary folder: the same program (the quadruped's
     step, the Go2's rollout) compiled by several modules, workers or notebooks compiles once per run. The main
     process makes the folder before the workers start (they inherit the variable) and removes it at the end; a cache

@@ -24,12 +24,8 @@ def problems(n_worlds: int, n_steps: int, dt: float):
 
     import jaxmor
     from bench import scenario as sc
-    from jaxmor.sim.collision import collide, select
-    from jaxmor.sim.constraint import constraints, warm_start
-    from jaxmor.sim.dynamics import dynamics
-    from jaxmor.sim.forces import forces
-    from jaxmor.sim.free_motion import free_motion
-    from jaxmor.sim.kinematics import kinematics
+    from jaxmor.sim.constraint import warm_start
+    from jaxmor.sim.pipeline import stages
 
     model = sc.jaxmor_model(dt, jnp.float64)
     states = sc.jaxmor_states(model, n_worlds)
@@ -38,11 +34,8 @@ def problems(n_worlds: int, n_steps: int, dt: float):
     final = final.replace(actuator_torque=controls[:, n_steps])
 
     def stage(s):
-        kin = kinematics(model, s.q)
-        frc = forces(model, s)
-        free = free_motion(model, s, dynamics(model, kin, s.u), frc)
-        contacts = select(model, collide(model, kin.body))
-        return constraints(model, s, kin, contacts, free, frc), warm_start(model, s, contacts)
+        out = stages(model, s)
+        return out.constraints, warm_start(model, s, out.contacts)
 
     return jax.jit(jax.vmap(stage))(final)
 

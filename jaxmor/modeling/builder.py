@@ -65,6 +65,8 @@ DEFAULT_FRICTION = 0.8
 #: (``docs/design/solver.md``).
 DEFAULT_SOLVER_ITERATIONS = 20
 DEFAULT_POSITION_ITERATIONS = 10
+#: Options.solver of a loaded model (tests/conftest.py's ``--solver`` sets it for a test run).
+DEFAULT_SOLVER = "auto"
 #: Gap within which a contact candidate counts for the budget's overflow [m] (``Model.opt.contact_reach``).
 DEFAULT_CONTACT_REACH = 0.01
 #: Time step [s] (``Model.opt.timestep``).
@@ -422,6 +424,7 @@ def build_model(description: RobotDescription, *, floating_base: bool | None = N
             friction_rule=description.friction_rule or "geometric_mean",
             solver_iterations=DEFAULT_SOLVER_ITERATIONS,
             position_iterations=DEFAULT_POSITION_ITERATIONS,
+            solver=DEFAULT_SOLVER,
             contact_reach=arr(DEFAULT_CONTACT_REACH, ()),
             **_medium(description, arr, options_line),
         ),

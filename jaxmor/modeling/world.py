@@ -7,7 +7,7 @@ A world file (the actuator spec's world export) is XML::
     <jaxmor_world version="1">
       <robot file="../robots/quadruped/quadruped.urdf" format="urdf" floating_base="auto" meshes="convex_hull"/>
       <options timestep="0.001" gravity="0 0 -9.81" solver_iterations="20" position_iterations="10"
-               friction_rule="geometric_mean" implicit_bias="kahan"/>
+               friction_rule="geometric_mean" implicit_bias="kahan" solver="auto" jacobi_iterations="100"/>
       <ground height="0.0" friction="0.8" restitution="0.0"/>               <!-- if the world has one -->
       <battery open_circuit_voltage="48.0" internal_resistance="0.05"/>    <!-- if the model has one -->
       <actuators motor_operating_region_enforced="true">                   <!-- jaxmor.export_actuators -->
@@ -196,7 +196,8 @@ def export_world(
     lines.append(
         f'  <options timestep="{_text(opt.timestep)}" gravity="{_vector(opt.gravity)}" '
         f'solver_iterations="{opt.solver_iterations}" position_iterations="{opt.position_iterations}" '
-        f'friction_rule="{opt.friction_rule}" implicit_bias="{opt.implicit_bias}"/>'
+        f'friction_rule="{opt.friction_rule}" implicit_bias="{opt.implicit_bias}" solver="{opt.solver}" '
+        f'jacobi_iterations="{opt.jacobi_iterations}"/>'
     )
     if model.ground:
         lines.append(
@@ -349,7 +350,16 @@ def _apply_options(model: Model, children: dict, source: str) -> Model:
     el = children["options"]
     check_attributes(
         el,
-        ("timestep", "gravity", "solver_iterations", "position_iterations", "friction_rule", "implicit_bias"),
+        (
+            "timestep",
+            "gravity",
+            "solver_iterations",
+            "position_iterations",
+            "friction_rule",
+            "implicit_bias",
+            "solver",
+            "jacobi_iterations",
+        ),
         source,
     )
     dtype = model.body_mass.dtype
@@ -358,13 +368,13 @@ def _apply_options(model: Model, children: dict, source: str) -> Model:
         updates["timestep"] = jnp.asarray(parse_float(el.get("timestep"), source, el, "timestep"), dtype)
     if el.get("gravity") is not None:
         updates["gravity"] = jnp.asarray(parse_vector(el.get("gravity"), 3, source, el, "gravity"), dtype)
-    for name in ("solver_iterations", "position_iterations"):
+    for name in ("solver_iterations", "position_iterations", "jacobi_iterations"):
         if el.get(name) is not None:
             try:
                 updates[name] = int(el.get(name))
             except ValueError:
                 raise ModelError(source, el.sourceline, f"{name} must be an integer, got {el.get(name)!r}") from None
-    for name in ("friction_rule", "implicit_bias"):
+    for name in ("friction_rule", "implicit_bias", "solver"):
         if el.get(name) is not None:
             updates[name] = el.get(name)
     try:

@@ -41,11 +41,14 @@ bodies in a row); :func:`contact_residuals` measures how far a solution is from 
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
+from jaxmor.checks import SOLVERS
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
 from jaxmor.sim.constraint import Constraints, Impulses, Problem, friction_impulse, limit_impulse
@@ -221,6 +224,101 @@ def _impulse_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array,
     return rows, limit
 
 
+# The accelerated projected Jacobi iteration: every row's update from the same iterate.
+
+#: Power-iteration steps that estimate the largest eigenvalue of ``D^-1 A`` (straight-line code, no loop).
+POWER_STEPS = 8
+#: Margin on that estimate (the power iteration approaches the largest eigenvalue from below).
+POWER_MARGIN = 1.05
+
+
+def _row_updates(p: _Rows, rows: jax.Array, limit: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Every row's update of a sweep (:func:`_contact_impulse`, :func:`_joint_impulse`), all from the iterate
+    ``(rows, limit)``: a contact's normal then its tangent pair, a joint's friction then its limit, each
+    row reading the velocities ``A rows + b`` of the same iterate. The map's fixed points are the sweep's."""
+    c, m, nc = p.columns, p.rows_per_contact, p.nc
+    v = c.T @ rows + p.free_velocity
+    parts, new_limit = [], limit
+    if nc:
+        normal = np.arange(nc) * m
+        if m == 3:
+            a_tn = c[normal[:, None], normal[:, None] + np.array([1, 2])]
+        else:
+            a_tn = jnp.zeros((nc, 2), rows.dtype)
+        update = jax.vmap(partial(_contact_impulse, m == 3))
+        new = update(p.laws[normal], a_tn, v[: m * nc].reshape(nc, m), rows[: m * nc].reshape(nc, m))
+        parts.append(new.reshape(m * nc))
+    if p.nj:
+        r = m * nc + np.arange(p.nj)
+        diag, old = c[r, r], rows[m * nc :]
+        update = jax.vmap(partial(_joint_impulse, m == 3))
+        new, new_limit = update(p.laws[r], p.limited, diag, v[m * nc :] - diag * old, limit)
+        parts.append(new)
+    return jnp.concatenate(parts), new_limit
+
+
+def _relaxation(p: _Rows) -> jax.Array:
+    """The Jacobi step ``omega = 1 / lambda``: ``lambda`` the largest eigenvalue of ``D^-1 A`` (``D`` the
+    diagonal of ``A``), estimated by :data:`POWER_STEPS` power iterations times :data:`POWER_MARGIN` and
+    capped by Gershgorin's bound (the largest absolute row sum, never below the spectral radius)."""
+    scaled = p.laws[:, 0:1] * p.columns.T  # D^-1 A (a row nothing moves is zero)
+    gershgorin = jnp.max(jnp.sum(jnp.abs(scaled), axis=1))
+    x = jnp.ones(scaled.shape[0], scaled.dtype)
+    for _ in range(POWER_STEPS):
+        y = scaled @ x
+        x = safe_div(y, jnp.max(jnp.abs(y)))
+    estimate = safe_div(jnp.dot(x, scaled @ x), jnp.dot(x, x))
+    return safe_div(1.0, jnp.minimum(POWER_MARGIN * estimate, gershgorin))
+
+
+def _jacobi_start(p: _Rows, x: tuple[jax.Array, jax.Array]):
+    """The Jacobi iterate at impulses ``x``: the impulses, the previous impulses, the momentum's ``t`` and the
+    step (:func:`_relaxation`, computed once)."""
+    rows, limit = x
+    return rows, limit, rows, limit, jnp.ones((), rows.dtype), _relaxation(p)
+
+
+def _jacobi_iteration(p: _Rows, it):
+    """One iteration: extrapolate along the last change (Nesterov's momentum, ``t`` as in FISTA), step a
+    fraction ``omega`` toward every row's update (:func:`_row_updates`) from there, and restart the momentum
+    (``t = 1``) when the step turns against the last change (O'Donoghue and Candes' gradient restart)."""
+    rows, limit, prev, prev_limit, t, omega = it
+    t_next = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
+    beta = (t - 1.0) / t_next
+    y, y_limit = rows + beta * (rows - prev), limit + beta * (limit - prev_limit)
+    f, f_limit = _row_updates(p, y, y_limit)
+    new, new_limit = y + omega * (f - y), y_limit + omega * (f_limit - y_limit)
+    restart = jnp.dot(f - y, new - rows) < 0.0
+    return new, new_limit, rows, limit, jnp.where(restart, 1.0, t_next), omega
+
+
+def _jacobi_finish(p: _Rows, it) -> tuple[jax.Array, jax.Array]:
+    """The impulses of a Jacobi iterate, put back on their laws' sets: a normal impulse ``>= 0``, a tangent
+    pair on its disk, a joint's friction impulse within its bounds, a limit impulse of the sign its finite
+    bounds allow (the extrapolation can leave them by a little; converged iterates are unchanged)."""
+    rows, limit = it[0], it[1]
+    m, nc = p.rows_per_contact, p.nc
+    parts = []
+    if nc:
+        contact = rows[: m * nc].reshape(nc, m)
+        lam_n = jnp.maximum(contact[:, 0], 0.0)
+        if m == 3:
+            mu = p.laws[np.arange(nc) * m, 2]
+            lam_t = _project_disk(contact[:, 1:].T, mu * lam_n).T
+            contact = jnp.concatenate([lam_n[:, None], lam_t], axis=1)
+        else:
+            contact = lam_n[:, None]
+        parts.append(contact.reshape(m * nc))
+    if p.nj:
+        low, high = p.limited[:, 0], p.limited[:, 1]
+        limit = jnp.where(low, limit, jnp.minimum(limit, 0.0))
+        limit = jnp.where(high, limit, jnp.maximum(limit, 0.0))
+        joint = p.laws[m * nc :]
+        friction = friction_impulse(rows[m * nc :] - it[1], joint[:, 1], joint[:, 2]) if m == 3 else 0.0
+        parts.append(friction + limit)
+    return jnp.concatenate(parts), limit
+
+
 def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """A fixed schedule of the sweeps of independent problems: stages ``(trips, sweeps)``, each a loop of
     ``trips`` trips in which problem ``j`` has ``sweeps[j]`` sweeps (0: not in that loop).
@@ -238,11 +336,14 @@ def _schedule(counts: tuple[int, ...]) -> tuple[tuple[int, tuple[int, ...]], ...
     return tuple(stages)
 
 
-def _sweeps(p: _Rows, count: int, it: tuple[jax.Array, jax.Array, jax.Array]):
-    """``count`` sweeps of ``p`` from the iterate ``it`` (a loop when there are several: one sweep compiled)."""
-    if count == 1:
-        return _sweep(p, it)
-    return jax.lax.fori_loop(0, count, lambda _, it: _sweep(p, it), it)
+def _repeat(step, p: _Rows, count: int, it, unroll: bool = False):
+    """``count`` applications of ``step`` (a sweep or a Jacobi iteration) to ``p``'s iterate ``it``: a loop
+    when there are several (one compiled), or with ``unroll`` straight-line code (no dependent loop)."""
+    if count == 1 or unroll:
+        for _ in range(count):
+            it = step(p, it)
+        return it
+    return jax.lax.fori_loop(0, count, lambda _, it: step(p, it), it)
 
 
 def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
@@ -250,52 +351,85 @@ def _sweep_at(limited: jax.Array, p: _Rows, x: tuple[jax.Array, jax.Array]) -> t
     return _impulse_sweep(p.replace(limited=limited), x)
 
 
+class _Plan(NamedTuple):
+    """A solve by another method than PGS alone: ``solver`` ``"jacobi"`` (the accelerated Jacobi everywhere) or
+    ``"auto"`` (it on CUDA, PGS elsewhere); ``sweeps`` the PGS counts (PGS's solve and every derivative),
+    ``iterations`` the Jacobi counts, per problem."""
+
+    solver: str
+    sweeps: tuple[int, ...]
+    iterations: tuple[int, ...]
+
+
+def _sweep_counts(counts) -> tuple[int, ...]:
+    """The PGS sweep counts of ``_iterate``'s static argument (the derivative's trips)."""
+    return counts.sweeps if isinstance(counts, _Plan) else counts
+
+
 @partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _iterate(counts, params, x0):
-    """``counts[j]`` sweeps of problem ``j`` from ``x0[j]``: on a CUDA GPU (or a program compiled for one) one
-    Pallas kernel for all the sweeps (:mod:`jaxmor.sim.pgs_kernel`), elsewhere the XLA loops of
-    :func:`_xla_iterate`; the same iteration, chosen when the program is lowered."""
-    return iterate_on_gpu(counts, params, x0, _xla_iterate)
+    """The solve of problem ``j`` (``params[j]``) from ``x0[j]``. ``counts`` a tuple of sweep counts: PGS, on
+    a CUDA GPU (or a program compiled for one) in one Pallas kernel for all the sweeps
+    (:mod:`jaxmor.sim.pgs_kernel`), elsewhere the XLA loops of :func:`_xla_iterate`; a :class:`_Plan`: the
+    accelerated Jacobi iteration (in XLA loops), or where the plan says so PGS. Chosen when the program is
+    lowered."""
+    if not isinstance(counts, _Plan):
+        return iterate_on_gpu(counts, params, x0, _xla_iterate)
+    jacobi = partial(_xla_iterate, counts.iterations, method="jacobi")
+    if counts.solver == "jacobi":
+        return jacobi(params, x0)
+    pgs = partial(_xla_iterate, counts.sweeps)
+    return jax.lax.platform_dependent(params, x0, cuda=jacobi, default=pgs)
 
 
-def _xla_iterate(counts, params, x0):
-    """``counts[j]`` sweeps of problem ``j`` (``params[j]``, a :class:`_Rows`) from its impulses
-    ``x0[j] = (rows, limit)``.
+#: How each method starts from impulses, takes one step (a sweep, an iteration) and gives back impulses.
+_METHODS = {
+    "pgs": (_start, _sweep, lambda p, it: (it[1], it[2])),
+    "jacobi": (_jacobi_start, _jacobi_iteration, _jacobi_finish),
+}
+
+
+def _xla_iterate(counts, params, x0, method: str = "pgs"):
+    """``counts[j]`` steps of ``method`` (``"pgs"``: sweeps, ``"jacobi"``: iterations) on problem ``j``
+    (``params[j]``, a :class:`_Rows`) from its impulses ``x0[j] = (rows, limit)``.
 
     The problems are independent, so they share loops (:func:`_schedule`): no branch, each problem's
-    iterates exactly those of its own sweeps, and each loop carries only its problems' (R,) velocities,
-    (R,) impulses and (nj,) limit impulses (and, invariant, their matrix and constants).
+    iterates exactly those of its own steps, and each loop carries only its problems' iterates (and,
+    invariant, their matrix and constants).
     """
-    its = [_start(p, x) for p, x in zip(params, x0, strict=True)]
-    for trips, sweeps in _schedule(counts):
-        live = [j for j, s in enumerate(sweeps) if s]
+    start, step, finish = _METHODS[method]
+    its = [start(p, x) for p, x in zip(params, x0, strict=True)]
+    for trips, steps in _schedule(counts):
+        live = [j for j, n in enumerate(steps) if n]
 
-        def body(_, carry, live=live, sweeps=sweeps):
-            return tuple(_sweeps(params[j], sweeps[j], it) for j, it in zip(live, carry, strict=True))
+        def body(_, carry, live=live, steps=steps):
+            unroll = method == "jacobi"  # a few small iterations per trip: no loop inside the trip's loop
+            return tuple(_repeat(step, params[j], steps[j], it, unroll) for j, it in zip(live, carry, strict=True))
 
         carry = tuple(its[j] for j in live)
         carry = body(0, carry) if trips == 1 else jax.lax.fori_loop(0, trips, body, carry)
         for j, it in zip(live, carry, strict=True):
             its[j] = it
-    return tuple((rows, limit) for _, rows, limit in its)
+    return tuple(finish(p, it) for p, it in zip(params, its, strict=True))
 
 
 @_iterate.defjvp
 def _iterate_jvp(counts, primals, tangents):
-    """Derivative of the sweeps with every sweep's Jacobians taken at the final iterate ``x_K``.
+    """Derivative of the solve with every PGS sweep's Jacobians taken at the final iterate ``x_K``.
 
     With ``S_x``, ``S_p`` the Jacobians of one sweep (:func:`_impulse_sweep`, a map of the impulses) at
-    ``x_K``, the tangent of ``x_K`` is ``S_x^K dx_0 + sum_{j<K} S_x^j S_p dp``: the exact derivative of the
-    K sweeps whenever the iterates have converged (``x_k = x_K``), and otherwise different only in
-    evaluating the Jacobians at ``x_K`` instead of at each ``x_k``. The tangent recursion is linear, so
-    reverse mode transposes it without storing anything per sweep, and the compiled derivative holds one
-    linearized sweep per problem instead of K.
+    ``x_K``, the tangent of ``x_K`` is ``S_x^K dx_0 + sum_{j<K} S_x^j S_p dp`` (``K`` the sweep count):
+    the exact derivative of the K sweeps whenever the iterates have converged (``x_k = x_K``), and otherwise
+    different only in evaluating the Jacobians at ``x_K`` instead of at each ``x_k``. The Jacobi iteration
+    has the sweep's fixed points, so its converged impulses get the same derivative (the fixed point's).
+    The tangent recursion is linear, so reverse mode transposes it without storing anything per sweep, and
+    the compiled derivative holds one linearized sweep per problem instead of K.
     """
     params, x0 = primals
     d_params, d_x0 = tangents
     x = _iterate(counts, params, x0)
     d_x = []
-    for count, p, xj, dp, dxj in zip(counts, params, x, d_params, d_x0, strict=True):
+    for count, p, xj, dp, dxj in zip(_sweep_counts(counts), params, x, d_params, d_x0, strict=True):
         # The (boolean) bound flags are constants of the sweep, not one of its differentiable inputs.
         sweep = partial(_sweep_at, p.limited)
         p, dp = p.replace(limited=None), dp.replace(limited=None)
@@ -310,68 +444,91 @@ def _iterate_jvp(counts, primals, tangents):
     return x, tuple(d_x)
 
 
-def solve_all(
-    problems: tuple[Problem, ...], warm_starts: tuple[Impulses, ...], iterations: tuple[int, ...]
-) -> tuple[Impulses, ...]:
-    """Run ``iterations[j]`` PGS sweeps on ``problems[j]`` from ``warm_starts[j]``, the problems together.
+def _check_counts(counts, n: int, what: str) -> None:
+    if len(counts) != n or any(isinstance(c, bool) or int(c) != c or c < 1 for c in counts):
+        raise ArgumentError(f"solve_all needs one {what} count (an int >= 1) per problem, got {tuple(counts)!r}")
 
-    Independent problems (the step's velocity and position problems) share their sweep loops
-    (:func:`_schedule`, no branch): with counts (20, 10), 10 trips of two sweeps of the first and one of the second.
+
+def solve_all(
+    problems: tuple[Problem, ...],
+    warm_starts: tuple[Impulses, ...],
+    iterations: tuple[int, ...],
+    solver: str = "pgs",
+    jacobi_iterations: tuple[int, ...] | None = None,
+) -> tuple[Impulses, ...]:
+    """Solve ``problems[j]`` from ``warm_starts[j]``, the problems together.
+
+    Independent problems (the step's velocity and position problems) share their loops (:func:`_schedule`,
+    no branch): with counts (20, 10), 10 trips of two sweeps of the first and one of the second.
 
     Args:
         problems: the problems (with friction, or frictionless: ``problem.rows_per_contact``).
         warm_starts: the impulses to start each from (a frictionless problem uses the normal and limit parts).
-        iterations: number of sweeps of each (static, at least 1).
+        iterations: PGS sweeps of each (static, at least 1); also the derivative's sweeps, whatever the solver.
+        solver: ``"pgs"`` (projected Gauss-Seidel), ``"jacobi"`` (the accelerated projected Jacobi iteration)
+            or ``"auto"`` (Jacobi when the program is lowered for CUDA, PGS elsewhere).
+        jacobi_iterations: Jacobi iterations of each (static, at least 1; needed unless ``solver="pgs"``).
 
     Returns:
         The impulses of each problem (a frictionless problem's tangential and joint friction impulses are zero).
 
     Raises:
-        ArgumentError: a count that is not an int >= 1, or not one count per problem.
+        ArgumentError: an unknown solver, a count that is not an int >= 1, or not one count per problem.
     """
-    if len(iterations) != len(problems) or any(isinstance(n, bool) or int(n) != n or n < 1 for n in iterations):
-        raise ArgumentError(f"solve_all needs one sweep count (an int >= 1) per problem, got {tuple(iterations)!r}")
+    if solver not in SOLVERS:
+        raise ArgumentError(f"solve_all: solver must be one of {SOLVERS}, got {solver!r}")
+    _check_counts(iterations, len(problems), "sweep")
+    if solver != "pgs":
+        _check_counts(() if jacobi_iterations is None else jacobi_iterations, len(problems), "Jacobi iteration")
     out = list(warm_starts)
     live = [j for j, p in enumerate(problems) if p.free_velocity.shape[0] > 0]
     if not live:
         return tuple(out)
-    counts, params, x0 = [], [], []
-    for j in live:
-        counts.append(int(iterations[j]))
-        params.append(_rows_of(problems[j]))
-        x0.append(problems[j].start(warm_starts[j]))
-    x = _iterate(tuple(counts), tuple(params), tuple(x0))
+    counts = tuple(int(iterations[j]) for j in live)
+    if solver != "pgs":
+        counts = _Plan(solver, counts, tuple(int(jacobi_iterations[j]) for j in live))
+    params = tuple(_rows_of(problems[j]) for j in live)
+    x0 = tuple(problems[j].start(warm_starts[j]) for j in live)
+    x = _iterate(counts, params, x0)
     for j, (rows, limit) in zip(live, x, strict=True):
         out[j] = problems[j].impulses(rows, limit)
     return tuple(out)
 
 
 def solve_step(model: Model, state: State, cons: Constraints) -> tuple[Impulses, Impulses]:
-    """The step's solve: the velocity problem from the last step's impulses (``opt.solver_iterations`` sweeps)
-    and the position problem from zero (``opt.position_iterations``), in one shared loop (:func:`solve_all`).
+    """The step's solve (``opt.solver``): the velocity problem from the last step's impulses and the position
+    problem from zero, in one shared loop (:func:`solve_all`); PGS runs ``opt.solver_iterations`` and
+    ``opt.position_iterations`` sweeps, the Jacobi iteration ``opt.jacobi_iterations`` and half as many.
 
     Returns:
         ``(impulses, correction)``: the velocity and the position problem's impulses.
     """
+    opt = model.opt
     problems = (cons.velocity, cons.position)
     starts = (cons.start, cons.position.zero_impulses())
-    iterations = (model.opt.solver_iterations, model.opt.position_iterations)
-    impulses, correction = solve_all(problems, starts, iterations)
+    sweeps = (opt.solver_iterations, opt.position_iterations)
+    jacobi = (opt.jacobi_iterations, max(1, opt.jacobi_iterations // 2))
+    impulses, correction = solve_all(problems, starts, sweeps, opt.solver, jacobi)
     return impulses, correction
 
 
-def solve(problem: Problem, warm_start: Impulses, iterations: int) -> Impulses:
-    """Run ``iterations`` PGS sweeps from ``warm_start`` and return the impulses.
+def solve(
+    problem: Problem, warm_start: Impulses, iterations: int, solver: str = "pgs", jacobi_iterations: int | None = None
+) -> Impulses:
+    """Solve one problem from ``warm_start`` and return the impulses (:func:`solve_all` of one problem).
 
     Args:
         problem: the problem (with friction, or frictionless: ``problem.rows_per_contact``).
         warm_start: the impulses to start from (a frictionless problem uses the normal and limit parts).
-        iterations: number of sweeps (static).
+        iterations: PGS sweeps (static; the derivative's, whatever the solver).
+        solver: ``"pgs"``, ``"jacobi"`` or ``"auto"`` (:func:`solve_all`).
+        jacobi_iterations: Jacobi iterations (static; needed unless ``solver="pgs"``).
 
     Returns:
         The impulses (a frictionless problem's tangential and joint friction impulses are zero).
     """
-    return solve_all((problem,), (warm_start,), (iterations,))[0]
+    jacobi = None if jacobi_iterations is None else (jacobi_iterations,)
+    return solve_all((problem,), (warm_start,), (iterations,), solver, jacobi)[0]
 
 
 def contact_residuals(problem: Problem, impulses: Impulses) -> dict[str, jax.Array]:
