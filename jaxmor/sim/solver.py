@@ -1,4 +1,5 @@
-"""Projected Gauss-Seidel (PGS) on a :class:`~jaxmor.sim.constraint.Problem` ``v = A lam + b``.
+"""The contact solver on a :class:`~jaxmor.sim.constraint.Problem` ``v = A lam + b``: projected Gauss-Seidel (PGS), or
+the accelerated projected Jacobi iteration built from the same row updates (``Options.solver``).
 
 A sweep updates the rows in order, each from the velocity the impulses updated before it leave:
 
@@ -36,6 +37,14 @@ Jacobians of one sweep (as a map of the impulses alone, :func:`_impulse_sweep`),
 impulses (transposed in reverse mode), as many times as there were sweeps (``_iterate_jvp``), exact when the
 sweeps have converged. Plain Gauss-Seidel needs many sweeps on long chains of touching bodies (about N^2 for N
 bodies in a row); :func:`contact_residuals` measures how far a solution is from the contact laws.
+
+The Jacobi iteration (``solver="jacobi"``, and ``"auto"`` on CUDA) applies every row's update above to the same
+iterate at once (:func:`_row_updates`: one product ``A lam``, then the rows in parallel), so a step has no loop
+over rows: its sequential depth is the iteration count, whatever the contacts and joints. It steps a fraction
+``omega = 1 / lambda_max(D^-1 A)`` toward the updates, with Nesterov's momentum restarted whenever the step turns
+against the last change, and puts the impulses back on their sets at the end. Its fixed points are the sweep's, so
+it solves the same problem (exact Coulomb disk, Signorini, joint friction and limits) and the derivative rule
+below applies to its impulses unchanged. ``docs/design/solver.md`` has its convergence and cost against PGS.
 """
 
 from __future__ import annotations
