@@ -65,6 +65,11 @@ def add_options(g) -> None:
         "--keep-dump", type=Path, help="copy each case's XLA dump (HLO, thunk sequence) into DIR/<engine>-<kind>-<N>"
     )
     g.add_argument(
+        "--solver",
+        choices=("auto", "pgs", "jacobi"),
+        help="Options.solver of the jaxmor cases (default: the model's, auto: the Jacobi iteration on CUDA)",
+    )
+    g.add_argument(
         "--xml",
         type=Path,
         help=f"the Go2 scene of the Go2 cases (default {GO2_XML.relative_to(ROOT)}; e.g. one with a "
@@ -80,6 +85,8 @@ def plan(args, engines: list[str]) -> list[dict]:
         for n in sizes_of(args):
             case = {"engine": engine, "kind": kind, "engine_label": label, "n_worlds": n, "n_steps": 1}
             case["model_input"] = args.model_input
+            if args.solver and engine == "jaxmor":
+                case["solver"] = args.solver
             if args.xml:
                 case["xml"] = str(Path(args.xml).resolve())
             if args.keep_dump:
@@ -128,6 +135,8 @@ def _jaxmor_step(spec: dict):
             warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
             model = jaxmor.load_mjcf(spec.get("xml", str(GO2_XML)))
         state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
+    if spec.get("solver"):
+        model = jaxmor.with_options(model, solver=spec["solver"])
     return jaxmor.step, model, state
 
 

@@ -497,6 +497,44 @@ def count_iterations(text: str, derive: bool = False) -> dict:
     return {"total": total, "loops": loops, "n_while": n_while}
 
 
+def _sub_jaxprs(value):
+    """The jaxprs in an equation's parameter (a jaxpr, a closed jaxpr, or a tuple of them)."""
+    if isinstance(value, (tuple, list)):
+        return [j for v in value for j in _sub_jaxprs(v)]
+    inner = getattr(value, "jaxpr", None)
+    if inner is not None and hasattr(inner, "eqns"):
+        return [inner]
+    return [value] if hasattr(value, "eqns") else []
+
+
+def jaxpr_iterations(jaxpr, platform: str) -> int:
+    """Dependent loop iterations of a traced program (a jaxpr), inside Pallas kernels too, as lowered for
+    ``platform``: the same sum as the compiled count (a ``scan`` of ``length`` trips or a ``while`` counts
+    ``trips x (1 + its body's)``), over every nested jaxpr (calls, custom rules, kernels' bodies); of a ``cond`` the
+    branch ``platform`` lowers (``jax.lax.platform_dependent``) or else its most expensive branch. A ``while``
+    whose trips are not a constant of the jaxpr is an error."""
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    total = 0
+    for eqn in jaxpr.eqns:
+        name, params = eqn.primitive.name, eqn.params
+        if name == "scan":
+            total += params["length"] * (1 + jaxpr_iterations(params["jaxpr"], platform))
+        elif name == "while":
+            raise ValueError(f"a while loop with no static trip count: {eqn.source_info.traceback}")
+        elif name == "cond":
+            branches = [jaxpr_iterations(b, platform) for b in params["branches"]]
+            chosen = params.get("branches_platforms")
+            if chosen:
+                named = [i for i, ps in enumerate(chosen) if ps is not None and platform in ps]
+                default = [i for i, ps in enumerate(chosen) if ps is None]
+                total += branches[(named or default)[0]]
+            else:
+                total += max(branches, default=0)
+        else:
+            total += sum(jaxpr_iterations(j, platform) for v in params.values() for j in _sub_jaxprs(v))
+    return total
+
+
 def format_table(loops: list[Loop], total: int) -> str:
     """The loops, one per row (nested ones indented under their parent), and the total."""
     rows = [("loop", "depth", "trips", "dependent", "ops/iter", "where", "body: opcodes")]

@@ -60,6 +60,7 @@ from flax import struct
 from jaxmor.checks import SOLVERS
 from jaxmor.errors import ArgumentError
 from jaxmor.math import safe_div, safe_norm, safe_sqrt
+from jaxmor.sim import jacobi_kernel
 from jaxmor.sim.constraint import Constraints, Impulses, Problem, friction_impulse, limit_impulse
 from jaxmor.sim.pgs_kernel import iterate_on_gpu
 from jaxmor.types import Model, State
@@ -380,15 +381,24 @@ def _iterate(counts, params, x0):
     """The solve of problem ``j`` (``params[j]``) from ``x0[j]``. ``counts`` a tuple of sweep counts: PGS, on
     a CUDA GPU (or a program compiled for one) in one Pallas kernel for all the sweeps
     (:mod:`jaxmor.sim.pgs_kernel`), elsewhere the XLA loops of :func:`_xla_iterate`; a :class:`_Plan`: the
-    accelerated Jacobi iteration (in XLA loops), or where the plan says so PGS. Chosen when the program is
-    lowered."""
+    accelerated Jacobi iteration, on CUDA in one Pallas kernel (:mod:`jaxmor.sim.jacobi_kernel`), elsewhere in
+    XLA loops, or (``"auto"``) PGS's XLA loops there. Chosen when the program is lowered."""
     if not isinstance(counts, _Plan):
         return iterate_on_gpu(counts, params, x0, _xla_iterate)
-    jacobi = partial(_xla_iterate, counts.iterations, method="jacobi")
+    on_gpu = partial(_jacobi_kernel, counts.iterations)
     if counts.solver == "jacobi":
-        return jacobi(params, x0)
-    pgs = partial(_xla_iterate, counts.sweeps)
-    return jax.lax.platform_dependent(params, x0, cuda=jacobi, default=pgs)
+        default = partial(_xla_iterate, counts.iterations, method="jacobi")
+    else:
+        default = partial(_xla_iterate, counts.sweeps)
+    return jax.lax.platform_dependent(params, x0, cuda=on_gpu, default=default)
+
+
+def _jacobi_kernel(counts, params, x0, interpret: bool = False):
+    """The Jacobi iterations in one Pallas kernel (:mod:`jaxmor.sim.jacobi_kernel`), from :func:`_jacobi_start`'s
+    step to :func:`_jacobi_finish`'s impulses."""
+    omegas = tuple(_relaxation(p) for p in params)
+    last = jacobi_kernel.iterate(counts, params, x0, omegas, interpret=interpret)
+    return tuple(_jacobi_finish(p, it) for p, it in zip(params, last, strict=True))
 
 
 #: How each method starts from impulses, takes one step (a sweep, an iteration) and gives back impulses.

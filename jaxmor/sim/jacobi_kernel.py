@@ -1,0 +1,263 @@
+"""All the accelerated Jacobi iterations of a step's solve, one world per program, in one Pallas kernel.
+
+The same iteration as :mod:`jaxmor.sim.solver`'s ``_jacobi_iteration`` (Nesterov's extrapolation, every row's
+update from the extrapolated iterate, a step ``omega`` toward them, the gradient restart), with the rows of a world
+spread across the lanes of its program instead of one world per lane (:mod:`jaxmor.sim.pgs_kernel`): a world's
+product ``A y`` is one tile operation, so 1,024 worlds are 1,024 programs and fill a GPU.
+
+Layout: a problem's rows are regrouped by kind, ``G`` groups of ``P`` rows each (``P`` the power of two at least
+the contacts and the joints): with friction the normals, the first tangents, the second tangents and the joints
+(``G = 4``), frictionless the normals and the joints (``G = 2``); row ``k`` of each contact group is contact ``k``,
+row ``i`` of the joint group joint ``i``; the rows past the counts are zero. ``A`` (regrouped) is held as ``G^2``
+``(P, P)`` tiles, loaded once; every per-row constant is a ``(P,)`` tile. An iteration is then elementwise work on
+``(P,)`` tiles and ``G^2`` tile products, no loop over rows. ``omega`` comes in with the inputs (the solver's
+``_relaxation``); the impulses go back to the solver in its row order, which puts them back on their sets
+(``_jacobi_finish``).
+
+Entry points: :func:`iterate`, the solver's Jacobi iterations on one world whose ``vmap`` is one launch for the
+batch (``jax.custom_batching.custom_vmap``); forward only (the solver's ``custom_jvp`` owns the derivative).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
+
+from jaxmor.sim.constraint import friction_impulse, limit_impulse
+
+#: Warps per program (one world each).
+WARPS = 4
+
+#: The per-row constants of a frictional problem's contact groups and of every problem's joint group, in order.
+CONTACT_FIELDS = ("target", "inv_n", "mu", "inv_eig", "a1", "a2")
+JOINT_FIELDS = ("inv_j", "diag", "low", "high", "bound")
+
+
+def _pow2(n: int) -> int:
+    """The smallest power of two at least ``max(n, 1)`` (Triton's tensor sizes)."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """One problem's shape in the kernel (static): contacts ``nc``, joint rows ``nj``, rows per contact ``m``."""
+
+    nc: int
+    nj: int
+    m: int
+
+    @property
+    def pad(self) -> int:
+        return _pow2(max(self.nc, self.nj))
+
+    @property
+    def groups(self) -> int:
+        return self.m + 1
+
+    def vector_names(self) -> tuple[str, ...]:
+        """The (P,) tiles of the packed vector input, in order: ``b`` and ``lam`` per group, the limit impulses,
+        the constants, then ``omega`` (a tile whose entry 0 is the step)."""
+        names = [f"b{g}" for g in range(self.groups)] + [f"lam{g}" for g in range(self.groups)] + ["limit"]
+        return tuple(
+            names + list(CONTACT_FIELDS if self.m == 3 else CONTACT_FIELDS[:2]) + list(JOINT_FIELDS) + ["omega"]
+        )
+
+    def at(self, name: str) -> int:
+        return self.vector_names().index(name) * self.pad
+
+    @property
+    def width(self) -> int:
+        return _pow2(len(self.vector_names()) * self.pad)
+
+
+def _group_rows(lay: _Layout) -> np.ndarray:
+    """(G, P) each group's rows of ``A`` in the solver's order, ``-1`` past the counts."""
+    out = -np.ones((lay.groups, lay.pad), np.int64)
+    for g in range(lay.m):
+        out[g, : lay.nc] = np.arange(lay.nc) * lay.m + g
+    out[lay.m, : lay.nj] = lay.m * lay.nc + np.arange(lay.nj)
+    return out
+
+
+def _take(x: jax.Array, index: np.ndarray, fill: float = 0.0) -> jax.Array:
+    """``x[..., index]`` with ``fill`` where ``index`` is ``-1``."""
+    return jnp.where(index >= 0, x[..., np.maximum(index, 0)], fill)
+
+
+def _pack(lay: _Layout, rows, x0, omega) -> tuple[jax.Array, jax.Array]:
+    """A problem's inputs for a batch of N worlds: ``A``'s ``G^2`` tiles, (N, G^2 P, P), and the vector tiles,
+    (N, W)."""
+    index = _group_rows(lay)
+    a = jnp.swapaxes(rows.columns, -1, -2)  # A (N, R, R)
+    n, flat = a.shape[0], index.reshape(-1)
+    safe, valid = np.maximum(flat, 0), flat >= 0
+    regrouped = a[:, safe][:, :, safe] * (valid[:, None] & valid[None, :])  # zeros past the counts
+    blocks = regrouped.reshape(n, lay.groups, lay.pad, lay.groups, lay.pad).swapaxes(2, 3)
+    laws, lam, limit = rows.laws, x0[0], x0[1]
+    normal, joint = index[0], index[lay.m]
+    values = {f"b{g}": _take(rows.free_velocity, index[g]) for g in range(lay.groups)}
+    values.update({f"lam{g}": _take(lam, index[g]) for g in range(lay.groups)})
+    values["limit"] = _take(limit, np.where(joint >= 0, joint - lay.m * lay.nc, -1))
+    values.update(target=_take(laws[:, :, 1], normal), inv_n=_take(laws[:, :, 0], normal))
+    if lay.m == 3:
+        values.update(mu=_take(laws[:, :, 2], normal), inv_eig=_take(laws[:, :, 3], normal))
+        values.update(a1=_pair(a, index, 1), a2=_pair(a, index, 2))
+    diag = jnp.diagonal(a, axis1=1, axis2=2)
+    values.update(inv_j=_take(laws[:, :, 0], joint), diag=_take(diag, joint), bound=_take(laws[:, :, 2], joint))
+    values.update(low=_take(laws[:, :, 3], joint, -jnp.inf), high=_take(laws[:, :, 4], joint, jnp.inf))
+    values["omega"] = jnp.broadcast_to(omega[:, None], (n, lay.pad))
+    vector = jnp.concatenate([values[name] for name in lay.vector_names()], axis=1)
+    vector = jnp.pad(vector, ((0, 0), (0, lay.width - vector.shape[1])))
+    return blocks.reshape(n, lay.groups * lay.groups * lay.pad, lay.pad), vector
+
+
+def _pair(a: jax.Array, index: np.ndarray, g: int) -> jax.Array:
+    """(N, P) ``A[t_k, n_k]``: each contact's tangent-``g`` row's entry in its normal's column (0 past ``nc``)."""
+    rows, cols = np.maximum(index[g], 0), np.maximum(index[0], 0)
+    return jnp.where(index[g] >= 0, a[:, rows, cols], 0.0)
+
+
+def _contacts(lay: _Layout, c: dict, y: list, v: list):
+    """Every contact's update from the extrapolated impulses ``y`` and their velocities ``v`` (per group tiles):
+    the normal, then (with friction) the tangent pair on its disk (``solver._contact_impulse``, elementwise)."""
+    lam_n = jnp.maximum(y[0] - (v[0] - c["target"]) * c["inv_n"], 0.0)
+    if lay.m == 1:
+        return [lam_n]
+    d_n = lam_n - y[0]
+    t1 = y[1] - (v[1] + c["a1"] * d_n) * c["inv_eig"]
+    t2 = y[2] - (v[2] + c["a2"] * d_n) * c["inv_eig"]
+    norm2 = t1 * t1 + t2 * t2
+    radius = c["mu"] * lam_n
+    scale = jnp.where(norm2 > radius * radius, radius / jnp.sqrt(jnp.where(norm2 > 0, norm2, 1.0)), 1.0)
+    return [lam_n, t1 * scale, t2 * scale]
+
+
+def _joints(lay: _Layout, c: dict, y: jax.Array, y_limit: jax.Array, v: jax.Array):
+    """Every joint row's update (``solver._joint_impulse``, elementwise): friction, then the limit."""
+    v_other = v - c["diag"] * y
+    low, high = c["low"], c["high"]
+    has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
+    if lay.m == 1:
+        new_limit = limit_impulse(low, high, has_low, has_high, v_other, c["inv_j"])
+        return new_limit, new_limit
+    friction = friction_impulse(-v_other * c["inv_j"] - y_limit, -c["bound"], c["bound"])
+    new_limit = limit_impulse(low, high, has_low, has_high, v_other + c["diag"] * friction, c["inv_j"])
+    return friction + new_limit, new_limit
+
+
+def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
+    """``count`` iterations of one problem on this program's world: load, iterate, write the impulses."""
+    p, groups = lay.pad, lay.groups
+
+    def tile(name):
+        return v_ref[0, pl.ds(lay.at(name), p)]
+
+    blocks = [[a_ref[0, pl.ds((g * groups + h) * p, p), :] for h in range(groups)] for g in range(groups)]
+    b = [tile(f"b{g}") for g in range(groups)]
+    state = {f"b{g}" for g in range(groups)} | {f"lam{g}" for g in range(groups)} | {"limit"}
+    c = {name: tile(name) for name in lay.vector_names() if name not in state}
+    omega = jnp.max(c.pop("omega"))
+
+    def body(_, state):
+        lam, limit, prev, prev_limit, t = state
+        t_next = 0.5 * (1.0 + jnp.sqrt(1.0 + 4.0 * t * t))
+        beta = (t - 1.0) / t_next
+        y = [x + beta * (x - x0) for x, x0 in zip(lam, prev, strict=True)]
+        y_limit = limit + beta * (limit - prev_limit)
+        v = [b[g] + sum(jnp.sum(blocks[g][h] * y[h][None, :], axis=1) for h in range(groups)) for g in range(groups)]
+        f = _contacts(lay, c, y, v)
+        f_joint, f_limit = _joints(lay, c, y[lay.m], y_limit, v[lay.m])
+        f.append(f_joint)
+        new = [yg + omega * (fg - yg) for yg, fg in zip(y, f, strict=True)]
+        new_limit = y_limit + omega * (f_limit - y_limit)
+        turn = sum(jnp.sum((fg - yg) * (ng - xg)) for fg, yg, ng, xg in zip(f, y, new, lam, strict=True))
+        return new, new_limit, lam, limit, jnp.where(turn < 0.0, 1.0, t_next)
+
+    lam = [tile(f"lam{g}") for g in range(groups)]
+    limit = tile("limit")
+    one = jnp.ones((), lam[0].dtype)
+    lam, limit, *_ = jax.lax.fori_loop(0, count, body, (lam, limit, lam, limit, one))
+    for g in range(groups):
+        out_ref[0, pl.ds(g * p, p)] = lam[g]
+    out_ref[0, pl.ds(groups * p, p)] = limit
+
+
+def _unpack(lay: _Layout, out: jax.Array, n_rows: int) -> tuple[jax.Array, jax.Array]:
+    """The (N, R) row impulses in the solver's order and the (N, nj) limit impulses from a kernel output."""
+    index = _group_rows(lay)
+    valid = index.reshape(-1) >= 0
+    order = np.argsort(index.reshape(-1)[valid])
+    lam = out[:, : lay.groups * lay.pad][:, np.flatnonzero(valid)[order]]
+    limit = out[:, lay.groups * lay.pad : lay.groups * lay.pad + lay.nj]
+    assert lam.shape[1] == n_rows
+    return lam, limit
+
+
+def iterate_batch(counts, params, x0, omegas, *, warps: int = WARPS, interpret: bool = False):
+    """``counts[j]`` Jacobi iterations of problem ``j`` in every world, one launch (one program per world).
+
+    Args:
+        counts: static iteration counts.
+        params: per problem the solver's ``_Rows`` (``columns``, ``laws``, ``limited``, ``free_velocity``, ``nc``,
+            ``rows_per_contact``), every array with a leading world axis N.
+        x0: per problem ``(rows, limit)``, (N, R) and (N, nj): the start impulses.
+        omegas: per problem the (N,) steps (the solver's ``_relaxation``).
+        warps: warps per program.
+        interpret: run in Pallas's interpreter (any platform; for tests).
+
+    Returns:
+        Per problem ``(rows, limit)``: the last iterate, in the solver's row order (not yet put back on the sets).
+    """
+    result = []
+    for count, rows, x, omega in zip(counts, params, x0, omegas, strict=True):
+        lay = _Layout(rows.nc, x[1].shape[1], rows.rows_per_contact)
+        blocks, vector = _pack(lay, rows, x, omega)
+        n_out = _pow2((lay.groups + 1) * lay.pad)
+        out = pl.pallas_call(
+            lambda a, v, o, lay=lay, count=count: _solve_world(lay, count, a, v, o),
+            out_shape=jax.ShapeDtypeStruct((vector.shape[0], n_out), vector.dtype),
+            grid=(vector.shape[0],),
+            in_specs=[
+                pl.BlockSpec((1, *blocks.shape[1:]), lambda i: (i, 0, 0)),
+                pl.BlockSpec((1, vector.shape[1]), lambda i: (i, 0)),
+            ],
+            out_specs=pl.BlockSpec((1, n_out), lambda i: (i, 0)),
+            compiler_params=pltriton.CompilerParams(num_warps=warps, num_stages=1),
+            interpret=interpret,
+            name="jacobi_iterations",
+        )(blocks, vector)
+        result.append(_unpack(lay, out, x[0].shape[1]))
+    return tuple(result)
+
+
+@cache
+def _batched(counts: tuple[int, ...], warps: int, interpret: bool):
+    """The one-world iterations whose ``vmap`` is one :func:`iterate_batch` over the batch (cached per options)."""
+
+    @jax.custom_batching.custom_vmap
+    def run(params, x0, omegas):
+        one = jax.tree.map(lambda x: x[None], (params, x0, omegas))
+        return jax.tree.map(lambda x: x[0], iterate_batch(counts, *one, warps=warps, interpret=interpret))
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, params, x0, omegas):
+        def batch(x, batched):
+            return x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
+
+        args = jax.tree.map(batch, (params, x0, omegas), tuple(in_batched))
+        out = iterate_batch(counts, *args, warps=warps, interpret=interpret)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return run
+
+
+def iterate(counts, params, x0, omegas, *, warps: int = WARPS, interpret: bool = False):
+    """The Jacobi iterations on one world's unbatched arrays (:func:`iterate_batch`; under ``jax.vmap`` one launch
+    for the batch)."""
+    return _batched(tuple(int(c) for c in counts), warps, interpret)(tuple(params), tuple(x0), tuple(omegas))
