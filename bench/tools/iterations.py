@@ -656,6 +656,7 @@ def _dims(model, state) -> dict:
         "nv": int(model.nv),
         "actuators": int(model.na),
         "solver_iterations": int(model.opt.solver_iterations),
+        "solver": model.opt.solver,
     }
 
 
@@ -708,11 +709,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="ignore XLA's known_trip_count and read every trip count from the loop (a check of the parser)",
     )
+    parser.add_argument("--solver", choices=("auto", "pgs", "jacobi"), help="Options.solver (default: the model's)")
     parser.add_argument("--out", metavar="FILE", help="append the JSON lines to this file")
     parser.add_argument("--dump", metavar="DIR", help="write each program's optimized HLO text to DIR")
     args = parser.parse_args(argv)
 
     import jax
+
+    import jaxmor
 
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
@@ -722,6 +726,8 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for scene in scenes:
         model, state = build_scene(scene, args.dtype)
+        if args.solver:
+            model = jaxmor.with_options(model, solver=args.solver)
         dims = _dims(model, state)
         for program, text_of in programs(model, state, args.worlds, args.gradient).items():
             text = text_of()

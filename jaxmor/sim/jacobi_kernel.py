@@ -21,6 +21,7 @@ batch (``jax.custom_batching.custom_vmap``); forward only (the solver's ``custom
 from __future__ import annotations
 
 import dataclasses
+import functools
 from functools import cache
 
 import jax
@@ -34,9 +35,13 @@ from jaxmor.sim.constraint import friction_impulse, limit_impulse
 #: Warps per program (one world each).
 WARPS = 4
 
-#: The per-row constants of a frictional problem's contact groups and of every problem's joint group, in order.
-CONTACT_FIELDS = ("target", "inv_n", "mu", "inv_eig", "a1", "a2")
-JOINT_FIELDS = ("inv_j", "diag", "low", "high", "bound")
+#: The per-row constants of a frictional problem's contact groups and of every problem's joint group, in order (and
+#: per group ``inv<g>``, the rows' ``1 / A_rr``).
+CONTACT_FIELDS = ("target", "mu", "inv_eig", "a1", "a2")
+JOINT_FIELDS = ("diag", "low", "high", "bound")
+#: The relaxation's power steps and margin (:data:`jaxmor.sim.solver.POWER_STEPS`, ``POWER_MARGIN``: the same).
+POWER_STEPS = 8
+POWER_MARGIN = 1.05
 
 
 def _pow2(n: int) -> int:
@@ -61,12 +66,10 @@ class _Layout:
         return self.m + 1
 
     def vector_names(self) -> tuple[str, ...]:
-        """The (P,) tiles of the packed vector input, in order: ``b`` and ``lam`` per group, the limit impulses,
-        the constants, then ``omega`` (a tile whose entry 0 is the step)."""
-        names = [f"b{g}" for g in range(self.groups)] + [f"lam{g}" for g in range(self.groups)] + ["limit"]
-        return tuple(
-            names + list(CONTACT_FIELDS if self.m == 3 else CONTACT_FIELDS[:2]) + list(JOINT_FIELDS) + ["omega"]
-        )
+        """The (P,) tiles of the packed vector input, in order: ``b``, ``lam`` and ``inv`` per group, the limit
+        impulses, then the constants."""
+        names = [f"{kind}{g}" for kind in ("b", "lam", "inv") for g in range(self.groups)] + ["limit"]
+        return (*names, *(CONTACT_FIELDS if self.m == 3 else CONTACT_FIELDS[:1]), *JOINT_FIELDS)
 
     def at(self, name: str) -> int:
         return self.vector_names().index(name) * self.pad
@@ -90,31 +93,32 @@ def _take(x: jax.Array, index: np.ndarray, fill: float = 0.0) -> jax.Array:
     return jnp.where(index >= 0, x[..., np.maximum(index, 0)], fill)
 
 
-def _pack(lay: _Layout, rows, x0, omega) -> tuple[jax.Array, jax.Array]:
+def _pack(lay: _Layout, rows, x0) -> tuple[jax.Array, jax.Array]:
     """A problem's inputs for a batch of N worlds: ``A``'s ``G^2`` tiles, (N, G^2 P, P), and the vector tiles,
     (N, W)."""
     index = _group_rows(lay)
     a = jnp.swapaxes(rows.columns, -1, -2)  # A (N, R, R)
-    n, flat = a.shape[0], index.reshape(-1)
-    safe, valid = np.maximum(flat, 0), flat >= 0
-    regrouped = a[:, safe][:, :, safe] * (valid[:, None] & valid[None, :])  # zeros past the counts
-    blocks = regrouped.reshape(n, lay.groups, lay.pad, lay.groups, lay.pad).swapaxes(2, 3)
+    g, p = lay.groups, lay.pad
+    # Tile (g, h) row i, column j: A[index[g, i], index[h, j]], zero past the counts; one gather.
+    i = np.broadcast_to(index[:, None, :, None], (g, g, p, p))
+    j = np.broadcast_to(index[None, :, None, :], (g, g, p, p))
+    blocks = jnp.where((i >= 0) & (j >= 0), a[:, np.maximum(i, 0), np.maximum(j, 0)], 0.0)
     laws, lam, limit = rows.laws, x0[0], x0[1]
     normal, joint = index[0], index[lay.m]
-    values = {f"b{g}": _take(rows.free_velocity, index[g]) for g in range(lay.groups)}
-    values.update({f"lam{g}": _take(lam, index[g]) for g in range(lay.groups)})
+    values = {f"b{k}": _take(rows.free_velocity, index[k]) for k in range(g)}
+    values.update({f"lam{k}": _take(lam, index[k]) for k in range(g)})
+    values.update({f"inv{k}": _take(laws[:, :, 0], index[k]) for k in range(g)})
     values["limit"] = _take(limit, np.where(joint >= 0, joint - lay.m * lay.nc, -1))
-    values.update(target=_take(laws[:, :, 1], normal), inv_n=_take(laws[:, :, 0], normal))
+    values["target"] = _take(laws[:, :, 1], normal)
     if lay.m == 3:
         values.update(mu=_take(laws[:, :, 2], normal), inv_eig=_take(laws[:, :, 3], normal))
         values.update(a1=_pair(a, index, 1), a2=_pair(a, index, 2))
     diag = jnp.diagonal(a, axis1=1, axis2=2)
-    values.update(inv_j=_take(laws[:, :, 0], joint), diag=_take(diag, joint), bound=_take(laws[:, :, 2], joint))
+    values.update(diag=_take(diag, joint), bound=_take(laws[:, :, 2], joint))
     values.update(low=_take(laws[:, :, 3], joint, -jnp.inf), high=_take(laws[:, :, 4], joint, jnp.inf))
-    values["omega"] = jnp.broadcast_to(omega[:, None], (n, lay.pad))
     vector = jnp.concatenate([values[name] for name in lay.vector_names()], axis=1)
     vector = jnp.pad(vector, ((0, 0), (0, lay.width - vector.shape[1])))
-    return blocks.reshape(n, lay.groups * lay.groups * lay.pad, lay.pad), vector
+    return blocks.reshape(a.shape[0], g * g * p, p), vector
 
 
 def _pair(a: jax.Array, index: np.ndarray, g: int) -> jax.Array:
@@ -126,7 +130,7 @@ def _pair(a: jax.Array, index: np.ndarray, g: int) -> jax.Array:
 def _contacts(lay: _Layout, c: dict, y: list, v: list):
     """Every contact's update from the extrapolated impulses ``y`` and their velocities ``v`` (per group tiles):
     the normal, then (with friction) the tangent pair on its disk (``solver._contact_impulse``, elementwise)."""
-    lam_n = jnp.maximum(y[0] - (v[0] - c["target"]) * c["inv_n"], 0.0)
+    lam_n = jnp.maximum(y[0] - (v[0] - c["target"]) * c["inv0"], 0.0)
     if lay.m == 1:
         return [lam_n]
     d_n = lam_n - y[0]
@@ -144,11 +148,55 @@ def _joints(lay: _Layout, c: dict, y: jax.Array, y_limit: jax.Array, v: jax.Arra
     low, high = c["low"], c["high"]
     has_low, has_high = jnp.isfinite(low), jnp.isfinite(high)
     if lay.m == 1:
-        new_limit = limit_impulse(low, high, has_low, has_high, v_other, c["inv_j"])
+        new_limit = limit_impulse(low, high, has_low, has_high, v_other, c[f"inv{lay.m}"])
         return new_limit, new_limit
-    friction = friction_impulse(-v_other * c["inv_j"] - y_limit, -c["bound"], c["bound"])
-    new_limit = limit_impulse(low, high, has_low, has_high, v_other + c["diag"] * friction, c["inv_j"])
+    inv = c[f"inv{lay.m}"]
+    friction = friction_impulse(-v_other * inv - y_limit, -c["bound"], c["bound"])
+    new_limit = limit_impulse(low, high, has_low, has_high, v_other + c["diag"] * friction, inv)
     return friction + new_limit, new_limit
+
+
+def _div(num, den):
+    """``num / den`` where ``den > 0``, else 0 (``jaxmor.math.safe_div``)."""
+    ok = den > 0
+    return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
+
+
+def _relaxation(lay: _Layout, blocks, c: dict):
+    """The step ``1 / lambda`` (``solver._relaxation`` on the tiles): ``lambda`` the power iterations' estimate of
+    ``D^-1 A``'s largest eigenvalue times the margin, capped by Gershgorin's bound."""
+    groups = lay.groups
+    scaled = [[c[f"inv{g}"][:, None] * blocks[g][h] for h in range(groups)] for g in range(groups)]
+
+    def product(x):
+        return [sum(jnp.sum(scaled[g][h] * x[h][None, :], axis=1) for h in range(groups)) for g in range(groups)]
+
+    rows = [sum(jnp.sum(jnp.abs(scaled[g][h]), axis=1) for h in range(groups)) for g in range(groups)]
+    gershgorin = functools.reduce(jnp.maximum, [jnp.max(r) for r in rows])
+    x = [jnp.ones_like(c["inv0"]) for _ in range(groups)]
+    for _ in range(POWER_STEPS):
+        y = product(x)
+        top = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(t)) for t in y])
+        x = [_div(t, top) for t in y]
+    y = product(x)
+    estimate = _div(sum(jnp.sum(a * b) for a, b in zip(x, y, strict=True)), sum(jnp.sum(a * a) for a in x))
+    return _div(1.0, jnp.minimum(POWER_MARGIN * estimate, gershgorin))
+
+
+def _finish(lay: _Layout, c: dict, lam: list, limit):
+    """The impulses put back on their sets (``solver._jacobi_finish`` on the tiles)."""
+    lam_n = jnp.maximum(lam[0], 0.0)
+    out = [lam_n]
+    if lay.m == 3:
+        t1, t2, radius = lam[1], lam[2], c["mu"] * lam_n
+        norm2 = t1 * t1 + t2 * t2
+        scale = jnp.where(norm2 > radius * radius, radius / jnp.sqrt(jnp.where(norm2 > 0, norm2, 1.0)), 1.0)
+        out += [t1 * scale, t2 * scale]
+    signed = jnp.where(jnp.isfinite(c["low"]), limit, jnp.minimum(limit, 0.0))
+    signed = jnp.where(jnp.isfinite(c["high"]), signed, jnp.maximum(signed, 0.0))
+    friction = friction_impulse(lam[lay.m] - limit, -c["bound"], c["bound"]) if lay.m == 3 else 0.0
+    out.append(friction + signed)
+    return out, signed
 
 
 def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
@@ -162,7 +210,7 @@ def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
     b = [tile(f"b{g}") for g in range(groups)]
     state = {f"b{g}" for g in range(groups)} | {f"lam{g}" for g in range(groups)} | {"limit"}
     c = {name: tile(name) for name in lay.vector_names() if name not in state}
-    omega = jnp.max(c.pop("omega"))
+    omega = _relaxation(lay, blocks, c)
 
     def body(_, state):
         lam, limit, prev, prev_limit, t = state
@@ -183,6 +231,7 @@ def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
     limit = tile("limit")
     one = jnp.ones((), lam[0].dtype)
     lam, limit, *_ = jax.lax.fori_loop(0, count, body, (lam, limit, lam, limit, one))
+    lam, limit = _finish(lay, c, lam, limit)
     for g in range(groups):
         out_ref[0, pl.ds(g * p, p)] = lam[g]
     out_ref[0, pl.ds(groups * p, p)] = limit
@@ -199,7 +248,7 @@ def _unpack(lay: _Layout, out: jax.Array, n_rows: int) -> tuple[jax.Array, jax.A
     return lam, limit
 
 
-def iterate_batch(counts, params, x0, omegas, *, warps: int = WARPS, interpret: bool = False):
+def iterate_batch(counts, params, x0, *, warps: int = WARPS, interpret: bool = False):
     """``counts[j]`` Jacobi iterations of problem ``j`` in every world, one launch (one program per world).
 
     Args:
@@ -207,17 +256,16 @@ def iterate_batch(counts, params, x0, omegas, *, warps: int = WARPS, interpret: 
         params: per problem the solver's ``_Rows`` (``columns``, ``laws``, ``limited``, ``free_velocity``, ``nc``,
             ``rows_per_contact``), every array with a leading world axis N.
         x0: per problem ``(rows, limit)``, (N, R) and (N, nj): the start impulses.
-        omegas: per problem the (N,) steps (the solver's ``_relaxation``).
         warps: warps per program.
         interpret: run in Pallas's interpreter (any platform; for tests).
 
     Returns:
-        Per problem ``(rows, limit)``: the last iterate, in the solver's row order (not yet put back on the sets).
+        Per problem ``(rows, limit)``: the impulses in the solver's row order, put back on their sets.
     """
     result = []
-    for count, rows, x, omega in zip(counts, params, x0, omegas, strict=True):
+    for count, rows, x in zip(counts, params, x0, strict=True):
         lay = _Layout(rows.nc, x[1].shape[1], rows.rows_per_contact)
-        blocks, vector = _pack(lay, rows, x, omega)
+        blocks, vector = _pack(lay, rows, x)
         n_out = _pow2((lay.groups + 1) * lay.pad)
         out = pl.pallas_call(
             lambda a, v, o, lay=lay, count=count: _solve_world(lay, count, a, v, o),
@@ -241,23 +289,23 @@ def _batched(counts: tuple[int, ...], warps: int, interpret: bool):
     """The one-world iterations whose ``vmap`` is one :func:`iterate_batch` over the batch (cached per options)."""
 
     @jax.custom_batching.custom_vmap
-    def run(params, x0, omegas):
-        one = jax.tree.map(lambda x: x[None], (params, x0, omegas))
+    def run(params, x0):
+        one = jax.tree.map(lambda x: x[None], (params, x0))
         return jax.tree.map(lambda x: x[0], iterate_batch(counts, *one, warps=warps, interpret=interpret))
 
     @run.def_vmap
-    def rule(axis_size, in_batched, params, x0, omegas):
+    def rule(axis_size, in_batched, params, x0):
         def batch(x, batched):
             return x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
 
-        args = jax.tree.map(batch, (params, x0, omegas), tuple(in_batched))
+        args = jax.tree.map(batch, (params, x0), tuple(in_batched))
         out = iterate_batch(counts, *args, warps=warps, interpret=interpret)
         return out, jax.tree.map(lambda _: True, out)
 
     return run
 
 
-def iterate(counts, params, x0, omegas, *, warps: int = WARPS, interpret: bool = False):
+def iterate(counts, params, x0, *, warps: int = WARPS, interpret: bool = False):
     """The Jacobi iterations on one world's unbatched arrays (:func:`iterate_batch`; under ``jax.vmap`` one launch
     for the batch)."""
-    return _batched(tuple(int(c) for c in counts), warps, interpret)(tuple(params), tuple(x0), tuple(omegas))
+    return _batched(tuple(int(c) for c in counts), warps, interpret)(tuple(params), tuple(x0))

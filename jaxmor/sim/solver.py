@@ -394,11 +394,9 @@ def _iterate(counts, params, x0):
 
 
 def _jacobi_kernel(counts, params, x0, interpret: bool = False):
-    """The Jacobi iterations in one Pallas kernel (:mod:`jaxmor.sim.jacobi_kernel`), from :func:`_jacobi_start`'s
-    step to :func:`_jacobi_finish`'s impulses."""
-    omegas = tuple(_relaxation(p) for p in params)
-    last = jacobi_kernel.iterate(counts, params, x0, omegas, interpret=interpret)
-    return tuple(_jacobi_finish(p, it) for p, it in zip(params, last, strict=True))
+    """The Jacobi iterations in Pallas kernels (:mod:`jaxmor.sim.jacobi_kernel`): the same step (:func:`_relaxation`),
+    iteration and impulses (:func:`_jacobi_finish`), each computed in the kernel."""
+    return jacobi_kernel.iterate(counts, params, x0, interpret=interpret)
 
 
 #: How each method starts from impulses, takes one step (a sweep, an iteration) and gives back impulses.
