@@ -57,3 +57,36 @@ def test_the_cuda_program_holds_the_kernel_and_the_cpu_program_does_not():
     cpu = step.trace(model, states).lower(lowering_platforms=("cpu",)).as_text()
     assert cuda.count('"jacobi_iterations"') == 2 and "pgs_sweeps" not in cuda
     assert "jacobi_iterations" not in cpu and "triton" not in cpu
+
+
+@pytest.mark.parametrize("scene", ["free box", "arm against its limit"])
+def test_the_kernel_on_problems_without_joints_and_with_conflicting_rows(scene):
+    """A free box tilted onto the ground (no joint rows: the kernel's joint tiles are empty) and the arm of
+    ``test_stages`` whose contact pushes its hinge past a limit 0.5 mrad away (the rows conflict; the final joint
+    sweep decides): the kernel's impulses equal the XLA iteration's (1e-13 relative)."""
+    from jaxmor.sim.pipeline import stages
+
+    if scene == "free box":
+        model = jaxmor.add_ground(jaxmor.load_urdf('<robot name="s"><link name="world"/></robot>'))
+        model = jaxmor.add_free_body(model, "box", "box", [0.05] * 3, 1.0, position=[0, 0, 0.04])
+        q = (
+            jaxmor.init_state(model)
+            .q.at[3:7]
+            .set(jnp.array([0.99, 0.1, 0.05, 0.0]) / np.linalg.norm([0.99, 0.1, 0.05]))
+        )
+    else:
+        from test_stages import limited_arm
+
+        angle = float(np.arcsin(0.5 - 0.05 + 0.005))
+        model = jaxmor.add_ground(jaxmor.load_urdf(limited_arm(angle - 5e-4)))
+        q = jnp.array([angle])
+    cons = stages(model, jaxmor.init_state(model, q)).constraints
+    params = (solver._rows_of(cons.velocity), solver._rows_of(cons.position))
+    x0 = (cons.velocity.start(cons.start), cons.position.start(cons.position.zero_impulses()))
+    one = jax.tree.map(lambda x: x[None], (params, x0))
+    want = jax.jit(jax.vmap(lambda p, x: solver._xla_iterate((100, 50), p, x, method="jacobi")))(*one)
+    got = jax.jit(jax.vmap(lambda p, x: solver._jacobi_kernel((100, 50), p, x, interpret=True)))(*one)
+    scale = max(float(jnp.max(jnp.abs(w))) for w in jax.tree.leaves(want) if w.size)
+    assert scale > 0.01
+    for w, g in zip(jax.tree.leaves(want), jax.tree.leaves(got), strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=0, atol=1e-13 * scale)

@@ -3,7 +3,8 @@
 The same iteration as :mod:`jaxmor.sim.solver`'s ``_jacobi_iteration`` (Nesterov's extrapolation, every row's
 update from the extrapolated iterate, a step ``omega`` toward them, the gradient restart), with the rows of a world
 spread across the lanes of its program instead of one world per lane (:mod:`jaxmor.sim.pgs_kernel`): a world's
-product ``A y`` is one tile operation, so 1,024 worlds are 1,024 programs and fill a GPU.
+product ``A y`` is one tile operation, so 1,024 worlds are 1,024 programs and fill a GPU. The iterate is put back on
+its sets and the joint rows swept once, in order, at the end (``solver._jacobi_finish``).
 
 Layout: a problem's rows are regrouped by kind, ``G`` groups of ``P`` rows each (``P`` the power of two at least
 the contacts and the joints): with friction the normals, the first tangents, the second tangents and the joints
@@ -89,7 +90,9 @@ def _group_rows(lay: _Layout) -> np.ndarray:
 
 
 def _take(x: jax.Array, index: np.ndarray, fill: float = 0.0) -> jax.Array:
-    """``x[..., index]`` with ``fill`` where ``index`` is ``-1``."""
+    """``x[..., index]`` with ``fill`` where ``index`` is ``-1`` (all of it when ``x`` has no entries)."""
+    if x.shape[-1] == 0:
+        return jnp.full((*x.shape[:-1], *index.shape), fill, x.dtype)
     return jnp.where(index >= 0, x[..., np.maximum(index, 0)], fill)
 
 
@@ -184,7 +187,7 @@ def _relaxation(lay: _Layout, blocks, c: dict):
 
 
 def _finish(lay: _Layout, c: dict, lam: list, limit):
-    """The impulses put back on their sets (``solver._jacobi_finish`` on the tiles)."""
+    """The impulses put back on their sets (``solver._project`` on the tiles)."""
     lam_n = jnp.maximum(lam[0], 0.0)
     out = [lam_n]
     if lay.m == 3:
@@ -197,6 +200,42 @@ def _finish(lay: _Layout, c: dict, lam: list, limit):
     friction = friction_impulse(lam[lay.m] - limit, -c["bound"], c["bound"]) if lay.m == 3 else 0.0
     out.append(friction + signed)
     return out, signed
+
+
+def _joint_sweep(lay: _Layout, blocks, b: list, c: dict, lam: list, limit):
+    """One Gauss-Seidel sweep of the joint rows from the projected impulses (``solver._jacobi_finish``): joint
+    ``i`` (a traced index) reads its velocity, takes its friction then its limit, and adds its column of ``A`` times
+    the change to the velocities."""
+    groups, g = lay.groups, lay.m
+    lanes = jax.lax.broadcasted_iota(jnp.int32, lam[g].shape, 0)
+    columns = jax.lax.broadcasted_iota(jnp.int32, blocks[0][0].shape, 1)
+
+    def pick(x, i):
+        return jnp.sum(jnp.where(lanes == i, x, 0.0))
+
+    def joint(i, state):
+        v, rows, lim = state
+        diag, inv, old, old_limit = pick(c["diag"], i), pick(c[f"inv{g}"], i), pick(rows, i), pick(lim, i)
+        v_other = pick(v[g], i) - diag * old
+        low, high = pick(c["low"], i), pick(c["high"], i)
+        if lay.m == 1:
+            new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), v_other, inv)
+            new = new_limit
+        else:
+            bound = pick(c["bound"], i)
+            friction = friction_impulse(-v_other * inv - old_limit, -bound, bound)
+            pushed = v_other + diag * friction
+            new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), pushed, inv)
+            new = friction + new_limit
+        column = [jnp.sum(jnp.where(columns == i, blocks[h][g], 0.0), axis=1) for h in range(groups)]
+        v = [vh + col * (new - old) for vh, col in zip(v, column, strict=True)]
+        return v, jnp.where(lanes == i, new, rows), jnp.where(lanes == i, new_limit, lim)
+
+    if not lay.nj:
+        return lam, limit
+    v = [b[h] + sum(jnp.sum(blocks[h][k] * lam[k][None, :], axis=1) for k in range(groups)) for h in range(groups)]
+    _, rows, limit = jax.lax.fori_loop(0, lay.nj, joint, (v, lam[g], limit))
+    return [*lam[:g], rows], limit
 
 
 def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
@@ -231,7 +270,7 @@ def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
     limit = tile("limit")
     one = jnp.ones((), lam[0].dtype)
     lam, limit, *_ = jax.lax.fori_loop(0, count, body, (lam, limit, lam, limit, one))
-    lam, limit = _finish(lay, c, lam, limit)
+    lam, limit = _joint_sweep(lay, blocks, b, c, *_finish(lay, c, lam, limit))
     for g in range(groups):
         out_ref[0, pl.ds(g * p, p)] = lam[g]
     out_ref[0, pl.ds(groups * p, p)] = limit

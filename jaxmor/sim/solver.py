@@ -179,8 +179,11 @@ def _start(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Arr
     return p.columns.T @ rows + p.free_velocity, rows, limit
 
 
-def _sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One sweep: a ``lax.scan`` over the contacts in slot order, then one over the joints. The scans carry the
+def _sweep(
+    p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array], joints_only: bool = False
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One sweep (``joints_only``: of the joint rows alone): a ``lax.scan`` over the contacts in slot order, then one
+    over the joints. The scans carry the
     row velocities alone: a row reads its velocity from them and its old impulse from the scanned impulses,
     emits its new impulse, and a change ``d`` adds ``d A[:, row]`` (a row of ``p.columns``) to the velocities.
     The impulses enter and leave as the scans' inputs and outputs, never as a carried array updated in place,
@@ -218,7 +221,9 @@ def _sweep(p: _Rows, it: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[jax.Ar
         return v + (new - old) * col, (new, new_limit)
 
     parts = []
-    if nc:
+    if nc and joints_only:
+        parts.append(rows[: m * nc])
+    elif nc:
         v, new = jax.lax.scan(contact, v, (jnp.arange(nc), rows[: m * nc].reshape(nc, m)))
         parts.append(new.reshape(m * nc))
     if p.nj:
@@ -303,9 +308,18 @@ def _jacobi_iteration(p: _Rows, it):
 
 
 def _jacobi_finish(p: _Rows, it) -> tuple[jax.Array, jax.Array]:
-    """The impulses of a Jacobi iterate, put back on their laws' sets: a normal impulse ``>= 0``, a tangent
-    pair on its disk, a joint's friction impulse within its bounds, a limit impulse of the sign its finite
-    bounds allow (the extrapolation can leave them by a little; converged iterates are unchanged)."""
+    """The impulses of a Jacobi iterate: put back on their laws' sets (:func:`_project`), then one Gauss-Seidel
+    sweep of the joint rows (:func:`_sweep`), so that where the rows conflict (a contact pushing a joint past its
+    limit: no solution, the impulses drift) the limits have the last word, as in PGS's sweep order. A converged
+    iterate is unchanged."""
+    _, rows, limit = _sweep(p, _start(p, _project(p, it)), joints_only=True)
+    return rows, limit
+
+
+def _project(p: _Rows, it) -> tuple[jax.Array, jax.Array]:
+    """A Jacobi iterate's impulses put back on their laws' sets: a normal impulse ``>= 0``, a tangent pair on its
+    disk, a joint's friction impulse within its bounds, a limit impulse of the sign its finite bounds allow (the
+    extrapolation can leave them by a little)."""
     rows, limit = it[0], it[1]
     m, nc = p.rows_per_contact, p.nc
     parts = []
