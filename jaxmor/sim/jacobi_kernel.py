@@ -31,7 +31,9 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
+from jaxmor.math import safe_div
 from jaxmor.sim.constraint import friction_impulse, limit_impulse
+from jaxmor.sim.pgs_kernel import _pow2, _project_pair
 
 #: Warps per program (one world each).
 WARPS = 4
@@ -40,14 +42,11 @@ WARPS = 4
 #: per group ``inv<g>``, the rows' ``1 / A_rr``).
 CONTACT_FIELDS = ("target", "mu", "inv_eig", "a1", "a2")
 JOINT_FIELDS = ("diag", "low", "high", "bound")
-#: The relaxation's power steps and margin (:data:`jaxmor.sim.solver.POWER_STEPS`, ``POWER_MARGIN``: the same).
+#: Power-iteration steps that estimate the largest eigenvalue of ``D^-1 A`` (straight-line code, no loop), here and
+#: in the solver's XLA iteration.
 POWER_STEPS = 8
+#: Margin on that estimate (the power iteration approaches the largest eigenvalue from below).
 POWER_MARGIN = 1.05
-
-
-def _pow2(n: int) -> int:
-    """The smallest power of two at least ``max(n, 1)`` (Triton's tensor sizes)."""
-    return 1 << max(n - 1, 0).bit_length()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +138,7 @@ def _contacts(lay: _Layout, c: dict, y: list, v: list):
     d_n = lam_n - y[0]
     t1 = y[1] - (v[1] + c["a1"] * d_n) * c["inv_eig"]
     t2 = y[2] - (v[2] + c["a2"] * d_n) * c["inv_eig"]
-    norm2 = t1 * t1 + t2 * t2
-    radius = c["mu"] * lam_n
-    scale = jnp.where(norm2 > radius * radius, radius / jnp.sqrt(jnp.where(norm2 > 0, norm2, 1.0)), 1.0)
-    return [lam_n, t1 * scale, t2 * scale]
+    return [lam_n, *_project_pair(t1, t2, c["mu"] * lam_n)]
 
 
 def _joints(lay: _Layout, c: dict, y: jax.Array, y_limit: jax.Array, v: jax.Array):
@@ -157,12 +153,6 @@ def _joints(lay: _Layout, c: dict, y: jax.Array, y_limit: jax.Array, v: jax.Arra
     friction = friction_impulse(-v_other * inv - y_limit, -c["bound"], c["bound"])
     new_limit = limit_impulse(low, high, has_low, has_high, v_other + c["diag"] * friction, inv)
     return friction + new_limit, new_limit
-
-
-def _div(num, den):
-    """``num / den`` where ``den > 0``, else 0 (``jaxmor.math.safe_div``)."""
-    ok = den > 0
-    return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
 
 
 def _relaxation(lay: _Layout, blocks, c: dict):
@@ -180,10 +170,10 @@ def _relaxation(lay: _Layout, blocks, c: dict):
     for _ in range(POWER_STEPS):
         y = product(x)
         top = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(t)) for t in y])
-        x = [_div(t, top) for t in y]
+        x = [safe_div(t, top) for t in y]
     y = product(x)
-    estimate = _div(sum(jnp.sum(a * b) for a, b in zip(x, y, strict=True)), sum(jnp.sum(a * a) for a in x))
-    return _div(1.0, jnp.minimum(POWER_MARGIN * estimate, gershgorin))
+    estimate = safe_div(sum(jnp.sum(a * b) for a, b in zip(x, y, strict=True)), sum(jnp.sum(a * a) for a in x))
+    return safe_div(1.0, jnp.minimum(POWER_MARGIN * estimate, gershgorin))
 
 
 def _finish(lay: _Layout, c: dict, lam: list, limit):
@@ -191,10 +181,7 @@ def _finish(lay: _Layout, c: dict, lam: list, limit):
     lam_n = jnp.maximum(lam[0], 0.0)
     out = [lam_n]
     if lay.m == 3:
-        t1, t2, radius = lam[1], lam[2], c["mu"] * lam_n
-        norm2 = t1 * t1 + t2 * t2
-        scale = jnp.where(norm2 > radius * radius, radius / jnp.sqrt(jnp.where(norm2 > 0, norm2, 1.0)), 1.0)
-        out += [t1 * scale, t2 * scale]
+        out += _project_pair(lam[1], lam[2], c["mu"] * lam_n)
     signed = jnp.where(jnp.isfinite(c["low"]), limit, jnp.minimum(limit, 0.0))
     signed = jnp.where(jnp.isfinite(c["high"]), signed, jnp.maximum(signed, 0.0))
     friction = friction_impulse(lam[lay.m] - limit, -c["bound"], c["bound"]) if lay.m == 3 else 0.0
@@ -215,18 +202,9 @@ def _joint_sweep(lay: _Layout, blocks, b: list, c: dict, lam: list, limit):
 
     def joint(i, state):
         v, rows, lim = state
-        diag, inv, old, old_limit = pick(c["diag"], i), pick(c[f"inv{g}"], i), pick(rows, i), pick(lim, i)
-        v_other = pick(v[g], i) - diag * old
-        low, high = pick(c["low"], i), pick(c["high"], i)
-        if lay.m == 1:
-            new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), v_other, inv)
-            new = new_limit
-        else:
-            bound = pick(c["bound"], i)
-            friction = friction_impulse(-v_other * inv - old_limit, -bound, bound)
-            pushed = v_other + diag * friction
-            new_limit = limit_impulse(low, high, jnp.isfinite(low), jnp.isfinite(high), pushed, inv)
-            new = friction + new_limit
+        row = {name: pick(c[name], i) for name in ("diag", f"inv{g}", "low", "high", *(("bound",) if g == 3 else ()))}
+        old = pick(rows, i)
+        new, new_limit = _joints(lay, row, old, pick(lim, i), pick(v[g], i))
         column = [jnp.sum(jnp.where(columns == i, blocks[h][g], 0.0), axis=1) for h in range(groups)]
         v = [vh + col * (new - old) for vh, col in zip(v, column, strict=True)]
         return v, jnp.where(lanes == i, new, rows), jnp.where(lanes == i, new_limit, lim)

@@ -241,11 +241,6 @@ def _impulse_sweep(p: _Rows, x: tuple[jax.Array, jax.Array]) -> tuple[jax.Array,
 
 # The accelerated projected Jacobi iteration: every row's update from the same iterate.
 
-#: Power-iteration steps that estimate the largest eigenvalue of ``D^-1 A`` (straight-line code, no loop).
-POWER_STEPS = 8
-#: Margin on that estimate (the power iteration approaches the largest eigenvalue from below).
-POWER_MARGIN = 1.05
-
 
 def _row_updates(p: _Rows, rows: jax.Array, limit: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Every row's update of a sweep (:func:`_contact_impulse`, :func:`_joint_impulse`), all from the iterate
@@ -274,16 +269,16 @@ def _row_updates(p: _Rows, rows: jax.Array, limit: jax.Array) -> tuple[jax.Array
 
 def _relaxation(p: _Rows) -> jax.Array:
     """The Jacobi step ``omega = 1 / lambda``: ``lambda`` the largest eigenvalue of ``D^-1 A`` (``D`` the
-    diagonal of ``A``), estimated by :data:`POWER_STEPS` power iterations times :data:`POWER_MARGIN` and
+    diagonal of ``A``), estimated by ``jacobi_kernel.POWER_STEPS`` power iterations times ``POWER_MARGIN`` and
     capped by Gershgorin's bound (the largest absolute row sum, never below the spectral radius)."""
     scaled = p.laws[:, 0:1] * p.columns.T  # D^-1 A (a row nothing moves is zero)
     gershgorin = jnp.max(jnp.sum(jnp.abs(scaled), axis=1))
     x = jnp.ones(scaled.shape[0], scaled.dtype)
-    for _ in range(POWER_STEPS):
+    for _ in range(jacobi_kernel.POWER_STEPS):
         y = scaled @ x
         x = safe_div(y, jnp.max(jnp.abs(y)))
     estimate = safe_div(jnp.dot(x, scaled @ x), jnp.dot(x, x))
-    return safe_div(1.0, jnp.minimum(POWER_MARGIN * estimate, gershgorin))
+    return safe_div(1.0, jnp.minimum(jacobi_kernel.POWER_MARGIN * estimate, gershgorin))
 
 
 def _jacobi_start(p: _Rows, x: tuple[jax.Array, jax.Array]):
