@@ -153,16 +153,11 @@ def mujoco_program(model, initial: np.ndarray, controls: np.ndarray, nthread: in
         out["act_abs_max"] = float(np.max(np.abs(act))) if model.na else 0.0
         return out
 
-    o = model.opt
-    keys = ("integrator", "solver", "iterations", "ls_iterations", "cone")
-    settings = {
-        "nthread": nthread,
-        **{k: int(getattr(o, k)) for k in keys},
-        "impratio": float(o.impratio),
-        "na": int(model.na),
-        "dtype": "float64",
-        **(settings or {}),
-    }
+    from bench import mujoco_settings
+
+    settings = mujoco_settings.settings(
+        model, {"nthread": nthread, "na": int(model.na), "dtype": "float64", **(settings or {})}
+    )
     return Program(call, check, compile_s, settings, baseline_rss_mb=baseline, close=runner.close)
 
 
@@ -209,14 +204,11 @@ def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float, 
             "nonfinite_worlds": int(jnp.sum(~finite)),
         }
 
-    o = mj_model.opt
-    settings = {
-        "impl": str(getattr(mx, "impl", "")),
-        **{k: int(getattr(o, k)) for k in ("integrator", "solver", "iterations", "ls_iterations", "cone")},
-        "impratio": float(o.impratio),
-        "dtype": "float32",
-        "devices": devices,
-    }
+    from bench import mujoco_settings
+
+    settings = mujoco_settings.settings(
+        mj_model, {"impl": str(getattr(mx, "impl", "")), "dtype": "float32", "devices": devices}
+    )
     program = jax_program(jax.vmap(one), (qpos, controls), check, settings)
     program.timing["put_model_s"] = put_s
     return program

@@ -1,13 +1,16 @@
-"""jaxmor vs MuJoCo (C, ``mujoco.rollout``) vs MJX on the Unitree Go2 MJCF, its 12 position servos driven per step.
+"""jaxmor vs MuJoCo (C, ``mujoco.rollout``) vs MJX and MJWarp on the Unitree Go2 MJCF, its 12 servos driven per step.
 
-All three engines read the same file (Menagerie's ``scene_mjx.xml``: 12 ``<general>`` position servos, kp 50, a
+All the engines read the same file (Menagerie's ``scene_mjx.xml``: 12 ``<general>`` position servos, kp 50, a
 ``home`` keyframe), unchanged: by default ``tests/data/unitree_go2/scene_mjx.xml`` of this repository,
 ``$JAXMOR_GO2_DIR/scene_mjx.xml`` if that is set, or ``--xml``. Every world starts at the home keyframe with the
 base ``DROP`` higher and gets ``ctrl(t) = home ctrl + AMPLITUDE sin(2 pi FREQUENCY t + phase_ij)`` [rad], the
 phases drawn once from a fixed seed; ``--steps`` steps per call, at the file's time step. jaxmor:
 ``jaxmor.rollout_batch(model, states, controls={"ctrl": (N, steps, nu)}, chunk_size=...)`` (and with
 ``--jaxmor-vmap`` one ``jax.vmap`` of ``jaxmor.rollout(model, state, controls={"ctrl": ...})``); MuJoCo:
-``mujoco.rollout`` with per-step controls; MJX: a ``lax.scan`` of ``mjx.step`` setting ``ctrl``.
+``mujoco.rollout`` with per-step controls; MJX: a ``lax.scan`` of ``mjx.step`` setting ``ctrl``; MJWarp
+(``--engines ...,mjwarp``, the ``mjwarp`` extra): ``mujoco_warp.step`` setting ``ctrl``, captured as one CUDA graph
+on a GPU (:mod:`bench.mjwarp`). MJX and MJWarp also run like for like (``--like-for-like``): only the feet
+collide, 1 solver iteration and 5 line-search iterations, as MuJoCo Playground's Go1.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ XML = (
     else ROOT / "tests" / "data" / "unitree_go2" / "scene_mjx.xml"
 )
 KEY = "home"
+FEET = ("FL", "FR", "RL", "RR")  # the foot geoms: the only ones colliding in the like-for-like cases
 DROP = 0.02  # the base starts this much above the keyframe's [m]
 AMPLITUDE = 0.3  # [rad]
 FREQUENCY = 2.0  # [Hz]
@@ -119,17 +123,28 @@ def run_mujoco(spec: dict) -> dict:
 
 
 def run_mjx(spec: dict) -> dict:
-    from bench import case
+    """MJX's or MJWarp's case (``spec["engine"]``), with ``like_for_like`` only the feet colliding."""
+    from bench import case, mjwarp, mujoco_settings
 
     n, steps = spec["n_worlds"], spec["n_steps"]
     mj_model, load_s, data, home_ctrl = _mujoco_start(spec)
+    if spec.get("like_for_like"):
+        mj_model = mujoco_settings.like_for_like(mj_model, FEET)
     qpos = np.tile(data.qpos, (n, 1))
-    program = case.mjx_program(mj_model, qpos, controls(home_ctrl, n, steps, spec["dt"]), 0.0, spec)
+    ctrl = controls(home_ctrl, n, steps, spec["dt"])
+    if spec["engine"] == "mjwarp":
+        return case.run_single(mjwarp.program(mj_model, qpos, ctrl, load_s), spec)
+    program = case.mjx_program(mj_model, qpos, ctrl, 0.0, spec)
     program.timing["load_s"] = load_s
     return case.run_single(program, spec)
 
 
-RUNNERS = {("jaxmor", "forward"): run_jaxmor, ("mujoco", "forward"): run_mujoco, ("mjx", "forward"): run_mjx}
+RUNNERS = {
+    ("jaxmor", "forward"): run_jaxmor,
+    ("mujoco", "forward"): run_mujoco,
+    ("mjx", "forward"): run_mjx,
+    ("mjwarp", "forward"): run_mjx,
+}
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -175,7 +190,7 @@ SCENARIO = Scenario(
         "case_budget": 120.0,
         "case_timeout": 1800.0,
         "engines": "jaxmor,mujoco,mjx",
-        "engine_choices": ("jaxmor", "mujoco", "mjx"),
+        "engine_choices": ("jaxmor", "mujoco", "mjx", "mjwarp"),
     },
     plan=plan,
     render=render,

@@ -10,6 +10,11 @@ kernels, device-to-device copies, CUDA-graph launches and loops per step, their 
 analysis, each loop body times its trip count), and the estimate
 ``t = max(flops / 67e12, bytes / 4.8e12) + 3e-6 * kernels`` [s].
 
+MJWarp (``mjwarp`` cases, the Go2 as in the file and with only its feet colliding,
+:func:`bench.mujoco_settings.like_for_like`) has no such plan: its kernels are Warp's, not XLA's. Its cases count
+the kernel launches of one step on Warp's CPU device (:func:`bench.mjwarp.launches`), which on a GPU MJWarp replays
+as one CUDA graph.
+
 Nothing runs on a GPU: the counts are the compiler's plan, the times are estimates. Needs the CUDA wheels
 (``pip install -e ".[gpu-plan]"`` in a separate virtual environment; bench/README.md).
 """
@@ -50,7 +55,15 @@ JAXMOR_STAGES = (
 #: MJX's stage scopes (``mjx.forward``'s ``fwd_*`` and ``solve``, ``mjx.step``'s ``euler``).
 MJX_STAGES = ("fwd_position", "fwd_velocity", "fwd_actuation", "fwd_acceleration", "solve", "euler")
 #: The cases: (engine, kind) -> label.
-CASES = {("jaxmor", "quadruped"): "jaxmor quadruped", ("jaxmor", "go2"): "jaxmor Go2", ("mjx", "go2"): "MJX Go2"}
+CASES = {
+    ("jaxmor", "quadruped"): "jaxmor quadruped",
+    ("jaxmor", "go2"): "jaxmor Go2",
+    ("mjx", "go2"): "MJX Go2",
+    ("mjwarp", "go2"): "MJWarp Go2",
+    ("mjwarp", "go2-feet"): "MJWarp Go2, feet only",
+}
+#: The Go2's feet (geom names), the only geoms that collide in the like-for-like cases (bench/mujoco_settings.py).
+GO2_FEET = ("FL", "FR", "RL", "RR")
 
 
 def add_options(g) -> None:
@@ -225,7 +238,23 @@ def _cuda_versions() -> dict:
     return out
 
 
-RUNNERS = {key: run_case for key in CASES}
+def run_mjwarp(spec: dict) -> dict:
+    """MJWarp's kernel launches in one step of the Go2 at its home keyframe (:func:`bench.mjwarp.launches`), as
+    the file sets it or (kind ``go2-feet``) with only the feet colliding."""
+    import mujoco
+
+    from bench import mjwarp, mujoco_settings
+
+    mj_model = mujoco.MjModel.from_xml_path(spec.get("xml", str(GO2_XML)))
+    data = mujoco.MjData(mj_model)
+    mujoco.mj_resetDataKeyframe(mj_model, data, mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_KEY, "home"))
+    if spec["kind"] == "go2-feet":
+        mj_model = mujoco_settings.like_for_like(mj_model, GO2_FEET)
+    result = mjwarp.launches(mj_model, int(spec["n_worlds"]), data.qpos.copy())
+    return {"compile_s": result["build_s"], "settings": mujoco_settings.settings(mj_model), **result}
+
+
+RUNNERS = {key: (run_mjwarp if key[0] == "mjwarp" else run_case) for key in CASES}
 
 
 # ---------------------------------------------------------------------------------------------- tables
@@ -237,6 +266,8 @@ def _n(x: float) -> str:
 
 def render(records: list[dict]) -> str:
     """The per-step figures of every case, then each case's loops and its kernels, copies and bytes by stage."""
+    launched = [r for r in records if r["engine"] == "mjwarp"]
+    records = [r for r in records if r["engine"] != "mjwarp"]
     ok = [r for r in records if report.ok(r)]
     lines = [
         "Per step (vmap of one step over N worlds, float32), as XLA plans it for an H200; no GPU ran. Kernels "
@@ -248,23 +279,59 @@ def render(records: list[dict]) -> str:
         "| KB per world-step | estimate [ms] | world-steps/s (estimate) | compile [s] |",
         "|" + "---|" * 12,
     ]
-    for r in records:
-        if not report.ok(r):
-            lines.append(f"| {r['engine_label']} | {r['n_worlds']:,} | {r.get('status')}: {r.get('error', '')} |")
-            continue
-        loops = ", ".join(f"{x['stage'] or '?'} {x['trip_count']}" for x in r["loops"]) or "none"
-        lines.append(
-            f"| {r['engine_label']} | {r['n_worlds']:,} | {_n(r['kernels'])} ({_n(r['kernels_outside'])} + "
-            f"{_n(r['kernels_inside'])}) | {_n(r['copies'])} | {_n(r['graph_launches'])} | {loops} | "
-            f"{r['flops'] / 1e9:.1f} | {r['bytes'] / 1e9:.1f} | {r['kb_per_world_step']:,.0f} | "
-            f"{r['estimate_s'] * 1e3:.2f} | {report.fmt_rate(r['estimate_wsps'])} | {r['compile_s']:.0f} |"
-        )
+    lines += _rows(records, _plan_row) + _launch_table(launched)
     for r in ok:
         lines += ["", f"{r['engine_label']}, N = {r['n_worlds']:,}, by stage (loop iterations included):", ""]
         lines += ["| stage | kernels | D2D copies | GB (operands + results) |", "|---|---|---|---|"]
         for name, s in r["stages"].items():
             lines.append(f"| {name} | {_n(s['kernels'])} | {_n(s['copies'])} | {s['bytes'] / 1e9:.2f} |")
     return "\n".join(lines)
+
+
+def _launch_table(records: list[dict]) -> list[str]:
+    """MJWarp's kernel launches per step on Warp's CPU device, with the settings they ran at."""
+    if not records:
+        return []
+    lines = [
+        "",
+        "MJWarp: kernel launches in one step on Warp's CPU device (grids with threads; MJWarp also calls the "
+        "kernels of features the model lacks, on empty grids that launch nothing, counted apart), at the Go2's "
+        "home keyframe. On a GPU MJWarp captures the step as one CUDA graph: one graph launch per step (or per "
+        "captured rollout), these kernels inside it.",
+        "",
+        "| case | N | kernel launches | empty grids | distinct kernels | solver iterations (most in a world) "
+        "| iterations / ls_iterations (caps) | collision pairs |",
+        "|" + "---|" * 8,
+    ]
+    return lines + _rows(records, _launch_row)
+
+
+def _rows(records: list[dict], row) -> list[str]:
+    """One table row per record: ``row(record)``'s cells after the case and N, or the case's error."""
+    return [
+        f"| {r['engine_label']} | {r['n_worlds']:,} | "
+        + (row(r) if report.ok(r) else f"{r.get('status')}: {r.get('error', '')}")
+        + " |"
+        for r in records
+    ]
+
+
+def _plan_row(r: dict) -> str:
+    loops = ", ".join(f"{x['stage'] or '?'} {x['trip_count']}" for x in r["loops"]) or "none"
+    return (
+        f"{_n(r['kernels'])} ({_n(r['kernels_outside'])} + {_n(r['kernels_inside'])}) | {_n(r['copies'])} | "
+        f"{_n(r['graph_launches'])} | {loops} | {r['flops'] / 1e9:.1f} | {r['bytes'] / 1e9:.1f} | "
+        f"{r['kb_per_world_step']:,.0f} | {r['estimate_s'] * 1e3:.2f} | {report.fmt_rate(r['estimate_wsps'])} | "
+        f"{r['compile_s']:.0f}"
+    )
+
+
+def _launch_row(r: dict) -> str:
+    s = r["settings"]
+    return (
+        f"{r['launches']} | {r['empty']} | {r['distinct_kernels']} | {r['solver_iterations']} | "
+        f"{s['iterations']} / {s['ls_iterations']} | {s['collision_pairs']}"
+    )
 
 
 SCENARIO = Scenario(
@@ -279,8 +346,8 @@ SCENARIO = Scenario(
         "repeats": 0,
         "case_budget": 0.0,
         "case_timeout": 1800.0,
-        "engines": "jaxmor,mjx",
-        "engine_choices": ("jaxmor", "mjx"),
+        "engines": "jaxmor,mjx,mjwarp",
+        "engine_choices": ("jaxmor", "mjx", "mjwarp"),
     },
     plan=plan,
     render=render,

@@ -50,7 +50,15 @@ def add_comparison_options(g, jaxmor_vmap: bool) -> None:
         "--mjx-max-worlds",
         type=int,
         default=DEFAULT_MJX_MAX,
-        help="skip MJX above this N (0: no cap; default %(default)s)",
+        help="skip MJX and MJWarp above this N (0: no cap; default %(default)s)",
+    )
+    g.add_argument(
+        "--like-for-like",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="MJX and MJWarp also at the settings RL users run them at (bench/mujoco_settings.py like_for_like: "
+        "Playground's 1 solver iteration and 5 line-search iterations; the Go2 with only its feet colliding) "
+        "(default %(default)s)",
     )
 
 
@@ -92,11 +100,19 @@ def comparison_cases(args, engines: list[str]) -> list[dict]:
                 cases.append({**base, "engine_label": "mujoco", "nthread": os.cpu_count() or 1})
                 if args.mujoco_single_thread:
                     cases.append({**base, "engine_label": "mujoco-1t", "nthread": 0})
-            elif engine == "mjx":
-                case = {**base, "engine_label": "mjx"}
-                if args.mjx_max_worlds and n > args.mjx_max_worlds:
-                    case.update(status="skipped", error=f"N > --mjx-max-worlds {args.mjx_max_worlds}")
-                cases.append(case)
+            elif engine in ("mjx", "mjwarp"):
+                cases += _mujoco_family(args, base, engine, n)
+    return cases
+
+
+def _mujoco_family(args, base: dict, engine: str, n: int) -> list[dict]:
+    """MJX's or MJWarp's cases of one N: at the file's settings, and with ``--like-for-like`` at RL users' too."""
+    cases = [{**base, "engine_label": engine}]
+    if args.like_for_like:
+        cases.append({**base, "engine_label": f"{engine}-rl", "like_for_like": True})
+    if args.mjx_max_worlds and n > args.mjx_max_worlds:
+        for case in cases:
+            case.update(status="skipped", error=f"N > --mjx-max-worlds {args.mjx_max_worlds}")
     return cases
 
 
@@ -135,7 +151,7 @@ def with_baseline(cases: list[dict], rev: str | None) -> list[dict]:
 
 def prepare(args, engines: list[str]) -> dict:
     """The start pose for the MuJoCo and MJX cases (their processes import no jaxmor)."""
-    return {"qpos0": sc.standing_qpos_subprocess()} if {"mujoco", "mjx"} & set(engines) else {}
+    return {"qpos0": sc.standing_qpos_subprocess()} if {"mujoco", "mjx", "mjwarp"} & set(engines) else {}
 
 
 # ---------------------------------------------------------------------------------------------- cases
@@ -167,14 +183,30 @@ def jaxmor_forward(model, states, controls, spec: dict, check_extra: dict | None
             "nonfinite_worlds": int(jnp.sum(final.nonfinite)),
         }
 
+    o = model.opt
     settings = {
-        "solver_iterations": int(model.opt.solver_iterations),
-        "position_iterations": int(model.opt.position_iterations),
+        "timestep": float(o.timestep),
+        # "auto" is chosen when the step is lowered: the Jacobi iteration for CUDA, PGS elsewhere
+        "solver": o.solver if o.solver != "auto" else f"auto ({'jacobi' if jax.default_backend() == 'gpu' else 'pgs'})",
+        "solver_iterations": int(o.solver_iterations),
+        "position_iterations": int(o.position_iterations),
+        "jacobi_iterations": int(o.jacobi_iterations),
+        "contact_budget": _budget(model),
+        "collision_geoms": int(model.ng),
         "dtype": str(model.body_mass.dtype),
         "chunk": chunk or None,
         "devices": devices,
     }
     return case.run_single(case.jax_program(fn, (states, controls), check, settings), spec)
+
+
+def _budget(model) -> int | None:
+    """The contact slots jaxmor's solver works on per step (None: a revision without the function)."""
+    try:
+        from jaxmor.sim.collision.budget import contact_budget
+    except ImportError:
+        return model.opt.contact_budget
+    return int(contact_budget(model))
 
 
 def run_jaxmor_forward(spec: dict) -> dict:
@@ -262,14 +294,19 @@ def run_mujoco_forward(spec: dict) -> dict:
 def run_mjx_forward(spec: dict) -> dict:
     import numpy as np
 
-    from bench import case
+    from bench import case, mjwarp, mujoco_settings
 
     n, steps, dt = spec["n_worlds"], spec["n_steps"], spec["dt"]
     t = time.perf_counter()
     mj_model = sc.mujoco_spec(dt).compile()
     compile_s = time.perf_counter() - t
+    if spec.get("like_for_like"):  # the quadruped's robot geoms collide with the ground only, as the file has it
+        mj_model = mujoco_settings.like_for_like(mj_model, None)
     qpos = np.tile(np.asarray(spec["qpos0"]), (n, 1))
-    return case.run_single(case.mjx_program(mj_model, qpos, sc.controls(n, steps, dt), compile_s, spec), spec)
+    controls = sc.controls(n, steps, dt)
+    if spec["engine"] == "mjwarp":
+        return case.run_single(mjwarp.program(mj_model, qpos, controls, compile_s), spec)
+    return case.run_single(case.mjx_program(mj_model, qpos, controls, compile_s, spec), spec)
 
 
 RUNNERS = {
@@ -277,6 +314,7 @@ RUNNERS = {
     ("jaxmor", "grad"): run_jaxmor_grad,
     ("mujoco", "forward"): run_mujoco_forward,
     ("mjx", "forward"): run_mjx_forward,
+    ("mjwarp", "forward"): run_mjx_forward,
 }
 
 
@@ -350,7 +388,7 @@ SCENARIO = Scenario(
         "case_budget": 240.0,
         "case_timeout": 1800.0,
         "engines": "jaxmor,mujoco,mjx",
-        "engine_choices": ("jaxmor", "mujoco", "mjx"),
+        "engine_choices": ("jaxmor", "mujoco", "mjx", "mjwarp"),
     },
     plan=plan,
     render=render,

@@ -17,6 +17,21 @@ ENGINE_NAMES = {
     "mujoco": "MuJoCo (all cores)",
     "mujoco-1t": "MuJoCo (1 thread)",
     "mjx": "MJX",
+    "mjx-rl": "MJX (RL settings)",
+    "mjwarp": "MJWarp",
+    "mjwarp-rl": "MJWarp (RL settings)",
+}
+MUJOCO_SOLVERS = {0: "PGS", 1: "CG", 2: "Newton"}  # mjtSolver
+#: The settings written side by side per engine (:func:`settings_table`): label -> record keys, first found.
+SETTING_COLUMNS = {
+    "time step [s]": ("timestep",),
+    "solver": ("solver",),
+    "iterations": ("solver_iterations", "iterations"),
+    "line search / position iterations": ("position_iterations", "ls_iterations"),
+    "Jacobi iterations / tolerance": ("jacobi_iterations", "tolerance"),
+    "contact pairs (MuJoCo family) or geoms against the ground (jaxmor)": ("collision_pairs", "collision_geoms"),
+    "contact budget": ("contact_budget", "nconmax"),
+    "dtype": ("dtype",),
 }
 
 
@@ -83,7 +98,8 @@ def engine_tables(records: list[dict], compile_label: str) -> list[str]:
     chunk = next(iter(chunks)) if len(chunks) == 1 else None
     names = {**ENGINE_NAMES, "jaxmor": f"jaxmor (chunks of {chunk})" if chunk else "jaxmor"}
     steps = fwd[0]["n_steps"]
-    against = [(x, f"jaxmor / {n}") for x, n in (("mujoco", "MuJoCo"), ("mujoco-1t", "MuJoCo 1t"), ("mjx", "MJX"))]
+    others = {"mujoco": "MuJoCo", "mujoco-1t": "MuJoCo 1t", "mjx": "MJX", "mjx-rl": "MJX RL", "mjwarp": "MJWarp"}
+    against = [(x, f"jaxmor / {n}") for x, n in {**others, "mjwarp-rl": "MJWarp RL"}.items()]
     against = [(x, n) for x, n in against if "jaxmor" in present and x in present]
     split = sorted({(r.get("settings") or {}).get("devices") or 1 for r in fwd if r["engine"] != "mujoco" and ok(r)})
     devices = (
@@ -127,6 +143,30 @@ def engine_tables(records: list[dict], compile_label: str) -> list[str]:
                 f"| {names[x]}{mark(r)} | {n:,} | {r.get('compile_s', float('nan')):.3g} | {time_cell(r)} | "
                 f"{r['repeats']} | {mem} |"
             )
+    return lines + settings_table(fwd)
+
+
+def settings_table(records: list[dict]) -> list[str]:
+    """The settings each engine ran at (:data:`SETTING_COLUMNS`), from its first successful case (MuJoCo's
+    solver by the name of its ``mjtSolver`` value)."""
+    first = {}
+    for r in records:
+        if ok(r) and r.get("settings") and r["engine_label"] in ENGINE_NAMES:
+            first.setdefault(r["engine_label"], r["settings"])
+    if not first:
+        return []
+
+    def cell(s: dict, keys: tuple[str, ...]) -> str:
+        value = next((s[k] for k in keys if s.get(k) is not None), "-")
+        if keys == ("solver",) and isinstance(value, int):  # MuJoCo's mjtSolver
+            return MUJOCO_SOLVERS.get(value, str(value))
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    lines = ["", "Settings side by side (what each engine ran at):", ""]
+    lines += ["| engine | " + " | ".join(SETTING_COLUMNS) + " |", "|" + "---|" * (len(SETTING_COLUMNS) + 1)]
+    for label in (x for x in ENGINE_NAMES if x in first):
+        row = [cell(first[label], keys) for keys in SETTING_COLUMNS.values()]
+        lines.append(f"| {ENGINE_NAMES[label]} | " + " | ".join(row) + " |")
     return lines
 
 

@@ -462,6 +462,8 @@ def progress_line(i: int, total: int, rec: dict) -> str:
     )
     if rec.get("status") != "ok":
         return f"{head} {rec.get('status', '?').upper()}: {rec.get('error', '')}"
+    if "launches" in rec:  # gpu-plan's MJWarp cases: kernel launches counted on Warp's CPU device
+        return f"{head} build {rec['compile_s']:5.0f} s | {rec['launches']:,} kernel launches per step (Warp CPU)"
     if "kernels" in rec:  # gpu-plan: the compiler's plan, no timed calls
         return (
             f"{head} compile {rec['compile_s']:5.0f} s | {rec['kernels']:,} kernels, {rec['copies']:,} copies, "
