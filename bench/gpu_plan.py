@@ -32,6 +32,7 @@ from pathlib import Path
 
 from bench import report
 from bench.runner import ROOT, Scenario, sizes_of
+from bench.tools.thunks import _round
 
 TARGET = Path(__file__).resolve().parent / "gpu_target" / "h200.txtpb"
 GO2_XML = ROOT / "tests" / "data" / "unitree_go2" / "scene_mjx.xml"
@@ -75,6 +76,15 @@ def add_options(g) -> None:
         "XLA folds (default %(default)s)",
     )
     g.add_argument(
+        "--scan",
+        type=int,
+        default=8,
+        metavar="K",
+        help="also compile each jaxmor and MJX case as a lax.scan of K steps, as a rollout or a training loop runs "
+        "it, and report per step: one trip of the scan's loop (no copies of the fields a step passes through); 0: "
+        "off (default %(default)s)",
+    )
+    g.add_argument(
         "--keep-dump", type=Path, help="copy each case's XLA dump (HLO, thunk sequence) into DIR/<engine>-<kind>-<N>"
     )
     g.add_argument(
@@ -105,6 +115,10 @@ def plan(args, engines: list[str]) -> list[dict]:
             if args.keep_dump:
                 case["keep_dump"] = str(Path(args.keep_dump).resolve() / f"{engine}-{kind}-{n}")
             cases.append(case)
+            if args.scan > 1 and engine != "mjwarp":
+                label_k = f"{label}, per step of a {args.scan}-step scan"
+                dump = case.get("keep_dump") and case["keep_dump"] + f"-scan{args.scan}"
+                cases.append({**case, "engine_label": label_k, "n_steps": args.scan, "keep_dump": dump})
     return cases
 
 
@@ -168,14 +182,19 @@ def _mjx_step(spec: dict):
 
 
 def _program(spec: dict, sharding):
-    """(the function to compile, its abstract inputs): ``jax.vmap`` of one step over the worlds, the model an
-    input shared by all (``spec["model_input"]``, the default) or closed over (its values then constants that
-    XLA folds)."""
+    """(the function to compile, its abstract inputs): ``jax.vmap`` of one step over the worlds (or of a
+    ``lax.scan`` of ``spec["n_steps"]`` steps), the model an input shared by all (``spec["model_input"]``, the
+    default) or closed over (its values then constants that XLA folds)."""
     import jax
     import jax.numpy as jnp
 
-    step, model, world = (_mjx_step if spec["engine"] == "mjx" else _jaxmor_step)(spec)
+    one, model, world = (_mjx_step if spec["engine"] == "mjx" else _jaxmor_step)(spec)
     states = _abstract(world, int(spec["n_worlds"]), sharding)
+    k = int(spec.get("n_steps", 1))
+
+    def step(m, s):
+        return one(m, s) if k == 1 else jax.lax.scan(lambda s, _: (one(m, s), None), s, None, length=k)[0]
+
     if not spec.get("model_input", True):
         return jax.vmap(lambda s: step(model, s)), (states,)
     shared = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.asarray(x).dtype, sharding=sharding), model)
@@ -203,6 +222,8 @@ def run_case(spec: dict) -> dict:
         stages = JAXMOR_STAGES if spec["engine"] == "jaxmor" else MJX_STAGES
         thunks, metadata = files["thunks"].read_text(), files["metadata"].read_text()
         result = counting.plan_of(hlo, thunks, metadata, counting.loop_costs(hlo), stages)
+        if int(spec.get("n_steps", 1)) > 1:
+            result = per_step(result, int(spec["n_steps"]))
         result.update(estimate(result, int(spec["n_worlds"])))
         if spec.get("keep_dump"):
             shutil.copytree(dump, spec["keep_dump"], dirs_exist_ok=True)
@@ -218,6 +239,29 @@ def run_case(spec: dict) -> dict:
         }
     finally:
         shutil.rmtree(dump, ignore_errors=True)
+
+
+def per_step(plan: dict, k: int) -> dict:
+    """A ``k``-step scan's plan as one step's: the scan loop's one trip (kernels, copies, graph launches; kernels
+    inside the step's own loops apart), the loops inside it, the flops, bytes and stage figures divided by ``k``
+    (what runs once outside the loop spread over the steps); the rollout's totals under ``"rollout"``.
+
+    Raises:
+        ValueError: the plan has no outermost loop of ``k`` trips.
+    """
+    scan = next((x for x in plan["loops"] if x["depth"] == 0 and x["trip_count"] == k), None)
+    if scan is None:
+        raise ValueError(f"no outer loop of {k} trips in the plan: not a {k}-step scan")
+    inner = [x for x in plan["loops"] if x["depth"] > 0]
+    trip = {key: _round(v) for key, v in scan["per_trip"].items()}
+    inside = _round(sum(x["per_trip"]["kernels"] * x["trip_count"] for x in inner if x["depth"] == 1))
+    keys = ("kernels", "kernels_outside", "kernels_inside", "copies", "graph_launches", "flops", "bytes")
+    out = {**plan, "rollout": {key: plan[key] for key in keys}, "loops": inner}
+    out.update(kernels=trip["kernels"], kernels_inside=inside, kernels_outside=_round(trip["kernels"] - inside))
+    out.update(copies=trip["copies"], graph_launches=trip["graph_launches"])
+    out.update(flops=plan["flops"] / k, bytes=plan["bytes"] / k)
+    out["stages"] = {name: {key: v / k for key, v in st.items()} for name, st in plan["stages"].items()}
+    return out
 
 
 def estimate(plan: dict, n: int) -> dict:
@@ -352,6 +396,6 @@ SCENARIO = Scenario(
     plan=plan,
     render=render,
     add_options=add_options,
-    steps_help="unused: one step is compiled",
+    steps_help="unused: one step is compiled (--scan K: a K-step scan besides)",
     env={"CUDA_VISIBLE_DEVICES": "-1", "JAX_PLATFORMS": "cpu"},
 )

@@ -164,6 +164,23 @@ def test_costs_take_the_mean_branch(dump):
     assert thunks.total_cost(costs, hlo.loops)["flops"] == 1000.0 - 10.0 + 20 * 8.0
 
 
+def test_per_step_of_a_scan(dump):
+    """The saved program's 20-trip loop read as a 20-step scan: one trip's kernels (25 + 7 / 2), copies
+    (60 + 45 / 2) and graph launch per step, no loop left inside it, the costs (1000 + 19 x 10 flops) and the
+    stages spread over the 20 steps, the totals kept."""
+    (loop,) = thunks._Hlo(dump["hlo"]).loops.values()
+    costs = {"module": {"flops": 1000.0, "bytes": 400.0}, "bodies": {loop.body: {"flops": 10.0, "bytes": 3.0}}}
+    plan = thunks.plan_of(dump["hlo"], dump["thunks"], dump["metadata"], costs, gpu_plan.JAXMOR_STAGES)
+    step = gpu_plan.per_step(plan, 20)
+    assert (step["kernels"], step["kernels_outside"], step["kernels_inside"]) == (28.5, 28.5, 0)
+    assert (step["copies"], step["graph_launches"], step["loops"]) == (82.5, 1, [])
+    assert step["flops"] == pytest.approx(1190.0 / 20) and step["bytes"] == pytest.approx(457.0 / 20)
+    assert step["rollout"]["kernels"] == 886 and step["rollout"]["copies"] == 1658
+    assert step["stages"]["solver"]["kernels"] == pytest.approx(plan["stages"]["solver"]["kernels"] / 20)
+    with pytest.raises(ValueError, match="no outer loop of 8 trips"):
+        gpu_plan.per_step(plan, 8)
+
+
 def test_estimate():
     """1 ms of arithmetic (the larger term) plus 1,000 launches at 3 us: 4 ms for 1,000 worlds."""
     e = gpu_plan.estimate({"flops": 67e9, "bytes": 1e9, "kernels": 1000}, 1000)
