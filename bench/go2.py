@@ -10,7 +10,8 @@ phases drawn once from a fixed seed; ``--steps`` steps per call, at the file's t
 ``mujoco.rollout`` with per-step controls; MJX: a ``lax.scan`` of ``mjx.step`` setting ``ctrl``; MJWarp
 (``--engines ...,mjwarp``, the ``mjwarp`` extra): ``mujoco_warp.step`` setting ``ctrl``, captured as one CUDA graph
 on a GPU (:mod:`bench.mjwarp`). MJX and MJWarp also run like for like (``--like-for-like``): only the feet
-collide, 1 solver iteration and 5 line-search iterations, as MuJoCo Playground's Go1.
+collide, 1 solver iteration and 5 line-search iterations, as MuJoCo Playground's Go1; jaxmor then also runs with
+only its feet touching the ground (``jaxmor.with_ground_contact``), its solver as it is.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def prepare(args, engines: list[str]) -> dict:
 
 
 def plan(args, engines: list[str]) -> list[dict]:
-    return comparison_cases(args, engines)
+    return comparison_cases(args, engines, jaxmor_feet=True)
 
 
 def _check_dt(spec: dict, dt: float) -> None:
@@ -85,6 +86,8 @@ def run_jaxmor(spec: dict) -> dict:
     with warnings.catch_warnings():  # the feet's condim 6: jaxmor keeps their sliding friction only
         warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
         model = jaxmor.load_mjcf(spec["xml"])
+    if spec.get("like_for_like"):  # only the feet touch the ground, as in MJX's and MJWarp's like-for-like cases
+        model = jaxmor.with_ground_contact(model, list(FEET))
     _check_dt(spec, float(model.opt.timestep))
     s0 = jaxmor.set_keyframe(model, jaxmor.init_state(model), KEY)
     s0 = s0.replace(q=s0.q.at[2].add(DROP))

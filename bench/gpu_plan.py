@@ -2,7 +2,8 @@
 
 Cases, per N of ``--sizes``: ``jax.vmap`` of ONE step over N worlds, float32, of jaxmor on the shipped quadruped
 with its ground (bench/scenario.py), of jaxmor on the Go2 MJCF (``tests/data/unitree_go2/scene_mjx.xml``, home
-keyframe, as bench/go2.py builds it), and of ``mjx.step`` on the same Go2 file; the model is an input shared by
+keyframe, as bench/go2.py builds it), and of ``mjx.step`` on the same Go2 file, both also with only the Go2's feet
+colliding (kind ``go2-feet``, the like-for-like setting); the model is an input shared by
 the worlds (``in_axes=(None, 0)``; ``--no-model-input``: closed over, its values constants XLA folds). Each case
 compiles for the H200 target (``bench/gpu_target/h200.txtpb``) in its own process (``CUDA_VISIBLE_DEVICES=-1``,
 JAX on the CPU, ``XLA_FLAGS=--xla_dump_to=...``) and reads the compiler's plan (:mod:`bench.tools.thunks`):
@@ -60,6 +61,8 @@ CASES = {
     ("jaxmor", "quadruped"): "jaxmor quadruped",
     ("jaxmor", "go2"): "jaxmor Go2",
     ("mjx", "go2"): "MJX Go2",
+    ("jaxmor", "go2-feet"): "jaxmor Go2, feet only",
+    ("mjx", "go2-feet"): "MJX Go2, feet only",
     ("mjwarp", "go2"): "MJWarp Go2",
     ("mjwarp", "go2-feet"): "MJWarp Go2, feet only",
 }
@@ -149,7 +152,8 @@ def _abstract(tree, n: int, sharding):
 
 
 def _jaxmor_step(spec: dict):
-    """(``jaxmor.step``, the model, one world's state) of the case's jaxmor scene."""
+    """(``jaxmor.step``, the model, one world's state) of the case's jaxmor scene (kind ``go2-feet``: only the
+    Go2's feet touching the ground)."""
     import jaxmor
 
     if spec["kind"] == "quadruped":
@@ -162,18 +166,25 @@ def _jaxmor_step(spec: dict):
             warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
             model = jaxmor.load_mjcf(spec.get("xml", str(GO2_XML)))
         state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
+        if spec["kind"] == "go2-feet":
+            model = jaxmor.with_ground_contact(model, list(GO2_FEET))
     if spec.get("solver"):
         model = jaxmor.with_options(model, solver=spec["solver"])
     return jaxmor.step, model, state
 
 
 def _mjx_step(spec: dict):
-    """(``mjx.step``, the model, one world's Data at the Go2's home keyframe) on the same file."""
+    """(``mjx.step``, the model, one world's Data at the Go2's home keyframe) on the same file (kind
+    ``go2-feet``: only the feet colliding, :func:`bench.mujoco_settings.like_for_like`)."""
     import jax.numpy as jnp
     import mujoco
     from mujoco import mjx
 
+    from bench import mujoco_settings
+
     mj_model = mujoco.MjModel.from_xml_path(spec.get("xml", str(GO2_XML)))
+    if spec["kind"] == "go2-feet":
+        mj_model = mujoco_settings.like_for_like(mj_model, GO2_FEET)
     data = mujoco.MjData(mj_model)
     mujoco.mj_resetDataKeyframe(mj_model, data, mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_KEY, "home"))
     d = mjx.put_data(mj_model, data)

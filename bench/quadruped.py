@@ -81,8 +81,10 @@ def add_options(g) -> None:
     )
 
 
-def comparison_cases(args, engines: list[str]) -> list[dict]:
-    """The forward cases of the three engines per N (labels: report.ENGINE_NAMES)."""
+def comparison_cases(args, engines: list[str], jaxmor_feet: bool = False) -> list[dict]:
+    """The forward cases of the engines per N (labels: report.ENGINE_NAMES); ``jaxmor_feet``: with
+    ``--like-for-like`` jaxmor also runs with only the feet touching the ground (``jaxmor-rl``), as MJX's and
+    MJWarp's like-for-like cases collide."""
     common = {"kind": "forward", "n_steps": args.steps, "repeats": args.repeats, "min_repeats": args.min_repeats}
     common["budget_s"] = args.case_budget
     cases = []
@@ -94,6 +96,8 @@ def comparison_cases(args, engines: list[str]) -> list[dict]:
             if engine == "jaxmor":
                 chunk = args.jaxmor_chunk
                 cases.append({**base, "engine_label": "jaxmor", "chunk": chunk})
+                if jaxmor_feet and args.like_for_like:
+                    cases.append({**base, "engine_label": "jaxmor-rl", "chunk": chunk, "like_for_like": True})
                 if chunk and n > chunk and args.jaxmor_vmap:
                     cases.append({**base, "engine_label": "jaxmor-vmap", "chunk": 0})
             elif engine == "mujoco":

@@ -14,6 +14,7 @@ RETRY_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 ENGINE_NAMES = {
     "jaxmor": "jaxmor",
     "jaxmor-vmap": "jaxmor (one vmap)",
+    "jaxmor-rl": "jaxmor (feet only)",
     "mujoco": "MuJoCo (all cores)",
     "mujoco-1t": "MuJoCo (1 thread)",
     "mjx": "MJX",
@@ -29,8 +30,8 @@ SETTING_COLUMNS = {
     "iterations": ("solver_iterations", "iterations"),
     "line search / position iterations": ("position_iterations", "ls_iterations"),
     "Jacobi iterations / tolerance": ("jacobi_iterations", "tolerance"),
-    "contact pairs (MuJoCo family) or geoms against the ground (jaxmor)": ("collision_pairs", "collision_geoms"),
-    "contact budget": ("contact_budget", "nconmax"),
+    "contact pairs (MuJoCo family) / collision geoms (jaxmor)": ("collision_pairs", "collision_geoms"),
+    "contact slots per step (jaxmor) / contacts allocated per world (MJWarp)": ("contact_budget", "nconmax"),
     "dtype": ("dtype",),
 }
 
@@ -84,6 +85,16 @@ def retry_footnote(records: list[dict]) -> list[str]:
     ]
 
 
+def _ratios(present: list[str]) -> list[tuple[str, str, str]]:
+    """The ratio columns (numerator, denominator, header) of the engines present: jaxmor over each other engine,
+    and the like-for-like cases over each other (jaxmor's own where it ran like for like)."""
+    others = {"mujoco": "MuJoCo", "mujoco-1t": "MuJoCo 1t", "mjx": "MJX", "mjwarp": "MJWarp"}
+    cols = [("jaxmor", x, f"jaxmor / {n}") for x, n in others.items()]
+    ours = "jaxmor-rl" if "jaxmor-rl" in present else "jaxmor"
+    cols += [(ours, f"{x}-rl", f"{ENGINE_NAMES[ours]} / {n} RL") for x, n in others.items() if x in ("mjx", "mjwarp")]
+    return [(a, b, n) for a, b, n in cols if a in present and b in present]
+
+
 def engine_tables(records: list[dict], compile_label: str) -> list[str]:
     """The forward cases of the three-engine comparison (labels of :data:`ENGINE_NAMES`): world-steps/s per N with
     the ratios of jaxmor's to the others', then compile time, time per call and peak memory per case.
@@ -98,9 +109,7 @@ def engine_tables(records: list[dict], compile_label: str) -> list[str]:
     chunk = next(iter(chunks)) if len(chunks) == 1 else None
     names = {**ENGINE_NAMES, "jaxmor": f"jaxmor (chunks of {chunk})" if chunk else "jaxmor"}
     steps = fwd[0]["n_steps"]
-    others = {"mujoco": "MuJoCo", "mujoco-1t": "MuJoCo 1t", "mjx": "MJX", "mjx-rl": "MJX RL", "mjwarp": "MJWarp"}
-    against = [(x, f"jaxmor / {n}") for x, n in {**others, "mjwarp-rl": "MJWarp RL"}.items()]
-    against = [(x, n) for x, n in against if "jaxmor" in present and x in present]
+    against = _ratios(present)
     split = sorted({(r.get("settings") or {}).get("devices") or 1 for r in fwd if r["engine"] != "mujoco" and ok(r)})
     devices = (
         f" The JAX engines' worlds are split over {'/'.join(map(str, split))} CPU devices that run side by side "
@@ -113,12 +122,12 @@ def engine_tables(records: list[dict], compile_label: str) -> list[str]:
         f"Ratios are of the medians.{devices}",
         "",
     ]
-    head = ["N"] + [names[x] for x in present] + [n for _, n in against]
+    head = ["N"] + [names[x] for x in present] + [n for _, _, n in against]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for n in sizes:
         row = [f"{n:,}"] + [rate_cell(by.get((x, n))) for x in present]
-        row += [ratio_cell(by.get(("jaxmor", n)), by.get((x, n))) for x, _ in against]
+        row += [ratio_cell(by.get((a, n)), by.get((b, n))) for a, b, _ in against]
         lines.append("| " + " | ".join(row) + " |")
     lines += [
         "",

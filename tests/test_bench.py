@@ -251,3 +251,19 @@ def test_envs_tiny_case(tmp_path):
         assert len(case["times_s"]) == 2 and case["check"]["nonfinite_worlds"] == 0, name
     assert r["paired"]["env"]["check"]["resets"] == 4  # 2 worlds x 2 control steps, each the time limit
     assert "<!-- envs-table:start -->" in readme and "| env, one vmap | 2 |" in readme
+
+
+def test_like_for_like_ratios_pair_the_like_for_like_cases():
+    """jaxmor over each engine at the file's settings; the RL columns pair jaxmor's feet-only case (where it ran)
+    with MJX's and MJWarp's RL-settings cases."""
+    from bench import report
+
+    cols = report._ratios(["jaxmor", "jaxmor-rl", "mujoco", "mjx", "mjx-rl", "mjwarp-rl"])
+    assert [(a, b) for a, b, _ in cols] == [
+        ("jaxmor", "mujoco"),
+        ("jaxmor", "mjx"),
+        ("jaxmor-rl", "mjx-rl"),
+        ("jaxmor-rl", "mjwarp-rl"),
+    ]
+    assert cols[2][2] == "jaxmor (feet only) / MJX RL"
+    assert [(a, b) for a, b, _ in report._ratios(["jaxmor", "mjx-rl"])] == [("jaxmor", "mjx-rl")]
