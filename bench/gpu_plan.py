@@ -165,9 +165,9 @@ def _jaxmor_step(spec: dict):
         with warnings.catch_warnings():  # the feet's condim 6: jaxmor keeps their sliding friction only
             warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
             model = jaxmor.load_mjcf(spec.get("xml", str(GO2_XML)))
-        state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
-        if spec["kind"] == "go2-feet":
+        if spec["kind"] == "go2-feet":  # before the state: its contact slots follow the model's
             model = jaxmor.with_ground_contact(model, list(GO2_FEET))
+        state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
     if spec.get("solver"):
         model = jaxmor.with_options(model, solver=spec["solver"])
     return jaxmor.step, model, state
