@@ -193,11 +193,14 @@ def test_go2_tiny_case(tmp_path):
     args = ["go2", "--sizes", "2", "--steps", "5", "--repeats", "1", "--engines", "jaxmor,mujoco"]
     args += ["--no-mujoco-single-thread", "--xml", str(GO2_XML)]
     proc, records, readme = _bench(args, tmp_path, timeout=400)
-    assert [r["engine_label"] for r in records] == ["jaxmor", "mujoco"]
-    jaxmor, mujoco = (r["check"] for r in records)
-    assert abs(jaxmor["base_z_start"] - mujoco["base_z_start"]) < 1e-6  # the keyframe's, 2 cm up
-    assert jaxmor["nonfinite_worlds"] == mujoco["nonfinite_worlds"] == 0
-    assert abs(jaxmor["base_z_mean"] - mujoco["base_z_mean"]) < 5e-3  # 10 ms of falling
+    # --like-for-like (the default) adds jaxmor with only the feet touching the ground
+    assert [r["engine_label"] for r in records] == ["jaxmor", "jaxmor-rl", "mujoco"]
+    jaxmor, feet, mujoco = (r["check"] for r in records)
+    assert records[1]["settings"]["contact_budget"] == 4 < records[0]["settings"]["contact_budget"]
+    for ours in (jaxmor, feet):
+        assert abs(ours["base_z_start"] - mujoco["base_z_start"]) < 1e-6  # the keyframe's, 2 cm up
+        assert ours["nonfinite_worlds"] == mujoco["nonfinite_worlds"] == 0
+        assert abs(ours["base_z_mean"] - mujoco["base_z_mean"]) < 5e-3  # 10 ms of falling
     assert "<!-- go2-table:start -->" in readme and "Mean final base height" in readme
 
 
