@@ -31,6 +31,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from bench import mujoco_settings
+
 MARKER = "BENCH_RESULT "
 PHASE = "BENCH_PHASE "
 
@@ -153,8 +155,6 @@ def mujoco_program(model, initial: np.ndarray, controls: np.ndarray, nthread: in
         out["act_abs_max"] = float(np.max(np.abs(act))) if model.na else 0.0
         return out
 
-    from bench import mujoco_settings
-
     settings = mujoco_settings.settings(
         model, {"nthread": nthread, "na": int(model.na), "dtype": "float64", **(settings or {})}
     )
@@ -203,8 +203,6 @@ def mjx_program(mj_model, qpos: np.ndarray, controls: np.ndarray, put_s: float, 
             "base_z_mean": float(jnp.mean(q[:, 2])),
             "nonfinite_worlds": int(jnp.sum(~finite)),
         }
-
-    from bench import mujoco_settings
 
     settings = mujoco_settings.settings(
         mj_model, {"impl": str(getattr(mx, "impl", "")), "dtype": "float32", "devices": devices}

@@ -31,7 +31,7 @@ import time
 import warnings
 from pathlib import Path
 
-from bench import report
+from bench import go2, report
 from bench.runner import ROOT, Scenario, sizes_of
 from bench.tools.thunks import _round
 
@@ -66,8 +66,6 @@ CASES = {
     ("mjwarp", "go2"): "MJWarp Go2",
     ("mjwarp", "go2-feet"): "MJWarp Go2, feet only",
 }
-#: The Go2's feet (geom names), the only geoms that collide in the like-for-like cases (bench/mujoco_settings.py).
-GO2_FEET = ("FL", "FR", "RL", "RR")
 
 
 def add_options(g) -> None:
@@ -166,7 +164,7 @@ def _jaxmor_step(spec: dict):
             warnings.filterwarnings("ignore", message=".*no torsional or rolling friction")
             model = jaxmor.load_mjcf(spec.get("xml", str(GO2_XML)))
         if spec["kind"] == "go2-feet":  # before the state: its contact slots follow the model's
-            model = jaxmor.with_ground_contact(model, list(GO2_FEET))
+            model = jaxmor.with_ground_contact(model, list(go2.FEET))
         state = jaxmor.set_keyframe(model, jaxmor.init_state(model), "home")
     if spec.get("solver"):
         model = jaxmor.with_options(model, solver=spec["solver"])
@@ -177,19 +175,27 @@ def _mjx_step(spec: dict):
     """(``mjx.step``, the model, one world's Data at the Go2's home keyframe) on the same file (kind
     ``go2-feet``: only the feet colliding, :func:`bench.mujoco_settings.like_for_like`)."""
     import jax.numpy as jnp
-    import mujoco
     from mujoco import mjx
+
+    mj_model, data = _go2_mujoco(spec)
+    d = mjx.put_data(mj_model, data)
+    d = d.replace(qpos=jnp.asarray(d.qpos, jnp.float32), qvel=jnp.asarray(d.qvel, jnp.float32))
+    return mjx.step, mjx.put_model(mj_model), d
+
+
+def _go2_mujoco(spec: dict):
+    """(the case's Go2 ``MjModel``, its ``MjData`` at the home keyframe): as the file sets it or, for kind
+    ``go2-feet``, like for like (:func:`bench.mujoco_settings.like_for_like`, only the feet colliding)."""
+    import mujoco
 
     from bench import mujoco_settings
 
     mj_model = mujoco.MjModel.from_xml_path(spec.get("xml", str(GO2_XML)))
     if spec["kind"] == "go2-feet":
-        mj_model = mujoco_settings.like_for_like(mj_model, GO2_FEET)
+        mj_model = mujoco_settings.like_for_like(mj_model, go2.FEET)
     data = mujoco.MjData(mj_model)
     mujoco.mj_resetDataKeyframe(mj_model, data, mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_KEY, "home"))
-    d = mjx.put_data(mj_model, data)
-    d = d.replace(qpos=jnp.asarray(d.qpos, jnp.float32), qvel=jnp.asarray(d.qvel, jnp.float32))
-    return mjx.step, mjx.put_model(mj_model), d
+    return mj_model, data
 
 
 def _program(spec: dict, sharding):
@@ -296,15 +302,9 @@ def _cuda_versions() -> dict:
 def run_mjwarp(spec: dict) -> dict:
     """MJWarp's kernel launches in one step of the Go2 at its home keyframe (:func:`bench.mjwarp.launches`), as
     the file sets it or (kind ``go2-feet``) with only the feet colliding."""
-    import mujoco
-
     from bench import mjwarp, mujoco_settings
 
-    mj_model = mujoco.MjModel.from_xml_path(spec.get("xml", str(GO2_XML)))
-    data = mujoco.MjData(mj_model)
-    mujoco.mj_resetDataKeyframe(mj_model, data, mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_KEY, "home"))
-    if spec["kind"] == "go2-feet":
-        mj_model = mujoco_settings.like_for_like(mj_model, GO2_FEET)
+    mj_model, data = _go2_mujoco(spec)
     result = mjwarp.launches(mj_model, int(spec["n_worlds"]), data.qpos.copy())
     return {"compile_s": result["build_s"], "settings": mujoco_settings.settings(mj_model), **result}
 

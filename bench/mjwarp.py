@@ -37,13 +37,13 @@ def _put(mj_model, data, nworld: int):
     return mx, mjw.put_data(mj_model, data, nworld=nworld, nconmax=NCONMAX, njmax=NJMAX)
 
 
-def _rollout(mx, dx, start: dict, controls):
-    """Reset ``dx`` to ``start`` (qpos; zero velocity, warm start and time), then step through ``controls``
+def _rollout(mx, dx, qpos, controls):
+    """Reset ``dx`` to ``qpos`` (n, nq) with zero velocity, warm start and time, then step through ``controls``
     (steps, n, nu)."""
     import mujoco_warp as mjw
     import warp as wp
 
-    wp.copy(dx.qpos, start["qpos"])
+    wp.copy(dx.qpos, qpos)
     for name in ("qvel", "qacc_warmstart", "time", "act"):
         getattr(dx, name).zero_()
     for i in range(controls.shape[0]):
@@ -51,7 +51,7 @@ def _rollout(mx, dx, start: dict, controls):
         mjw.step(mx, dx)
 
 
-def program(mj_model, qpos: np.ndarray, controls: np.ndarray, load_s: float, extra_settings: dict | None = None):
+def program(mj_model, qpos: np.ndarray, controls: np.ndarray, load_s: float):
     """MJWarp's :class:`bench.case.Program`: ``qpos`` (n, nq) per world, ``controls`` (n, steps, nu), float32 on
     Warp's default device. The compile time is the first rollout's (Warp builds its kernels on first launch) plus
     the graph capture on CUDA. The check: mean final base height and the count of non-finite worlds."""
@@ -64,7 +64,7 @@ def program(mj_model, qpos: np.ndarray, controls: np.ndarray, load_s: float, ext
     device = wp.get_device()
     t = time.perf_counter()
     mx, dx = _put(mj_model, mujoco.MjData(mj_model), n)
-    start = {"qpos": wp.array(np.asarray(qpos, np.float32), dtype=float)}
+    start = wp.array(np.asarray(qpos, np.float32), dtype=float)
     ctrl = wp.array(np.ascontiguousarray(np.swapaxes(controls, 0, 1), np.float32), dtype=float)
     baseline = case.current_rss_mb()
     _rollout(mx, dx, start, ctrl)
@@ -90,7 +90,7 @@ def program(mj_model, qpos: np.ndarray, controls: np.ndarray, load_s: float, ext
         }
 
     extra = {"device": str(device), "cuda_graph": graph is not None, "nconmax": NCONMAX, "njmax": NJMAX}
-    extra.update(dtype="float32", **(extra_settings or {}))
+    extra["dtype"] = "float32"
     p = case.Program(call, check, compile_s, mujoco_settings.settings(mj_model, extra), baseline_rss_mb=baseline)
     p.timing["load_s"] = load_s
     return p
