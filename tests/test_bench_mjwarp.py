@@ -128,3 +128,31 @@ def test_go2_step_launches():
     more.opt.iterations = 20
     deeper = mjwarp.launches(more, 2, d.qpos.copy())
     assert deeper["solver_iterations"] > 1 and deeper["launches"] > file["launches"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not GO2.is_file(), reason="the Go2 scene is not there")
+def test_rollout_program_against_mujoco():
+    """The bench's MJWarp rollout (Warp's CPU device): 2 Go2 worlds x 10 steps from the home keyframe, 2 cm up,
+    under the home controls, end where MuJoCo's own steps end (float32 against float64, 10 steps: 1e-5 m on the
+    base height, which falls about 2 mm); a second call starts again from the same state and ends in the same place."""
+    from bench import go2
+
+    m = mujoco.MjModel.from_xml_path(str(GO2))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qpos[2] += go2.DROP
+    qpos, ctrl = np.tile(d.qpos, (2, 1)), np.tile(d.ctrl, (2, 10, 1))
+    with wp.ScopedDevice("cpu"):
+        program = mjwarp.program(m, qpos, ctrl, 0.0)
+        program.call()
+        first = program.check()
+        program.call()
+        second = program.check()
+    for _ in range(10):
+        mujoco.mj_step(m, d)
+    assert first["nonfinite_worlds"] == 0 and first["base_z_start"] == pytest.approx(qpos[0, 2])
+    assert d.qpos[2] < qpos[0, 2] - 2e-3  # it fell about 2 mm: the comparison below is not of standing still
+    assert first["base_z_mean"] == pytest.approx(d.qpos[2], abs=1e-5)
+    assert second["base_z_mean"] == pytest.approx(first["base_z_mean"], abs=1e-6)
+    assert program.settings["collision_pairs"] == 233 and not program.settings["cuda_graph"]
