@@ -100,6 +100,51 @@ def test_a_run_folder_holds_its_metrics_policy_and_curve(whole):
     )
 
 
+def test_an_evaluation_under_resampled_commands_draws_them_from_the_given_ranges(whole):
+    """``evaluate(commands=None, command_ranges=...)``: the worlds start at rest, so over the first 0.1 s (no
+    settling left out) the tracking error is about the command's size: every moving command here is 2 m/s ahead
+    (the run trained on 0-1 m/s), standing ones (10%) 0. An error above 1 m/s can only come from the ranges given."""
+    from jaxmor.train.evaluate import evaluate
+    from jaxmor.train.play import load_run_policy
+
+    policy, config = load_run_policy(whole)
+    ranges = ((2.0, 2.0), (0.0, 0.0), (0.0, 0.0))
+    report = evaluate(policy, config, commands=None, command_ranges=ranges, worlds=8, seconds=0.1, settle=0.0)
+    assert report["rows"] == [] and report["falls"] == 0.0 and report["tracking_error"] > 1.0, report
+
+
+def test_play_resampled_evaluates_under_the_command_lines_ranges(whole, monkeypatch):
+    """``jaxmor play --resampled lo:hi,lo:hi,lo:hi`` hands those ranges, as numbers, to the evaluation (whose use
+    of them the test above checks) instead of the fixed commands."""
+    from jaxmor.tools.cli import main
+    from jaxmor.train import play as play_module
+
+    seen = {}
+
+    def evaluate_both(policy, config, **kw):
+        seen.update(kw)
+        return {"trained": {}, "half_step": {}, "walks": False}
+
+    monkeypatch.setattr(play_module, "evaluate_both", evaluate_both)
+    monkeypatch.setattr(play_module, "format_report", lambda reports: "")
+    assert main(["play", str(whole), "--worlds", "3", "--resampled", "0:1.5,-0.5:0.5,-1:1e0"]) == 0
+    assert seen == {
+        "worlds": 3,
+        "seconds": 20.0,
+        "commands": None,
+        "command_ranges": ((0.0, 1.5), (-0.5, 0.5), (-1.0, 1.0)),
+    }
+    assert main(["play", str(whole), "--resampled", "0:1.5,-0.5"]) == 2  # a jaxmor error, said on stderr
+
+
+@pytest.mark.parametrize("ranges", [((0, 1), (0, 1)), ((1, 0), (0, 0), (0, 0)), (("a", 1), (0, 0), (0, 0)), "0:1"])
+def test_play_refuses_bad_command_ranges(ranges):
+    from jaxmor.train.play import _ranges
+
+    with pytest.raises(ArgumentError, match=r"resampled must be three \(low, high\) ranges"):
+        _ranges(ranges)
+
+
 def test_a_live_run_shows_its_worlds(whole):
     """``watch=True`` (``jaxmor train --live``) serves a live view and hands it the first device's worlds after
     every iteration; the view is closed at the end."""

@@ -476,6 +476,18 @@ def _train_parsers(sub) -> None:
     play.add_argument("--out", default=None, help="a .html page or a .gif/.mp4 video of it walking")
     play.add_argument("--worlds", type=int, default=64, help="worlds of the evaluation (default 64)")
     play.add_argument("--seconds", type=float, default=20.0, help="episode length [s] (default 20)")
+    play.add_argument(
+        "--resampled",
+        metavar="RANGES",
+        default=None,
+        help="commands drawn and resampled every 5-10 s from RANGES, 'lo:hi,lo:hi,lo:hi' (forward, lateral [m/s], "
+        "yaw [rad/s]), e.g. 0:1.5,-0.5:0.5,-1:1, instead of the fixed forward commands 0, 0.5 and 1 m/s",
+    )
+
+
+def _command_ranges(text: str) -> list[tuple[str, ...]]:
+    """``--resampled lo:hi,lo:hi,lo:hi`` as pairs of strings; :func:`jaxmor.train.play.play` checks them."""
+    return [tuple(part.split(":")) for part in text.split(",")]
 
 
 def _reward_weights(pairs: list[str]) -> tuple[tuple[str, float], ...]:
@@ -544,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "play":
             from jaxmor.train.play import play
 
-            play(args.policy, out=args.out, worlds=args.worlds, seconds=args.seconds)
+            ranges = None if args.resampled is None else _command_ranges(args.resampled)
+            play(args.policy, out=args.out, worlds=args.worlds, seconds=args.seconds, resampled=ranges)
             return 0
         return _plot_region(args.urdf, args.actuator, args.side, args.output, args.package_dir)
     except (JaxmorError, OSError) as exc:

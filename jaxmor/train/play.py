@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import jax
@@ -68,7 +69,31 @@ def trajectory(policy: Policy, config: RunConfig, seconds: float = 10.0, command
     return env.model, sims
 
 
-def play(path: str | os.PathLike, *, out: str | None = None, worlds: int = 64, seconds: float = 20.0) -> dict:
+def _ranges(ranges) -> tuple[tuple[float, float], ...]:
+    """Three ``(low, high)`` command ranges, checked.
+
+    Raises:
+        ArgumentError: not three pairs of numbers with ``low <= high``.
+    """
+    try:
+        out = tuple((float(lo), float(hi)) for lo, hi in ranges)
+    except (TypeError, ValueError):
+        out = ()
+    if len(out) != 3 or any(not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi) for lo, hi in out):
+        raise ArgumentError(
+            f"resampled must be three (low, high) ranges (forward, lateral [m/s], yaw [rad/s]), got {ranges!r}"
+        )
+    return out
+
+
+def play(
+    path: str | os.PathLike,
+    *,
+    out: str | None = None,
+    worlds: int = 64,
+    seconds: float = 20.0,
+    resampled: Sequence[tuple[float, float]] | None = None,
+) -> dict:
     """Evaluate a trained policy and print it; with ``out``, also write a page or a video of it walking.
 
     Args:
@@ -76,6 +101,9 @@ def play(path: str | os.PathLike, *, out: str | None = None, worlds: int = 64, s
         out: a ``.html``, ``.gif`` or ``.mp4`` file to write, or ``None``.
         worlds: worlds of the evaluation.
         seconds: length of the evaluation's episodes [s].
+        resampled: ``None`` for the fixed forward commands 0, 0.5 and 1 m/s; else the ranges (forward, lateral
+            [m/s], yaw [rad/s]) of commands drawn at the start and again every 5-10 s, as an omnidirectional policy
+            is judged.
 
     Returns:
         The evaluation (:func:`jaxmor.train.evaluate.evaluate_both`).
@@ -87,7 +115,8 @@ def play(path: str | os.PathLike, *, out: str | None = None, worlds: int = 64, s
     if suffix not in (None, ".html", ".gif", ".mp4"):
         raise ArgumentError(f"out must name a .html, .gif or .mp4 file, got {out!r}")
     policy, config = load_run_policy(path)
-    reports = evaluate_both(policy, config, worlds=worlds, seconds=seconds)
+    commands = {} if resampled is None else {"commands": None, "command_ranges": _ranges(resampled)}
+    reports = evaluate_both(policy, config, worlds=worlds, seconds=seconds, **commands)
     print(format_report(reports))
     if out is not None:
         from jaxmor import viewer
