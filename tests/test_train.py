@@ -139,10 +139,10 @@ def test_play_resampled_evaluates_under_the_command_lines_ranges(whole, monkeypa
 
 @pytest.mark.parametrize("ranges", [((0, 1), (0, 1)), ((1, 0), (0, 0), (0, 0)), (("a", 1), (0, 0), (0, 0)), "0:1"])
 def test_play_refuses_bad_command_ranges(ranges):
-    from jaxmor.train.play import _ranges
+    from jaxmor.train.play import play
 
-    with pytest.raises(ArgumentError, match=r"resampled must be three \(low, high\) ranges"):
-        _ranges(ranges)
+    with pytest.raises(ArgumentError, match=r"resampled must be three finite \(low, high\) pairs"):
+        play("no-such-policy", resampled=ranges)  # refused before any file is read
 
 
 def test_a_live_run_shows_its_worlds(whole):

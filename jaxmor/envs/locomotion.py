@@ -813,10 +813,18 @@ def _check_modes(model: Model, motor_model: str, action_mode: str) -> None:
             raise ArgumentError(f"Box-MOR needs positive finite effort limits at the driven joints, got {effort}")
 
 
-def _command_ranges(ranges) -> np.ndarray:
-    array = np.asarray(ranges, np.float64)
+def _command_ranges(ranges, name: str = "command_ranges") -> np.ndarray:
+    """(3, 2) float64 command ranges (forward, lateral [m/s], yaw rate [rad/s]), each ``low <= high``, finite.
+
+    Raises:
+        ArgumentError: anything else, named ``name``.
+    """
+    try:
+        array = np.asarray(ranges, np.float64)
+    except (TypeError, ValueError):
+        array = np.zeros(0)
     if array.shape != (3, 2) or np.any(array[:, 0] > array[:, 1]) or not np.all(np.isfinite(array)):
-        raise ArgumentError(f"command_ranges must be three finite (low, high) pairs, got {ranges!r}")
+        raise ArgumentError(f"{name} must be three finite (low, high) pairs, got {ranges!r}")
     return array
 
 

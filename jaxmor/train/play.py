@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmor.envs.locomotion import _command_ranges
 from jaxmor.errors import ArgumentError
 from jaxmor.train.evaluate import evaluate_both, format_report
 from jaxmor.train.policy import Policy, load_policy
@@ -69,23 +70,6 @@ def trajectory(policy: Policy, config: RunConfig, seconds: float = 10.0, command
     return env.model, sims
 
 
-def _ranges(ranges) -> tuple[tuple[float, float], ...]:
-    """Three ``(low, high)`` command ranges, checked.
-
-    Raises:
-        ArgumentError: not three pairs of numbers with ``low <= high``.
-    """
-    try:
-        out = tuple((float(lo), float(hi)) for lo, hi in ranges)
-    except (TypeError, ValueError):
-        out = ()
-    if len(out) != 3 or any(not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi) for lo, hi in out):
-        raise ArgumentError(
-            f"resampled must be three (low, high) ranges (forward, lateral [m/s], yaw [rad/s]), got {ranges!r}"
-        )
-    return out
-
-
 def play(
     path: str | os.PathLike,
     *,
@@ -109,13 +93,16 @@ def play(
         The evaluation (:func:`jaxmor.train.evaluate.evaluate_both`).
 
     Raises:
-        ArgumentError: ``out`` with another suffix, or a policy folder that is not a jaxmor run's.
+        ArgumentError: ``out`` with another suffix, ``resampled`` not three finite ``(low, high)`` pairs, or a
+            policy folder that is not a jaxmor run's.
     """
     suffix = None if out is None else Path(out).suffix.lower()
     if suffix not in (None, ".html", ".gif", ".mp4"):
         raise ArgumentError(f"out must name a .html, .gif or .mp4 file, got {out!r}")
+    if resampled is not None:  # checked before the policy is loaded
+        resampled = tuple(map(tuple, _command_ranges(resampled, "resampled").tolist()))
     policy, config = load_run_policy(path)
-    commands = {} if resampled is None else {"commands": None, "command_ranges": _ranges(resampled)}
+    commands = {} if resampled is None else {"commands": None, "command_ranges": resampled}
     reports = evaluate_both(policy, config, worlds=worlds, seconds=seconds, **commands)
     print(format_report(reports))
     if out is not None:
