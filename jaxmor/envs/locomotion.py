@@ -342,28 +342,19 @@ class Locomotion(Env):
         self.motor_model, self.action_mode, self.action_scale = motor_model, action_mode, action_scale
         self.kp, self.kd = _gains(model, standing_q, action_scale, kp, kd)
         if action_mode == "pd":
-            poses = np.stack([standing_q] * 3)
-            poses[1, actuator_joint_q_index(model)] += action_scale
-            poses[2, actuator_joint_q_index(model)] -= action_scale
-            check_pd_step(model, self.kp, self.kd, timestep, q=poses)  # docs/design/step-artifacts.md
+            _check_full_action(model, standing_q, self.kp, self.kd, action_scale, timestep)
         self.control_period = timestep * self.substeps
         self.weights = terms.reward_weights(reward_weights)
         self.noise = terms.observation_noise(observation_noise)
         self.command_ranges = _command_ranges(command_ranges)
         self.command_interval = _interval(command_interval, "command_interval")
         self.standing_fraction = _fraction(standing_fraction, "standing_fraction")
+        self.command_levels = None if command_levels is None else as_positive_int(command_levels, "command_levels")
         self.push_interval = _interval(push_interval, "push_interval")
         self.push_speed = as_nonnegative(push_speed, "push_speed [m/s]")
-        self.feet = Feet(model, feet_of(model, feet))
+        self._set_stance(model, standing_q, feet, min_base_height)
         self.gait_frequency, self.gait_offsets = self._gait(model, standing_q, gait_frequency)
         self.gait_speedup = as_nonnegative(gait_speedup, "gait_speedup [Hz s/m]")
-        self.command_levels = None if command_levels is None else as_positive_int(command_levels, "command_levels")
-        self.standing_q = standing_q
-        self.q_index = actuator_joint_q_index(model)
-        self.v_index = np.asarray(model.actuators.joint_v_index).astype(np.int32)
-        self.standing_joints = standing_q[self.q_index]
-        self.standing_height = standing_q[2] - float(np.asarray(model.ground_height))  # above the ground [m]
-        self.min_base_height = 0.6 * self.standing_height if min_base_height is None else min_base_height
         self.joint_noise = joint_noise
         self.observation_sensors = _sensor_names(model, observation_sensors)
         self._place_terrain(terrain, curriculum, dtype)
@@ -381,6 +372,16 @@ class Locomotion(Env):
             ArgumentError: sensor observations, or a robot, standing pose or gait clock that is not symmetric.
         """
         return locomotion_mirror(self)
+
+    def _set_stance(self, model: Model, standing_q: np.ndarray, feet, min_base_height: float | None) -> None:
+        """The feet, the standing pose's joints and height, and the height below which a world has fallen."""
+        self.feet = Feet(model, feet_of(model, feet))
+        self.standing_q = standing_q
+        self.q_index = actuator_joint_q_index(model)
+        self.v_index = np.asarray(model.actuators.joint_v_index).astype(np.int32)
+        self.standing_joints = standing_q[self.q_index]
+        self.standing_height = standing_q[2] - float(np.asarray(model.ground_height))  # above the ground [m]
+        self.min_base_height = 0.6 * self.standing_height if min_base_height is None else min_base_height
 
     def _gait(self, model: Model, standing_q: np.ndarray, frequency: float | None):
         """``(frequency [Hz], offsets (nf,) [rad])`` of the gait clock, or ``(None, None)`` without one."""
@@ -936,3 +937,12 @@ def _sensor_names(model: Model, names: Sequence[str] | None) -> tuple[str, ...] 
             f"observation_sensors: {unknown} are not sensors of the model; its sensors are {list(model.sensors.names)}"
         )
     return tuple(names)
+
+
+def _check_full_action(model: Model, standing_q: np.ndarray, kp, kd, action_scale: float, timestep: float) -> None:
+    """Refuse gains whose explicit PD step is unstable at the standing pose and at a full action either way
+    (docs/design/step-artifacts.md)."""
+    poses = np.stack([standing_q] * 3)
+    poses[1, actuator_joint_q_index(model)] += action_scale
+    poses[2, actuator_joint_q_index(model)] -= action_scale
+    check_pd_step(model, kp, kd, timestep, q=poses)

@@ -311,13 +311,7 @@ class _Reader:
         explicit = self._resolve_pairs()
         tendons = read_tendons(self, sections.get("tendon", []))
         tendon_ranges = {t.name: t.range for t in tendons}
-        mjcf_actuators = [
-            a
-            for el in sections.get("actuator", [])
-            for a in read_actuators(
-                doc, self.classes, self.compiler, self.joint_kinds, el, self._joint_ranges(), tendon_ranges
-            )
-        ]
+        mjcf_actuators = self._read_actuators(sections.get("actuator", []), tendon_ranges)
         excluded = [e for el in sections.get("contact", []) for e in self._read_contact(el)]
         motors, residual = self._read_custom(sections.get("custom", []))
         affine, motors, dropped = _merge_actuators(mjcf_actuators, motors)
@@ -327,13 +321,7 @@ class _Reader:
         sensors = read_sensors(self, sections.get("sensor", []), mjcf_actuators, dropped, motors, tendon_ranges)
         equalities = read_equalities(self, sections.get("equality", []))
         self._check_mocap_uses(sections, sensors)
-        if self.rich_contacts:
-            warnings.warn(
-                f"{doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} geom(s) "
-                f"with condim 4 or 6 keep only their sliding friction: {', '.join(self.rich_contacts[:8])}"
-                + (", ..." if len(self.rich_contacts) > 8 else ""),
-                stacklevel=4,
-            )
+        self._warn_rich_contacts()
         description = RobotDescription(
             name=root.get("model") or "mujoco",
             source=doc.sources[0],
@@ -365,6 +353,25 @@ class _Reader:
         )
         self._apply_disabled(description)
         return description
+
+    def _read_actuators(self, elements: list, tendon_ranges: dict) -> list:
+        """The ``<actuator>`` sections' actuators, in the file's order."""
+        ranges = self._joint_ranges()
+        return [
+            a
+            for el in elements
+            for a in read_actuators(self.doc, self.classes, self.compiler, self.joint_kinds, el, ranges, tendon_ranges)
+        ]
+
+    def _warn_rich_contacts(self) -> None:
+        """Warn, once per file, that condim 4 and 6 geoms keep only their sliding friction."""
+        if self.rich_contacts:
+            warnings.warn(
+                f"{self.doc.sources[0]}: jaxmor has no torsional or rolling friction; {len(self.rich_contacts)} "
+                f"geom(s) with condim 4 or 6 keep only their sliding friction: {', '.join(self.rich_contacts[:8])}"
+                + (", ..." if len(self.rich_contacts) > 8 else ""),
+                stacklevel=5,
+            )
 
     def _joint_ranges(self) -> dict[str, tuple[float, float]]:
         """The range [rad or m] of each limited hinge and slide, by name (for ``inheritrange``)."""

@@ -490,17 +490,33 @@ def combine(
         raise ArgumentError(
             "combine: a model with a learned residual (with_residual) cannot be combined; set it on the combined model"
         )
+    fields = _joined_structure(model, other, prefix, (translation, quat, rotation))
+    placed = _placed(other, translation, quat, rotation)
+    fields["keyframes"] = _keyframes(model, other, placed)
+    fields.update(_joined_leaves(model, other, placed, skip=fields))
+    combined = Model(**fields)
+    pairs = _cross_pairs(combined, model.ng, collide_with)
+    combined = refit_window(combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs)))
+    return with_geom_grids(combined) if model.terrain or other.terrain else binned(combined)
+
+
+def _shift(indices: tuple[int, ...], by: int) -> tuple[int, ...]:
+    """Indices moved by ``by``; negative ones (none, the world) kept."""
+    return tuple(i + by if i >= 0 else i for i in indices)
+
+
+def _joined_structure(model: Model, other: Model, prefix: str, pose: tuple) -> dict:
+    """The combined model's static fields (names, topology, indices), sub-models and kept options.
+
+    ``pose`` is ``other``'s placement: (translation, quaternion, rotation matrix).
+    """
+    translation, quat, rotation = pose
     nb, nl, ng = model.nb, model.nl, model.ng
-
-    def shift(indices, by):
-        return tuple(i + by if i >= 0 else i for i in indices)
-
-    parent = model.body_parent + shift(other.body_parent, nb)
+    parent = model.body_parent + _shift(other.body_parent, nb)
     kinds = model.body_joint_type + other.body_joint_type
     fields = dict(topology_tables(parent, kinds))
-    leaves = declared_leaves(Model)
     fields.update({f: getattr(model, f) for f in _KEPT})
-    fields.update({f: getattr(model, f) for f, leaf in leaves.items() if leaf.dims == ()})
+    fields.update({f: getattr(model, f) for f, leaf in declared_leaves(Model).items() if leaf.dims == ()})
     fields.update(
         body_names=model.body_names + tuple(prefix + n for n in other.body_names),
         body_parent=parent,
@@ -508,14 +524,14 @@ def combine(
         body_joint_name=model.body_joint_name + tuple(prefix + n if n else n for n in other.body_joint_name),
         joint_names=model.joint_names + tuple(prefix + n for n in other.joint_names),
         link_names=model.link_names + tuple(prefix + n for n in other.link_names),
-        link_body=model.link_body + shift(other.link_body, nb),
+        link_body=model.link_body + _shift(other.link_body, nb),
         geom_type=model.geom_type + other.geom_type,
-        geom_link=model.geom_link + shift(other.geom_link, nl),
+        geom_link=model.geom_link + _shift(other.geom_link, nl),
         geom_names=model.geom_names + tuple(prefix + n for n in other.geom_names),
-        geom_body=model.geom_body + shift(other.geom_body, nb),
+        geom_body=model.geom_body + _shift(other.geom_body, nb),
         geom_friction_given=model.geom_friction_given + other.geom_friction_given,
         geom_priority=model.geom_priority + other.geom_priority,
-        geom_mesh=model.geom_mesh + shift(other.geom_mesh, model.mesh_vertices.shape[0]),
+        geom_mesh=model.geom_mesh + _shift(other.geom_mesh, model.mesh_vertices.shape[0]),
         geom_ground=model.geom_ground + other.geom_ground,
         mesh_vertex_count=model.mesh_vertex_count + other.mesh_vertex_count,
         mesh_faces=model.mesh_faces + other.mesh_faces,
@@ -528,7 +544,7 @@ def combine(
         + tuple((a + ng, b + ng) for a, b in (*terrain_pairs(other), *other.contact_pairs)),
         terrain=(),
         collision_exclude=model.collision_exclude + tuple((a + ng, b + ng) for a, b in other.collision_exclude),
-        mocap_links=model.mocap_links + shift(other.mocap_links, nl),
+        mocap_links=model.mocap_links + _shift(other.mocap_links, nl),
         actuators=_motors(model.actuators, other.actuators, prefix, model.nv, fields["nv"]),
         affine=_affine(model.affine, other.affine, prefix, (model.nq, model.nv, model.tendons.nt)),
         tendons=combine_tendons(model, other, prefix),
@@ -539,10 +555,15 @@ def combine(
         free_friction_u=model.free_friction_u + tuple(v + model.nv for v in other.free_friction_u),
         max_delay=max(model.max_delay, other.max_delay),
     )
-    placed = _placed(other, translation, quat, rotation)
-    fields["keyframes"] = _keyframes(model, other, placed)
+    return fields
+
+
+def _joined_leaves(model: Model, other: Model, placed: dict, skip: dict) -> dict:
+    """The per-body, per-geom, ... array leaves not in ``skip``: ``model``'s then ``other``'s (placed)."""
+    leaves = declared_leaves(Model)
+    fields = {}
     for f in dataclasses.fields(Model):
-        if f.name in fields:
+        if f.name in skip:
             continue
         mine = getattr(model, f.name)
         if f.name in leaves and leaves[f.name].dims[0] in _CONCATENATED:
@@ -550,7 +571,4 @@ def combine(
             fields[f.name] = jnp.concatenate([mine, jnp.asarray(theirs, mine.dtype)])
         else:  # a field this editor does not know how to combine: fail loudly rather than guess
             raise NotImplementedError(f"combine: the Model field {f.name!r} has no combination rule")
-    combined = Model(**fields)
-    pairs = _cross_pairs(combined, ng, collide_with)
-    combined = refit_window(combined.replace(contact_pairs=combined.contact_pairs + tuple(pairs)))
-    return with_geom_grids(combined) if model.terrain or other.terrain else binned(combined)
+    return fields

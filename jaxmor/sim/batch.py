@@ -82,40 +82,14 @@ def rollout_batch(
             ``n_steps``.
     """
     chunk_size = as_positive_int(chunk_size, "chunk_size")
-    sizes = {x.shape[0] if x.ndim else None for x in jax.tree.leaves(states)}
-    if len(sizes) != 1 or None in sizes:
-        if None in sizes or np.ndim(states.time) == 0:
-            raise ArgumentError(
-                "states must have a leading world axis (one State per world, stacked: jax.vmap(jaxmor.init_state) "
-                "or jax.tree.map(lambda x: jnp.stack([x] * n), state)); got one world's State"
-            )
-        got = sorted(str(x) for x in sizes)
-        raise ArgumentError(f"states must all have a leading world axis of the same size, got sizes {got}")
-    n = sizes.pop()
+    n = _world_count(states)
     check_state(model, states, "rollout_batch", batch_ndim=1)
     controls, n_steps = per_step_controls(model, states, controls, n_steps, "rollout_batch", batch=(n,))
     groups = _groups(states, n) if groups is None else as_positive_int(groups, "groups")
     if n % groups:
         raise ArgumentError(f"rollout_batch: groups={groups} must divide the number of worlds, {n}")
 
-    # The batched leaves of the model (None elsewhere) travel with the worlds; the rest is shared.
-    if model_axes is None:
-        batched = None
-    else:
-
-        def pick(axis, x):
-            if axis is None:
-                return None
-            if axis != 0 or isinstance(axis, bool):
-                raise ArgumentError(f"model_axes entries must be 0 or None, got {axis!r}")
-            if jnp.ndim(x) < 1 or jnp.shape(x)[0] != n:
-                raise ArgumentError(f"a batched model leaf needs a leading world axis of size {n}, got {jnp.shape(x)}")
-            return x
-
-        try:
-            batched = jax.tree.map(pick, model_axes, model, is_leaf=_is_none)
-        except ValueError as e:
-            raise ArgumentError(f"model_axes must have the structure of model: {e}") from None
+    batched = None if model_axes is None else _batched_leaves(model, model_axes, n)
 
     def run(part, s, c):
         def world(p, s1, c1):
@@ -136,6 +110,39 @@ def rollout_batch(
         grouped = _split_worlds(args, groups, per)
         return _merge_worlds(jax.vmap(lambda a: _chunked(run, a, per, chunk_size))(grouped))
     return _chunked(run, args, n, chunk_size)
+
+
+def _world_count(states: State) -> int:
+    """The states' common leading world axis; a jaxmor error for one world's State or unequal axes."""
+    sizes = {x.shape[0] if x.ndim else None for x in jax.tree.leaves(states)}
+    if len(sizes) != 1 or None in sizes:
+        if None in sizes or np.ndim(states.time) == 0:
+            raise ArgumentError(
+                "states must have a leading world axis (one State per world, stacked: jax.vmap(jaxmor.init_state) "
+                "or jax.tree.map(lambda x: jnp.stack([x] * n), state)); got one world's State"
+            )
+        got = sorted(str(x) for x in sizes)
+        raise ArgumentError(f"states must all have a leading world axis of the same size, got sizes {got}")
+    return sizes.pop()
+
+
+def _batched_leaves(model: Model, model_axes: Model, n: int) -> Model:
+    """The model's leaves batched over the ``n`` worlds (``model_axes`` 0), ``None`` elsewhere: they travel
+    with the worlds, the rest is shared."""
+
+    def pick(axis, x):
+        if axis is None:
+            return None
+        if axis != 0 or isinstance(axis, bool):
+            raise ArgumentError(f"model_axes entries must be 0 or None, got {axis!r}")
+        if jnp.ndim(x) < 1 or jnp.shape(x)[0] != n:
+            raise ArgumentError(f"a batched model leaf needs a leading world axis of size {n}, got {jnp.shape(x)}")
+        return x
+
+    try:
+        return jax.tree.map(pick, model_axes, model, is_leaf=_is_none)
+    except ValueError as e:
+        raise ArgumentError(f"model_axes must have the structure of model: {e}") from None
 
 
 def _groups(states: State, n: int) -> int:

@@ -416,11 +416,12 @@ def _parser() -> argparse.ArgumentParser:
             help="a folder beyond the file's own that its includes and meshes may be read from (repeatable; the "
             "loaders' package_dirs, as a load error that names a file outside the allowed folders suggests)",
         )
-    _train_parsers(sub)
+    _train_parser(sub)
+    _play_parser(sub)
     return parser
 
 
-def _train_parsers(sub) -> None:
+def _train_parser(sub) -> None:
     train = sub.add_parser("train", help="train a locomotion policy with PPO (resumes the run in --out)")
     train.add_argument("--robot", choices=("quadruped", "go2"), default="quadruped")
     train.add_argument("--motor", choices=("em", "box"), default="em", help="EM-MOR (default) or Box-MOR")
@@ -471,6 +472,9 @@ def _train_parsers(sub) -> None:
         default=None,
         help="CPU devices to split the worlds over (default: one per core; docs/worlds.md)",
     )
+
+
+def _play_parser(sub) -> None:
     play = sub.add_parser("play", help="evaluate a trained policy and show it (a page or a video)")
     play.add_argument("policy", help="a policy folder, or a run folder holding policy/")
     play.add_argument("--out", default=None, help="a .html page or a .gif/.mp4 video of it walking")

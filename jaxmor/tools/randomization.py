@@ -599,13 +599,8 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         values = values.reshape((n, *nominal.shape))
         model = _set(model, parameter.path, jnp.asarray(values, dtype))
         axes = _set(axes, parameter.path, 0)
-        if name == "body.mass":  # the inertia follows the mass: the same distribution of mass, heavier
-            ratio = np.where(nominal > 0, values / np.where(nominal > 0, nominal, 1.0), 1.0)
-            inertia = np.asarray(model.body_inertia, np.float64) * ratio[..., None, None]
-            scaled = np.where(np.isfinite(inertia), inertia, 0.0).reshape(n, -1)
-            _check_stored(f"{name} (the inertia it scales)", scaled, [], model.body_inertia.dtype, False)
-            model = _set(model, ("body_inertia",), jnp.asarray(inertia, model.body_inertia.dtype))
-            axes = _set(axes, ("body_inertia",), 0)
+        if name == "body.mass":
+            model, axes = _inertia_with_mass(model, axes, nominal, values)
         if name == "geom.friction":
             for i in slots:
                 given[int(i)] = True
@@ -617,6 +612,16 @@ def randomize(model: Model, key: jax.Array, n_worlds: int, spec: Mapping[str, Di
         _check_motors(model, model.actuators.motor, drawn_motor)
     static = {"geom_friction_given": tuple(given), "max_delay": longest}
     return dataclasses.replace(model, **static), dataclasses.replace(axes, **static)
+
+
+def _inertia_with_mass(model: Model, axes: Model, nominal: np.ndarray, masses: np.ndarray) -> tuple[Model, Model]:
+    """The inertias scaled with the drawn ``masses`` (n, nb) [kg]: the same distribution of mass, heavier."""
+    ratio = np.where(nominal > 0, masses / np.where(nominal > 0, nominal, 1.0), 1.0)
+    inertia = np.asarray(model.body_inertia, np.float64) * ratio[..., None, None]
+    scaled = np.where(np.isfinite(inertia), inertia, 0.0).reshape(masses.shape[0], -1)
+    _check_stored("body.mass (the inertia it scales)", scaled, [], model.body_inertia.dtype, False)
+    model = _set(model, ("body_inertia",), jnp.asarray(inertia, model.body_inertia.dtype))
+    return model, _set(axes, ("body_inertia",), 0)
 
 
 def _longest_delay(dist: Distribution, nominal: np.ndarray, draws: np.ndarray) -> int:

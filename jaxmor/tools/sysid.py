@@ -509,19 +509,10 @@ def residual_function(
     Raises:
         ArgumentError: an argument :func:`fit` refuses (its checks of these arguments), before anything is compiled.
     """
-    _check_model(model, "sysid")
-    names, index = _actuator_indices(model, actuators)
     ideal_motor = as_bool(ideal_motor, "ideal_motor")
     use_currents = as_bool(use_currents, "use_currents")
-    _check_parameters(model, parameters, ideal_motor)
-    _check_drive_parts(model, names, index, parameters)
-    recordings = _checked_recordings(model, recordings)
-    if state is not None:
-        check_state(model, state, "sysid")
-    thermal = [p for p in parameters if p in THERMAL_PARAMETERS]
-    if thermal:
-        window = _thermal_window(model, recordings, thermal, names, index, window)
-    window = as_positive_int(50 if window is None else window, "window")
+    checked = _checked_fit(model, recordings, actuators, parameters, state, window, ideal_motor)
+    names, index, recordings, window = checked
     dtype = model.body_mass.dtype
     data = _windows(recordings, window, dtype)
     currents = use_currents and data.current is not None
@@ -536,16 +527,7 @@ def residual_function(
     weights = flat_weights(model) if RESIDUAL in parameters else None
     histories = window_histories(model, template, recordings, window) if model.actuators.residual.enabled else None
 
-    def unpack(theta: jax.Array) -> Model:
-        out = model
-        for row, p in enumerate(free):
-            out = _set(out, p, index, initial[p] * jnp.exp(theta[row * len(names) : (row + 1) * len(names)]))
-        if ideal_motor:
-            kv = _get(out, "velocity_constant", index)
-            out = _set(out, "torque_constant", index, 1.0 / kv)
-        if weights is not None:
-            out = with_weights(out, weights + theta[constants:])
-        return out
+    unpack = _unpacker(model, index, initial, free, ideal_motor, weights)
 
     def residuals(theta: jax.Array) -> jax.Array:
         m = unpack(theta)
@@ -574,6 +556,41 @@ def residual_function(
         return jnp.concatenate(parts)
 
     return residuals, unpack, constants + (0 if weights is None else weights.size)
+
+
+def _checked_fit(model, recordings, actuators, parameters, state, window, ideal_motor: bool):
+    """:func:`fit`'s checks of its arguments: ``(names, index, recordings, window)`` of the fit."""
+    _check_model(model, "sysid")
+    names, index = _actuator_indices(model, actuators)
+    _check_parameters(model, parameters, ideal_motor)
+    _check_drive_parts(model, names, index, parameters)
+    recordings = _checked_recordings(model, recordings)
+    if state is not None:
+        check_state(model, state, "sysid")
+    thermal = [p for p in parameters if p in THERMAL_PARAMETERS]
+    if thermal:
+        window = _thermal_window(model, recordings, thermal, names, index, window)
+    window = as_positive_int(50 if window is None else window, "window")
+    return names, index, recordings, window
+
+
+def _unpacker(model: Model, index, initial: dict, free: list[str], ideal_motor: bool, weights):
+    """``theta -> Model``: the model with ``p = p0 exp(theta)`` per free parameter, the torque constant ``1 / kv``
+    with ``ideal_motor``, and the residual network's weights offset by the rest of ``theta``."""
+    n = len(index)
+    constants = len(free) * n
+
+    def unpack(theta: jax.Array) -> Model:
+        out = model
+        for row, p in enumerate(free):
+            out = _set(out, p, index, initial[p] * jnp.exp(theta[row * n : (row + 1) * n]))
+        if ideal_motor:
+            out = _set(out, "torque_constant", index, 1.0 / _get(out, "velocity_constant", index))
+        if weights is not None:
+            out = with_weights(out, weights + theta[constants:])
+        return out
+
+    return unpack
 
 
 def _free(parameters: Sequence[str], ideal_motor: bool) -> list[str]:
