@@ -17,6 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 
+def pow2(n: int) -> int:
+    """The smallest power of two at least ``max(n, 1)`` (Triton's tensor sizes in the Pallas kernels)."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def skew(v: jnp.ndarray) -> jnp.ndarray:
     """(..., 3) -> (..., 3, 3) matrix ``[v]x`` with ``[v]x w = v x w``."""
     x, y, z = v[..., 0], v[..., 1], v[..., 2]

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmor.math import gauss_jordan
+from jaxmor.sim import inverse_kernel
 from jaxmor.sim.dynamics import Dynamics, base_velocity_jacobian, bias_derivative_along
 from jaxmor.sim.forces import Forces
 from jaxmor.sim.kinematics import Kinematics
@@ -102,7 +103,8 @@ def velocity_term(model: Model, dyn: Dynamics, u: jax.Array) -> jax.Array:
 @jax.custom_jvp
 def inverse(a: jax.Array) -> jax.Array:
     """``a^-1`` by :func:`gauss_jordan`, with the derivative ``d(a^-1) = -a^-1 da a^-1`` (two products: the
-    elimination itself is not differentiated, which keeps the compiled gradient small).
+    elimination itself is not differentiated, which keeps the compiled gradient small). Lowered for CUDA, the
+    same elimination in one Pallas kernel (:mod:`jaxmor.sim.inverse_kernel`, up to its ``MAX_SIZE``).
 
     Args:
         a: (n, n) the effective mass (see :func:`gauss_jordan` for the matrices it handles).
@@ -110,7 +112,12 @@ def inverse(a: jax.Array) -> jax.Array:
     Returns:
         (n, n) its inverse.
     """
-    return gauss_jordan(a, jnp.eye(a.shape[0], dtype=a.dtype))
+    n = a.shape[0]
+    if not 1 <= n <= inverse_kernel.MAX_SIZE:
+        return gauss_jordan(a, jnp.eye(n, dtype=a.dtype))
+    return jax.lax.platform_dependent(
+        a, cuda=inverse_kernel.inverse, default=lambda a: gauss_jordan(a, jnp.eye(n, dtype=a.dtype))
+    )
 
 
 @inverse.defjvp

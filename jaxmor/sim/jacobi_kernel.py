@@ -6,12 +6,13 @@ spread across the lanes of its program instead of one world per lane (:mod:`jaxm
 product ``A y`` is one tile operation, so 1,024 worlds are 1,024 programs and fill a GPU. The iterate is put back on
 its sets and the joint rows swept once, in order, at the end (``solver._jacobi_finish``).
 
-Layout: a problem's rows are regrouped by kind, ``G`` groups of ``P`` rows each (``P`` the power of two at least
-the contacts and the joints): with friction the normals, the first tangents, the second tangents and the joints
-(``G = 4``), frictionless the normals and the joints (``G = 2``); row ``k`` of each contact group is contact ``k``,
-row ``i`` of the joint group joint ``i``; the rows past the counts are zero. ``A`` (regrouped) is held as ``G^2``
-``(P, P)`` tiles, loaded once; every per-row constant is a ``(P,)`` tile. An iteration is then elementwise work on
-``(P,)`` tiles and ``G^2`` tile products, no loop over rows. ``omega`` comes in with the inputs (the solver's
+Layout: a problem's rows are regrouped by kind: with friction the normals, the first tangents, the second tangents
+and the joints (``G = 4`` groups), frictionless the normals and the joints (``G = 2``); row ``k`` of each contact
+group is contact ``k``, row ``i`` of the joint group joint ``i``. Each group is a tile whose length is the power of
+two at least its rows (the contacts' ``P_c``, the joints' ``P_j``: Triton's tensor sizes); the rows past the counts
+are zero. ``A`` (regrouped) comes in as one ``(S, S)`` matrix, ``S = m P_c + P_j``, and is loaded once as ``G^2``
+tiles ``(P_g, P_h)``; every per-row constant is a tile of its group's length. An iteration is then elementwise work
+on the tiles and ``G^2`` tile products, no loop over rows. ``omega`` comes in with the inputs (the solver's
 ``_relaxation``); the impulses go back to the solver in its row order, which puts them back on their sets
 (``_jacobi_finish``).
 
@@ -31,9 +32,9 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
-from jaxmor.math import safe_div
+from jaxmor.math import pow2, safe_div
 from jaxmor.sim.constraint import friction_impulse, limit_impulse
-from jaxmor.sim.pgs_kernel import _pow2, _project_pair
+from jaxmor.sim.pgs_kernel import _project_pair
 
 #: Warps per program (one world each).
 WARPS = 4
@@ -58,33 +59,50 @@ class _Layout:
     m: int
 
     @property
-    def pad(self) -> int:
-        return _pow2(max(self.nc, self.nj))
-
-    @property
     def groups(self) -> int:
         return self.m + 1
 
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Each group's tile length: the power of two at least its rows (contacts, or joints for the last)."""
+        return (pow2(self.nc),) * self.m + (pow2(self.nj),)
+
+    def offset(self, g: int) -> int:
+        """Where group ``g``'s rows start in the regrouped ``A`` and in the kernel's output."""
+        return sum(self.sizes[:g])
+
+    @property
+    def rows(self) -> int:
+        """The regrouped ``A``'s side: every group's tile length."""
+        return sum(self.sizes)
+
     def vector_names(self) -> tuple[str, ...]:
-        """The (P,) tiles of the packed vector input, in order: ``b``, ``lam`` and ``inv`` per group, the limit
+        """The tiles of the packed vector input, in order: ``b``, ``lam`` and ``inv`` per group, the limit
         impulses, then the constants."""
         names = [f"{kind}{g}" for kind in ("b", "lam", "inv") for g in range(self.groups)] + ["limit"]
         return (*names, *(CONTACT_FIELDS if self.m == 3 else CONTACT_FIELDS[:1]), *JOINT_FIELDS)
 
+    def size(self, name: str) -> int:
+        """A vector tile's length: its group's (``b``, ``lam``, ``inv``), the joints' or the contacts'."""
+        if name[-1].isdigit():
+            return self.sizes[int(name[-1])]
+        return self.sizes[-1] if name == "limit" or name in JOINT_FIELDS else self.sizes[0]
+
     def at(self, name: str) -> int:
-        return self.vector_names().index(name) * self.pad
+        names = self.vector_names()
+        return sum(self.size(n) for n in names[: names.index(name)])
 
     @property
     def width(self) -> int:
-        return _pow2(len(self.vector_names()) * self.pad)
+        return pow2(sum(self.size(n) for n in self.vector_names()))
 
 
-def _group_rows(lay: _Layout) -> np.ndarray:
-    """(G, P) each group's rows of ``A`` in the solver's order, ``-1`` past the counts."""
-    out = -np.ones((lay.groups, lay.pad), np.int64)
+def _group_rows(lay: _Layout) -> list[np.ndarray]:
+    """Each group's rows of ``A`` in the solver's order, (its tile length,), ``-1`` past the counts."""
+    out = [-np.ones(size, np.int64) for size in lay.sizes]
     for g in range(lay.m):
-        out[g, : lay.nc] = np.arange(lay.nc) * lay.m + g
-    out[lay.m, : lay.nj] = lay.m * lay.nc + np.arange(lay.nj)
+        out[g][: lay.nc] = np.arange(lay.nc) * lay.m + g
+    out[lay.m][: lay.nj] = lay.m * lay.nc + np.arange(lay.nj)
     return out
 
 
@@ -96,20 +114,20 @@ def _take(x: jax.Array, index: np.ndarray, fill: float = 0.0) -> jax.Array:
 
 
 def _pack(lay: _Layout, rows, x0) -> tuple[jax.Array, jax.Array]:
-    """A problem's inputs for a batch of N worlds: ``A``'s ``G^2`` tiles, (N, G^2 P, P), and the vector tiles,
-    (N, W)."""
+    """A problem's inputs for a batch of N worlds: ``A`` regrouped, (N, S, S) (``S`` the groups' tile lengths
+    together), and the vector tiles, (N, W)."""
     index = _group_rows(lay)
     a = jnp.swapaxes(rows.columns, -1, -2)  # A (N, R, R)
-    g, p = lay.groups, lay.pad
-    # Tile (g, h) row i, column j: A[index[g, i], index[h, j]], zero past the counts; one gather.
-    i = np.broadcast_to(index[:, None, :, None], (g, g, p, p))
-    j = np.broadcast_to(index[None, :, None, :], (g, g, p, p))
-    blocks = jnp.where((i >= 0) & (j >= 0), a[:, np.maximum(i, 0), np.maximum(j, 0)], 0.0)
+    # Row i, column j of the regrouped A: A[order[i], order[j]], zero past each group's count; one gather.
+    order = np.concatenate(index)
+    live = (order[:, None] >= 0) & (order[None, :] >= 0)
+    at = np.maximum(order, 0)
+    blocks = jnp.where(live, a[:, at[:, None], at[None, :]], 0.0)
     laws, lam, limit = rows.laws, x0[0], x0[1]
     normal, joint = index[0], index[lay.m]
-    values = {f"b{k}": _take(rows.free_velocity, index[k]) for k in range(g)}
-    values.update({f"lam{k}": _take(lam, index[k]) for k in range(g)})
-    values.update({f"inv{k}": _take(laws[:, :, 0], index[k]) for k in range(g)})
+    values = {f"b{k}": _take(rows.free_velocity, index[k]) for k in range(lay.groups)}
+    values.update({f"lam{k}": _take(lam, index[k]) for k in range(lay.groups)})
+    values.update({f"inv{k}": _take(laws[:, :, 0], index[k]) for k in range(lay.groups)})
     values["limit"] = _take(limit, np.where(joint >= 0, joint - lay.m * lay.nc, -1))
     values["target"] = _take(laws[:, :, 1], normal)
     if lay.m == 3:
@@ -120,10 +138,10 @@ def _pack(lay: _Layout, rows, x0) -> tuple[jax.Array, jax.Array]:
     values.update(low=_take(laws[:, :, 3], joint, -jnp.inf), high=_take(laws[:, :, 4], joint, jnp.inf))
     vector = jnp.concatenate([values[name] for name in lay.vector_names()], axis=1)
     vector = jnp.pad(vector, ((0, 0), (0, lay.width - vector.shape[1])))
-    return blocks.reshape(a.shape[0], g * g * p, p), vector
+    return blocks, vector
 
 
-def _pair(a: jax.Array, index: np.ndarray, g: int) -> jax.Array:
+def _pair(a: jax.Array, index: list[np.ndarray], g: int) -> jax.Array:
     """(N, P) ``A[t_k, n_k]``: each contact's tangent-``g`` row's entry in its normal's column (0 past ``nc``)."""
     rows, cols = np.maximum(index[g], 0), np.maximum(index[0], 0)
     return jnp.where(index[g] >= 0, a[:, rows, cols], 0.0)
@@ -166,7 +184,7 @@ def _relaxation(lay: _Layout, blocks, c: dict):
 
     rows = [sum(jnp.sum(jnp.abs(scaled[g][h]), axis=1) for h in range(groups)) for g in range(groups)]
     gershgorin = functools.reduce(jnp.maximum, [jnp.max(r) for r in rows])
-    x = [jnp.ones_like(c["inv0"]) for _ in range(groups)]
+    x = [jnp.ones_like(c[f"inv{g}"]) for g in range(groups)]
     for _ in range(POWER_STEPS):
         y = product(x)
         top = functools.reduce(jnp.maximum, [jnp.max(jnp.abs(t)) for t in y])
@@ -195,7 +213,7 @@ def _joint_sweep(lay: _Layout, blocks, b: list, c: dict, lam: list, limit):
     the change to the velocities."""
     groups, g = lay.groups, lay.m
     lanes = jax.lax.broadcasted_iota(jnp.int32, lam[g].shape, 0)
-    columns = jax.lax.broadcasted_iota(jnp.int32, blocks[0][0].shape, 1)
+    columns = [jax.lax.broadcasted_iota(jnp.int32, blocks[h][g].shape, 1) for h in range(groups)]
 
     def pick(x, i):
         return jnp.sum(jnp.where(lanes == i, x, 0.0))
@@ -205,7 +223,7 @@ def _joint_sweep(lay: _Layout, blocks, b: list, c: dict, lam: list, limit):
         row = {name: pick(c[name], i) for name in ("diag", f"inv{g}", "low", "high", *(("bound",) if g == 3 else ()))}
         old = pick(rows, i)
         new, new_limit = _joints(lay, row, old, pick(lim, i), pick(v[g], i))
-        column = [jnp.sum(jnp.where(columns == i, blocks[h][g], 0.0), axis=1) for h in range(groups)]
+        column = [jnp.sum(jnp.where(columns[h] == i, blocks[h][g], 0.0), axis=1) for h in range(groups)]
         v = [vh + col * (new - old) for vh, col in zip(v, column, strict=True)]
         return v, jnp.where(lanes == i, new, rows), jnp.where(lanes == i, new_limit, lim)
 
@@ -218,12 +236,15 @@ def _joint_sweep(lay: _Layout, blocks, b: list, c: dict, lam: list, limit):
 
 def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
     """``count`` iterations of one problem on this program's world: load, iterate, write the impulses."""
-    p, groups = lay.pad, lay.groups
+    groups, sizes = lay.groups, lay.sizes
 
     def tile(name):
-        return v_ref[0, pl.ds(lay.at(name), p)]
+        return v_ref[0, pl.ds(lay.at(name), lay.size(name))]
 
-    blocks = [[a_ref[0, pl.ds((g * groups + h) * p, p), :] for h in range(groups)] for g in range(groups)]
+    blocks = [
+        [a_ref[0, pl.ds(lay.offset(g), sizes[g]), pl.ds(lay.offset(h), sizes[h])] for h in range(groups)]
+        for g in range(groups)
+    ]
     b = [tile(f"b{g}") for g in range(groups)]
     state = {f"b{g}" for g in range(groups)} | {f"lam{g}" for g in range(groups)} | {"limit"}
     c = {name: tile(name) for name in lay.vector_names() if name not in state}
@@ -250,17 +271,17 @@ def _solve_world(lay: _Layout, count: int, a_ref, v_ref, out_ref) -> None:
     lam, limit, *_ = jax.lax.fori_loop(0, count, body, (lam, limit, lam, limit, one))
     lam, limit = _joint_sweep(lay, blocks, b, c, *_finish(lay, c, lam, limit))
     for g in range(groups):
-        out_ref[0, pl.ds(g * p, p)] = lam[g]
-    out_ref[0, pl.ds(groups * p, p)] = limit
+        out_ref[0, pl.ds(lay.offset(g), sizes[g])] = lam[g]
+    out_ref[0, pl.ds(lay.rows, sizes[-1])] = limit
 
 
 def _unpack(lay: _Layout, out: jax.Array, n_rows: int) -> tuple[jax.Array, jax.Array]:
     """The (N, R) row impulses in the solver's order and the (N, nj) limit impulses from a kernel output."""
-    index = _group_rows(lay)
-    valid = index.reshape(-1) >= 0
-    order = np.argsort(index.reshape(-1)[valid])
-    lam = out[:, : lay.groups * lay.pad][:, np.flatnonzero(valid)[order]]
-    limit = out[:, lay.groups * lay.pad : lay.groups * lay.pad + lay.nj]
+    index = np.concatenate(_group_rows(lay))
+    valid = index >= 0
+    order = np.argsort(index[valid])
+    lam = out[:, : lay.rows][:, np.flatnonzero(valid)[order]]
+    limit = out[:, lay.rows : lay.rows + lay.nj]
     assert lam.shape[1] == n_rows
     return lam, limit
 
@@ -283,7 +304,7 @@ def iterate_batch(counts, params, x0, *, warps: int = WARPS, interpret: bool = F
     for count, rows, x in zip(counts, params, x0, strict=True):
         lay = _Layout(rows.nc, x[1].shape[1], rows.rows_per_contact)
         blocks, vector = _pack(lay, rows, x)
-        n_out = _pow2((lay.groups + 1) * lay.pad)
+        n_out = pow2(lay.rows + lay.sizes[-1])
         out = pl.pallas_call(
             lambda a, v, o, lay=lay, count=count: _solve_world(lay, count, a, v, o),
             out_shape=jax.ShapeDtypeStruct((vector.shape[0], n_out), vector.dtype),

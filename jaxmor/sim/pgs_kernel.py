@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
+from jaxmor.math import pow2
 from jaxmor.sim.constraint import Problem, friction_impulse, limit_impulse
 
 #: Worlds per program (the lanes of a block; a power of two, Triton's rule) and warps per program.
@@ -60,11 +61,6 @@ def kernel_params(rows) -> Params:
     return problem, rows.columns, normal[:, 3], laws[:, 0]
 
 
-def _pow2(n: int) -> int:
-    """The smallest power of two at least ``max(n, 1)`` (Triton's tensor sizes)."""
-    return 1 << max(n - 1, 0).bit_length()
-
-
 @dataclasses.dataclass(frozen=True)
 class _Layout:
     """Where one problem's per-world inputs sit in the packed input (rows of the (P, N) array, static).
@@ -88,11 +84,11 @@ class _Layout:
 
     @property
     def pad(self) -> int:
-        return _pow2(self.rows)
+        return pow2(self.rows)
 
     @property
     def pad_j(self) -> int:
-        return _pow2(self.nj)
+        return pow2(self.nj)
 
     def at(self, name: str) -> int:
         return dict(self.fields)[name]
