@@ -112,12 +112,13 @@ def inverse(a: jax.Array) -> jax.Array:
     Returns:
         (n, n) its inverse.
     """
-    n = a.shape[0]
-    if not 1 <= n <= inverse_kernel.MAX_SIZE:
-        return gauss_jordan(a, jnp.eye(n, dtype=a.dtype))
-    return jax.lax.platform_dependent(
-        a, cuda=inverse_kernel.inverse, default=lambda a: gauss_jordan(a, jnp.eye(n, dtype=a.dtype))
-    )
+
+    def eliminated(a):
+        return gauss_jordan(a, jnp.eye(a.shape[0], dtype=a.dtype))
+
+    if not 1 <= a.shape[0] <= inverse_kernel.MAX_SIZE:
+        return eliminated(a)
+    return jax.lax.platform_dependent(a, cuda=inverse_kernel.inverse, default=eliminated)
 
 
 @inverse.defjvp

@@ -16,7 +16,7 @@ Entry point: :func:`inverse`, one matrix, whose ``vmap`` is one launch for the b
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from jaxmor.math import pow2
+from jaxmor.sim.batched_launch import one_launch_per_batch
 
 #: Largest matrix the kernel takes: its two ``(P, P)`` tiles spread over a program's 128 threads are 64 values a thread
 #: at ``P = 64``; past it XLA's elimination runs.
@@ -94,18 +95,7 @@ def inverse_batch(a: jax.Array, *, warps: int = WARPS, interpret: bool = False) 
 @cache
 def _batched(warps: int, interpret: bool):
     """The one-matrix inverse whose ``vmap`` is one :func:`inverse_batch` over the batch (cached per options)."""
-
-    @jax.custom_batching.custom_vmap
-    def run(a):
-        return inverse_batch(a[None], warps=warps, interpret=interpret)[0]
-
-    @run.def_vmap
-    def rule(axis_size, in_batched, a):
-        (batched,) = in_batched
-        a = a if batched else jnp.broadcast_to(a, (axis_size, *a.shape))
-        return inverse_batch(a, warps=warps, interpret=interpret), True
-
-    return run
+    return one_launch_per_batch(partial(inverse_batch, warps=warps, interpret=interpret))
 
 
 def inverse(a: jax.Array, *, warps: int = WARPS, interpret: bool = False) -> jax.Array:

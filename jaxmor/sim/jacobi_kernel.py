@@ -33,6 +33,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from jaxmor.math import pow2, safe_div
+from jaxmor.sim.batched_launch import one_launch_per_batch
 from jaxmor.sim.constraint import friction_impulse, limit_impulse
 from jaxmor.sim.pgs_kernel import _project_pair
 
@@ -325,22 +326,7 @@ def iterate_batch(counts, params, x0, *, warps: int = WARPS, interpret: bool = F
 @cache
 def _batched(counts: tuple[int, ...], warps: int, interpret: bool):
     """The one-world iterations whose ``vmap`` is one :func:`iterate_batch` over the batch (cached per options)."""
-
-    @jax.custom_batching.custom_vmap
-    def run(params, x0):
-        one = jax.tree.map(lambda x: x[None], (params, x0))
-        return jax.tree.map(lambda x: x[0], iterate_batch(counts, *one, warps=warps, interpret=interpret))
-
-    @run.def_vmap
-    def rule(axis_size, in_batched, params, x0):
-        def batch(x, batched):
-            return x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
-
-        args = jax.tree.map(batch, (params, x0), tuple(in_batched))
-        out = iterate_batch(counts, *args, warps=warps, interpret=interpret)
-        return out, jax.tree.map(lambda _: True, out)
-
-    return run
+    return one_launch_per_batch(functools.partial(iterate_batch, counts, warps=warps, interpret=interpret))
 
 
 def iterate(counts, params, x0, *, warps: int = WARPS, interpret: bool = False):

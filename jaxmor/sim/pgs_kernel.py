@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from jaxmor.math import pow2
+from jaxmor.sim.batched_launch import one_launch_per_batch
 from jaxmor.sim.constraint import Problem, friction_impulse, limit_impulse
 
 #: Worlds per program (the lanes of a block; a power of two, Triton's rule) and warps per program.
@@ -285,23 +286,7 @@ def sweep_batch(
 @cache
 def _batched_iterate(counts: tuple[int, ...], block: int, warps: int, interpret: bool):
     """The one-world sweeps whose ``vmap`` is one :func:`sweep_batch` over the batch (cached per options)."""
-    options = {"block": block, "warps": warps, "interpret": interpret}
-
-    @jax.custom_batching.custom_vmap
-    def run(params, x0):
-        one = jax.tree.map(lambda x: x[None], (params, x0))
-        return jax.tree.map(lambda x: x[0], sweep_batch(counts, *one, **options))
-
-    @run.def_vmap
-    def rule(axis_size, in_batched, params, x0):
-        def batch(x, batched):
-            return x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
-
-        args = jax.tree.map(batch, (params, x0), tuple(in_batched))
-        out = sweep_batch(counts, *args, **options)
-        return out, jax.tree.map(lambda _: True, out)
-
-    return run
+    return one_launch_per_batch(partial(sweep_batch, counts, block=block, warps=warps, interpret=interpret))
 
 
 def iterate(
