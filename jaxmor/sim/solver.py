@@ -140,6 +140,14 @@ def _rows_of(problem: Problem) -> _Rows:
 # The row updates, shared by both forms of a sweep below.
 
 
+def _held(x: jax.Array, one: jax.Array | None) -> jax.Array:
+    """``x``, or (``one`` given: an array of ones XLA cannot see are ones) ``x / one``: the same values, but a
+    division is an operation XLA's fusion does not duplicate, so a row's new impulse is computed once and read
+    by each of its consumers (the velocity update's (R,) columns, the scan's outputs) instead of recomputed in
+    each of them, per element of the (R,) update (docs/design/solver.md, "A row's impulse computed once")."""
+    return x if one is None else x / one
+
+
 def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: jax.Array, old: jax.Array):
     """New (rows_per_contact,) impulses of a contact: the normal row, then (with friction) the tangential
     pair on the disk.
@@ -156,16 +164,16 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
     return jnp.concatenate([lam_n[None], lam_t])
 
 
-def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit):
+def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit, one=None):
     """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (5,) and ``limited``
     (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
     previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
     inv_diag, low, high = law[0], law[3], law[4]
     if not with_friction:
-        new_limit = limit_impulse(low, high, limited[0], limited[1], v_other, inv_diag)
+        new_limit = _held(limit_impulse(low, high, limited[0], limited[1], v_other, inv_diag), one)
         return new_limit, new_limit
-    friction = friction_impulse(-v_other * inv_diag - limit, law[1], law[2])
-    new_limit = limit_impulse(low, high, limited[0], limited[1], v_other + diag * friction, inv_diag)
+    friction = _held(friction_impulse(-v_other * inv_diag - limit, law[1], law[2]), one)
+    new_limit = _held(limit_impulse(low, high, limited[0], limited[1], v_other + diag * friction, inv_diag), one)
     return friction + new_limit, new_limit
 
 
@@ -194,6 +202,7 @@ def _sweep(
     instead of stacking each of them per row (docs/design/performance.md, "The gradient's compile")."""
     c, laws, m, nc = p.columns, p.laws, p.rows_per_contact, p.nc
     v, rows, limit = it
+    one = (laws[0, 0] == laws[0, 0]).astype(laws.dtype)
 
     @partial(jax.checkpoint, prevent_cse=False)
     def contact(v, inputs):
@@ -202,7 +211,7 @@ def _sweep(
         cols = [jax.lax.dynamic_index_in_dim(c, n + j, keepdims=False) for j in range(m)]  # A's columns n .. n + m
         a_tn = jax.lax.dynamic_slice_in_dim(cols[0], n + 1, 2) if m == 3 else None
         law = jax.lax.dynamic_index_in_dim(laws, n, keepdims=False)
-        new = _contact_impulse(m == 3, law, a_tn, jax.lax.dynamic_slice_in_dim(v, n, m), old)
+        new = _held(_contact_impulse(m == 3, law, a_tn, jax.lax.dynamic_slice_in_dim(v, n, m), old), one)
         change = new - old
         for j in range(m):  # column by column: under vmap an (m, R) product is a batched dot, 1.4x slower on a CPU
             v = v + change[j] * cols[j]
@@ -217,7 +226,7 @@ def _sweep(
         law = jax.lax.dynamic_index_in_dim(laws, r, keepdims=False)
         limited = jax.lax.dynamic_index_in_dim(p.limited, i, keepdims=False)
         v_other = jax.lax.dynamic_index_in_dim(v, r, keepdims=False) - diag * old
-        new, new_limit = _joint_impulse(m == 3, law, limited, diag, v_other, old_limit)
+        new, new_limit = _joint_impulse(m == 3, law, limited, diag, v_other, old_limit, one)
         return v + (new - old) * col, (new, new_limit)
 
     parts = []
