@@ -23,7 +23,7 @@ else
     echo "gpu_session: no mujoco_warp on this machine: MJWarp is not run" | tee -a "$out/mjwarp-missing.txt"
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu-$part.csv" 2>&1 || true
-common=(--engines "$engines" --jaxmor-chunk 65536 --no-jaxmor-vmap --mjx-max-worlds 0 --repeats 3 --min-repeats 3
+common=(--engines "$engines" --jaxmor-chunk 65536 --no-jaxmor-vmap --no-jaxmor-cores --mjx-max-worlds 0 --repeats 3 --min-repeats 3
     --no-readme --case-timeout 200)
 run() {  # scenario, sizes, seconds
     local extra=()

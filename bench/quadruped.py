@@ -33,6 +33,14 @@ def add_comparison_options(g, jaxmor_vmap: bool) -> None:
         help="above one chunk, time one vmap of jaxmor.rollout over all worlds too (default %(default)s)",
     )
     g.add_argument(
+        "--jaxmor-cores",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --host-devices 1 on a machine of several cores, time jaxmor a second time with one CPU device per "
+        'core, its worlds split over them (docs/worlds.md, "Many devices"), as MuJoCo runs a thread per core; a '
+        "GPU run passes --no-jaxmor-cores (default %(default)s)",
+    )
+    g.add_argument(
         "--mujoco-single-thread",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -100,6 +108,9 @@ def comparison_cases(args, engines: list[str], jaxmor_feet: bool = False) -> lis
                     cases.append({**base, "engine_label": "jaxmor-rl", "chunk": chunk, "like_for_like": True})
                 if chunk and n > chunk and args.jaxmor_vmap:
                     cases.append({**base, "engine_label": "jaxmor-vmap", "chunk": 0})
+                cores = os.cpu_count() or 1
+                if args.jaxmor_cores and args.host_devices == 1 and cores > 1 and n % cores == 0:
+                    cases.append({**base, "engine_label": "jaxmor-cores", "chunk": chunk, "host_devices": cores})
             elif engine == "mujoco":
                 cases.append({**base, "engine_label": "mujoco", "nthread": os.cpu_count() or 1})
                 if args.mujoco_single_thread:

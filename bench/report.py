@@ -14,6 +14,7 @@ RETRY_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 ENGINE_NAMES = {
     "jaxmor": "jaxmor",
     "jaxmor-vmap": "jaxmor (one vmap)",
+    "jaxmor-cores": "jaxmor (a device per core)",
     "jaxmor-rl": "jaxmor (feet only)",
     "mujoco": "MuJoCo (all cores)",
     "mujoco-1t": "MuJoCo (1 thread)",
@@ -90,6 +91,7 @@ def _ratios(present: list[str]) -> list[tuple[str, str, str]]:
     and the like-for-like cases over each other (jaxmor's own where it ran like for like)."""
     others = {"mujoco": "MuJoCo", "mujoco-1t": "MuJoCo 1t", "mjx": "MJX", "mjwarp": "MJWarp"}
     cols = [("jaxmor", x, f"jaxmor / {n}") for x, n in others.items()]
+    cols += [("jaxmor-cores", "mujoco", "jaxmor per core / MuJoCo")]
     ours = "jaxmor-rl" if "jaxmor-rl" in present else "jaxmor"
     cols += [(ours, f"{x}-rl", f"{ENGINE_NAMES[ours]} / {n} RL") for x, n in others.items() if x in ("mjx", "mjwarp")]
     return [(a, b, n) for a, b, n in cols if a in present and b in present]
