@@ -199,13 +199,15 @@ def jaxmor_forward(model, states, controls, spec: dict, check_extra: dict | None
         }
 
     o = model.opt
+    solver = getattr(o, "solver", "pgs")  # a revision before the option: PGS
+    jacobi = getattr(o, "jacobi_iterations", None)
     settings = {
         "timestep": float(o.timestep),
         # "auto" is chosen when the step is lowered: the Jacobi iteration for CUDA, PGS elsewhere
-        "solver": o.solver if o.solver != "auto" else f"auto ({'jacobi' if jax.default_backend() == 'gpu' else 'pgs'})",
+        "solver": solver if solver != "auto" else f"auto ({'jacobi' if jax.default_backend() == 'gpu' else 'pgs'})",
         "solver_iterations": int(o.solver_iterations),
         "position_iterations": int(o.position_iterations),
-        "jacobi_iterations": int(o.jacobi_iterations),
+        "jacobi_iterations": None if jacobi is None else int(jacobi),
         "contact_budget": _budget(model),
         "collision_geoms": int(model.ng),
         "dtype": str(model.body_mass.dtype),
