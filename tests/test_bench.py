@@ -174,6 +174,27 @@ def test_quadruped_tiny_case(tmp_path):
     assert "<!-- bench-table:start -->" in readme and "| 2 |" in readme
 
 
+@pytest.mark.parametrize("cores", [1, 2, 3])
+def test_jaxmor_per_core_case(monkeypatch, cores):
+    """With one device (the default) on a machine of several cores, each N they divide gets a second jaxmor case with
+    one CPU device per core; not with --no-jaxmor-cores, nor beside --host-devices above 1."""
+    import argparse
+
+    from bench import quadruped
+
+    monkeypatch.setattr(quadruped.os, "cpu_count", lambda: cores)
+    base = dict(steps=5, repeats=1, min_repeats=1, case_budget=10.0, sizes="1,4,6", jaxmor_chunk=2)
+    base.update(jaxmor_vmap=False, like_for_like=False, host_devices=1, jaxmor_cores=True)
+
+    def per_core(**changes):
+        cases = quadruped.comparison_cases(argparse.Namespace(**{**base, **changes}), ["jaxmor"])
+        return [(c["n_worlds"], c["host_devices"], c["chunk"]) for c in cases if c["engine_label"] == "jaxmor-cores"]
+
+    expected = {1: [], 2: [(4, 2, 2), (6, 2, 2)], 3: [(6, 3, 2)]}[cores]
+    assert per_core() == expected
+    assert per_core(jaxmor_cores=False) == per_core(host_devices=2) == []
+
+
 def test_a_revisions_case_refuses_this_checkouts_jaxmor():
     """A ``--baseline`` case that imported this checkout's jaxmor would time the wrong package: it stops."""
     from bench import scenario
@@ -191,7 +212,7 @@ def test_go2_tiny_case(tmp_path):
     if not _has("mujoco"):
         pytest.skip("the go2 scenario reads the file's time step with MuJoCo")
     args = ["go2", "--sizes", "2", "--steps", "5", "--repeats", "1", "--engines", "jaxmor,mujoco"]
-    args += ["--no-mujoco-single-thread", "--xml", str(GO2_XML)]
+    args += ["--no-mujoco-single-thread", "--no-jaxmor-cores", "--xml", str(GO2_XML)]
     proc, records, readme = _bench(args, tmp_path, timeout=400)
     # --like-for-like (the default) adds jaxmor with only the feet touching the ground
     assert [r["engine_label"] for r in records] == ["jaxmor", "jaxmor-rl", "mujoco"]
