@@ -25,17 +25,20 @@ def one_launch_per_batch(batch: Callable) -> Callable:
         The one-world function: same arguments without the batch axis.
     """
 
+    # Traced once per shape: a step is traced several times under jvp, vmap and grad, and a kernel's trace is costly.
+    traced = jax.jit(batch)
+
     @jax.custom_batching.custom_vmap
     def run(*args):
         one = jax.tree.map(lambda x: x[None], args)
-        return jax.tree.map(lambda x: x[0], batch(*one))
+        return jax.tree.map(lambda x: x[0], traced(*one))
 
     @run.def_vmap
     def rule(axis_size, in_batched, *args):
         def widen(x, batched):
             return x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
 
-        out = batch(*jax.tree.map(widen, args, tuple(in_batched)))
+        out = traced(*jax.tree.map(widen, args, tuple(in_batched)))
         return out, jax.tree.map(lambda _: True, out)
 
     return run
