@@ -167,7 +167,8 @@ def _contact_impulse(with_friction: bool, law: jax.Array, a_tn: jax.Array, v: ja
 def _joint_impulse(with_friction: bool, law: jax.Array, limited: jax.Array, diag, v_other, limit, one=None):
     """New ``(friction + limit, limit)`` impulses of a joint's row (constants ``law`` (5,) and ``limited``
     (2,), :class:`_Rows`; diagonal entry ``diag``) from the velocity ``v_other`` without its impulses and its
-    previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone)."""
+    previous limit impulse: friction first, then the limit (a frictionless problem: the limit alone). ``one``:
+    the sweep's ones that hold each impulse (:func:`_held`), or None."""
     inv_diag, low, high = law[0], law[3], law[4]
     if not with_friction:
         new_limit = _held(limit_impulse(low, high, limited[0], limited[1], v_other, inv_diag), one)
