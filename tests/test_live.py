@@ -91,6 +91,14 @@ def _until(page, condition, what: str, seconds: float = 60.0) -> None:
         page.wait_for_timeout(100)
 
 
+def _settled(page, viewer, loop, window_ms: int = 300) -> bool:
+    """Whether neither the drawings nor the loop's updates change over ``window_ms`` (an update that had passed the
+    pause check when the pause came can take longer than that on a loaded machine)."""
+    before = (viewer.draws, loop.updates)
+    page.wait_for_timeout(window_ms)
+    return (viewer.draws, loop.updates) == before
+
+
 def test_no_page_no_drawing(pendulum):
     model, start, advance = pendulum
     viewer = live(model)
@@ -126,7 +134,7 @@ def test_live_view_follows_pauses_steps_and_switches_worlds(pendulum):
 
             _click(page, "Pause")
             _until(page, lambda: viewer.paused, "the view paused")
-            page.wait_for_timeout(300)  # an update already past the pause check ends
+            _until(page, lambda: _settled(page, viewer, loop), "an update already past the pause check to end")
             held, draws = _scene(page), viewer.draws
             updates = loop.updates
             page.wait_for_timeout(700)
