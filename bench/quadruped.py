@@ -95,7 +95,7 @@ def comparison_cases(args, engines: list[str], jaxmor_feet: bool = False) -> lis
     MJWarp's like-for-like cases collide."""
     common = {"kind": "forward", "n_steps": args.steps, "repeats": args.repeats, "min_repeats": args.min_repeats}
     common["budget_s"] = args.case_budget
-    cases = []
+    cases, cores = [], os.cpu_count() or 1
     for engine in engines:
         for n in sizes_of(args):
             base = {**common, "n_worlds": n, "engine": engine}
@@ -108,11 +108,10 @@ def comparison_cases(args, engines: list[str], jaxmor_feet: bool = False) -> lis
                     cases.append({**base, "engine_label": "jaxmor-rl", "chunk": chunk, "like_for_like": True})
                 if chunk and n > chunk and args.jaxmor_vmap:
                     cases.append({**base, "engine_label": "jaxmor-vmap", "chunk": 0})
-                cores = os.cpu_count() or 1
                 if args.jaxmor_cores and args.host_devices == 1 and cores > 1 and n % cores == 0:
                     cases.append({**base, "engine_label": "jaxmor-cores", "chunk": chunk, "host_devices": cores})
             elif engine == "mujoco":
-                cases.append({**base, "engine_label": "mujoco", "nthread": os.cpu_count() or 1})
+                cases.append({**base, "engine_label": "mujoco", "nthread": cores})
                 if args.mujoco_single_thread:
                     cases.append({**base, "engine_label": "mujoco-1t", "nthread": 0})
             elif engine in ("mjx", "mjwarp"):

@@ -18,6 +18,7 @@ import pytest
 import jaxmor
 from jaxmor.math import gauss_jordan
 from jaxmor.sim import inverse_kernel
+from jaxmor.sim.batched_launch import one_launch_per_batch
 
 REFERENCE = 1e-11
 SAME_ARITHMETIC = 1e-13
@@ -83,3 +84,25 @@ def test_the_cuda_step_inverts_in_the_kernel_and_the_cpu_step_does_not():
     cpu = step.trace(model, states).lower(lowering_platforms=("cpu",)).as_text()
     assert cuda.count('"effective_mass_inverse"') == 1
     assert "effective_mass_inverse" not in cpu
+
+
+def test_a_batched_launch_traces_its_function_once_per_shape():
+    """The shared vmap rule of the kernels (``one_launch_per_batch``): one call of the batched function for a vmap,
+    unbatched inputs broadcast, and a function traced again at the same shapes (as the step is under jvp, vmap and
+    grad) reuses the first trace."""
+    shapes = []
+
+    def batch(x, y):
+        shapes.append((x.shape, y.shape))
+        return 2 * x + y
+
+    one = one_launch_per_batch(batch)
+    x, y = jnp.arange(15.0).reshape(5, 3), jnp.arange(3.0)
+    f = jax.vmap(one, in_axes=(0, None))
+    np.testing.assert_array_equal(f(x, y), 2 * x + y)
+    # traced for the one-world form (a batch of one) and for the vmap (y widened to the batch)
+    assert sorted(shapes) == [((1, 3), (1, 3)), ((5, 3), (5, 3))]
+    jax.jit(f).lower(x, y)
+    jax.jit(lambda a, b: f(a, b) + 1).lower(x, y)
+    np.testing.assert_array_equal(one(x[0], y), 2 * x[0] + y)
+    assert len(shapes) == 2  # three more traces of f and a one-world call: no new trace of batch
