@@ -77,25 +77,40 @@ class _Layout:
         """The regrouped ``A``'s side: every group's tile length."""
         return sum(self.sizes)
 
+    def vector_tiles(self) -> tuple[tuple[str, int], ...]:
+        """The tiles of the packed vector input, in order, each with its length: ``b``, ``lam`` and ``inv`` per
+        group (the group's length), the limit impulses and the joints' constants (the joints'), the contacts'
+        constants (the contacts')."""
+        per_group = [(f"{kind}{g}", self.sizes[g]) for kind in ("b", "lam", "inv") for g in range(self.groups)]
+        contact = CONTACT_FIELDS if self.m == 3 else CONTACT_FIELDS[:1]
+        joints, contacts = self.sizes[-1], self.sizes[0]
+        return (
+            *per_group,
+            ("limit", joints),
+            *((n, contacts) for n in contact),
+            *((n, joints) for n in JOINT_FIELDS),
+        )
+
     def vector_names(self) -> tuple[str, ...]:
-        """The tiles of the packed vector input, in order: ``b``, ``lam`` and ``inv`` per group, the limit
-        impulses, then the constants."""
-        names = [f"{kind}{g}" for kind in ("b", "lam", "inv") for g in range(self.groups)] + ["limit"]
-        return (*names, *(CONTACT_FIELDS if self.m == 3 else CONTACT_FIELDS[:1]), *JOINT_FIELDS)
+        """The names of :meth:`vector_tiles`, in order."""
+        return tuple(name for name, _ in self.vector_tiles())
 
     def size(self, name: str) -> int:
-        """A vector tile's length: its group's (``b``, ``lam``, ``inv``), the joints' or the contacts'."""
-        if name[-1].isdigit():
-            return self.sizes[int(name[-1])]
-        return self.sizes[-1] if name == "limit" or name in JOINT_FIELDS else self.sizes[0]
+        """A vector tile's length."""
+        return dict(self.vector_tiles())[name]
 
     def at(self, name: str) -> int:
-        names = self.vector_names()
-        return sum(self.size(n) for n in names[: names.index(name)])
+        """Where a vector tile starts in the packed vector."""
+        start = 0
+        for n, length in self.vector_tiles():
+            if n == name:
+                return start
+            start += length
+        raise KeyError(name)
 
     @property
     def width(self) -> int:
-        return pow2(sum(self.size(n) for n in self.vector_names()))
+        return pow2(sum(length for _, length in self.vector_tiles()))
 
 
 def _group_rows(lay: _Layout) -> list[np.ndarray]:
