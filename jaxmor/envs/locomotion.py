@@ -346,7 +346,7 @@ class Locomotion(Env):
         self.control_period = timestep * self.substeps
         self.weights = terms.reward_weights(reward_weights)
         self.noise = terms.observation_noise(observation_noise)
-        self.command_ranges = _command_ranges(command_ranges)
+        self.command_ranges = as_command_ranges(command_ranges)
         self.command_interval = _interval(command_interval, "command_interval")
         self.standing_fraction = _fraction(standing_fraction, "standing_fraction")
         self.command_levels = None if command_levels is None else as_positive_int(command_levels, "command_levels")
@@ -814,11 +814,18 @@ def _check_modes(model: Model, motor_model: str, action_mode: str) -> None:
             raise ArgumentError(f"Box-MOR needs positive finite effort limits at the driven joints, got {effort}")
 
 
-def _command_ranges(ranges, name: str = "command_ranges") -> np.ndarray:
-    """(3, 2) float64 command ranges (forward, lateral [m/s], yaw rate [rad/s]), each ``low <= high``, finite.
+def as_command_ranges(ranges, name: str = "command_ranges") -> np.ndarray:
+    """Command ranges checked: :class:`Locomotion`'s ``command_ranges`` and ``jaxmor play --resampled``.
+
+    Args:
+        ranges: three ``(low, high)`` pairs: forward and lateral speed [m/s], yaw rate [rad/s].
+        name: the argument's name in the error.
+
+    Returns:
+        (3, 2) float64 array.
 
     Raises:
-        ArgumentError: anything else, named ``name``.
+        ArgumentError: not three finite pairs with ``low <= high``, named ``name``.
     """
     try:
         array = np.asarray(ranges, np.float64)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmor.envs.locomotion import _command_ranges
+from jaxmor.envs.locomotion import as_command_ranges
 from jaxmor.errors import ArgumentError
 from jaxmor.train.evaluate import evaluate_both, format_report
 from jaxmor.train.policy import Policy, load_policy
@@ -100,7 +100,7 @@ def play(
     if suffix not in (None, ".html", ".gif", ".mp4"):
         raise ArgumentError(f"out must name a .html, .gif or .mp4 file, got {out!r}")
     if resampled is not None:  # checked before the policy is loaded
-        resampled = tuple(map(tuple, _command_ranges(resampled, "resampled").tolist()))
+        resampled = tuple(map(tuple, as_command_ranges(resampled, "resampled").tolist()))
     policy, config = load_run_policy(path)
     commands = {} if resampled is None else {"commands": None, "command_ranges": resampled}
     reports = evaluate_both(policy, config, worlds=worlds, seconds=seconds, **commands)
