@@ -24,6 +24,7 @@ from models import QUADRUPED_URDF, ROOT, SERVO_MJCF, TURNTABLE_URDF
 
 import jaxmor.tools.demo
 from jaxmor.actuation.motor import MotorSaturation
+from jaxmor.tools import cli
 from jaxmor.tools.cli import main
 
 # The turntable's motor (robots/turntable/actuators/spin_actuator.xml) and the quadruped's motor (both files).
@@ -400,3 +401,57 @@ def test_package_dir_lets_a_file_read_meshes_beside_its_folder(tmp_path, capsys)
     assert "cube.obj" in capsys.readouterr().err
     assert main(["info", str(robot / "r.xml"), "--package-dir", str(tmp_path)]) == 0
     assert "swing" in capsys.readouterr().out
+
+
+def test_a_second_run_loads_the_compiled_programs_from_the_cache_folder(tmp_path):
+    """``jaxmor`` keeps compiled programs in ``$JAXMOR_COMPILE_CACHE``: the first ``info`` writes them, the second
+    finds every one (JAX logs each hit with ``JAX_LOG_COMPILES``, each miss with ``JAX_EXPLAIN_CACHE_MISSES``);
+    ``off`` keeps none."""
+    folder = tmp_path / "xla"
+    env = {k: v for k, v in child_env().items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env.update(
+        JAXMOR_COMPILE_CACHE=str(folder),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_LOG_COMPILES="1",
+        JAX_EXPLAIN_CACHE_MISSES="1",
+    )
+    cmd = [sys.executable, "-m", "jaxmor.tools.cli", "info", str(QUADRUPED_URDF)]
+    runs = [subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
+    assert len(list(folder.glob("*-cache"))) > 10
+    assert "PERSISTENT COMPILATION CACHE MISS" in runs[0].stderr
+    assert "Persistent compilation cache hit" in runs[1].stderr
+    assert "PERSISTENT COMPILATION CACHE MISS" not in runs[1].stderr
+    off = subprocess.run(
+        cmd, capture_output=True, text=True, check=False, cwd=ROOT, env={**env, "JAXMOR_COMPILE_CACHE": "off"}
+    )
+    assert off.returncode == 0 and "ersistent compilation cache" not in off.stderr.lower()
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAXMOR_COMPILE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cli._compile_cache_folder() == str(tmp_path / "jaxmor" / "xla")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cli._compile_cache_folder() == str(tmp_path / "home" / ".cache" / "jaxmor" / "xla")
+    for off in ("off", "OFF", "", "0", "none"):
+        monkeypatch.setenv("JAXMOR_COMPILE_CACHE", off)
+        assert cli._compile_cache_folder() is None
+    monkeypatch.setenv("JAXMOR_COMPILE_CACHE", str(tmp_path / "mine"))
+    assert cli._compile_cache_folder() == str(tmp_path / "mine")
+
+
+def test_a_cache_configured_for_jax_is_left_as_it_is(monkeypatch, tmp_path):
+    """The test run configures JAX's cache itself (conftest): the command keeps it and makes no folder of its own."""
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir
+    assert before is not None
+    monkeypatch.setenv("JAXMOR_COMPILE_CACHE", str(tmp_path / "mine"))
+    try:
+        cli._compile_cache()
+        assert jax.config.jax_compilation_cache_dir == before
+        assert not (tmp_path / "mine").exists()
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)

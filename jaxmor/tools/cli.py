@@ -21,13 +21,14 @@ A robot file whose name ends in ``.xml`` is read as MJCF (:func:`jaxmor.load_mjc
 outside its own folder (the loaders' ``package_dirs``).
 
 Errors (a missing or malformed file, an unknown actuator, matplotlib missing) are one line on stderr and
-exit code 2.
+exit code 2. Compiled programs are kept on disk between runs (:func:`_compile_cache`, ``docs/cli.md``).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 
@@ -515,8 +516,6 @@ def _reward_weights(pairs: list[str]) -> tuple[tuple[str, float], ...]:
 
 
 def _train(args) -> int:
-    import os
-
     if args.devices is not None or "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
         count = args.devices or os.cpu_count() or 1
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={count}"
@@ -540,10 +539,43 @@ def _train(args) -> int:
     return 0
 
 
+#: The environment variable that names the command's folder of compiled programs, or turns it off.
+COMPILE_CACHE_VARIABLE = "JAXMOR_COMPILE_CACHE"
+
+
+def _compile_cache_folder() -> str | None:
+    """The folder :func:`_compile_cache` keeps compiled programs in: ``$JAXMOR_COMPILE_CACHE`` (``off`` or empty:
+    none), else ``$XDG_CACHE_HOME/jaxmor/xla``, else ``~/.cache/jaxmor/xla``."""
+    chosen = os.environ.get(COMPILE_CACHE_VARIABLE)
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off", "0", "none") else chosen
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "jaxmor", "xla")
+
+
+def _compile_cache() -> None:
+    """Keep the command's compiled programs on disk (JAX's persistent compilation cache), so that the next run of
+    the same program (a second ``jaxmor demo``, a resumed ``jaxmor train``) loads it instead of compiling it. A
+    cache already configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left as it is; a folder that cannot be made
+    means no cache."""
+    import jax
+
+    folder = _compile_cache_folder()
+    if folder is None or jax.config.jax_compilation_cache_dir is not None:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``jaxmor`` command; returns the exit code (0, or 2 after a one-line error)."""
     args = _parser().parse_args(argv)
     from jaxmor.errors import JaxmorError
+
+    _compile_cache()
 
     try:
         if args.command == "demo":
