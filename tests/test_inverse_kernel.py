@@ -106,31 +106,3 @@ def test_a_batched_launch_traces_its_function_once_per_shape():
     jax.jit(lambda a, b: f(a, b) + 1).lower(x, y)
     np.testing.assert_array_equal(one(x[0], y), 2 * x[0] + y)
     assert len(shapes) == 2  # three more traces of f and a one-world call: no new trace of batch
-
-
-def test_a_batched_launch_is_traced_once_per_shape_under_a_scans_gradient():
-    """The step calls the kernels inside custom derivatives inside the rollout's scan; the scan's gradient
-    evaluates those calls again, in another tracing context (its abstract mesh): still one trace per shape."""
-    shapes = []
-
-    def batch(x):
-        shapes.append(x.shape)
-        return jnp.sin(x)
-
-    one = one_launch_per_batch(batch)
-
-    @jax.custom_jvp
-    def f(x):
-        return one(x)
-
-    @f.defjvp
-    def f_jvp(primals, tangents):
-        (x,), (dx,) = primals, tangents
-        return one(x), jnp.cos(x) * dx
-
-    def loss(x):
-        out, _ = jax.lax.scan(lambda c, _: (jax.vmap(f)(c) + 0.1, None), x, None, length=3)
-        return jnp.sum(out)
-
-    jax.jit(jax.grad(loss)).lower(jnp.ones((4, 2)))
-    assert sorted(shapes) == [(1, 2), (4, 2)]  # four traces before: each shape twice

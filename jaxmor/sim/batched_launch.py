@@ -26,14 +26,7 @@ def one_launch_per_batch(batch: Callable) -> Callable:
     """
 
     # Traced once per shape: a step is traced several times under jvp, vmap and grad, and a kernel's trace is costly.
-    jitted = jax.jit(batch)
-
-    def traced(*args):
-        # jit's cache key holds the abstract mesh: a derivative evaluates the recorded call again under the empty
-        # AbstractMesh(()) where the first trace had none (JAX 0.10.2). Setting the current mesh explicitly gives
-        # both the same key (under a user's mesh it sets that mesh, changing nothing).
-        with jax.sharding.use_abstract_mesh(jax.sharding.get_abstract_mesh()):
-            return jitted(*args)
+    traced = jax.jit(batch)
 
     @jax.custom_batching.custom_vmap
     def run(*args):
